@@ -1,0 +1,1 @@
+"""Dagster project that ingests security-knowledge sources into the secrag store."""

@@ -1,0 +1,1 @@
+"""Source registry, probes, fetchers and per-format parsers."""

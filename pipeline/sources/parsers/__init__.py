@@ -1,0 +1,1 @@
+"""One pure parser per upstream format: `parse(file: SourceFile) -> Iterator[Record]`."""

@@ -1,0 +1,98 @@
+"""The source registry: one YAML file per source in `registry/`, loaded into frozen specs."""
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from secrag.errors import ConfigError
+
+REGISTRY_DIR = Path(__file__).with_name("registry")
+TRACKING = ("commit", "release", "feed")
+_DURATION = re.compile(r"^(\d+)\s*([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: object) -> int:
+    """Seconds from `90`, `30m`, `6h` or `1d`."""
+    if isinstance(value, int):
+        return value
+    match = _DURATION.match(str(value).strip())
+    if not match:
+        raise ConfigError(f"invalid duration {value!r}; use e.g. 30m, 6h, 1d")
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """What secrag needs to know to track, fetch and parse one online source."""
+
+    name: str
+    description: str
+    repo: str  # git URL of the upstream repository ("" for pure feeds)
+    branch: str
+    tracking: str  # commit | release | feed
+    paths: tuple[str, ...]
+    parser: str
+    parser_version: str
+    license: str
+    category: str
+    exclude: tuple[str, ...] = ()
+    github: str = ""  # owner/name, for the releases API
+    feed_url: str = ""
+    version_field: str = ""  # feed field holding the version; content hash when empty
+    web_url: str = ""  # template with {version} and {path}
+    enabled: bool = True
+    poll_interval: int = 3600
+    max_file_bytes: int = 10 * 1024 * 1024
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def parser_module(self) -> ModuleType:
+        return importlib.import_module(f"pipeline.sources.parsers.{self.parser}")
+
+
+_REQUIRED = ("description", "branch", "tracking", "paths", "parser", "parser_version", "license", "category")
+
+
+def _spec_from(name: str, raw: Mapping[str, Any], origin: Path) -> SourceSpec:
+    missing = [k for k in _REQUIRED if k not in raw]
+    if missing:
+        raise ConfigError(f"{origin}: missing {', '.join(missing)}")
+    unknown = set(raw) - {f.name for f in SourceSpec.__dataclass_fields__.values()}
+    if unknown:
+        raise ConfigError(f"{origin}: unknown keys {', '.join(sorted(unknown))}")
+    if raw["tracking"] not in TRACKING:
+        raise ConfigError(f"{origin}: tracking must be one of {', '.join(TRACKING)}")
+    values = dict(raw)
+    values["name"] = name
+    values["paths"] = tuple(raw["paths"])
+    values["exclude"] = tuple(raw.get("exclude", ()))
+    values["parser_version"] = str(raw["parser_version"])
+    values["poll_interval"] = parse_duration(raw.get("poll_interval", "1h"))
+    values.setdefault("repo", "")
+    values["options"] = dict(raw.get("options") or {})
+    return SourceSpec(**values)
+
+
+def load_registry(directory: Path = REGISTRY_DIR) -> dict[str, SourceSpec]:
+    """Every source spec in the directory, keyed by name (the file stem)."""
+    specs: dict[str, SourceSpec] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: expected a mapping")
+        specs[path.stem] = _spec_from(path.stem, raw, path)
+    return specs
+
+
+@lru_cache(maxsize=1)
+def default_registry() -> dict[str, SourceSpec]:
+    """The registry shipped with secrag (cached; read on first use, never at import)."""
+    return load_registry()

@@ -1,0 +1,75 @@
+"""YAML loading with size, alias and depth limits (no YAML bombs, no arbitrary tags)."""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from secrag.errors import ParseError
+
+MAX_BYTES = 5 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_ALIASES = 100
+MAX_NODES = 500_000
+
+
+class _LimitedLoader(yaml.SafeLoader):
+    """SafeLoader that refuses deep nesting and alias amplification."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: ANN401
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_ALIASES:
+                raise ParseError(f"YAML uses more than {MAX_ALIASES} aliases (possible YAML bomb)")
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise ParseError(f"YAML has more than {MAX_NODES} nodes")
+        depth = getattr(self, "_depth", 0) + 1
+        if depth > MAX_DEPTH:
+            raise ParseError(f"YAML nests deeper than {MAX_DEPTH} levels")
+        self._depth = depth
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth = depth - 1
+
+
+def _check_size(text: str | bytes) -> str:
+    if len(text) > MAX_BYTES:
+        raise ParseError(f"YAML file of {len(text)} bytes exceeds the {MAX_BYTES}-byte limit")
+    if isinstance(text, bytes):
+        text = text.decode("utf-8-sig")
+    return text
+
+
+def load(text: str | bytes) -> Any:  # noqa: ANN401
+    """One YAML document, safely; raises ParseError with the reason."""
+    docs = load_all(text)
+    if len(docs) != 1:
+        raise ParseError(f"expected one YAML document, found {len(docs)}")
+    return docs[0]
+
+
+def load_all(text: str | bytes) -> list[Any]:
+    """Every non-empty document of a multi-document YAML file, safely."""
+    text = _check_size(text)
+    loader = _LimitedLoader(text)
+    try:
+        docs = []
+        while loader.check_data():
+            doc = loader.get_data()
+            if doc is not None:
+                docs.append(doc)
+        return docs
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ParseError(f"invalid YAML{where}: {problem}") from exc
+    finally:
+        loader.dispose()

@@ -1,0 +1,51 @@
+"""One root exception for secrag and its specific subclasses."""
+from __future__ import annotations
+
+
+class SecragError(Exception):
+    """Root of every error secrag raises on purpose; the CLI prints these as one line."""
+
+    hint: str = ""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        super().__init__(message)
+        if hint:
+            self.hint = hint
+
+    def one_line(self) -> str:
+        text = str(self)
+        return f"{text} (hint: {self.hint})" if self.hint else text
+
+
+class ConfigError(SecragError):
+    """Invalid or missing configuration."""
+
+
+class DatabaseError(SecragError):
+    """The database is unreachable, misconfigured or lacks a required extension."""
+
+
+class EmbeddedServerError(DatabaseError):
+    """The embedded PostgreSQL could not be started, stopped or inspected."""
+
+
+class MigrationError(DatabaseError):
+    """A migration failed, or an applied migration file was edited."""
+
+
+class FetchError(SecragError):
+    """An upstream could not be probed or downloaded."""
+
+
+class ParseError(SecragError):
+    """One upstream file could not be parsed; the run skips it and records why."""
+
+    def __init__(self, reason: str, *, path: str = "", source: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+        self.source = source
+
+
+class PublishRefused(SecragError):
+    """A source version was refused (empty, or shrank suspiciously); the old one stays served."""

@@ -1,0 +1,1 @@
+"""Database fixtures (filled in below)."""
