@@ -1,0 +1,35 @@
+# secrag: `make run` sets everything up and runs the main job; `make test` runs the test suite.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.secrag-installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install run test test-fast lint schema clean
+
+install: $(STAMP)
+
+# torch first, pinned: unpinned, pip would pull gigabytes of CUDA wheels.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: install
+	$(BIN)/secrag run
+
+test: install
+	$(BIN)/python -m pytest
+
+test-fast: install
+	$(BIN)/python -m pytest tests/unit
+
+schema: install
+	$(BIN)/secrag db dump-schema --output sql/schema.sql
+
+clean:
+	-$(BIN)/secrag db stop
+	rm -rf .secrag

@@ -1,0 +1,62 @@
+"""Entry point of the `secrag` console script."""
+from __future__ import annotations
+
+import logging
+import warnings
+
+import click
+
+from secrag import database, migrations
+from secrag.queries import Queries
+from secrag.settings import get_settings
+
+from .db import db
+from .errors import SecragGroup
+from .run import run
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", module="platformdirs")
+
+
+@click.group(cls=SecragGroup)
+@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+@click.version_option(package_name="secrag")
+def cli(verbose: bool) -> None:
+    """secrag: security knowledge, fresh and searchable, in PostgreSQL + pgvector."""
+    _configure_logging(verbose)
+
+
+cli.add_command(db)
+cli.add_command(run)
+
+
+@cli.command()
+def status() -> None:
+    """Summarise the store: database, schema, sources, documents, chunks, embeddings."""
+    settings = get_settings()
+    url = database.database_url(settings)
+    with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        version = migrations.current_version(conn)
+        click.echo(f"database   {database.describe(url)} (PostgreSQL {conn.info.server_version // 10000}, "
+                   f"schema version {version})")
+        if version == 0:
+            click.echo("schema     not migrated: run `secrag db migrate`")
+            return
+        q = Queries(settings.sql_dir, "status")
+        sources, documents, chunks, vectors, model = conn.execute(q.totals).fetchone()
+        click.echo(f"sources    {sources}\ndocuments  {documents}\nchunks     {chunks}\n"
+                   f"embeddings {vectors} (active model {model})")
+        rows = conn.execute(q.sources).fetchall()
+        if rows:
+            click.echo(f"\n{'source':<22} {'state':<9} {'records':>8}  {'version':<14} last sync")
+        for name, _kind, state, current, records, synced, error in rows:
+            line = (f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} "
+                    f"{synced:%Y-%m-%d %H:%M}" if synced else
+                    f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} never")
+            click.echo(line + (f"  error: {error[:80]}" if error else ""))
+if __name__ == "__main__":
+    cli()

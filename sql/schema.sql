@@ -1,0 +1,245 @@
+CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public;
+
+COMMENT ON EXTENSION pg_trgm IS 'text similarity measurement and index searching based on trigrams';
+
+CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
+
+COMMENT ON EXTENSION vector IS 'vector data type and ivfflat and hnsw access methods';
+
+CREATE TABLE public.chunks (
+    chunk_id text NOT NULL,
+    doc_id text NOT NULL,
+    source text NOT NULL,
+    ordinal integer NOT NULL,
+    title text NOT NULL,
+    text text NOT NULL,
+    enriched_text text NOT NULL,
+    identifiers text DEFAULT ''::text NOT NULL,
+    content_hash text NOT NULL,
+    tsv tsvector GENERATED ALWAYS AS (((setweight(to_tsvector('english'::regconfig, title), 'A'::"char") || setweight(to_tsvector('simple'::regconfig, identifiers), 'A'::"char")) || setweight(to_tsvector('english'::regconfig, enriched_text), 'B'::"char"))) STORED,
+    CONSTRAINT chunks_chunk_id_shape CHECK ((chunk_id = ((doc_id || '#'::text) || ordinal))),
+    CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0))
+);
+
+CREATE TABLE public.documents (
+    doc_id text NOT NULL,
+    source text NOT NULL,
+    source_version text NOT NULL,
+    title text NOT NULL,
+    url text,
+    body text NOT NULL,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    techniques text[] DEFAULT '{}'::text[] NOT NULL,
+    platforms text[] DEFAULT '{}'::text[] NOT NULL,
+    tags text[] DEFAULT '{}'::text[] NOT NULL,
+    content_hash text NOT NULL,
+    tenant text,
+    acl_users text[] DEFAULT '{}'::text[] NOT NULL,
+    acl_groups text[] DEFAULT '{}'::text[] NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT documents_doc_id_prefix CHECK (starts_with(doc_id, (source || ':'::text)))
+);
+
+CREATE TABLE public.embedding_models (
+    model_id text NOT NULL,
+    dimensions integer NOT NULL,
+    active boolean DEFAULT false NOT NULL,
+    activated_at timestamp with time zone,
+    CONSTRAINT embedding_models_dimensions_check CHECK ((dimensions > 0))
+);
+
+CREATE TABLE public.embeddings (
+    content_hash text NOT NULL,
+    model_id text NOT NULL,
+    vector public.vector NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+ALTER TABLE ONLY public.embeddings ALTER COLUMN vector SET STORAGE PLAIN;
+
+CREATE TABLE public.mitre_techniques (
+    id text NOT NULL,
+    name text NOT NULL,
+    full_name text NOT NULL,
+    tactics text[] DEFAULT '{}'::text[] NOT NULL,
+    platforms text[] DEFAULT '{}'::text[] NOT NULL,
+    parent text,
+    revoked boolean DEFAULT false NOT NULL,
+    deprecated boolean DEFAULT false NOT NULL,
+    replaced_by text,
+    version text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT mitre_techniques_id_check CHECK ((id ~ '^T[0-9]{4}(\.[0-9]{3})?$'::text))
+);
+
+CREATE TABLE public.query_log (
+    id bigint NOT NULL,
+    logged_at timestamp with time zone DEFAULT now() NOT NULL,
+    endpoint text NOT NULL,
+    query_type text,
+    query_text text,
+    top_score double precision,
+    result_count integer DEFAULT 0 NOT NULL,
+    latency_ms double precision NOT NULL,
+    details jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+
+ALTER TABLE public.query_log ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.query_log_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.schema_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    execution_ms integer NOT NULL
+);
+
+CREATE TABLE public.source_versions (
+    id bigint NOT NULL,
+    source text NOT NULL,
+    version text NOT NULL,
+    started_at timestamp with time zone DEFAULT now() NOT NULL,
+    finished_at timestamp with time zone,
+    records_parsed integer DEFAULT 0 NOT NULL,
+    records_inserted integer DEFAULT 0 NOT NULL,
+    records_updated integer DEFAULT 0 NOT NULL,
+    records_deleted integer DEFAULT 0 NOT NULL,
+    records_unchanged integer DEFAULT 0 NOT NULL,
+    records_skipped integer DEFAULT 0 NOT NULL,
+    status text NOT NULL,
+    reason text,
+    details jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT source_versions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'published'::text, 'refused'::text, 'failed'::text])))
+);
+
+ALTER TABLE public.source_versions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.source_versions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+CREATE TABLE public.sources (
+    name text NOT NULL,
+    kind text NOT NULL,
+    description text DEFAULT ''::text NOT NULL,
+    category text DEFAULT ''::text NOT NULL,
+    upstream text,
+    branch text,
+    tracking text,
+    current_version text,
+    state text DEFAULT 'new'::text NOT NULL,
+    last_check_at timestamp with time zone,
+    last_seen_version text,
+    last_sync_at timestamp with time zone,
+    record_count integer DEFAULT 0 NOT NULL,
+    last_error text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT sources_kind_check CHECK ((kind = ANY (ARRAY['online'::text, 'user_folder'::text, 'static'::text]))),
+    CONSTRAINT sources_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_.-]*$'::text)),
+    CONSTRAINT sources_state_check CHECK ((state = ANY (ARRAY['new'::text, 'ok'::text, 'refused'::text, 'failed'::text, 'disabled'::text]))),
+    CONSTRAINT sources_tracking_check CHECK ((tracking = ANY (ARRAY['commit'::text, 'release'::text, 'feed'::text])))
+);
+
+ALTER TABLE ONLY public.chunks
+    ADD CONSTRAINT chunks_doc_ordinal_key UNIQUE (doc_id, ordinal);
+
+ALTER TABLE ONLY public.chunks
+    ADD CONSTRAINT chunks_pkey PRIMARY KEY (chunk_id);
+
+ALTER TABLE ONLY public.documents
+    ADD CONSTRAINT documents_pkey PRIMARY KEY (doc_id);
+
+ALTER TABLE ONLY public.embedding_models
+    ADD CONSTRAINT embedding_models_pkey PRIMARY KEY (model_id);
+
+ALTER TABLE ONLY public.embeddings
+    ADD CONSTRAINT embeddings_pkey PRIMARY KEY (content_hash, model_id);
+
+ALTER TABLE ONLY public.mitre_techniques
+    ADD CONSTRAINT mitre_techniques_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.query_log
+    ADD CONSTRAINT query_log_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+ALTER TABLE ONLY public.source_versions
+    ADD CONSTRAINT source_versions_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.sources
+    ADD CONSTRAINT sources_pkey PRIMARY KEY (name);
+
+CREATE INDEX chunks_content_hash_idx ON public.chunks USING btree (content_hash);
+
+CREATE INDEX chunks_identifiers_trgm_idx ON public.chunks USING gin (identifiers public.gin_trgm_ops);
+
+CREATE INDEX chunks_source_idx ON public.chunks USING btree (source);
+
+CREATE INDEX chunks_title_trgm_idx ON public.chunks USING gin (title public.gin_trgm_ops);
+
+CREATE INDEX chunks_tsv_idx ON public.chunks USING gin (tsv);
+
+CREATE INDEX documents_platforms_idx ON public.documents USING gin (platforms);
+
+CREATE INDEX documents_source_idx ON public.documents USING btree (source);
+
+CREATE INDEX documents_tags_idx ON public.documents USING gin (tags);
+
+CREATE INDEX documents_techniques_idx ON public.documents USING gin (techniques);
+
+CREATE INDEX documents_tenant_idx ON public.documents USING btree (tenant) WHERE (tenant IS NOT NULL);
+
+CREATE INDEX documents_updated_at_idx ON public.documents USING btree (updated_at);
+
+CREATE UNIQUE INDEX embedding_models_one_active_idx ON public.embedding_models USING btree (active) WHERE active;
+
+CREATE INDEX embeddings_minilm_hnsw_idx ON public.embeddings USING hnsw (((vector)::public.vector(384)) public.vector_cosine_ops) WHERE (model_id = 'all-MiniLM-L6-v2'::text);
+
+CREATE INDEX query_log_logged_at_idx ON public.query_log USING btree (logged_at);
+
+CREATE INDEX source_versions_source_started_idx ON public.source_versions USING btree (source, started_at DESC);
+
+ALTER TABLE ONLY public.chunks
+    ADD CONSTRAINT chunks_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.documents
+    ADD CONSTRAINT documents_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name);
+
+ALTER TABLE ONLY public.embeddings
+    ADD CONSTRAINT embeddings_model_id_fkey FOREIGN KEY (model_id) REFERENCES public.embedding_models(model_id);
+
+ALTER TABLE ONLY public.source_versions
+    ADD CONSTRAINT source_versions_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
+
+GRANT USAGE ON SCHEMA public TO secrag_reader;
+
+GRANT SELECT ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT ON TABLE public.embedding_models TO secrag_reader;
+
+GRANT SELECT ON TABLE public.embeddings TO secrag_reader;
+
+GRANT SELECT ON TABLE public.mitre_techniques TO secrag_reader;
+
+GRANT SELECT ON TABLE public.query_log TO secrag_reader;
+
+GRANT SELECT ON TABLE public.schema_migrations TO secrag_reader;
+
+GRANT SELECT ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT ON TABLE public.sources TO secrag_reader;
+
+ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO secrag_reader;

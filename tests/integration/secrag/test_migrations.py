@@ -1,0 +1,107 @@
+"""Migrations on a real PostgreSQL: order, idempotence, checksums, locking, schema.sql."""
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from secrag import database, migrations, schema
+from secrag.errors import MigrationError
+from secrag.settings import REPO_ROOT
+
+SQL_DIR = REPO_ROOT / "sql"
+
+
+def test_all_migrations_match_checked_in_schema(empty_db_url: str) -> None:
+    with database.connect(empty_db_url, autocommit=True) as conn:
+        applied = migrations.migrate(conn, SQL_DIR)
+    assert [m.version for m in applied] == list(range(1, len(applied) + 1))
+    expected = (SQL_DIR / "schema.sql").read_text(encoding="utf-8")
+    assert schema.dump(empty_db_url) == expected, "regenerate with: secrag db dump-schema --output sql/schema.sql"
+
+
+def test_migrate_is_idempotent(db_url: str) -> None:
+    with database.connect(db_url, autocommit=True) as conn:
+        before = migrations.current_version(conn)
+        assert migrations.migrate(conn, SQL_DIR) == []
+        assert migrations.current_version(conn) == before >= 1
+
+
+def _copy_sql(tmp_path: Path) -> Path:
+    target = tmp_path / "sql"
+    shutil.copytree(SQL_DIR, target)
+    return target
+
+
+def test_editing_an_applied_migration_fails_loudly(db_url: str, tmp_path: Path) -> None:
+    sql_dir = _copy_sql(tmp_path)
+    first = sql_dir / "migrations" / "0001_init.sql"
+    first.write_text(first.read_text() + "\n-- edited\n")
+    with database.connect(db_url, autocommit=True) as conn, pytest.raises(MigrationError, match="edited"):
+        migrations.migrate(conn, sql_dir)
+
+
+def test_failed_migration_rolls_back_and_is_not_recorded(db_url: str, tmp_path: Path) -> None:
+    sql_dir = _copy_sql(tmp_path)
+    n = len(migrations.load_migrations(sql_dir / "migrations")) + 1
+    (sql_dir / "migrations" / f"{n:04d}_broken.sql").write_text(
+        "CREATE TABLE half_done (id int);\nSELECT * FROM no_such_table;\n")
+    with database.connect(db_url, autocommit=True) as conn:
+        with pytest.raises(MigrationError, match="broken"):
+            migrations.migrate(conn, sql_dir)
+        assert conn.execute("SELECT to_regclass('half_done')").fetchone()[0] is None
+        assert migrations.current_version(conn) == n - 1
+
+
+def test_no_transaction_header_allows_concurrent_index(db_url: str, tmp_path: Path) -> None:
+    sql_dir = _copy_sql(tmp_path)
+    n = len(migrations.load_migrations(sql_dir / "migrations")) + 1
+    (sql_dir / "migrations" / f"{n:04d}_concurrent_index.sql").write_text(
+        f"{migrations.NO_TRANSACTION}\nCREATE INDEX CONCURRENTLY IF NOT EXISTS docs_title_idx ON documents (title);\n")
+    with database.connect(db_url, autocommit=True) as conn:
+        applied = migrations.migrate(conn, sql_dir)
+        assert [m.transactional for m in applied] == [False]
+        assert conn.execute("SELECT to_regclass('docs_title_idx')").fetchone()[0] is not None
+
+
+def test_gaps_in_numbering_are_refused(tmp_path: Path) -> None:
+    sql_dir = _copy_sql(tmp_path)
+    (sql_dir / "migrations" / "0099_far.sql").write_text("SELECT 1;")
+    with pytest.raises(MigrationError, match="without gaps"):
+        migrations.load_migrations(sql_dir / "migrations")
+
+
+def test_concurrent_migrators_apply_each_migration_once(empty_db_url: str) -> None:
+    errors: list[BaseException] = []
+    applied: list[int] = []
+
+    def run() -> None:
+        try:
+            with database.connect(empty_db_url, autocommit=True) as conn:
+                applied.extend(m.version for m in migrations.migrate(conn, SQL_DIR))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(applied) == list(range(1, len(migrations.load_migrations(SQL_DIR / "migrations")) + 1))
+
+
+def test_reader_role_can_select_but_not_write(db_url: str) -> None:
+    with database.connect(db_url, autocommit=True) as conn:
+        conn.execute("SET ROLE secrag_reader")
+        assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("INSERT INTO embedding_models (model_id, dimensions) VALUES ('x', 3)")
+        settings = dict(conn.execute(
+            "SELECT split_part(c, '=', 1), split_part(c, '=', 2) FROM pg_db_role_setting s, "
+            "unnest(s.setconfig) c JOIN pg_roles r ON true WHERE r.oid = s.setrole AND r.rolname = 'secrag_reader'"
+        ).fetchall())
+        assert settings["statement_timeout"] == "2s"
