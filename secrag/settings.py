@@ -26,6 +26,31 @@ class Settings(BaseSettings):
     connect_timeout: int = Field(default=5, ge=1, le=120, description="Seconds to wait for the database.")
     reader_statement_timeout_ms: int = Field(default=2000, ge=100)
 
+    # Upstreams (fetchers and probes)
+    upstream_mirror: Path | None = Field(
+        default=None, description="Snapshot folder (like ../shared/upstream) to serve as local mirrors.")
+    github_api_base: str = Field(default="https://api.github.com", description="GitHub releases API base.")
+    github_token: str | None = Field(
+        default=None, validation_alias=AliasChoices("GITHUB_TOKEN", "SECRAG_GITHUB_TOKEN"))
+    http_allowed_hosts: list[str] = Field(
+        default_factory=list, description="Hosts allowed in addition to the built-in upstream hosts.")
+    http_allow_loopback: bool = Field(default=False, description="Allow http(s)://127.0.0.1 / localhost (tests).")
+    http_allow_file: bool = Field(default=False, description="Allow file:// URLs (mirrors, tests).")
+    http_max_bytes: int = Field(default=100 * 1024 * 1024, ge=1024)
+    probe_timeout: float = Field(default=20.0, gt=0, description="Seconds per upstream version probe.")
+    fetch_timeout: float = Field(default=600.0, gt=0, description="Seconds per upstream fetch.")
+
+    # Parsing and publishing
+    max_shrink: float = Field(default=0.5, ge=0, le=1, description="Refuse versions that shrink by more.")
+    max_error_share: float = Field(default=0.2, ge=0, le=1, description="Fail a source past this file error share.")
+    chunk_target_chars: int = Field(default=1000, ge=200)
+    chunk_overlap_chars: int = Field(default=150, ge=0)
+
+    # Embeddings
+    embedding_model: str = Field(default="all-MiniLM-L6-v2", description="Must be on the allowlist.")
+    embedding_batch_size: int = Field(default=64, ge=1, le=1024)
+    torch_threads: int = Field(default=0, ge=0, description="0 = torch default.")
+
     @property
     def pgdata(self) -> Path:
         return (self.data_dir / "pgdata").resolve()

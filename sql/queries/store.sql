@@ -1,0 +1,75 @@
+-- Writes of the pipeline: sources, versions, atomic publish of one source version.
+
+-- name: upsert_source
+INSERT INTO sources (name, kind, description, category, upstream, branch, tracking)
+VALUES (%(name)s, %(kind)s, %(description)s, %(category)s, %(upstream)s, %(branch)s, %(tracking)s)
+ON CONFLICT (name) DO UPDATE SET
+    kind = EXCLUDED.kind, description = EXCLUDED.description, category = EXCLUDED.category,
+    upstream = EXCLUDED.upstream, branch = EXCLUDED.branch, tracking = EXCLUDED.tracking,
+    updated_at = now()
+
+-- name: record_check
+UPDATE sources SET last_check_at = now(), last_seen_version = %(version)s,
+    last_error = CASE WHEN %(error)s::text IS NULL THEN last_error ELSE %(error)s::text END
+WHERE name = %(source)s
+
+-- name: begin_version
+INSERT INTO source_versions (source, version, status) VALUES (%(source)s, %(version)s, 'running')
+RETURNING id
+
+-- name: finish_version
+UPDATE source_versions SET
+    finished_at = now(), status = %(status)s, reason = %(reason)s,
+    records_parsed = %(parsed)s, records_inserted = %(inserted)s, records_updated = %(updated)s,
+    records_deleted = %(deleted)s, records_unchanged = %(unchanged)s, records_skipped = %(skipped)s,
+    details = %(details)s
+WHERE id = %(id)s
+
+-- name: mark_source_failed
+UPDATE sources SET state = %(state)s, last_error = %(reason)s, updated_at = now() WHERE name = %(source)s
+
+-- name: lock_source
+SELECT record_count, current_version FROM sources WHERE name = %(source)s FOR UPDATE
+
+-- name: existing_documents
+SELECT d.doc_id, d.content_hash, coalesce(string_agg(c.content_hash, ',' ORDER BY c.ordinal), '')
+FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id
+WHERE d.source = %(source)s
+GROUP BY d.doc_id, d.content_hash
+
+-- name: delete_documents
+DELETE FROM documents WHERE doc_id = ANY(%(ids)s)
+
+-- name: delete_chunks
+DELETE FROM chunks WHERE doc_id = ANY(%(ids)s)
+
+-- name: update_document
+UPDATE documents SET
+    source_version = %(source_version)s, title = %(title)s, url = %(url)s, body = %(body)s,
+    metadata = %(metadata)s, techniques = %(techniques)s, platforms = %(platforms)s, tags = %(tags)s,
+    content_hash = %(content_hash)s, tenant = %(tenant)s, acl_users = %(acl_users)s,
+    acl_groups = %(acl_groups)s, updated_at = now()
+WHERE doc_id = %(doc_id)s
+
+-- name: copy_documents
+COPY documents (doc_id, source, source_version, title, url, body, metadata, techniques, platforms, tags,
+                content_hash, tenant, acl_users, acl_groups) FROM STDIN
+
+-- name: copy_chunks
+COPY chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, identifiers, content_hash)
+FROM STDIN
+
+-- name: mark_published
+UPDATE sources SET current_version = %(version)s, state = 'ok', last_sync_at = now(),
+    record_count = %(records)s, last_error = NULL, updated_at = now()
+WHERE name = %(source)s
+
+-- name: technique_names
+SELECT id, full_name FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
+
+-- name: replace_techniques_delete
+DELETE FROM mitre_techniques
+
+-- name: copy_techniques
+COPY mitre_techniques (id, name, full_name, tactics, platforms, parent, revoked, deprecated, replaced_by, version)
+FROM STDIN

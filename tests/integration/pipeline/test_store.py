@@ -1,0 +1,134 @@
+"""Atomic publish on a real PostgreSQL: diff by content hash, refusals, readers never see a mix."""
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+from pipeline.chunking import ChunkConfig
+from pipeline.sources.records import Record, Skipped
+from pipeline.store import Access, SourceRow, Store
+from secrag import database
+from secrag.settings import REPO_ROOT
+
+LOOKUP = {"T1003": "OS Credential Dumping", "T1003.001": "OS Credential Dumping: LSASS Memory"}
+
+
+def rec(i: int, body: str = "", **kw: object) -> Record:
+    return Record(source="demo", upstream_id=f"r{i}", title=f"Rule {i}", body=body or f"Body of rule {i}",
+                  url=f"https://example.org/{i}", **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def store(db: psycopg.Connection) -> Store:
+    s = Store(REPO_ROOT / "sql")
+    s.register_source(db, SourceRow(name="demo", kind="online", description="demo", tracking="commit"))
+    return s
+
+
+def publish(store: Store, db: psycopg.Connection, version: str, records: list[Record], **kw: object):
+    return store.publish(db, source="demo", version=version, records=records, lookup=LOOKUP,
+                         chunking=ChunkConfig(), **kw)  # type: ignore[arg-type]
+
+
+def test_first_publish_inserts_documents_and_chunks(store: Store, db: psycopg.Connection) -> None:
+    records = [rec(i) for i in range(10)] + [rec(99, body="Detects T1003.001 via mimikatz.exe",
+                                                  techniques=("T1003.001",))]
+    result = publish(store, db, "v1", records, skipped=[Skipped("bad.yml", "invalid YAML")])
+    assert (result.status, result.inserted, result.updated, result.deleted, result.skipped) == \
+        ("published", 11, 0, 0, 1)
+    assert db.execute("SELECT count(*) FROM documents").fetchone()[0] == 11
+    row = db.execute("SELECT enriched_text, identifiers FROM chunks WHERE chunk_id = 'demo:r99#0'").fetchone()
+    assert "T1003.001 OS Credential Dumping: LSASS Memory" in row[0]
+    assert "mimikatz" in row[1].split() and "t1003" in row[1].split()
+    src = db.execute("SELECT current_version, state, record_count FROM sources WHERE name='demo'").fetchone()
+    assert src == ("v1", "ok", 11)
+    version = db.execute("SELECT status, records_inserted, records_skipped, details->'skipped_sample' "
+                         "FROM source_versions").fetchone()
+    assert version == ("published", 11, 1, ["bad.yml: invalid YAML"])
+
+
+def test_republish_diffs_by_content_hash(store: Store, db: psycopg.Connection) -> None:
+    publish(store, db, "v1", [rec(i) for i in range(10)])
+    created = db.execute("SELECT created_at FROM documents WHERE doc_id='demo:r1'").fetchone()[0]
+    changed = [rec(i) for i in range(1, 10)] + [rec(1, body="new body"), rec(42)]
+    changed = [r for r in changed if not (r.upstream_id == "r1" and r.body.startswith("Body"))]
+    result = publish(store, db, "v2", changed)
+    assert (result.inserted, result.updated, result.deleted, result.unchanged) == (1, 1, 1, 8)
+    assert result.chunks_written == 2
+    row = db.execute("SELECT body, source_version, created_at FROM documents WHERE doc_id='demo:r1'").fetchone()
+    assert row == ("new body", "v2", created)
+    assert db.execute("SELECT count(*) FROM documents WHERE doc_id='demo:r0'").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM chunks WHERE doc_id='demo:r0'").fetchone()[0] == 0
+
+
+def test_unchanged_republish_writes_nothing(store: Store, db: psycopg.Connection) -> None:
+    publish(store, db, "v1", [rec(i) for i in range(5)])
+    result = publish(store, db, "v2", [rec(i) for i in range(5)])
+    assert (result.inserted, result.updated, result.deleted, result.unchanged, result.chunks_written) == \
+        (0, 0, 0, 5, 0)
+
+
+def test_lookup_change_reindexes_affected_chunks(store: Store, db: psycopg.Connection) -> None:
+    records = [rec(1, body="uses T1003"), rec(2)]
+    publish(store, db, "v1", records)
+    result = store.publish(db, source="demo", version="v2", records=records,
+                           lookup={"T1003": "Credential Dumping (renamed)"}, chunking=ChunkConfig())
+    assert (result.updated, result.unchanged) == (1, 1)
+
+
+@pytest.mark.parametrize("records, reason", [
+    ([], "empty result"),
+    ([rec(i) for i in range(4)], "shrank from 10 to 4"),
+])
+def test_refused_versions_keep_the_old_one_served(store: Store, db: psycopg.Connection,
+                                                   records: list[Record], reason: str) -> None:
+    publish(store, db, "v1", [rec(i) for i in range(10)])
+    result = publish(store, db, "v2", records)
+    assert result.status == "refused" and reason in (result.reason or "")
+    assert db.execute("SELECT count(*) FROM documents").fetchone()[0] == 10
+    src = db.execute("SELECT current_version, state, last_error FROM sources WHERE name='demo'").fetchone()
+    assert src[0] == "v1" and src[1] == "refused" and reason in src[2]
+    statuses = [r[0] for r in db.execute("SELECT status FROM source_versions ORDER BY id").fetchall()]
+    assert statuses == ["published", "refused"]
+
+
+def test_forced_shrink_is_published(store: Store, db: psycopg.Connection) -> None:
+    publish(store, db, "v1", [rec(i) for i in range(10)])
+    result = publish(store, db, "v2", [rec(0)], force=True)
+    assert result.status == "published" and result.deleted == 9
+
+
+def test_access_is_stored_and_part_of_the_diff(store: Store, db: psycopg.Connection) -> None:
+    publish(store, db, "v1", [rec(1)], access=Access("acme", ("alice",), ("soc",)))
+    assert db.execute("SELECT tenant, acl_users, acl_groups FROM documents").fetchone() == \
+        ("acme", ["alice"], ["soc"])
+    result = publish(store, db, "v2", [rec(1)], access=Access("acme", ("alice", "bob"), ("soc",)))
+    assert result.updated == 1
+
+
+def test_readers_see_old_or_new_never_a_mix(store: Store, db_url: str, db: psycopg.Connection) -> None:
+    old = [rec(i, body=f"old {i}") for i in range(300)]
+    new = [rec(i, body=f"new {i}") for i in range(150, 450)]
+    publish(store, db, "v1", old)
+    seen: set[tuple[int, int]] = set()
+    stop = threading.Event()
+
+    def read() -> None:
+        with database.connect(db_url, autocommit=True) as reader:
+            while not stop.is_set():
+                seen.add(reader.execute(
+                    "SELECT count(*) FILTER (WHERE body LIKE 'old%%'), count(*) FILTER (WHERE body LIKE 'new%%') "
+                    "FROM documents").fetchone())
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    try:
+        for i in range(3):
+            publish(store, db, f"v{2 + 2 * i}", new)
+            publish(store, db, f"v{3 + 2 * i}", old)
+    finally:
+        stop.set()
+        thread.join()
+    assert seen <= {(300, 0), (0, 300)}
