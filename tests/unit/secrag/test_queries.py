@@ -1,0 +1,26 @@
+"""Named SQL blocks."""
+from __future__ import annotations
+
+import pytest
+
+from secrag.errors import ConfigError
+from secrag.queries import Queries, parse_blocks
+from secrag.settings import REPO_ROOT
+
+
+def test_blocks_are_split_by_name() -> None:
+    blocks = parse_blocks("-- name: a\nSELECT 1\n\n-- name: b\nSELECT %(x)s\n")
+    assert blocks == {"a": "SELECT 1", "b": "SELECT %(x)s"}
+
+
+def test_duplicate_names_are_refused() -> None:
+    with pytest.raises(ConfigError, match="twice"):
+        parse_blocks("-- name: a\nSELECT 1\n-- name: a\nSELECT 2\n")
+
+
+def test_every_sql_file_parses_and_has_no_fstring_markers() -> None:
+    for path in (REPO_ROOT / "sql" / "queries").glob("*.sql"):
+        q = Queries(REPO_ROOT / "sql", path.stem)
+        assert q._blocks, path
+        for text in q._blocks.values():
+            assert "{" not in text.replace("'{}'", ""), f"{path}: formatted SQL"
