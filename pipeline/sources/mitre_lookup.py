@@ -79,8 +79,8 @@ def attack_platforms(values: Iterable[object]) -> tuple[str, ...]:
 
 def tactics_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
     phases = obj.get("kill_chain_phases") or ()
-    return tuple(p["phase_name"] for p in phases
-                 if isinstance(p, Mapping) and p.get("kill_chain_name") == ATTACK_SOURCE and p.get("phase_name"))
+    return tuple(p["phase_name"] for p in phases if isinstance(p, Mapping)
+                 and p.get("kill_chain_name") == ATTACK_SOURCE and p.get("phase_name"))
 
 
 def relationship_map(objects: Iterable[Mapping[str, Any]], kind: str) -> dict[str, str]:
@@ -92,7 +92,8 @@ def relationship_map(objects: Iterable[Mapping[str, Any]], kind: str) -> dict[st
     return out
 
 
-def _replacement(stix_id: str, revoked_by: Mapping[str, str], patterns: Mapping[str, Mapping[str, Any]]) -> str | None:
+def _replacement(stix_id: str, revoked_by: Mapping[str, str],
+                 patterns: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Follow revoked-by links to the first technique that is not itself revoked."""
     current, hops = revoked_by.get(stix_id), 0
     while current and hops < _MAX_REDIRECT_HOPS:
