@@ -1,0 +1,76 @@
+"""Render a selection as cited context text, and measure how good it is."""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .selection import Candidate
+
+CATEGORY_TITLES = {
+    "technique": "Techniques", "detection": "Detections", "test": "Tests", "forensic": "Forensic artifacts",
+    "lolbin": "Living-off-the-land binaries and drivers", "vulnerability": "Vulnerabilities",
+    "user": "Your documents",
+}
+_STOP = frozenset("""a an and are as at be by can do does for from how i in is it of on or the this to
+what when where which who why with my our your me we you vs versus about into""".split())
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One numbered source of the context."""
+
+    number: int
+    doc_id: str
+    title: str
+    url: str
+    source: str
+    source_version: str
+
+
+def render(selected: Sequence[Candidate], categories: Sequence[str]) -> tuple[str, list[Citation]]:
+    """Text grouped by category in the plan's order, numbered [1]..[n] by document, then the sources."""
+    order = {c: i for i, c in enumerate(categories)}
+    grouped = sorted(selected, key=lambda c: (order.get(c.category, len(order)), -c.adjusted, c.doc_id))
+    numbers: dict[str, int] = {}
+    citations: list[Citation] = []
+    lines: list[str] = []
+    current = None
+    for c in grouped:
+        if c.category != current:
+            current = c.category
+            lines.append(f"## {CATEGORY_TITLES.get(c.category, c.category.title())}\n")
+        if c.doc_id not in numbers:
+            numbers[c.doc_id] = len(numbers) + 1
+            citations.append(Citation(numbers[c.doc_id], c.doc_id, c.title, c.url, c.source, c.source_version))
+        lines.append(f"[{numbers[c.doc_id]}] {c.title}\n{c.text.strip()}\n")
+    if citations:
+        lines.append("Sources:")
+        lines.extend(f"[{x.number}] {x.doc_id}: {x.title}" + (f" <{x.url}>" if x.url else "")
+                     + (f" (version {x.source_version})" if x.source_version else "") for x in citations)
+    return "\n".join(lines).strip() + "\n", citations
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct meaningful terms of the query (ids kept whole)."""
+    words = re.findall(r"[a-z0-9][a-z0-9._-]*[a-z0-9]|[a-z0-9]", query.lower())
+    return list(dict.fromkeys(w for w in words if w not in _STOP and len(w) > 1))
+
+
+def metrics(query: str, selected: Sequence[Candidate], quotas: dict[str, int],
+            top_score_scale: float) -> dict[str, float]:
+    """coverage: share of query terms found in the selected text; balance: 1 - half the L1 distance
+    between the selected category shares and the quota shares; mean_score: mean raw score;
+    confidence: mean of coverage, balance and the mean score relative to `top_score_scale`."""
+    terms = query_terms(query)
+    corpus = " ".join(f"{c.title} {c.text}" for c in selected).lower()
+    coverage = sum(1 for t in terms if t in corpus) / len(terms) if terms else 0.0
+    total_quota = sum(quotas.values()) or 1
+    n = len(selected) or 1
+    shares = {c: sum(1 for s in selected if s.category == c) / n for c in set(quotas) | {s.category for s in selected}}
+    balance = 1 - sum(abs(shares.get(c, 0) - quotas.get(c, 0) / total_quota) for c in shares) / 2
+    mean_score = sum(c.score for c in selected) / len(selected) if selected else 0.0
+    relative = min(1.0, mean_score / top_score_scale) if top_score_scale > 0 else 0.0
+    confidence = (coverage + balance + relative) / 3 if selected else 0.0
+    return {"coverage": round(coverage, 4), "balance": round(max(0.0, balance), 4),
+            "mean_score": round(mean_score, 6), "confidence": round(confidence, 4)}
