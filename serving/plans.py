@@ -136,6 +136,13 @@ def load_plans(path: Path) -> PlansConfig:
         raise ConfigError(f"plans file {path} is not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"plans file {path} must be a mapping")
+    tuned = path.with_name(path.stem + ".tuned.yaml")
+    if tuned.exists():  # thresholds approved with `secrag tune apply`
+        overlay = yaml.safe_load(tuned.read_text(encoding="utf-8")) or {}
+        for query_type, value in (overlay.get("thresholds") or {}).items():
+            target = raw.setdefault("default", {}) if query_type == "default" else \
+                raw.setdefault("overrides", {}).setdefault(query_type, {})
+            target["score_threshold"] = value
     try:
         return PlansConfig(**raw)
     except ValidationError as exc:

@@ -13,6 +13,7 @@ from secrag.settings import get_settings
 from .db import db
 from .errors import SecragGroup
 from .run import run
+from .tune import tune
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -32,6 +33,7 @@ def cli(verbose: bool) -> None:
 
 cli.add_command(db)
 cli.add_command(run)
+cli.add_command(tune)
 
 
 @cli.command()

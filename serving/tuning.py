@@ -1,0 +1,107 @@
+"""Threshold tuning from the opt-in query log: proposals within safe bounds, audited changes."""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from secrag.errors import ConfigError
+
+from .plans import PlansConfig
+
+MIN_SAMPLES = 20
+
+
+@dataclass(frozen=True)
+class LoggedQuery:
+    """What the query log keeps of one request."""
+
+    query_type: str
+    top_score: float | None
+    result_count: int
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A suggested score-threshold change for one query type."""
+
+    query_type: str
+    samples: int
+    current: float
+    proposed: float
+    reason: str
+
+
+def overlay_path(plans_file: Path) -> Path:
+    """Approved tuning lives beside the plans file, so the hand-written file keeps its comments."""
+    return plans_file.with_name(plans_file.stem + ".tuned.yaml")
+
+
+def read_overlay(plans_file: Path) -> dict[str, Any]:
+    path = overlay_path(plans_file)
+    if not path.exists():
+        return {"thresholds": {}, "history": []}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must be a mapping")
+    return {"thresholds": dict(data.get("thresholds") or {}), "history": list(data.get("history") or [])}
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def propose(config: PlansConfig, log: Sequence[LoggedQuery], thresholds: dict[str, float]) -> list[Proposal]:
+    """One proposal per query type with enough samples.
+
+    Target: half the 10th percentile of top scores (so at most ~10 % of queries lose their weakest
+    hits), clamped to the configured bounds and moved at most `max_step` from the current value.
+    """
+    low = float(config.tuning.get("threshold_min", 0.0))
+    high = float(config.tuning.get("threshold_max", 1.0))
+    step = float(config.tuning.get("max_step", 0.01))
+    by_type: dict[str, list[LoggedQuery]] = {}
+    for entry in log:
+        by_type.setdefault(entry.query_type or "default", []).append(entry)
+    proposals = []
+    for query_type in sorted(by_type):
+        entries = by_type[query_type]
+        scores = [e.top_score for e in entries if e.top_score is not None]
+        current = thresholds.get(query_type, config.resolve(query_type).score_threshold)
+        if len(scores) < MIN_SAMPLES:
+            continue
+        empty = sum(1 for e in entries if e.result_count == 0) / len(entries)
+        target = min(high, max(low, _percentile(scores, 0.10) / 2))
+        proposed = round(min(current + step, max(current - step, target)), 6)
+        if abs(proposed - current) < 1e-9:
+            continue
+        reason = (f"{len(scores)} queries: p10 top score {_percentile(scores, 0.10):.4f}, "
+                  f"{empty:.0%} returned nothing; target {target:.4f} within [{low}, {high}], step <= {step}")
+        proposals.append(Proposal(query_type, len(scores), current, proposed, reason))
+    return proposals
+
+
+def apply_change(config: PlansConfig, plans_file: Path, query_type: str, new: float, *, who: str,
+                 reason: str, now: dt.datetime | None = None) -> dict[str, Any]:
+    """Record an approved threshold in the overlay with who, when, old, new and reason."""
+    low = float(config.tuning.get("threshold_min", 0.0))
+    high = float(config.tuning.get("threshold_max", 1.0))
+    if not low <= new <= high:
+        raise ConfigError(f"threshold {new} is outside the safe bounds [{low}, {high}]")
+    if not reason.strip():
+        raise ConfigError("a reason is required")
+    overlay = read_overlay(plans_file)
+    old = overlay["thresholds"].get(query_type, config.resolve(query_type).score_threshold)
+    entry = {"who": who, "when": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
+             "query_type": query_type, "field": "score_threshold", "old": old, "new": new, "reason": reason}
+    overlay["thresholds"][query_type] = new
+    keep = int(config.tuning.get("history", 20))
+    overlay["history"] = [*overlay["history"], entry][-keep:]
+    overlay_path(plans_file).write_text(yaml.safe_dump(overlay, sort_keys=False), encoding="utf-8")
+    return entry

@@ -1,0 +1,7 @@
+-- Reads of the opt-in query log for `secrag tune`.
+
+-- name: recent_queries
+SELECT query_type, top_score, result_count
+FROM query_log
+WHERE logged_at >= now() - make_interval(days => %(days)s)
+ORDER BY logged_at
