@@ -1,0 +1,67 @@
+"""HijackLibs entries: one DLL that Windows executables can be tricked into loading."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pipeline.sources import normalize
+from pipeline.sources.records import Record, SourceFile
+from secrag.errors import ParseError
+
+from .yaml_entry import compact, load_mapping, text, texts, web_url
+
+
+def parse(file: SourceFile) -> Iterator[Record]:
+    """The one DLL entry of a HijackLibs YAML file."""
+    doc = load_mapping(file)
+    name = text(doc.get("Name"))
+    executables = [e for e in normalize.as_list(doc.get("VulnerableExecutables")) if isinstance(e, dict)]
+    if not name or not executables:
+        raise ParseError("HijackLibs entry lacks a Name or VulnerableExecutables")
+    vendor = text(doc.get("Vendor"))
+    locations = texts(normalize.as_list(doc.get("ExpectedLocations")))
+    kinds = sorted(set(texts(e.get("Type") for e in executables)))
+    cves = texts(normalize.as_list(doc.get("CVE")))
+    yield Record(
+        source=file.source,
+        upstream_id=file.rel,
+        title=name,
+        body=normalize.join_text(
+            f"{name}{f' ({vendor})' if vendor else ''}: DLL hijacking ({', '.join(kinds)}) "
+            f"by {len(executables)} executable{'s' if len(executables) != 1 else ''}.",
+            "Expected locations: " + ", ".join(locations) if locations else "",
+            "Vulnerable executables:\n" + "\n".join(_executable(e) for e in executables),
+            "CVE: " + ", ".join(cves) if cves else "",
+        ),
+        url=web_url(file),
+        # Every entry is DLL hijacking; the registry names the techniques rather than each file.
+        techniques=normalize.technique_ids(file.options.get("techniques", [])),
+        platforms=normalize.platforms(file.options.get("platforms", ["windows"])),
+        tags=normalize.tags(kinds),
+        metadata=compact({
+            "vendor": vendor,
+            "author": text(doc.get("Author")),
+            "created": text(doc.get("Created")),
+            "expected_locations": locations,
+            "hijack_types": kinds,
+            "executables": len(executables),
+            "auto_elevate": sorted(texts(e.get("Path") for e in executables if e.get("AutoElevate"))),
+            "cves": cves,
+            "resources": texts(normalize.as_list(doc.get("Resources"))),
+        }),
+        path=file.rel,
+    )
+
+
+def _executable(entry: Mapping[str, Any]) -> str:
+    notes = texts([entry.get("Type")])
+    if entry.get("Variable"):
+        notes.append(f"variable %{text(entry['Variable'])}%")
+    if entry.get("AutoElevate"):
+        notes.append("auto-elevates")
+    if entry.get("PrivilegeEscalation"):
+        notes.append("privilege escalation")
+    line = f"- {text(entry.get('Path'))} ({'; '.join(notes)})"
+    if entry.get("Condition"):
+        line += f"\n  Condition: {text(entry['Condition'])}"
+    return line
