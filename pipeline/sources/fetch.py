@@ -1,0 +1,83 @@
+"""Fetch exactly the probed (or pinned) upstream version of a source into a work folder."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from secrag.errors import FetchError
+
+from .git_fetch import SHA_RE, checkout
+from .http_fetch import download
+from .probes import UpstreamVersion, feed_version, tag_commit
+from .registry import SourceSpec
+from .upstream import UpstreamConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """Where the fetched files are and which upstream version they are (what gets recorded)."""
+
+    root: Path
+    version: str
+    commit: str | None
+
+
+def _resolve_pin(spec: SourceSpec, repo_url: str, pin: str, cfg: UpstreamConfig,
+                 timeout: float) -> tuple[str, str]:
+    """(version, commit) of a pinned commit SHA or tag."""
+    if SHA_RE.match(pin):
+        return pin, pin
+    commit = tag_commit(repo_url, pin, cfg, timeout)
+    return (pin if spec.tracking == "release" else commit), commit
+
+
+def _feed_target(spec: SourceSpec, workdir: Path) -> Path:
+    if not spec.paths:
+        raise FetchError(f"{spec.name}: a feed source needs its file path in `paths`")
+    rel = PurePosixPath(spec.paths[0])
+    if rel.is_absolute() or ".." in rel.parts or any(ch in str(rel) for ch in "*?["):
+        raise FetchError(f"{spec.name}: feed path {spec.paths[0]!r} must be a plain relative file path")
+    return workdir.joinpath(*rel.parts)
+
+
+def fetch(spec: SourceSpec, version: UpstreamVersion, cfg: UpstreamConfig, workdir: Path,
+          pin: str | None = None) -> FetchResult:
+    """The source's files at `version` (or at `pin`: an older commit SHA or tag) under workdir.
+
+    For git sources workdir becomes a sparse checkout of exactly that commit. A feed is
+    downloaded to workdir/<paths[0]> and its version re-read from the downloaded bytes,
+    since the feed may have moved on since the probe.
+    """
+    started = time.monotonic()
+    if spec.tracking == "feed":
+        if pin:
+            raise FetchError(f"{spec.name}: a feed keeps no history, so it cannot be pinned to {pin!r}")
+        url = cfg.feed_url(spec)
+        if not url:
+            raise FetchError(f"{spec.name}: feed tracking needs `feed_url` in the registry")
+        target = download(url, _feed_target(spec, workdir), cfg, cfg.fetch_timeout)
+        fetched = feed_version(target.read_bytes(), spec.version_field)
+        if fetched != version.version:
+            log.info("feed moved since the probe", extra={"source": spec.name, "probed": version.version,
+                                                          "fetched": fetched})
+        result = FetchResult(root=workdir, version=fetched, commit=None)
+    else:
+        repo_url = cfg.repo_url(spec)
+        if not repo_url:
+            raise FetchError(f"{spec.name}: no repository URL in the registry")
+        if pin:
+            label, commit = _resolve_pin(spec, repo_url, pin, cfg, cfg.probe_timeout)
+        elif version.commit:
+            label, commit = version.version, version.commit
+        else:
+            raise FetchError(f"{spec.name}: the probe recorded no commit to fetch")
+        checkout(repo_url, commit, spec.paths, workdir, cfg.fetch_timeout, cfg)
+        result = FetchResult(root=workdir, version=label, commit=commit)
+    log.info("fetched upstream", extra={"source": spec.name, "version": result.version,
+                                        "commit": result.commit,
+                                        "seconds": round(time.monotonic() - started, 2)})
+    return result

@@ -1,0 +1,284 @@
+"""Local upstream mirrors built from a snapshot folder: bare git repos, release JSON and feed files."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
+
+from secrag.errors import ConfigError, FetchError
+
+from .git_fetch import git_env, run_git
+from .registry import SourceSpec
+from .url_policy import file_path
+
+log = logging.getLogger(__name__)
+
+FORMAT = "secrag-mirror/1"  # bump to rebuild every mirror after a layout change
+GIT_TIMEOUT = 900.0
+_IDENTITY = {"NAME": "secrag mirror", "EMAIL": "mirror@secrag.invalid"}
+_EPOCH = 946684800  # 2000-01-01, when the snapshot manifest names no commit date
+
+
+@dataclass(frozen=True)
+class MirrorSource:
+    """How one source is mirrored: branch, and what else its tracking needs."""
+
+    name: str
+    branch: str
+    tracking: str = "commit"
+    github: str = ""
+    feed_path: str = ""
+    date: str = f"{_EPOCH} +0000"
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """A built mirror: per-source git URLs and feed URLs, and a file:// releases API base."""
+
+    root: Path
+    repos: Mapping[str, str]
+    feeds: Mapping[str, str]
+    api_base: str
+    sources: Mapping[str, MirrorSource]
+
+    def git_dir(self, source: str) -> Path:
+        return self.root / "git" / f"{source}.git"
+
+    def head(self, source: str) -> str:
+        """Current commit of the source's mirrored branch."""
+        ref = f"refs/heads/{self.sources[source].branch}"
+        return run_git(["--git-dir", str(self.git_dir(source)), "rev-parse", ref], timeout=60,
+                       env=_env()).strip()
+
+    def feed_path(self, source: str) -> Path:
+        return file_path(self.feeds[source])
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = git_env(extra={"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
+    for role in ("AUTHOR", "COMMITTER"):
+        for key, value in _IDENTITY.items():
+            env[f"GIT_{role}_{key}"] = value
+    env.update(extra)
+    return env
+
+
+def _manifest(snapshot: Path) -> dict[str, dict[str, object]]:
+    path = snapshot / "MANIFEST.json"
+    if not path.is_file():
+        return {}
+    return dict(json.loads(path.read_text(encoding="utf-8")).get("sources", {}))
+
+
+def _git_date(iso: object) -> str:
+    from datetime import datetime
+
+    try:
+        return f"{int(datetime.fromisoformat(str(iso)).timestamp())} +0000"
+    except ValueError:
+        return f"{_EPOCH} +0000"
+
+
+def plan(snapshot: Path, specs: Mapping[str, SourceSpec],
+         sources: Iterable[str] | None) -> list[MirrorSource]:
+    """What to mirror: the given sources (default: every snapshot folder), described by spec or manifest."""
+    manifest = _manifest(snapshot)
+    names = sorted(sources) if sources is not None else sorted(
+        p.name for p in snapshot.iterdir() if p.is_dir() and not p.name.startswith("."))
+    planned = []
+    for name in names:
+        if not (snapshot / name).is_dir():
+            raise ConfigError(f"no folder {name!r} in the upstream snapshot {snapshot}")
+        info = manifest.get(name, {})
+        spec = specs.get(name)
+        if spec is None:
+            planned.append(MirrorSource(name, str(info.get("branch") or "main"),
+                                        date=_git_date(info.get("commit_date"))))
+            continue
+        planned.append(MirrorSource(
+            name, spec.branch, spec.tracking,
+            github=spec.github if spec.tracking == "release" else "",
+            feed_path=spec.paths[0] if spec.tracking == "feed" and spec.paths else "",
+            date=_git_date(info.get("commit_date"))))
+    return planned
+
+
+def _listing_key(folder: Path, source: MirrorSource) -> str:
+    digest = hashlib.sha256(f"{FORMAT}\n{source!r}\n".encode())
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for fn in filenames:
+            path = os.path.join(dirpath, fn)
+            st = os.lstat(path)
+            entries.append(f"{os.path.relpath(path, folder)}\0{st.st_size}\0{st.st_mtime_ns}")
+    for entry in sorted(entries):
+        digest.update(entry.encode("utf-8", "surrogateescape") + b"\n")
+    return digest.hexdigest()
+
+
+def _tag_release(git_dir: Path, root: Path, source: MirrorSource, commit: str, date: str) -> None:
+    tag = f"mirror-{commit[:12]}"
+    run_git(["--git-dir", str(git_dir), "tag", "-f", "-a", "-m", f"mirror release {tag}", tag, commit],
+            timeout=GIT_TIMEOUT, env=_env(GIT_COMMITTER_DATE=date), what=f"mirror tag {source.name}")
+    api = root / "api" / "repos" / source.github / "releases" / "latest"
+    api.parent.mkdir(parents=True, exist_ok=True)
+    api.write_text(json.dumps({"tag_name": tag, "name": tag, "target_commitish": source.branch}),
+                   encoding="utf-8")
+
+
+def _commit_folder(folder: Path, git_dir: Path, source: MirrorSource) -> str:
+    index = git_dir / "secrag-index"
+    env = _env(GIT_DIR=str(git_dir), GIT_WORK_TREE=str(folder), GIT_INDEX_FILE=str(index),
+               GIT_AUTHOR_DATE=source.date, GIT_COMMITTER_DATE=source.date)
+    what = f"mirror {source.name}"
+
+    def git(*args: str) -> str:
+        return run_git(args, timeout=GIT_TIMEOUT, cwd=folder, env=env, what=what).strip()
+
+    git("add", "--all", "--force", ".")
+    tree = git("write-tree")
+    commit = git("commit-tree", tree, "-m", f"snapshot of {source.name}")
+    git("update-ref", f"refs/heads/{source.branch}", commit)
+    git("symbolic-ref", "HEAD", f"refs/heads/{source.branch}")
+    index.unlink(missing_ok=True)
+    return commit
+
+
+def _build_one(snapshot: Path, root: Path, source: MirrorSource) -> None:
+    folder = snapshot / source.name
+    final = root / "git" / f"{source.name}.git"
+    state_file = root / "state" / f"{source.name}.json"
+    key = _listing_key(folder, source)
+    if final.is_dir() and state_file.is_file():
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        try:
+            head = run_git(["--git-dir", str(final), "rev-parse", f"refs/heads/{source.branch}"],
+                           timeout=60, env=_env()).strip()
+        except FetchError:  # an unreadable mirror is simply rebuilt
+            head = ""
+        if state.get("key") == key and state.get("head") == head:
+            log.debug("mirror up to date", extra={"source": source.name})
+            return
+    tmp = root / "git" / f".{source.name}.git.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    run_git(["init", "-q", "--bare", str(tmp)], timeout=GIT_TIMEOUT, env=_env(), what=f"mirror {source.name}")
+    for setting in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
+        run_git(["--git-dir", str(tmp), "config", setting, "true"], timeout=60, env=_env())
+    commit = _commit_folder(folder, tmp, source)
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    if source.tracking == "release" and source.github:
+        _tag_release(final, root, source, commit, source.date)
+    if source.feed_path:
+        _copy_feed(folder / source.feed_path, root, source)
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps({"key": key, "head": commit}), encoding="utf-8")
+
+
+def _copy_feed(src: Path, root: Path, source: MirrorSource) -> None:
+    dest = root / "feeds" / source.name / source.feed_path
+    if not src.is_file():
+        log.warning("snapshot lacks the feed file", extra={"source": source.name, "path": str(src)})
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # two processes building one mirror wait for each other
+        yield
+
+
+def _describe(root: Path, planned: list[MirrorSource]) -> Mirror:
+    feeds = {}
+    for s in planned:
+        path = root / "feeds" / s.name / s.feed_path
+        if s.feed_path and path.is_file():
+            feeds[s.name] = path.as_uri()
+    return Mirror(root=root, repos=MappingProxyType({s.name: (root / "git" / f"{s.name}.git").as_uri()
+                                                     for s in planned}),
+                  feeds=MappingProxyType(feeds), api_base=(root / "api").as_uri(),
+                  sources=MappingProxyType({s.name: s for s in planned}))
+
+
+def build_mirror(snapshot: Path, target: Path, specs: Mapping[str, SourceSpec] | None = None,
+                 sources: Iterable[str] | None = None, workers: int | None = None) -> Mirror:
+    """Build (or reuse, when the snapshot is unchanged) mirrors of the snapshot's source folders."""
+    snapshot, root = snapshot.resolve(), target.resolve()
+    if not snapshot.is_dir():
+        raise ConfigError(f"upstream snapshot {snapshot} is not a folder",
+                          hint="check SECRAG_UPSTREAM_MIRROR")
+    planned = plan(snapshot, specs or {}, sources)
+    started = time.monotonic()
+    with _locked(root):
+        with ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1)) as pool:
+            list(pool.map(lambda s: _build_one(snapshot, root, s), planned))
+    log.info("upstream mirror ready", extra={"mirror": str(root), "sources": len(planned),
+                                             "seconds": round(time.monotonic() - started, 2)})
+    return _describe(root, planned)
+
+
+def _checked_rel(rel: str) -> str:
+    path = PurePosixPath(rel)
+    if path.is_absolute() or not path.parts or ".." in path.parts or any(c in rel for c in "\t\n\r\0"):
+        raise ConfigError(f"mirror change path {rel!r} must be relative and stay inside the repository")
+    return path.as_posix()
+
+
+def add_commit(mirror: Mirror, source: str, changes: Mapping[str, bytes | None],
+               message: str = "upstream change") -> str:
+    """Commit changes (relpath -> new bytes, or None to delete) on the source's branch; the new SHA.
+
+    Release sources get a new tag and releases/latest; a changed feed file is republished too.
+    """
+    checked = {_checked_rel(rel): data for rel, data in changes.items()}
+    info = mirror.sources[source]
+    git_dir = mirror.git_dir(source)
+    index = git_dir / "secrag-change-index"
+    ref = f"refs/heads/{info.branch}"
+    parent = mirror.head(source)
+    base = _env(GIT_DIR=str(git_dir), GIT_INDEX_FILE=str(index))
+    stamp = int(run_git(["show", "-s", "--format=%ct", parent], timeout=60, env=base).strip()) + 3600
+    env = {**base, "GIT_AUTHOR_DATE": f"{stamp} +0000", "GIT_COMMITTER_DATE": f"{stamp} +0000"}
+
+    def git(*args: str, stdin: bytes | None = None) -> str:
+        return run_git(args, timeout=GIT_TIMEOUT, env=env, stdin=stdin,
+                       what=f"mirror change {source}").strip()
+
+    git("read-tree", parent)
+    entries = []  # `update-index --index-info` lines; mode 0 removes (a bare repo has no work tree)
+    for rel, data in sorted(checked.items()):
+        if data is None:
+            entries.append(f"0 {'0' * 40}\t{rel}\n")
+        else:
+            blob = git("hash-object", "-w", "--stdin", stdin=data)
+            entries.append(f"100644 {blob}\t{rel}\n")
+    git("update-index", "--index-info", stdin="".join(entries).encode())
+    commit = git("commit-tree", git("write-tree"), "-p", parent, "-m", message)
+    git("update-ref", ref, commit, parent)
+    index.unlink(missing_ok=True)
+    if info.tracking == "release" and info.github:
+        _tag_release(git_dir, mirror.root, info, commit, f"{stamp} +0000")
+    if info.feed_path and info.feed_path in checked:
+        feed = mirror.root / "feeds" / source / info.feed_path
+        data = checked[info.feed_path]
+        if data is None:
+            feed.unlink(missing_ok=True)
+        else:
+            feed.parent.mkdir(parents=True, exist_ok=True)
+            feed.write_bytes(data)
+    return commit

@@ -1,0 +1,107 @@
+"""`secrag sources ...`: the source registry and upstream version checks."""
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+import click
+import psycopg
+
+from pipeline.sources.probes import UpstreamVersion, probe
+from pipeline.sources.registry import SourceSpec, default_registry
+from pipeline.sources.upstream import UpstreamConfig
+from secrag import database, embedded
+from secrag.errors import ConfigError, SecragError
+from secrag.settings import Settings, get_settings
+
+from .errors import SecragGroup
+
+log = logging.getLogger(__name__)
+
+PROBE_WORKERS = 8
+
+
+@click.group(cls=SecragGroup)
+def sources() -> None:
+    """List the upstream sources and check their current versions."""
+
+
+def _upstream(spec: SourceSpec) -> str:
+    if spec.tracking == "feed":
+        return urlsplit(spec.feed_url).hostname or "-"
+    return spec.github or spec.repo or "-"
+
+
+@sources.command("list")
+def list_sources() -> None:
+    """Every registered source: name, tracking, upstream, parser, category, enabled."""
+    click.echo(f"{'name':<20} {'tracking':<8} {'upstream':<44} {'parser':<22} {'category':<12} enabled")
+    for spec in sorted(default_registry().values(), key=lambda s: s.name):
+        click.echo(f"{spec.name:<20} {spec.tracking:<8} {_upstream(spec):<44} {spec.parser:<22} "
+                   f"{spec.category:<12} {'yes' if spec.enabled else 'no'}")
+
+
+def _current_versions(settings: Settings) -> dict[str, str | None]:
+    """{source: current_version} from the store, or {} when no database is reachable right now."""
+    if settings.database_url:
+        url = settings.database_url
+    else:
+        status = embedded.status(settings.pgdata)
+        if not status.running or not status.uri:
+            return {}  # checking upstreams must not start a database
+        url = database.with_database(status.uri, settings.database_name)
+    try:
+        with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+            rows = conn.execute("SELECT name, current_version FROM sources").fetchall()
+    except (SecragError, psycopg.Error) as exc:
+        log.debug("no stored versions to compare with", extra={"reason": str(exc).strip()[:200]})
+        return {}
+    return {name: current for name, current in rows}
+
+
+def _state(version: str, current: dict[str, str | None], name: str) -> str:
+    if not current:
+        return ""
+    stored = current.get(name)
+    if stored is None:
+        return "new"
+    return "unchanged" if stored == version else f"changed (was {stored})"
+
+
+@sources.command()
+@click.argument("names", nargs=-1)
+@click.pass_context
+def check(ctx: click.Context, names: tuple[str, ...]) -> None:
+    """Probe upstream versions (all enabled sources, or NAMES) and say which changed."""
+    registry = default_registry()
+    unknown = sorted(set(names) - set(registry))
+    if unknown:
+        raise ConfigError(f"unknown source(s): {', '.join(unknown)}", hint="see `secrag sources list`")
+    specs = [registry[n] for n in dict.fromkeys(names)] if names else [
+        s for s in sorted(registry.values(), key=lambda s: s.name) if s.enabled]
+    settings = get_settings()
+    cfg = UpstreamConfig.from_settings(settings)
+    current = _current_versions(settings)
+
+    def attempt(spec: SourceSpec) -> UpstreamVersion | SecragError:
+        try:
+            return probe(spec, cfg)
+        except SecragError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=PROBE_WORKERS) as pool:
+        outcomes = list(pool.map(attempt, specs))
+    failed = 0
+    for spec, outcome in zip(specs, outcomes, strict=True):
+        if isinstance(outcome, SecragError):
+            failed += 1
+            click.echo(f"{spec.name:<20} FAILED  {outcome.one_line()}")
+            continue
+        shown = outcome.version
+        if outcome.commit and outcome.commit != outcome.version:
+            shown += f" ({outcome.commit[:12]})"
+        click.echo(f"{spec.name:<20} {shown:<42} {_state(outcome.version, current, spec.name)}".rstrip())
+    if failed:
+        click.echo(f"{failed} of {len(specs)} source(s) could not be checked", err=True)
+        ctx.exit(1)

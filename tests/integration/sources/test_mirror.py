@@ -1,0 +1,130 @@
+"""Local mirrors: deterministic, reused while the snapshot is unchanged, changeable for tests."""
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+
+from pipeline.sources.mirror import Mirror, add_commit, build_mirror
+from pipeline.sources.probes import ls_remote, probe
+from pipeline.sources.registry import SourceSpec
+from pipeline.sources.upstream import UpstreamConfig
+from secrag.errors import ConfigError
+from secrag.settings import Settings
+
+SMALL = ["hijacklibs", "cisa_kev", "stratus_red_team"]
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def test_mirror_layout(mirror_factory: Callable[..., Mirror], snapshot_dir: Path,
+                       source_specs: Mapping[str, SourceSpec]) -> None:
+    mirror = mirror_factory(SMALL)
+    assert set(mirror.repos) == set(SMALL)
+    git_dir = mirror.git_dir("hijacklibs")
+    assert _git(git_dir, "config", "uploadpack.allowFilter") == "true"
+    assert _git(git_dir, "config", "uploadpack.allowAnySHA1InWant") == "true"
+    branch = source_specs["hijacklibs"].branch
+    tracked = set(_git(git_dir, "ls-tree", "-r", "--name-only", f"refs/heads/{branch}").splitlines())
+    on_disk = {p.relative_to(snapshot_dir / "hijacklibs").as_posix()
+               for p in (snapshot_dir / "hijacklibs").rglob("*") if p.is_file()}
+    assert tracked == on_disk
+    assert _git(git_dir, "symbolic-ref", "HEAD") == f"refs/heads/{branch}"
+    assert "cisa_kev" in mirror.feeds and "hijacklibs" not in mirror.feeds
+    spec = source_specs["stratus_red_team"]
+    latest = json.loads((mirror.root / "api/repos" / spec.github / "releases/latest").read_text())
+    assert latest["tag_name"] == f"mirror-{mirror.head('stratus_red_team')[:12]}"
+
+
+def test_builds_are_deterministic_and_reused(snapshot_dir: Path, source_specs: Mapping[str, SourceSpec],
+                                             tmp_path: Path) -> None:
+    first = build_mirror(snapshot_dir, tmp_path / "a", specs=source_specs, sources=["mitre_car"])
+    second = build_mirror(snapshot_dir, tmp_path / "b", specs=source_specs, sources=["mitre_car"])
+    assert first.head("mitre_car") == second.head("mitre_car")
+    objects = first.git_dir("mitre_car") / "objects"
+    before = objects.stat().st_ino
+    again = build_mirror(snapshot_dir, tmp_path / "a", specs=source_specs, sources=["mitre_car"])
+    assert again.head("mitre_car") == first.head("mitre_car")
+    assert objects.stat().st_ino == before  # reused, not rebuilt
+
+
+def test_a_changed_mirror_is_rebuilt_from_the_snapshot(snapshot_dir: Path,
+                                                       source_specs: Mapping[str, SourceSpec],
+                                                       tmp_path: Path) -> None:
+    mirror = build_mirror(snapshot_dir, tmp_path, specs=source_specs, sources=["mitre_car"])
+    original = mirror.head("mitre_car")
+    add_commit(mirror, "mitre_car", {"analytics/extra.yaml": b"title: x\n"})
+    rebuilt = build_mirror(snapshot_dir, tmp_path, specs=source_specs, sources=["mitre_car"])
+    assert rebuilt.head("mitre_car") == original
+
+
+def test_add_commit_changes_adds_and_removes(mirror_factory: Callable[..., Mirror]) -> None:
+    mirror = mirror_factory(["hijacklibs"], fresh=True)
+    parent = mirror.head("hijacklibs")
+    tree_before = set(_git(mirror.git_dir("hijacklibs"), "ls-tree", "-r", "--name-only", parent).splitlines())
+    victim = sorted(t for t in tree_before if t.endswith(".yml"))[0]
+    sha = add_commit(mirror, "hijacklibs", {victim: None, "yml/new/added.yml": b"Name: added.dll\n",
+                                            "LICENSE": b"changed\n"})
+    git_dir = mirror.git_dir("hijacklibs")
+    assert mirror.head("hijacklibs") == sha
+    assert _git(git_dir, "rev-parse", f"{sha}^") == parent
+    tree = set(_git(git_dir, "ls-tree", "-r", "--name-only", sha).splitlines())
+    assert tree == (tree_before - {victim}) | {"yml/new/added.yml"}
+    assert _git(git_dir, "show", f"{sha}:LICENSE") == "changed"
+
+
+@pytest.mark.parametrize("rel", ["/etc/passwd", "../x", "a/../../x", "a\nb"])
+def test_add_commit_refuses_paths_outside_the_repo(mirror_factory: Callable[..., Mirror], rel: str) -> None:
+    mirror = mirror_factory(["hijacklibs"])
+    head = mirror.head("hijacklibs")
+    with pytest.raises(ConfigError):
+        add_commit(mirror, "hijacklibs", {rel: b"x"})
+    assert mirror.head("hijacklibs") == head
+
+
+def test_unknown_source_folder_is_a_config_error(snapshot_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no folder 'nope'"):
+        build_mirror(snapshot_dir, tmp_path, sources=["nope"])
+
+
+def test_settings_with_a_mirror_point_every_source_at_it(snapshot_dir: Path, tmp_path: Path) -> None:
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    for name in SMALL:  # a small snapshot keeps this fast; the layout is the real one
+        (snapshot / name).symlink_to(snapshot_dir / name)
+    settings = Settings(upstream_mirror=snapshot, data_dir=tmp_path / "data",
+                        http_allowed_hosts=["extra.example"])
+    cfg = UpstreamConfig.from_settings(settings)
+    assert cfg.allow_file and not cfg.allow_loopback
+    assert {"extra.example", "github.com"} <= cfg.allowed_hosts
+    assert cfg.github_api_base == (tmp_path / "data" / "mirrors" / "api").resolve().as_uri()
+    assert set(cfg.repo_overrides) == set(SMALL) and set(cfg.feed_overrides) == {"cisa_kev"}
+    again = UpstreamConfig.from_settings(settings)
+    assert again == cfg
+
+
+def test_settings_without_a_mirror_use_the_real_upstreams() -> None:
+    cfg = UpstreamConfig.from_settings(Settings(github_token="t", http_allowed_hosts=[]))
+    assert (cfg.github_api_base, cfg.github_token, cfg.allow_file) == ("https://api.github.com", "t", False)
+    assert dict(cfg.repo_overrides) == {} and dict(cfg.feed_overrides) == {}
+
+
+@pytest.mark.slow
+def test_whole_snapshot_mirror(snapshot_dir: Path, source_specs: Mapping[str, SourceSpec],
+                               tmp_path: Path) -> None:
+    mirror = build_mirror(snapshot_dir, tmp_path, specs=source_specs)
+    manifest = json.loads((snapshot_dir / "MANIFEST.json").read_text())
+    assert set(mirror.repos) == set(manifest["sources"])
+    cfg = UpstreamConfig(allow_file=True).with_mirror(mirror.repos, mirror.feeds, mirror.api_base)
+    for name, spec in source_specs.items():
+        seen = probe(spec, cfg)
+        if spec.tracking != "feed":
+            assert seen.commit == mirror.head(name)
+    refs = ls_remote(mirror.repos["sigma"], ["refs/heads/master"], cfg, timeout=30)
+    assert refs == {"refs/heads/master": mirror.head("sigma")}

@@ -1,0 +1,213 @@
+"""Offline upstreams for tests: the real snapshot, git mirrors built from it, a loopback HTTP server."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.sources.mirror import Mirror, build_mirror
+from pipeline.sources.registry import SourceSpec, default_registry
+from pipeline.sources.upstream import UpstreamConfig
+
+SNAPSHOT = Path(__file__).resolve().parents[2].parent / "shared" / "upstream"
+
+Body = bytes | Callable[[], bytes]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One programmed response; `size` streams that many zero bytes instead of `body`."""
+
+    status: int = 200
+    body: Body = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering (a hang, when past the client timeout)
+    size: int | None = None
+    content_length: bool = True
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One request the server received."""
+
+    path: str
+    headers: Mapping[str, str]
+    at: float  # time.monotonic()
+
+
+class LoopbackServer:
+    """A stdlib HTTP server on 127.0.0.1 with routes a test programs; unknown paths get 404."""
+
+    def __init__(self) -> None:
+        self._routes: dict[str, list[Reply]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.requests: list[Seen] = []
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def route(self, path: str, *replies: Reply) -> str:
+        """Serve replies in order for path (the last one repeats); returns the full URL."""
+        with self._lock:
+            self._routes[path] = list(replies)
+        return self.url(path)
+
+    def json(self, path: str, obj: Any, status: int = 200) -> str:  # noqa: ANN401
+        return self.route(path, Reply(status, json.dumps(obj).encode(), {"Content-Type": "application/json"}))
+
+    def bytes(self, path: str, data: Body, status: int = 200) -> str:
+        return self.route(path, Reply(status, data))
+
+    def redirect(self, path: str, location: str, status: int = 302) -> str:
+        return self.route(path, Reply(status, headers={"Location": location}))
+
+    def hang(self, path: str, seconds: float = 30.0) -> str:
+        return self.route(path, Reply(delay=seconds, body=b"too late"))
+
+    def oversized(self, path: str, size: int, content_length: bool = True) -> str:
+        return self.route(path, Reply(size=size, content_length=content_length))
+
+    def hits(self, path: str) -> list[Seen]:
+        return [r for r in self.requests if r.path == path]
+
+    def _next(self, path: str) -> Reply:
+        with self._lock:
+            replies = self._routes.get(path)
+            if not replies:
+                return Reply(404, b"not found")
+            return replies.pop(0) if len(replies) > 1 else replies[0]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+                path = self.path.split("?", 1)[0]
+                server.requests.append(Seen(path, dict(self.headers.items()), time.monotonic()))
+                reply = server._next(path)
+                if reply.delay and server._stop.wait(reply.delay):
+                    return
+                body = reply.body() if callable(reply.body) else reply.body
+                size = reply.size if reply.size is not None else len(body)
+                try:
+                    self.send_response(reply.status)
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
+                    if reply.content_length:
+                        self.send_header("Content-Length", str(size))
+                    self.end_headers()
+                    if reply.size is None:
+                        self.wfile.write(body)
+                        return
+                    chunk = b"\0" * 65536
+                    for start in range(0, size, len(chunk)):
+                        self.wfile.write(chunk[: min(len(chunk), size - start)])
+                except OSError:
+                    return  # the client hung up (e.g. it refused an oversized body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002, ANN401
+                return
+
+        return Handler
+
+    def start(self) -> LoopbackServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.fixture
+def http_server() -> Iterator[LoopbackServer]:
+    """A fresh loopback HTTP server for one test."""
+    server = LoopbackServer().start()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def snapshot_dir() -> Path:
+    """The real upstream snapshot (../shared/upstream)."""
+    if not (SNAPSHOT / "MANIFEST.json").is_file():
+        pytest.fail(f"upstream snapshot not found at {SNAPSHOT}")
+    return SNAPSHOT
+
+
+@pytest.fixture(scope="session")
+def source_specs() -> Mapping[str, SourceSpec]:
+    """The shipped source registry."""
+    return default_registry()
+
+
+@pytest.fixture(scope="session")
+def mirror_factory(snapshot_dir: Path, source_specs: Mapping[str, SourceSpec],
+                   tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Mirror]:
+    """`mirror_factory(["hijacklibs", "cisa_kev"], fresh=False)`: local bare repos of those sources.
+
+    Cached per subset for the session; ask for `fresh=True` before changing it with `add_commit`.
+    """
+    cache: dict[frozenset[str], Mirror] = {}
+
+    def make(sources: list[str], *, fresh: bool = False) -> Mirror:
+        key = frozenset(sources)
+        if fresh or key not in cache:
+            target = tmp_path_factory.mktemp("mirror")
+            mirror = build_mirror(snapshot_dir, target, specs=source_specs, sources=sorted(key))
+            if fresh:
+                return mirror
+            cache[key] = mirror
+        return cache[key]
+
+    return make
+
+
+def serve_mirror(server: LoopbackServer, mirror: Mirror) -> tuple[str, dict[str, str]]:
+    """Serve the mirror's releases API and feeds over loopback HTTP; (api base, feed URLs)."""
+    api_root = mirror.root / "api"
+    for latest in api_root.rglob("latest"):
+        server.bytes("/api/" + latest.relative_to(api_root).as_posix(), latest.read_bytes)
+    feeds = {}
+    for name in mirror.feeds:
+        path = mirror.feed_path(name)
+        feeds[name] = server.bytes("/" + path.relative_to(mirror.root).as_posix(), path.read_bytes)
+    return server.url("/api"), feeds
+
+
+@pytest.fixture
+def upstream_config(http_server: LoopbackServer) -> Callable[..., UpstreamConfig]:
+    """`upstream_config(mirror, via_http=False, **changes)`: an UpstreamConfig reading that mirror.
+
+    Git always comes from the bare repos (file://). With via_http the releases API and feeds
+    are served by `http_server`; otherwise they are read as file:// URLs. Timeouts and retry
+    waits are small, loopback and file:// are allowed; `changes` override any field.
+    """
+
+    def make(mirror: Mirror, *, via_http: bool = False, **changes: Any) -> UpstreamConfig:  # noqa: ANN401
+        if via_http:
+            api_base, feeds = serve_mirror(http_server, mirror)
+        else:
+            api_base, feeds = mirror.api_base, dict(mirror.feeds)
+        cfg = UpstreamConfig(allow_loopback=True, probe_timeout=10.0, fetch_timeout=30.0, retry_base=0.05)
+        cfg = cfg.with_mirror(mirror.repos, feeds, api_base)
+        return dataclasses.replace(cfg, **changes)
+
+    return make
