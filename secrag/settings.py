@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     chunk_target_chars: int = Field(default=1000, ge=200)
     chunk_overlap_chars: int = Field(default=150, ge=0)
 
+    folders_file: Path | None = Field(
+        default=None, description="YAML list of user-document folders (default: folders.yaml if present).")
+
     # Embeddings
     embedding_model: str = Field(default="all-MiniLM-L6-v2", description="Must be on the allowlist.")
     embedding_batch_size: int = Field(default=64, ge=1, le=1024)

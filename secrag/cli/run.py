@@ -1,12 +1,18 @@
-"""`secrag run`: the main job of `make run` (database up, migrated, status)."""
+"""`secrag run`: the main job of `make run`: database up and migrated, then Dagster and the API."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
+from types import FrameType
 
 import click
 
 from secrag import database, migrations
-from secrag.settings import get_settings
+from secrag.settings import REPO_ROOT, get_settings
 
 
 def prepare_database() -> str:
@@ -23,11 +29,65 @@ def prepare_database() -> str:
     return url
 
 
+def _default_signals() -> None:  # in the child, between fork and exec
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def start_api(url: str, host: str, port: int) -> subprocess.Popen[bytes]:
+    """`secrag serve` in its own process group, on the already-resolved database URL."""
+    env = {**os.environ, "SECRAG_DATABASE_URL": url, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("DATABASE_URL", None)
+    command = [str(Path(sys.executable).with_name("secrag")), "serve", "--host", host, "--port", str(port)]
+    return subprocess.Popen(command, cwd=REPO_ROOT, env=env, start_new_session=True,
+                            preexec_fn=_default_signals)
+
+
 @click.command()
+@click.option("--dagster/--no-dagster", default=True, show_default=True, help="Start Dagster (UI on :3000).")
+@click.option("--api/--no-api", default=True, show_default=True, help="Start the search API (on :8000).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address Dagster and the API bind to.")
+@click.option("--dagster-port", default=3000, show_default=True)
+@click.option("--api-port", default=8000, show_default=True)
 @click.pass_context
-def run(ctx: click.Context) -> None:
-    """Set up the store and run the main job."""
-    prepare_database()
+def run(ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: int, api_port: int) -> None:
+    """Set up the store, then run Dagster (sensors on) and the API until Ctrl-C or SIGTERM."""
+    from .dagster_launcher import start_dagster, stop_dagster
     from .main import status
 
+    url = prepare_database()
     ctx.invoke(status)
+    if not dagster and not api:
+        return
+    settings = get_settings()
+    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def _stop(signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    code = 0
+    try:
+        if dagster:
+            children.append(("dagster", start_dagster(settings, url, host=host, port=dagster_port)))
+            click.echo(f"Dagster UI: http://{host}:{dagster_port}")
+        if api:
+            children.append(("api", start_api(url, host, api_port)))
+            click.echo(f"search API: http://{host}:{api_port}/docs")
+        click.echo("running; Ctrl-C stops everything")
+        while True:
+            for name, proc in children:
+                if proc.poll() is not None:
+                    click.echo(f"{name} exited with code {proc.returncode}; stopping the rest", err=True)
+                    code = proc.returncode or 1
+                    raise KeyboardInterrupt(name)
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        click.echo("stopping")
+    finally:
+        for _, proc in reversed(children):
+            if proc.poll() is None:
+                stop_dagster(proc)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    sys.exit(code)

@@ -1,0 +1,1 @@
+"""Asset factories of the secrag graph: upstream -> sources -> embeddings, lookups, user folders."""

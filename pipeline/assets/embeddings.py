@@ -1,0 +1,71 @@
+"""`embeddings/<source>`: vectors for the chunks of a source lacking one for the configured model."""
+
+import dagster as dg
+
+from ..activation import activate_model_if_complete
+from ..embedding import embed_pending
+from ..resources import EmbedderResource, StoreResource
+from .keys import embeddings_key
+
+LOG_EVERY = 2000  # chunks between progress lines
+
+
+def embeddings_code_version(model: str, chunker_version: str) -> str:
+    """Changes when the model or the chunker changes: both change every vector."""
+    return f"{model}|chunker {chunker_version}"
+
+
+def build_embeddings_asset(
+    source: str, parent: dg.AssetKey, *, group: str, code_version: str
+) -> dg.AssetsDefinition:
+    """Embed the pending chunks of one source, then switch the served model if the new one is complete."""
+
+    @dg.asset(
+        key=embeddings_key(source),
+        deps=[parent],
+        group_name=group,
+        code_version=code_version,
+        kinds={"pytorch", "postgres"},
+        tags={"secrag/source": source},
+        description=f"Vectors of every chunk of {source} for the configured embedding model. Unchanged "
+        "chunk texts reuse their vectors; the served model switches only once the new one "
+        "covers every chunk of every source.",
+    )
+    def _embed(
+        context: dg.AssetExecutionContext, store: StoreResource, embedder: EmbedderResource
+    ) -> dg.MaterializeResult:
+        model = embedder.embedder()
+        last = [0]
+
+        def progress(done: int, total: int) -> None:
+            if done - last[0] >= LOG_EVERY or done == total:
+                last[0] = done
+                context.log.info(f"{source}: embedded {done}/{total} chunks")
+
+        with store.connect() as conn:
+            stats = embed_pending(
+                conn,
+                model,
+                store.sql_path(),
+                source=source,
+                batch_size=embedder.write_batch,
+                progress=progress,
+            )
+            activation = activate_model_if_complete(conn, store.sql_path(), model.model_id)
+        if activation.switched:
+            context.log.info(f"embedding model {model.model_id} now serves every chunk: activated")
+        return dg.MaterializeResult(
+            metadata={
+                "model": model.model_id,
+                "chunks": stats.chunks,
+                "embedded": stats.embedded,
+                "reused": stats.reused,
+                "seconds": round(stats.seconds, 3),
+                "chunks_per_second": round(stats.chunks_per_second, 1),
+                "active_model": activation.active or "",
+                "model_switched": activation.switched,
+                "chunks_missing_model_all_sources": max(activation.missing, 0),
+            }
+        )
+
+    return _embed

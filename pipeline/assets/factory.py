@@ -1,0 +1,74 @@
+"""The one factory: every source spec (and user folder) becomes the same small set of definitions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from ..checks import build_embedding_checks, build_freshness_check, build_technique_check
+from ..folders import FolderSpec
+from ..schedules import Expected, expected_for
+from ..sensors import build_folder_sensor, build_source_sensor
+from ..sources.registry import SourceSpec
+from .embeddings import build_embeddings_asset
+from .folders import FOLDER_READER_VERSION, build_folder_asset
+from .keys import ATTACK_SOURCE, FRESHNESS, folder_key, source_key
+from .lookups import build_lookup_asset
+from .sources import build_source_asset
+from .upstream import build_upstream_asset
+
+
+@dataclass
+class Graph:
+    """Everything the factory built, ready for `Definitions`."""
+
+    assets: list[dg.AssetsDefinition | dg.SourceAsset] = field(default_factory=list)
+    checks: list[dg.AssetChecksDefinition] = field(default_factory=list)
+    sensors: list[dg.SensorDefinition] = field(default_factory=list)
+    expected: dict[str, Expected] = field(default_factory=dict)
+    freshness_checks: list[dg.AssetCheckKey] = field(default_factory=list)
+
+
+def build_graph(specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], *, embed_code: str) -> Graph:
+    """upstream/<s> -> sources/<s> -> embeddings/<s> per source, the ATT&CK lookup, and per folder
+    folders/<f> -> embeddings/<f>; with their checks and sensors."""
+    graph = Graph()
+    enabled = [spec for _, spec in sorted(specs.items()) if spec.enabled]
+    for spec in enabled:
+        graph.assets += [
+            build_upstream_asset(spec),
+            build_source_asset(spec),
+            build_embeddings_asset(
+                spec.name, source_key(spec.name), group=spec.category, code_version=embed_code
+            ),
+        ]
+        graph.checks += [
+            build_technique_check(spec.name),
+            build_freshness_check(spec.name, spec.poll_interval),
+            *build_embedding_checks(spec.name),
+        ]
+        graph.sensors.append(build_source_sensor(spec))
+        graph.expected[spec.name] = expected_for(
+            spec.name, publish_code=spec.parser_version, embed_code=embed_code
+        )
+        graph.freshness_checks.append(dg.AssetCheckKey(source_key(spec.name), FRESHNESS))
+    if ATTACK_SOURCE in {s.name for s in enabled}:
+        graph.assets.append(build_lookup_asset(specs[ATTACK_SOURCE]))
+    for folder in folders:
+        graph.assets += [
+            build_folder_asset(folder),
+            build_embeddings_asset(
+                folder.name, folder_key(folder.name), group="user_folders", code_version=embed_code
+            ),
+        ]
+        graph.checks += [
+            build_technique_check(folder.name, folder_key(folder.name)),
+            *build_embedding_checks(folder.name),
+        ]
+        graph.sensors.append(build_folder_sensor(folder))
+        graph.expected[folder.name] = expected_for(
+            folder.name, publish_code=FOLDER_READER_VERSION, embed_code=embed_code, folder=True
+        )
+    return graph

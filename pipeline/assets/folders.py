@@ -1,0 +1,102 @@
+"""`folders/<name>`: publish one configured user-document folder as its own access-controlled source.
+
+One asset per configured folder, not one dynamic partition per folder: each folder is its own
+source with its own tenant and ACL, its own embeddings asset, checks, sensor and lineage, and
+folders are configuration (YAML read when the code location loads), not data discovered at run
+time. A partitioned asset would share one code version, one check set and one downstream
+partitioned embeddings asset across tenants, and a partition's history is harder to read than an
+asset's. Adding a folder means editing the YAML and reloading the code location.
+"""
+
+import time
+
+import dagster as dg
+
+from secrag.queries import Queries
+
+from ..folders import FolderSpec, read_folder
+from ..resources import StoreResource
+from ..store import Access, SourceRow
+from .keys import folder_key
+from .publishing import publish_check_specs, publish_checks, publish_metadata, skipped_sample
+
+FOLDER_READER_VERSION = "1"
+
+
+def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
+    """Read every file of the folder and publish the set: changed files replace their chunks,
+    deleted files disappear. Shrinking is accepted (deleting is what users do); an empty read is not."""
+    key = folder_key(spec.name)
+
+    @dg.asset(
+        key=key,
+        group_name="user_folders",
+        code_version=FOLDER_READER_VERSION,
+        kinds={"python", "postgres"},
+        check_specs=publish_check_specs(key),
+        tags={"secrag/source": spec.name},
+        description=f"User documents in {spec.path} (tenant {spec.tenant or 'public'}); "
+        f"{spec.description or 'txt, md, json, jsonl, yaml, html and pdf files'}.",
+        metadata={
+            "path": str(spec.path),
+            "tenant": spec.tenant or "",
+            "acl_users": ", ".join(spec.users),
+            "acl_groups": ", ".join(spec.groups),
+            "max_file_bytes": spec.max_file_bytes,
+        },
+    )
+    def _publish(context: dg.AssetExecutionContext, store: StoreResource):  # noqa: ANN202 - generator
+        started = time.monotonic()
+        read = read_folder(spec)
+        digest = read.scan.digest()
+        db = store.store()
+        q = Queries(store.sql_path(), "pipeline")
+        with store.connect() as conn:
+            db.register_source(
+                conn,
+                SourceRow(
+                    name=spec.name,
+                    kind="user_folder",
+                    category="user",
+                    description=spec.description or f"user folder {spec.path}",
+                ),
+            )
+            row = conn.execute(q.source_state, {"source": spec.name}).fetchone()
+            previous = int(row[5]) if row else 0
+            # Any shrink is a user's deletion; only an empty read (unmounted disk?) is refused.
+            result = db.publish(
+                conn,
+                source=spec.name,
+                version=digest[:16],
+                records=read.records,
+                skipped=read.skipped,
+                lookup=db.technique_names(conn),
+                chunking=store.chunking(),
+                access=Access(spec.tenant, spec.users, spec.groups),
+                force=bool(read.records),
+                details={"files_seen": read.files_seen},
+            )
+        checks = publish_checks(result, previous=previous, max_shrink=1.0, forced=False)
+        if result.status == "refused":
+            yield from checks
+            raise dg.Failure(
+                f"folder {spec.name}: {result.reason}; the previous documents stay served",
+                metadata={
+                    "files_seen": read.files_seen,
+                    "errors": dg.MetadataValue.md(skipped_sample(result.details)),
+                },
+            )
+        context.log.info(f"folder {spec.name}: {result.parsed} documents, {len(read.skipped)} files skipped")
+        yield dg.MaterializeResult(
+            data_version=dg.DataVersion(digest),
+            check_results=checks,
+            metadata={
+                "version": digest[:16],
+                "files_seen": read.files_seen,
+                **publish_metadata(result),
+                "file_errors": dg.MetadataValue.json({s.path: s.reason for s in read.skipped[:50]}),
+                "seconds": round(time.monotonic() - started, 3),
+            },
+        )
+
+    return _publish

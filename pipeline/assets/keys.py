@@ -1,0 +1,33 @@
+"""Asset keys and check names of the graph, in one place so sensors, checks and tests agree."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+LOOKUP_KEY = dg.AssetKey(["lookups", "mitre_techniques"])
+ATTACK_SOURCE = "mitre_attack"
+
+# Blocking checks reported by the publishing asset itself (a refused version fails the run).
+NON_EMPTY = "non_empty"
+NO_SHRINK = "no_suspicious_shrink"
+# Checks evaluated after publishing / embedding.
+TECHNIQUES_RESOLVE = "techniques_resolve"
+FRESHNESS = "fresh_within_poll_interval"
+COVERAGE = "embedding_coverage"
+DIMENSIONS = "vector_dimensions"
+
+
+def upstream_key(source: str) -> dg.AssetKey:
+    return dg.AssetKey(["upstream", source])
+
+
+def source_key(source: str) -> dg.AssetKey:
+    return dg.AssetKey(["sources", source])
+
+
+def folder_key(folder: str) -> dg.AssetKey:
+    return dg.AssetKey(["folders", folder])
+
+
+def embeddings_key(source: str) -> dg.AssetKey:
+    return dg.AssetKey(["embeddings", source])

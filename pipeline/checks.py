@@ -1,0 +1,141 @@
+"""Asset checks after publish and embedding: technique ids resolve, freshness, coverage, dimensions.
+
+The blocking pre-publish checks (non-empty, no suspicious shrink) are reported by the publishing
+assets themselves (assets/publishing.py): the store evaluates them inside the publish transaction.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import dagster as dg
+
+from secrag.queries import Queries
+
+from .assets.keys import COVERAGE, DIMENSIONS, FRESHNESS, TECHNIQUES_RESOLVE, embeddings_key, source_key
+from .resources import EmbedderResource, StoreResource
+
+UNRESOLVED_SAMPLE = 20
+
+
+def build_technique_check(source: str, key: dg.AssetKey | None = None) -> dg.AssetChecksDefinition:
+    """Technique ids the source's documents reference exist in lookups/mitre_techniques (WARN)."""
+
+    @dg.asset_check(
+        asset=key or source_key(source),
+        name=TECHNIQUES_RESOLVE,
+        description="Every ATT&CK technique id referenced by the documents resolves in "
+        "lookups/mitre_techniques (revoked ids resolve to their redirect).",
+    )
+    def _check(store: StoreResource) -> dg.AssetCheckResult:
+        q = Queries(store.sql_path(), "pipeline")
+        with store.connect() as conn:
+            references = int(conn.execute(q.technique_reference_count, {"source": source}).fetchone()[0])
+            lookup = conn.execute(q.lookup_size).fetchone()[0]
+            unresolved = conn.execute(q.unresolved_techniques, {"source": source}).fetchall()
+        return dg.AssetCheckResult(
+            passed=not unresolved,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={
+                "references": references,
+                "unresolved_ids": len(unresolved),
+                "lookup_techniques": lookup,
+                "unresolved_sample": ", ".join(f"{tid} ({n})" for tid, n in unresolved[:UNRESOLVED_SAMPLE]),
+            },
+        )
+
+    return _check
+
+
+def freshness_verdict(
+    state: tuple | None, poll_interval: int, now: datetime
+) -> tuple[bool, dict[str, object]]:
+    """Fresh = upstream checked within two poll intervals and the version seen is the one served."""
+    if state is None:
+        return False, {"reason": "source never registered"}
+    current, seen, checked_at, synced_at, status, records, error = state
+    facts: dict[str, object] = {
+        "poll_interval_seconds": poll_interval,
+        "current_version": current or "",
+        "last_seen_version": seen or "",
+        "state": status,
+        "records": records,
+    }
+    if checked_at is not None:
+        facts["last_check_age_seconds"] = round((now - checked_at).total_seconds())
+    if synced_at is not None:
+        facts["last_sync_age_seconds"] = round((now - synced_at).total_seconds())
+    if error:
+        facts["last_error"] = error[:300]
+    if not current:
+        return False, {**facts, "reason": "nothing published yet"}
+    if checked_at is None or now - checked_at > timedelta(seconds=2 * poll_interval):
+        return False, {**facts, "reason": "upstream not checked within two poll intervals"}
+    if seen and seen != current:
+        return False, {**facts, "reason": "a newer upstream version is not published"}
+    return True, facts
+
+
+def build_freshness_check(source: str, poll_interval: int) -> dg.AssetChecksDefinition:
+
+    @dg.asset_check(
+        asset=source_key(source),
+        name=FRESHNESS,
+        description=f"Upstream checked within two poll intervals ({poll_interval}s each) and "
+        "the latest version seen is the one served.",
+    )
+    def _check(store: StoreResource) -> dg.AssetCheckResult:
+        q = Queries(store.sql_path(), "pipeline")
+        with store.connect() as conn:
+            state = conn.execute(q.source_state, {"source": source}).fetchone()
+        passed, facts = freshness_verdict(state, poll_interval, datetime.now(UTC))
+        return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.WARN, metadata=facts)
+
+    return _check
+
+
+def build_embedding_checks(source: str) -> list[dg.AssetChecksDefinition]:
+    """Coverage (every chunk has a vector of the configured model) and vector dimensions."""
+    key = embeddings_key(source)
+
+    @dg.asset_check(
+        asset=key,
+        name=COVERAGE,
+        description="Every chunk of the published version has a vector for the configured model "
+        "(which is the served model once a switch completes).",
+    )
+    def _coverage(store: StoreResource, embedder: EmbedderResource) -> dg.AssetCheckResult:
+        q = Queries(store.sql_path(), "pipeline")
+        with store.connect() as conn:
+            active = (conn.execute(q.active_model).fetchone() or [None])[0]
+            chunks, missing = conn.execute(
+                q.source_chunk_coverage, {"source": source, "model": embedder.model}
+            ).fetchone()
+            facts: dict[str, object] = {
+                "model": embedder.model,
+                "active_model": active or "",
+                "chunks": chunks,
+                "missing": missing,
+            }
+            if active and active != embedder.model:
+                facts["missing_for_active_model"] = conn.execute(
+                    q.source_chunk_coverage, {"source": source, "model": active}
+                ).fetchone()[1]
+        return dg.AssetCheckResult(passed=missing == 0, metadata=facts)
+
+    @dg.asset_check(
+        asset=key,
+        name=DIMENSIONS,
+        description="Every vector of the source has the dimension the model allowlist declares.",
+    )
+    def _dimensions(store: StoreResource, embedder: EmbedderResource) -> dg.AssetCheckResult:
+        q = Queries(store.sql_path(), "pipeline")
+        dims = embedder.dimensions()
+        with store.connect() as conn:
+            wrong = conn.execute(
+                q.source_wrong_dimensions, {"source": source, "model": embedder.model, "dimensions": dims}
+            ).fetchone()[0]
+        return dg.AssetCheckResult(
+            passed=wrong == 0,
+            metadata={"model": embedder.model, "dimensions": dims, "wrong_dimension_vectors": wrong},
+        )
+
+    return [_coverage, _dimensions]

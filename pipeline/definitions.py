@@ -1,0 +1,88 @@
+"""The Dagster code location of secrag: the only place resources are built.
+
+`defs` is a `@definitions` function, so importing this module reads no settings; Dagster calls it
+when it loads the code location (`dagster dev -w workspace.yaml`, `-m pipeline.definitions`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import dagster as dg
+
+from secrag.embedder import model_info
+from secrag.settings import REPO_ROOT, Settings, get_settings
+
+from .assets.embeddings import embeddings_code_version
+from .assets.factory import build_graph
+from .chunking import ChunkConfig
+from .folders import FolderSpec, load_folders
+from .resources import EmbedderResource, StoreResource, UpstreamResource
+from .schedules import build_freshness_schedule, build_reconcile_schedule
+from .sources.registry import SourceSpec, default_registry
+
+def folders_file(settings: Settings) -> Path | None:
+    """SECRAG_FOLDERS_FILE, else `folders.yaml` in the repository root when present."""
+    if settings.folders_file is not None:
+        return settings.folders_file.expanduser().resolve()
+    default = REPO_ROOT / "folders.yaml"
+    return default if default.is_file() else None
+
+
+def default_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
+    """Store, upstream and embedder; unset fields resolve from settings when a run uses them."""
+    return {
+        "store": StoreResource(
+            chunk_target_chars=settings.chunk_target_chars, chunk_overlap_chars=settings.chunk_overlap_chars
+        ),
+        "upstream": UpstreamResource(),
+        "embedder": EmbedderResource(
+            model=settings.embedding_model,
+            batch_size=settings.embedding_batch_size,
+            torch_threads=settings.torch_threads,
+        ),
+    }
+
+
+def build_definitions(
+    settings: Settings,
+    specs: Mapping[str, SourceSpec],
+    folders: Iterable[FolderSpec],
+    resources: Mapping[str, object] | None = None,
+) -> dg.Definitions:
+    """The whole graph for these sources and folders (tests pass a subset and their own resources)."""
+    model_info(settings.embedding_model)  # an unknown model fails the load, naming the allowlist
+    chunking = ChunkConfig(settings.chunk_target_chars, settings.chunk_overlap_chars)
+    folders = list(folders)
+    graph = build_graph(
+        specs, folders, embed_code=embeddings_code_version(settings.embedding_model, chunking.version)
+    )
+    published = dg.AssetSelection.all() - dg.AssetSelection.key_prefixes("upstream")
+    schedules = [build_reconcile_schedule(graph.expected, folders, published)]
+    if graph.freshness_checks:
+        schedules.append(build_freshness_schedule(graph.freshness_checks))
+    automation = dg.AutomationConditionSensorDefinition(
+        "lookup_automation",
+        target=dg.AssetSelection.key_prefixes("lookups"),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Eager refresh of lookups/mitre_techniques after sources/mitre_attack changes.",
+    )
+    return dg.Definitions(
+        assets=graph.assets,
+        asset_checks=graph.checks,
+        sensors=[*graph.sensors, automation],
+        schedules=schedules,
+        resources=dict(resources or default_resources(settings)),
+        executor=dg.in_process_executor,
+    )
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    # The beta warnings of observable source assets would repeat on every load.
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
+    settings = get_settings()
+    specs = default_registry()
+    return build_definitions(settings, specs, load_folders(folders_file(settings), reserved=frozenset(specs)))

@@ -1,0 +1,302 @@
+"""User-document folders: YAML configuration, a safe scan by content hash, and records per file.
+
+Pure: no database and no Dagster. A folder is one source (source name = folder name); each
+supported file is one record with doc id `<folder>:<relative path>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from secrag.enrichment import technique_mentions
+from secrag.errors import ConfigError, ParseError
+
+from .sources.records import Record, Skipped
+
+SUFFIXES = frozenset({".txt", ".md", ".json", ".jsonl", ".yaml", ".yml", ".html", ".htm", ".pdf"})
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,62}$")  # a source name and a Dagster name
+_MD_TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class FolderSpec:
+    """One configured folder: where it is and who may read its documents."""
+
+    name: str
+    path: Path
+    tenant: str | None = None
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    description: str = ""
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """What the scan knows of one file; `sha256` decides whether it changed."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class FolderScan:
+    """Supported files by relative path, and the ones refused (symlinks, too large, escaping)."""
+
+    files: Mapping[str, FileEntry]
+    refused: tuple[Skipped, ...] = ()
+
+    def digest(self) -> str:
+        """One hash of every (path, content hash): equal scans, equal digests."""
+        text = "\n".join(f"{rel}\0{entry.sha256}" for rel, entry in sorted(self.files.items()))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class FolderRead:
+    """Records of a folder and the files that could not become one."""
+
+    records: tuple[Record, ...]
+    skipped: tuple[Skipped, ...]
+    files_seen: int
+    scan: FolderScan = field(default_factory=lambda: FolderScan({}))
+
+
+def _str_tuple(value: object, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{where}: expected a list of names")
+    return tuple(value)
+
+
+def parse_folders(raw: object, base: Path, reserved: frozenset[str] = frozenset()) -> list[FolderSpec]:
+    """Folder specs from parsed YAML (`folders: [...]`); relative paths are relative to `base`."""
+    items = raw.get("folders") if isinstance(raw, dict) else None
+    if raw is None or items is None:
+        return []
+    if not isinstance(items, list):
+        raise ConfigError("folders file: `folders` must be a list")
+    specs: list[FolderSpec] = []
+    for i, item in enumerate(items):
+        where = f"folders[{i}]"
+        if not isinstance(item, dict):
+            raise ConfigError(f"{where}: expected a mapping")
+        unknown = set(item) - {
+            "name",
+            "path",
+            "tenant",
+            "acl",
+            "users",
+            "groups",
+            "description",
+            "max_file_mib",
+        }
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
+        name = str(item.get("name", ""))
+        if not _NAME.match(name):
+            raise ConfigError(
+                f"{where}: name {name!r} must match {_NAME.pattern} (it becomes the source name)"
+            )
+        if name in reserved or name in {s.name for s in specs}:
+            raise ConfigError(f"{where}: name {name!r} is already used by another source or folder")
+        if not item.get("path"):
+            raise ConfigError(f"{where}: missing path")
+        acl = item.get("acl") or {}
+        if not isinstance(acl, dict):
+            raise ConfigError(f"{where}: acl must be a mapping with users and groups")
+        tenant = item.get("tenant")
+        mib = item.get("max_file_mib", DEFAULT_MAX_FILE_BYTES / 1024 / 1024)
+        if not isinstance(mib, int | float) or mib <= 0:
+            raise ConfigError(f"{where}: max_file_mib must be a positive number")
+        specs.append(
+            FolderSpec(
+                name=name,
+                path=(base / Path(str(item["path"])).expanduser()).resolve(),
+                tenant=str(tenant) if tenant is not None else None,
+                users=_str_tuple(acl.get("users", item.get("users")), f"{where}.acl.users"),
+                groups=_str_tuple(acl.get("groups", item.get("groups")), f"{where}.acl.groups"),
+                description=str(item.get("description", "")),
+                max_file_bytes=int(mib * 1024 * 1024),
+            )
+        )
+    return specs
+
+
+def load_folders(path: Path | None, reserved: frozenset[str] = frozenset()) -> list[FolderSpec]:
+    """The folders configured in a YAML file; none when the file is absent."""
+    if path is None or not path.is_file():
+        return []
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
+    return parse_folders(raw, path.parent.resolve(), reserved)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = None) -> FolderScan:
+    """Hash every supported file; a file whose size and mtime are unchanged keeps its old hash."""
+    root = spec.path
+    if not root.is_dir():
+        raise ConfigError(f"folder {spec.name}: {root} is not a directory")
+    files: dict[str, FileEntry] = {}
+    refused: list[Skipped] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        for d in list(dirnames):
+            if (here / d).is_symlink():
+                dirnames.remove(d)
+                refused.append(Skipped((here / d).relative_to(root).as_posix(), "symlinks are refused"))
+            elif d.startswith("."):
+                dirnames.remove(d)
+        dirnames.sort()
+        for fn in sorted(filenames):
+            path = here / fn
+            rel = path.relative_to(root).as_posix()
+            if fn.startswith(".") or path.suffix.lower() not in SUFFIXES:
+                continue
+            if path.is_symlink():
+                refused.append(Skipped(rel, "symlinks are refused"))
+                continue
+            if not path.resolve().is_relative_to(root):
+                refused.append(Skipped(rel, "path escapes the folder"))
+                continue
+            st = path.stat()
+            if st.st_size > spec.max_file_bytes:
+                refused.append(
+                    Skipped(rel, f"file of {st.st_size} bytes exceeds the {spec.max_file_bytes}-byte limit")
+                )
+                continue
+            old = (previous or {}).get(rel)
+            if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+                files[rel] = old
+            else:
+                files[rel] = FileEntry(st.st_size, st.st_mtime_ns, _sha256(path))
+    return FolderScan(files, tuple(refused))
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8-sig", errors="strict")
+
+
+def extract(rel: str, data: bytes) -> tuple[str, str]:
+    """(title, body) of one file by its suffix; ParseError when it cannot be read."""
+    suffix = Path(rel).suffix.lower()
+    stem = Path(rel).stem
+    try:
+        if suffix == ".pdf":
+            return _pdf(data, stem)
+        if suffix in {".html", ".htm"}:
+            return _html(data, stem)
+        text = _text(data)
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    if suffix == ".json":
+        try:
+            return stem, json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError as exc:
+            raise ParseError(f"invalid JSON: {exc}") from exc
+    if suffix == ".jsonl":
+        lines = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    lines.append(json.dumps(json.loads(line), ensure_ascii=False))
+                except ValueError as exc:
+                    raise ParseError(f"invalid JSON on line {n}: {exc}") from exc
+        return stem, "\n\n".join(lines)
+    if suffix in {".yaml", ".yml"}:
+        try:
+            list(yaml.safe_load_all(text))
+        except yaml.YAMLError as exc:
+            raise ParseError(f"invalid YAML: {str(exc).splitlines()[0]}") from exc
+        return stem, text
+    if suffix == ".md":
+        match = _MD_TITLE.search(text)
+        return (match.group(1) if match else stem), text
+    return stem, text
+
+
+def _pdf(data: bytes, stem: str) -> tuple[str, str]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise ParseError("encrypted PDF")
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+        title = str((reader.metadata or {}).get("/Title") or "").strip()
+    except ParseError:
+        raise
+    except (PdfReadError, Exception) as exc:  # noqa: BLE001 - any pypdf failure is one bad file
+        raise ParseError(f"unreadable PDF: {type(exc).__name__}: {exc}"[:300]) from exc
+    return title or stem, "\n\n".join(p for p in pages if p)
+
+
+def _html(data: bytes, stem: str) -> tuple[str, str]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(data, "html.parser")
+    for tag in soup(["script", "style", "noscript", "template"]):
+        tag.decompose()
+    title = soup.title.get_text(" ", strip=True) if soup.title else ""
+    lines = [ln.strip() for ln in soup.get_text("\n").splitlines()]
+    return title or stem, "\n".join(ln for ln in lines if ln)
+
+
+def record_for(spec: FolderSpec, rel: str, data: bytes, sha256: str) -> Record:
+    """The record of one file; ParseError when it holds no text."""
+    title, body = extract(rel, data)
+    if not body.strip():
+        raise ParseError("no text")
+    return Record(
+        source=spec.name,
+        upstream_id=rel,
+        title=title,
+        body=body,
+        techniques=tuple(technique_mentions(body)),
+        metadata={"path": rel, "bytes": len(data), "sha256": sha256, "format": Path(rel).suffix.lower()[1:]},
+        path=rel,
+    )
+
+
+def read_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = None) -> FolderRead:
+    """Every record of the folder; per-file problems become skipped entries, never an exception."""
+    scan = scan_folder(spec, previous)
+    records: list[Record] = []
+    skipped: list[Skipped] = list(scan.refused)
+    for rel in sorted(scan.files):
+        path = spec.path / rel
+        try:
+            if path.is_symlink():
+                raise ParseError("symlinks are refused")
+            data = path.read_bytes()
+            if len(data) > spec.max_file_bytes:
+                raise ParseError(f"file grew past the {spec.max_file_bytes}-byte limit")
+            records.append(record_for(spec, rel, data, hashlib.sha256(data).hexdigest()))
+        except ParseError as exc:
+            skipped.append(Skipped(rel, exc.reason))
+        except OSError as exc:
+            skipped.append(Skipped(rel, f"unreadable: {exc.strerror or exc}"))
+    return FolderRead(tuple(records), tuple(skipped), len(scan.files) + len(scan.refused), scan)

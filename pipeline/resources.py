@@ -1,0 +1,156 @@
+"""Typed Dagster resources: the store (database), the upstreams (UpstreamConfig) and the embedder.
+
+Every field defaults to None = "take it from secrag settings at run time", so building the
+resources in `definitions.py` reads no configuration; tests pass explicit values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+
+import dagster as dg
+import psycopg
+from pydantic import PrivateAttr
+
+from secrag import database
+from secrag.embedder import Embedder, model_info
+from secrag.settings import Settings, get_settings
+
+from .chunking import ChunkConfig
+from .sources.upstream import UpstreamConfig
+from .store import Store
+
+# Dagster gives a sensor evaluation 60 s; a probe must leave room for the rest of the tick.
+MAX_PROBE_SECONDS = 40.0
+
+
+class StoreResource(dg.ConfigurableResource):
+    """The secrag database and the limits every publish applies."""
+
+    database_url: str | None = None  # None: DATABASE_URL, else the embedded server's secrag database
+    sql_dir: str | None = None
+    connect_timeout: int = 10
+    max_shrink: float | None = None
+    max_error_share: float | None = None
+    chunk_target_chars: int | None = None
+    chunk_overlap_chars: int | None = None
+    work_dir: str | None = None  # checkouts of upstream versions (deleted after each publish)
+
+    _url: str | None = PrivateAttr(default=None)
+
+    def _settings(self) -> Settings:
+        return get_settings()
+
+    def url(self) -> str:
+        if self._url is None:
+            self._url = self.database_url or database.database_url(self._settings())
+        return self._url
+
+    @contextmanager
+    def connect(self) -> Iterator[psycopg.Connection]:
+        """An autocommit connection (publish and embedding open their own transactions)."""
+        with database.connect(self.url(), timeout=self.connect_timeout, autocommit=True) as conn:
+            yield conn
+
+    def sql_path(self) -> Path:
+        return Path(self.sql_dir) if self.sql_dir else self._settings().sql_dir
+
+    def store(self) -> Store:
+        return Store(self.sql_path())
+
+    def shrink_limit(self) -> float:
+        return self.max_shrink if self.max_shrink is not None else self._settings().max_shrink
+
+    def error_share_limit(self) -> float:
+        return self.max_error_share if self.max_error_share is not None else self._settings().max_error_share
+
+    def chunking(self) -> ChunkConfig:
+        s = self._settings()
+        return ChunkConfig(
+            target=self.chunk_target_chars or s.chunk_target_chars,
+            overlap=self.chunk_overlap_chars
+            if self.chunk_overlap_chars is not None
+            else s.chunk_overlap_chars,
+        )
+
+    def work_path(self) -> Path:
+        path = Path(self.work_dir) if self.work_dir else self._settings().data_dir / "work"
+        path.mkdir(parents=True, exist_ok=True)
+        return path.resolve()
+
+
+@lru_cache(maxsize=4)
+def _config_from_settings(settings_json: str) -> UpstreamConfig:
+    # Building mirrors verifies every snapshot folder; do it once per process, not once per tick.
+    return UpstreamConfig.from_settings(Settings.model_validate_json(settings_json))
+
+
+class UpstreamResource(dg.ConfigurableResource):
+    """How probes and fetches reach upstreams: real hosts, or local mirrors of a snapshot."""
+
+    mirror: str | None = None  # snapshot folder; None: SECRAG_UPSTREAM_MIRROR (unset = real upstreams)
+    repo_overrides: dict[str, str] = {}  # source -> git URL of an already built mirror (tests, benches)
+    feed_overrides: dict[str, str] = {}
+    github_api_base: str | None = None
+    allow_file: bool = False
+    allow_loopback: bool = False
+    probe_timeout: float | None = None  # seconds per probe, capped at MAX_PROBE_SECONDS
+    fetch_timeout: float | None = None  # seconds per fetch
+
+    @classmethod
+    def for_config(cls, cfg: UpstreamConfig) -> UpstreamResource:
+        """A resource serving exactly this configuration (e.g. a mirror built by a test)."""
+        return cls(
+            repo_overrides=dict(cfg.repo_overrides),
+            feed_overrides=dict(cfg.feed_overrides),
+            github_api_base=cfg.github_api_base,
+            allow_file=cfg.allow_file,
+            allow_loopback=cfg.allow_loopback,
+            probe_timeout=cfg.probe_timeout,
+            fetch_timeout=cfg.fetch_timeout,
+        )
+
+    def config(self) -> UpstreamConfig:
+        settings = get_settings()
+        if self.repo_overrides or self.feed_overrides:
+            settings = settings.model_copy(update={"upstream_mirror": None})
+        elif self.mirror:
+            settings = settings.model_copy(update={"upstream_mirror": Path(self.mirror)})
+        cfg = _config_from_settings(settings.model_dump_json())
+        updates: dict[str, object] = {
+            "probe_timeout": min(self.probe_timeout or cfg.probe_timeout, MAX_PROBE_SECONDS)
+        }
+        if self.fetch_timeout:
+            updates["fetch_timeout"] = self.fetch_timeout
+        if self.repo_overrides or self.feed_overrides:
+            cfg = cfg.with_mirror(
+                self.repo_overrides, self.feed_overrides, self.github_api_base or cfg.github_api_base
+            )
+            updates["allow_loopback"] = self.allow_loopback or cfg.allow_loopback
+        return replace(cfg, **updates)
+
+
+@lru_cache(maxsize=2)
+def _embedder(model: str, batch_size: int, threads: int) -> Embedder:
+    # One model load per process: runs and tests in the same process share it.
+    return Embedder(model, batch_size=batch_size, threads=threads)
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """The embedding model (from the allowlist), its batch size and torch threads."""
+
+    model: str = "all-MiniLM-L6-v2"
+    batch_size: int = 64  # texts per forward pass
+    torch_threads: int = 0  # 0 = torch default
+    write_batch: int = 256  # chunks per committed COPY of vectors
+
+    def embedder(self) -> Embedder:
+        model_info(self.model)  # ConfigError naming the allowlist
+        return _embedder(self.model, self.batch_size, self.torch_threads)
+
+    def dimensions(self) -> int:
+        return model_info(self.model).dimensions

@@ -1,0 +1,46 @@
+-- Reads and model activation of the Dagster pipeline (asset checks, sensors, schedules).
+
+-- name: source_state
+SELECT current_version, last_seen_version, last_check_at, last_sync_at, state, record_count, last_error
+FROM sources WHERE name = %(source)s
+
+-- name: source_chunk_coverage
+SELECT count(*) AS chunks,
+       count(*) FILTER (WHERE NOT EXISTS (
+           SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash AND e.model_id = %(model)s
+       )) AS missing
+FROM chunks c WHERE c.source = %(source)s
+
+-- name: source_wrong_dimensions
+SELECT count(*) FROM chunks c
+JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = %(model)s
+WHERE c.source = %(source)s AND vector_dims(e.vector) <> %(dimensions)s
+
+-- name: unresolved_techniques
+SELECT t.id, count(*) AS documents
+FROM documents d CROSS JOIN LATERAL unnest(d.techniques) AS t(id)
+WHERE d.source = %(source)s AND NOT EXISTS (SELECT 1 FROM mitre_techniques m WHERE m.id = t.id)
+GROUP BY t.id ORDER BY documents DESC, t.id
+
+-- name: technique_reference_count
+SELECT count(*) FROM documents d CROSS JOIN LATERAL unnest(d.techniques) AS t(id) WHERE d.source = %(source)s
+
+-- name: lookup_size
+SELECT count(*) AS techniques, count(*) FILTER (WHERE NOT revoked AND NOT deprecated) AS active
+FROM mitre_techniques
+
+-- name: active_model
+SELECT model_id FROM embedding_models WHERE active
+
+-- name: lock_models
+SELECT model_id, active FROM embedding_models ORDER BY model_id FOR UPDATE
+
+-- name: chunks_missing_model
+SELECT count(*) FROM chunks c
+WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash AND e.model_id = %(model)s)
+
+-- name: deactivate_models
+UPDATE embedding_models SET active = false WHERE active AND model_id <> %(model)s
+
+-- name: activate_model
+UPDATE embedding_models SET active = true, activated_at = now() WHERE model_id = %(model)s AND NOT active

@@ -1,0 +1,147 @@
+"""Sensors through their cursor: one run per new upstream version, none when unchanged, failed ticks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipeline.assets.keys import embeddings_key, source_key, upstream_key
+from pipeline.folders import FolderSpec
+from pipeline.resources import UpstreamResource
+from pipeline.sources.mirror import Mirror, add_commit
+from secrag.errors import FetchError
+
+from .conftest import Harness, harness
+
+pytestmark = pytest.mark.filterwarnings("ignore::dagster.BetaWarning", "ignore::DeprecationWarning:dagster")
+
+
+@pytest.fixture
+def graph(db_url: str, mirror: Mirror, tmp_path: Path, small_specs) -> Harness:
+    return harness(db_url, mirror, tmp_path / "work", small_specs)
+
+
+def tick(h: Harness, name: str, cursor: str | None, resources: dict | None = None) -> dg.SensorResult:
+    sensor = h.defs.resolve_sensor_def(name)
+    context = dg.build_sensor_context(cursor=cursor, resources=resources or h.resources, instance=h.instance)
+    return sensor(context)
+
+
+def test_first_tick_requests_one_run_and_observes_the_upstream(graph: Harness):
+    head = graph.mirror.head("mitre_car")
+    result = tick(graph, "mitre_car_upstream", None)
+    [request] = result.run_requests
+    assert request.run_key == f"mitre_car@{head}"
+    assert set(request.asset_selection) == {source_key("mitre_car"), embeddings_key("mitre_car")}
+    assert result.cursor == head
+    [event] = result.asset_events
+    assert event.asset_key == upstream_key("mitre_car") and event.tags["dagster/data_version"] == head
+    with graph.connect() as conn:
+        assert (
+            conn.execute("SELECT last_seen_version FROM sources WHERE name = 'mitre_car'").fetchone()[0]
+            == head
+        )
+
+
+def test_unchanged_upstream_requests_nothing_and_keeps_the_cursor(graph: Harness):
+    head = graph.mirror.head("mitre_car")
+    result = tick(graph, "mitre_car_upstream", head)
+    assert not result.run_requests
+    assert result.cursor is None  # unchanged: Dagster keeps the stored cursor
+    assert result.skip_reason is not None and len(result.asset_events) == 1
+
+
+def test_new_commit_triggers_exactly_one_run(graph: Harness):
+    cursor = tick(graph, "mitre_car_upstream", None).cursor
+    new = add_commit(graph.mirror, "mitre_car", {"analytics/CAR-2013-01-002.yaml": None})
+    first = tick(graph, "mitre_car_upstream", cursor)
+    assert [r.run_key for r in first.run_requests] == [f"mitre_car@{new}"]
+    again = tick(graph, "mitre_car_upstream", first.cursor)
+    assert not again.run_requests
+
+
+def test_attack_change_also_refreshes_the_lookup(graph: Harness):
+    [request] = tick(graph, "mitre_attack_upstream", None).run_requests
+    assert dg.AssetKey(["lookups", "mitre_techniques"]) in request.asset_selection
+    assert request.run_key.startswith("mitre_attack@mirror-")
+
+
+def test_probe_failure_is_a_failed_tick(graph: Harness, tmp_path: Path):
+    broken = {
+        **graph.resources,
+        "upstream": UpstreamResource(
+            repo_overrides={"mitre_car": (tmp_path / "gone.git").as_uri()}, allow_file=True, probe_timeout=5
+        ),
+    }
+    with pytest.raises(FetchError):
+        tick(graph, "mitre_car_upstream", "previous", broken)
+
+
+def test_every_sensor_runs_by_default(graph: Harness):
+    sensors = graph.defs.sensors or []
+    assert sensors and all(s.default_status == dg.DefaultSensorStatus.RUNNING for s in sensors)
+
+
+@pytest.fixture
+def folder(tmp_path: Path, db_url: str, mirror: Mirror, small_specs) -> tuple[Harness, Path]:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\nabout T1003.001\n")
+    (root / "b.txt").write_text("bravo")
+    spec = FolderSpec(name="team_docs", path=root, tenant="acme", users=("alice",), groups=("soc",))
+    return harness(db_url, mirror, tmp_path / "work", small_specs, folders=[spec]), root
+
+
+def test_folder_sensor_sees_new_changed_and_deleted_files(folder):
+    h, root = folder
+    first = tick(h, "team_docs_folder", None)
+    assert len(first.run_requests) == 1
+    assert first.run_requests[0].tags["secrag/files_new"] == "2"
+    quiet = tick(h, "team_docs_folder", first.cursor)
+    assert not quiet.run_requests
+    (root / "b.txt").write_text("bravo")  # touched, same content: no run
+    assert not tick(h, "team_docs_folder", quiet.cursor).run_requests
+    (root / "b.txt").write_text("bravo, changed")
+    (root / "a.md").unlink()
+    (root / "c.json").write_text('{"k": 1}')
+    changed = tick(h, "team_docs_folder", quiet.cursor)
+    [request] = changed.run_requests
+    assert {k: request.tags[f"secrag/files_{k}"] for k in ("new", "changed", "deleted")} == {
+        "new": "1",
+        "changed": "1",
+        "deleted": "1",
+    }
+    assert request.run_key != first.run_requests[0].run_key
+
+
+def test_folder_asset_publishes_changes_and_deletions_with_access(folder):
+    h, root = folder
+    (root / "page.html").write_text(
+        "<html><head><title>Runbook</title><script>x()</script></head>"
+        "<body><p>Contain the host.</p></body></html>"
+    )
+    (root / "bad.json").write_text("{nope")
+    result = h.materialize("key:folders/team_docs+")
+    meta = {
+        k: v.value
+        for k, v in result.asset_materializations_for_node("folders__team_docs")[0].metadata.items()
+    }
+    assert meta["records"] == 3 and meta["skipped"] == 1 and "bad.json" in meta["file_errors"]
+    with h.connect() as conn:
+        rows = conn.execute(
+            "SELECT doc_id, tenant, acl_users, acl_groups FROM documents ORDER BY doc_id"
+        ).fetchall()
+        kind = conn.execute("SELECT kind FROM sources WHERE name = 'team_docs'").fetchone()[0]
+    assert [r[0] for r in rows] == ["team_docs:a.md", "team_docs:b.txt", "team_docs:page.html"]
+    assert all(r[1:] == ("acme", ["alice"], ["soc"]) for r in rows) and kind == "user_folder"
+    (root / "b.txt").write_text("bravo, changed")
+    (root / "page.html").unlink()
+    again = h.materialize("key:folders/team_docs+")
+    meta = {
+        k: v.value for k, v in again.asset_materializations_for_node("folders__team_docs")[0].metadata.items()
+    }
+    assert (meta["updated"], meta["deleted"], meta["unchanged"]) == (1, 1, 1)
+    emb = again.asset_materializations_for_node("embeddings__team_docs")[0].metadata
+    assert emb["embedded"].value == 1

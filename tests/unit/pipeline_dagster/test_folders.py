@@ -1,0 +1,140 @@
+"""The folder reader: configuration, safe scanning by content hash, one record per file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.folders import FolderSpec, extract, load_folders, parse_folders, read_folder, scan_folder
+from secrag.errors import ConfigError, ParseError
+
+
+def _pdf(text: str) -> bytes:
+    """A one-page PDF with a cross-reference table, built by hand (no PDF writer needed)."""
+    stream = f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<</Type/Catalog/Pages 2 0 R>>",
+        b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
+        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 144]/Contents 4 0 R/Resources<</Font<</F1 5 0 R>>>>>>",
+        b"<</Length %d>>stream\n%s\nendstream" % (len(stream), stream),
+        b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>",
+    ]
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+MINI_PDF = _pdf("Isolate host T1059")
+
+
+def _spec(root: Path, **kw: object) -> FolderSpec:
+    return FolderSpec(name="notes", path=root.resolve(), **kw)  # type: ignore[arg-type]
+
+
+def test_config_resolves_paths_and_acl(tmp_path: Path):
+    cfg = tmp_path / "folders.yaml"
+    cfg.write_text(
+        "folders:\n  - name: soc_notes\n    path: notes\n    tenant: acme\n"
+        "    acl: {users: [alice], groups: [soc]}\n    max_file_mib: 1\n"
+    )
+    [spec] = load_folders(cfg)
+    assert spec.path == (tmp_path / "notes").resolve()
+    assert (spec.tenant, spec.users, spec.groups, spec.max_file_bytes) == (
+        "acme",
+        ("alice",),
+        ("soc",),
+        1024 * 1024,
+    )
+    assert load_folders(tmp_path / "absent.yaml") == []
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ({"name": "Bad Name", "path": "x"}, "must match"),
+        ({"name": "sigma", "path": "x"}, "already used"),
+        ({"name": "ok"}, "missing path"),
+        ({"name": "ok", "path": "x", "colour": "red"}, "unknown keys"),
+        ({"name": "ok", "path": "x", "acl": {"users": "alice"}}, "list of names"),
+    ],
+)
+def test_config_errors_name_the_problem(tmp_path: Path, item: dict, message: str):
+    with pytest.raises(ConfigError, match=message):
+        parse_folders({"folders": [item]}, tmp_path, reserved=frozenset({"sigma"}))
+
+
+def test_every_supported_format_becomes_text():
+    assert extract("a/readme.md", b"intro\n# Title here\nbody") == ("Title here", "intro\n# Title here\nbody")
+    title, body = extract("p.html", b"<title>T</title><style>x{}</style><p>Hello</p><script>bad()</script>")
+    assert title == "T" and body == "T\nHello"
+    assert json.loads(extract("d.json", b'{"a": [1]}')[1]) == {"a": [1]}
+    assert extract("d.jsonl", b'{"a": 1}\n\n{"b": 2}\n')[1] == '{"a": 1}\n\n{"b": 2}'
+    assert extract("c.yaml", b"k: v\n") == ("c", "k: v\n")
+    title, body = extract("doc.pdf", MINI_PDF)
+    assert title == "doc" and "Isolate host T1059" in body
+
+
+@pytest.mark.parametrize(
+    "rel, data, reason",
+    [
+        ("x.json", b"{", "invalid JSON"),
+        ("x.jsonl", b'{"a":1}\nnope\n', "line 2"),
+        ("x.yaml", b"a: [", "invalid YAML"),
+        ("x.txt", b"\xff\xfe\xfa", "not UTF-8"),
+        ("x.pdf", b"%PDF-1.4 garbage", "unreadable PDF"),
+    ],
+)
+def test_bad_files_raise_parse_errors(rel: str, data: bytes, reason: str):
+    with pytest.raises(ParseError, match=reason):
+        extract(rel, data)
+
+
+def test_symlinks_large_files_and_escapes_are_refused(tmp_path: Path):
+    root = tmp_path / "docs"
+    (root / "sub").mkdir(parents=True)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    (root / "ok.txt").write_text("fine")
+    (root / "sub" / "big.md").write_text("x" * 2000)
+    (root / "link.txt").symlink_to(outside)
+    (root / "linkdir").symlink_to(tmp_path)
+    (root / "ignored.exe").write_bytes(b"MZ")
+    read = read_folder(_spec(root, max_file_bytes=1000))
+    assert [r.doc_id for r in read.records] == ["notes:ok.txt"]
+    reasons = {s.path: s.reason for s in read.skipped}
+    assert reasons.keys() == {"link.txt", "linkdir", "sub/big.md"}
+    assert "symlink" in reasons["link.txt"] and "exceeds" in reasons["sub/big.md"]
+
+
+def test_records_carry_paths_hashes_and_technique_ids(tmp_path: Path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "n.md").write_text("# Dumping\nSee T1003.001 and t1059")
+    (tmp_path / "empty.txt").write_text("  \n")
+    read = read_folder(_spec(tmp_path))
+    [record] = read.records
+    assert record.doc_id == "notes:a/n.md" and record.title == "Dumping"
+    assert record.techniques == ("T1003.001", "T1059")
+    assert record.metadata["sha256"] == read.scan.files["a/n.md"].sha256
+    assert [(s.path, s.reason) for s in read.skipped] == [("empty.txt", "no text")]
+
+
+def test_scan_digest_follows_content_not_mtime(tmp_path: Path):
+    (tmp_path / "a.txt").write_text("one")
+    first = scan_folder(_spec(tmp_path))
+    (tmp_path / "a.txt").write_text("one")
+    assert scan_folder(_spec(tmp_path), first.files).digest() == first.digest()
+    (tmp_path / "a.txt").write_text("two")
+    assert scan_folder(_spec(tmp_path), first.files).digest() != first.digest()
+
+
+def test_missing_folder_is_a_config_error(tmp_path: Path):
+    with pytest.raises(ConfigError, match="not a directory"):
+        scan_folder(_spec(tmp_path / "nope"))

@@ -1,0 +1,80 @@
+"""Pure pieces of the wiring: freshness verdicts, folder cursors, resources, staleness."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from pipeline.checks import freshness_verdict
+from pipeline.folders import FileEntry, FolderScan
+from pipeline.resources import MAX_PROBE_SECONDS, EmbedderResource, UpstreamResource
+from pipeline.schedules import expected_for, stale_selection
+from pipeline.sensors import decode_cursor, encode_cursor, folder_changes
+from pipeline.sources.upstream import UpstreamConfig
+from secrag.errors import ConfigError
+
+NOW = datetime(2026, 11, 22, 12, tzinfo=UTC)
+
+
+def _state(current="v2", seen="v2", checked=timedelta(hours=1), error=None):
+    return (
+        current,
+        seen,
+        NOW - checked if checked is not None else None,
+        NOW - timedelta(days=1),
+        "ok",
+        10,
+        error,
+    )
+
+
+@pytest.mark.parametrize(
+    "state, fresh, reason",
+    [
+        (_state(), True, None),
+        (_state(checked=timedelta(hours=13)), False, "not checked"),
+        (_state(checked=None), False, "not checked"),
+        (_state(seen="v3"), False, "newer upstream version"),
+        (_state(current=None), False, "nothing published"),
+        (None, False, "never registered"),
+    ],
+)
+def test_freshness_against_the_poll_interval(state, fresh, reason):
+    passed, facts = freshness_verdict(state, 6 * 3600, NOW)
+    assert passed is fresh
+    assert reason is None or reason in str(facts["reason"])
+
+
+def test_folder_cursor_round_trip_and_changes():
+    before = {"a": FileEntry(1, 1, "h1"), "b": FileEntry(1, 1, "h2")}
+    after = {"b": FileEntry(2, 2, "h3"), "c": FileEntry(1, 1, "h4")}
+    seq, digest, files = decode_cursor(encode_cursor(4, FolderScan(after)))
+    assert (seq, digest, files) == (4, FolderScan(after).digest(), after)
+    assert decode_cursor(None) == (0, "", {})
+    assert folder_changes(before, after) == {"new": ["c"], "deleted": ["a"], "changed": ["b"]}
+
+
+def test_embedder_refuses_models_off_the_allowlist():
+    with pytest.raises(ConfigError, match="allowlist"):
+        EmbedderResource(model="bert-huge").embedder()
+    assert EmbedderResource().dimensions() == 384
+
+
+def test_probe_timeout_stays_under_the_sensor_tick_limit():
+    cfg = UpstreamConfig(probe_timeout=300).with_mirror({"x": "file:///m/x.git"}, {}, "file:///m/api")
+    resource = UpstreamResource.for_config(cfg)
+    built = resource.config()
+    assert built.probe_timeout == MAX_PROBE_SECONDS
+    assert built.repo_overrides == {"x": "file:///m/x.git"} and built.allow_file
+
+
+def test_nothing_materialized_is_stale(tmp_path: Path):
+    instance = dg.DagsterInstance.ephemeral()
+    exp = expected_for("sigma", publish_code="1", embed_code="m|c")
+    assert stale_selection(instance, "sigma", exp) == [
+        dg.AssetKey(["sources", "sigma"]),
+        dg.AssetKey(["embeddings", "sigma"]),
+    ]
