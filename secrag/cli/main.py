@@ -13,6 +13,7 @@ from secrag.settings import get_settings
 from .db import db
 from .errors import SecragGroup
 from .run import run
+from .serve import serve
 from .sources import sources
 from .tune import tune
 
@@ -34,6 +35,7 @@ def cli(verbose: bool) -> None:
 
 cli.add_command(db)
 cli.add_command(run)
+cli.add_command(serve)
 cli.add_command(sources)
 cli.add_command(tune)
 

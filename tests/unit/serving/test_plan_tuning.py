@@ -27,7 +27,7 @@ def test_no_proposal_without_enough_samples() -> None:
 
 def test_proposals_move_at_most_one_step_towards_the_target() -> None:
     config = load_plans(DEFAULT_PLANS_FILE)
-    log = [LoggedQuery("detection", 0.03, 10)] * 40
+    log = [LoggedQuery("detection", 0.6, 10)] * 40
     [p] = propose(config, log, {})
     step = config.tuning["max_step"]
     assert p.current == 0.0 and p.proposed == pytest.approx(step)
@@ -57,6 +57,6 @@ def test_history_is_bounded(plans_file: Path) -> None:
 def test_out_of_bounds_and_reasonless_changes_are_refused(plans_file: Path) -> None:
     config = load_plans(plans_file)
     with pytest.raises(ConfigError, match="safe bounds"):
-        apply_change(config, plans_file, "default", 0.9, who="x", reason="r")
+        apply_change(config, plans_file, "default", 0.95, who="x", reason="r")
     with pytest.raises(ConfigError, match="reason"):
         apply_change(config, plans_file, "default", 0.001, who="x", reason=" ")

@@ -1,0 +1,79 @@
+"""Retrieval quality per task and mode: nDCG@10, MRR@10 and Recall@10 over graded relevance judgements.
+
+    python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --url http://127.0.0.1:8000
+
+Each line: {"task", "query", "filters": {"sources": [...]}, "relevant": [{"doc_id", "grade"}], "qid"}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import httpx
+
+K = 10
+
+
+def ndcg(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
+    dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(grades.values(), reverse=True)[:k]
+    idcg = sum((2 ** g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def mrr(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
+    for i, d in enumerate(ranked[:k]):
+        if grades.get(d, 0) > 0:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def recall(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
+    relevant = {d for d, g in grades.items() if g > 0}
+    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=Path, required=True)
+    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    parser.add_argument("--modes", default="hybrid,fts,vector,fuzzy")
+    parser.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all).")
+    parser.add_argument("--api-key", default=None)
+    args = parser.parse_args()
+    items = [json.loads(line) for line in args.queries.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if args.limit:
+        items = items[: args.limit]
+    headers = {"X-API-Key": args.api_key} if args.api_key else {}
+    scores: dict[tuple[str, str], list[tuple[float, float, float]]] = defaultdict(list)
+    failures = 0
+    with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
+        for item in items:
+            grades = {r["doc_id"]: int(r.get("grade", 1)) for r in item["relevant"]}
+            for mode in args.modes.split(","):
+                body = {"query": item["query"][:8000], "mode": mode, "k": K,
+                        "filters": {k: v for k, v in (item.get("filters") or {}).items() if v},
+                        "return": {"snippets": False}}
+                response = http.post("/v1/search", json=body)
+                if response.status_code != 200:
+                    failures += 1
+                    ranked: list[str] = []
+                else:
+                    ranked = [r["doc_id"] for r in response.json()["results"]]
+                result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades))
+                scores[(item.get("task", "all"), mode)].append(result)
+                scores[("ALL", mode)].append(result)
+    print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8}")
+    for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
+        n = len(values)
+        means = [sum(v[i] for v in values) / n for i in range(3)]
+        print(f"{task:<28} {mode:<8} {n:>5} {means[0]:>8.3f} {means[1]:>8.3f} {means[2]:>8.3f}")
+    if failures:
+        print(f"{failures} requests failed (counted as empty rankings)")
+
+
+if __name__ == "__main__":
+    main()

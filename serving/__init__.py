@@ -1,0 +1,1 @@
+"""secrag's read-only HTTP API (FastAPI) and MCP tools over the shared store."""

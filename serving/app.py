@@ -1,0 +1,139 @@
+"""The FastAPI application factory: routers under /v1, the pool opened in the lifespan, MCP at /mcp."""
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio.to_thread
+import psycopg
+from fastapi import Depends, FastAPI
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from secrag import database
+from secrag.migrations import load_migrations
+from secrag.queries import Queries
+
+from . import errors
+from .auth import load_api_keys
+from .encoder import shared_encoder
+from .limits import BodySizeLimit
+from .metrics import Metrics, MetricsMiddleware, stamp_route
+from .statements import compose
+from .querylog import QueryLog
+from .plans import load_plans
+from .routes import docs, health, plans, search, sources, stats
+from .search_config import load_search_config
+from .service import Service
+from .settings import ServingSettings, get_serving_settings
+
+log = logging.getLogger(__name__)
+API_PREFIX = "/v1"
+
+
+def _reader_setup(queries: Queries, timeout_ms: int):  # noqa: ANN202 - pool configure hook
+    def configure(conn: psycopg.Connection) -> None:
+        from pgvector.psycopg import register_vector
+
+        conn.autocommit = True
+        register_vector(conn)
+        conn.execute(queries.session_role)
+        conn.execute(queries.session_settings, {"timeout": str(timeout_ms)})
+
+    return configure
+
+
+def open_reader_pool(url: str, settings: ServingSettings, queries: Queries) -> ConnectionPool:
+    """Connections that drop to secrag_reader, with a statement timeout and read-only transactions.
+
+    Connections are checked before use and failed connects are retried in the background, so the
+    API answers 503 within `pool_timeout` while the database is down and recovers by itself.
+    """
+    pool = ConnectionPool(url, min_size=settings.pool_min_size, max_size=settings.pool_max_size,
+                          timeout=settings.pool_timeout, open=False, name="secrag-serving",
+                          configure=_reader_setup(queries, settings.reader_statement_timeout_ms),
+                          check=ConnectionPool.check_connection, reconnect_timeout=3600,
+                          kwargs={"connect_timeout": 2})
+    pool.open(wait=False)
+    return pool
+
+
+def _active_model(pool: ConnectionPool, queries: Queries, fallback: str) -> str:
+    try:
+        with pool.connection(timeout=5.0) as conn:
+            row = conn.execute(queries.active_model).fetchone()
+        return str(row[0]) if row else fallback
+    except (PoolTimeout, psycopg.Error) as exc:
+        log.warning("cannot read the active embedding model; using %s", fallback, extra={"error": type(exc).__name__})
+        return fallback
+
+
+def start_service(settings: ServingSettings, metrics: Metrics) -> Service:
+    """Open the pool, load the active model's encoder, read the search config."""
+    url = database.database_url(settings)
+    queries = Queries(settings.sql_dir, "serving")
+    pool = open_reader_pool(url, settings, queries)
+    encoder = shared_encoder(_active_model(pool, queries, settings.embedding_model), settings.torch_threads)
+    query_log = None
+    if settings.query_log:
+        query_log = QueryLog(url, queries, with_text=settings.query_log_text)
+        query_log.open()
+    return Service(settings=settings, pool=pool, encoder=encoder, queries=queries,
+                   statements=compose(queries, encoder.model_id, encoder.dimensions),
+                   search_config=load_search_config(settings.search_config), metrics=metrics,
+                   query_log=query_log)
+
+
+def stop_service(service: Service) -> None:
+    service.pool.close()
+    if service.query_log is not None:
+        service.query_log.close()
+
+
+def create_app(settings: ServingSettings | None = None) -> FastAPI:
+    """The secrag API. Nothing connects until the lifespan starts."""
+    settings = settings or get_serving_settings()
+    metrics = Metrics()
+    api_keys = load_api_keys(settings.api_keys_file)
+    plans_config = load_plans(settings.plans_file)  # validated at start-up: a bad file fails here
+    mcp_server = None
+    mcp_app = None
+    if settings.mcp_enabled:
+        from .mcp_tools import build_mcp, transport_security
+
+        mcp_server = build_mcp(lambda: app.state.service, api_keys, plans_config)
+        mcp_app = mcp_server.streamable_http_app(
+            streamable_http_path="/", stateless_http=True, json_response=True,
+            transport_security=transport_security(settings.mcp_allowed_hosts))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = await anyio.to_thread.run_sync(start_service, settings, metrics)
+        app.state.service = service
+        try:
+            if mcp_server is not None:
+                async with mcp_server.session_manager.run():
+                    yield
+            else:
+                yield
+        finally:
+            await anyio.to_thread.run_sync(stop_service, service)
+
+    app = FastAPI(title="secrag", version="1", lifespan=lifespan, docs_url="/docs", redoc_url=None,
+                  dependencies=[Depends(stamp_route)],
+                  description="Read-only search over security knowledge (ATT&CK, Sigma, Atomic, KEV, ...).")
+    app.state.settings = settings
+    app.state.api_keys = api_keys
+    app.state.plans = plans_config
+    app.state.metrics = metrics
+    app.state.expected_schema_version = max((m.version for m in load_migrations(settings.sql_dir / "migrations")),
+                                            default=0)
+    errors.install(app)
+    for module in (search, plans, docs, sources, stats):
+        app.include_router(module.router, prefix=API_PREFIX)
+    app.include_router(health.router)
+    if mcp_app is not None:
+        app.mount("/mcp", mcp_app)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app

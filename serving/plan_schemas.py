@@ -1,0 +1,83 @@
+"""Request and response models of the retrieval-plan endpoints."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .plans import QUERY_TYPES
+from .schemas import SearchFilters, Strict
+
+
+class PlanRequest(Strict):
+    query: str = Field(min_length=1, max_length=8192, description="The question or identifier.")
+    plan: str | None = Field(default=None, description=f"Force a plan: one of {', '.join(QUERY_TYPES)}.")
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    total_chunks: int | None = Field(default=None, ge=1, le=100, description="Override the plan's total.")
+
+
+class SelectedChunk(BaseModel):
+    citation: int = Field(description="The [n] this chunk is cited as in `context`.")
+    chunk_id: str
+    doc_id: str
+    source: str
+    category: str
+    title: str
+    url: str | None
+    source_version: str | None
+    score: float = Field(description="Hybrid score in (0, 1] (see /v1/search).")
+    adjusted_score: float = Field(description="score x category boost x source boost, used for selection.")
+    text: str
+
+
+class Citation(BaseModel):
+    number: int
+    doc_id: str
+    title: str
+    url: str | None
+    source: str
+    source_version: str | None
+
+
+class PlanMetrics(BaseModel):
+    coverage: float = Field(description="Share of the query's terms found in the selected text, 0..1.")
+    balance: float = Field(description="1 - half the L1 distance between category shares and quotas, 0..1.")
+    mean_score: float = Field(description="Mean hybrid score of the selected chunks.")
+    confidence: float = Field(description="Mean of coverage, balance and mean_score, 0..1.")
+
+
+class PlanResponse(BaseModel):
+    query_type: str
+    signals: list[str]
+    plan_name: str
+    plan: dict[str, Any]
+    quotas: dict[str, int]
+    selected: list[SelectedChunk]
+    context: str
+    citations: list[Citation]
+    metrics: PlanMetrics
+    candidates: int
+    took_ms: float
+
+
+class Decision(BaseModel):
+    chunk_id: str
+    doc_id: str
+    category: str
+    score: float
+    adjusted_score: float
+    taken: bool
+    reason: str
+
+
+class ExplainResponse(BaseModel):
+    query_type: str
+    signals: list[str]
+    plan_name: str
+    quotas: dict[str, int]
+    decisions: list[Decision]
+
+
+class PlansResponse(BaseModel):
+    categories: dict[str, list[str]]
+    plans: dict[str, dict[str, Any]]

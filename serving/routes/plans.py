@@ -1,0 +1,41 @@
+"""POST /v1/plan, POST /v1/plan/explain, GET /v1/plans."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from .. import planner
+from ..deps import PrincipalDep, ServiceDep
+from ..plan_schemas import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
+from ..plans import PlansConfig
+from ..schemas import ErrorResponse
+
+router = APIRouter(tags=["plans"])
+ERRORS = {422: {"model": ErrorResponse}, 503: {"model": ErrorResponse}, 504: {"model": ErrorResponse}}
+
+
+def get_plans(request: Request) -> PlansConfig:
+    return request.app.state.plans  # type: ignore[no-any-return]
+
+
+PlansDep = Annotated[PlansConfig, Depends(get_plans)]
+
+
+@router.post("/plan", response_model=PlanResponse, responses=ERRORS, description=(
+    "A balanced, deterministic, cited context for a query: the query is classified, hybrid search "
+    "retrieves candidates, the plan's category quotas are filled by score and backfilled, within the "
+    "score threshold, character budget and total."))
+def plan(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> PlanResponse:
+    return planner.plan_context(service, plans, body, principal)
+
+
+@router.post("/plan/explain", response_model=ExplainResponse, responses=ERRORS,
+             description="Why each candidate was taken or skipped by the plan.")
+def explain(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> ExplainResponse:
+    return planner.explain(service, plans, body, principal)
+
+
+@router.get("/plans", response_model=PlansResponse, description="The configured plans, resolved per query type.")
+def list_plans(plans: PlansDep) -> PlansResponse:
+    return planner.list_plans(plans)

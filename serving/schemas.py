@@ -1,0 +1,274 @@
+"""Pydantic models of the HTTP edge, one per direction; descriptions feed the OpenAPI document."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_QUERY_BYTES = 8192
+MAX_IDS = 100
+
+SCORE_SCALES = (
+    "Score scales by mode: "
+    "fts = ts_rank_cd(tsv, query, 32), i.e. rank/(rank+1) in [0, 1); "
+    "vector = cosine similarity 1 - cosine distance in [-1, 1] (about 0..1 for this model); "
+    "fuzzy = rapidfuzz similarity of the query to the title or best identifier, in [0, 1]; "
+    "hybrid/fuse = reciprocal-rank fusion sum(w_leg / (rrf_k0 + rank_leg)) divided by its maximum "
+    "sum(w_leg) / (rrf_k0 + 1), in (0, 1]; hybrid/fts_then_vec = cosine similarity of the full-text "
+    "candidates re-ranked by vector (vector-only fill-ins follow them). "
+    "A document whose id is the exact identifier queried (e.g. T1003, CVE-2021-44228) is put first "
+    "with score 1.0. The final score is multiplied by the source boost from the search config "
+    "(default 1.0)."
+)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchFilters(Strict):
+    """Restrict results; every filter is ANDed. Arrays match when any element matches (tags_all: all)."""
+
+    sources: list[str] | None = Field(default=None, max_length=64, description="Source names (see /v1/sources).")
+    doc_ids: list[str] | None = Field(default=None, max_length=1000)
+    techniques: list[str] | None = Field(
+        default=None, max_length=100,
+        description="ATT&CK ids; a parent id (T1003) also matches its sub-techniques (T1003.001).")
+    platforms: list[str] | None = Field(default=None, max_length=50)
+    tags_any: list[str] | None = Field(default=None, max_length=100)
+    tags_all: list[str] | None = Field(default=None, max_length=100)
+    updated_after: datetime | None = None
+    updated_before: datetime | None = None
+
+    @field_validator("techniques")
+    @classmethod
+    def _technique_ids(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        import re
+
+        bad = [t for t in value if not re.fullmatch(r"[Tt]\d{4}(\.\d{3})?", t.strip())]
+        if bad:
+            raise ValueError(f"not ATT&CK technique ids: {', '.join(b[:20] for b in bad[:5])}")
+        return [t.strip().upper() for t in value]
+
+
+class ReturnOptions(Strict):
+    """What each result carries."""
+
+    text: bool = Field(default=False, description="The chunk text (cut at max_text_chars).")
+    metadata: bool = Field(default=False, description="The document's metadata object.")
+    snippets: bool = Field(default=True, description="A ts_headline snippet with <mark> highlights.")
+    max_text_chars: int = Field(default=2000, ge=1, le=100_000)
+
+
+class SearchRequest(Strict):
+    """A search over chunks of the documents the caller may see."""
+
+    query: str = Field(min_length=1, description=f"1..{MAX_QUERY_BYTES} bytes of UTF-8.")
+    k: int = Field(default=10, ge=1, le=50)
+    offset: int = Field(default=0, ge=0, le=1000)
+    mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid"
+    strategy: Literal["fuse", "fts_then_vec"] = Field(default="fuse", description="Hybrid strategy.")
+    fts_k: int | None = Field(default=None, ge=1, le=1000, description="Full-text candidates (hybrid).")
+    vec_k: int | None = Field(default=None, ge=1, le=1000, description="Vector candidates (hybrid).")
+    rrf_k0: int = Field(default=60, ge=1, le=1000, description="Reciprocal-rank constant.")
+    w_fts: float = Field(default=1.0, ge=0, le=10)
+    w_vec: float = Field(default=1.0, ge=0, le=10)
+    w_fuzzy: float = Field(default=0.5, ge=0, le=10,
+                           description="Weight of the trigram leg (used for queries up to 64 characters).")
+    candidates_k: int = Field(default=100, ge=1, le=1000,
+                              description="fts_then_vec: full-text candidates re-ranked by vector.")
+    rerank_k: int = Field(default=50, ge=1, le=1000,
+                          description="Fused results re-scored (boosts, fuzzy re-scoring, thresholds) before paging.")
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    min_score: float | None = Field(default=None, ge=-1, le=100)
+    group_by_doc: bool = Field(default=True, description="Best chunk per document.")
+    return_: ReturnOptions = Field(default_factory=ReturnOptions, alias="return")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("query")
+    @classmethod
+    def _query_bytes(cls, value: str) -> str:
+        size = len(value.encode("utf-8", errors="surrogatepass"))
+        if size > MAX_QUERY_BYTES:
+            raise ValueError(f"query is {size} bytes; the limit is {MAX_QUERY_BYTES}")
+        if "\x00" in value:
+            raise ValueError("query must not contain NUL characters")
+        if not value.strip():
+            raise ValueError("query must not be blank")
+        return value
+
+    @model_validator(mode="after")
+    def _no_nul_in_filters(self) -> SearchRequest:
+        for name in ("sources", "doc_ids", "platforms", "tags_any", "tags_all"):
+            values = getattr(self.filters, name) or ()
+            if any("\x00" in v for v in values):
+                raise ValueError(f"filters.{name} must not contain NUL characters")
+        return self
+
+
+class LegScore(BaseModel):
+    score: float = Field(description="The leg's own score (scale as for the single-leg mode).")
+    rank: int = Field(description="1-based rank within the leg.")
+
+
+class LegScores(BaseModel):
+    fts: LegScore | None = None
+    vector: LegScore | None = None
+    fuzzy: LegScore | None = None
+
+
+class SearchResult(BaseModel):
+    doc_id: str
+    chunk_id: str
+    source: str
+    title: str
+    url: str | None
+    score: float = Field(description=SCORE_SCALES)
+    exact: bool = Field(description="The document id is the identifier queried.")
+    scores: LegScores
+    techniques: list[str]
+    platforms: list[str]
+    snippet: str | None = None
+    text: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult]
+    query_type: str = Field(description="technique, sub_technique, cve, capec, atlas, d3fend, uuid, "
+                                        "identifier, keyword or natural.")
+    enriched_query: str = Field(description="The query after ATT&CK enrichment (what the vector leg embeds).")
+    took_ms: float
+    truncated: bool = Field(description="Results were dropped to keep the response under its size cap.")
+
+
+class IdsRequest(Strict):
+    ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
+
+    @field_validator("ids")
+    @classmethod
+    def _printable(cls, value: list[str]) -> list[str]:
+        if any("\x00" in i or len(i) > 1000 for i in value):
+            raise ValueError("ids must be at most 1000 characters and contain no NUL characters")
+        return value
+
+
+class Document(BaseModel):
+    doc_id: str
+    source: str
+    source_version: str
+    title: str
+    url: str | None
+    body: str
+    metadata: dict[str, Any]
+    techniques: list[str]
+    platforms: list[str]
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+    chunk_ids: list[str]
+
+
+class DocumentsResponse(BaseModel):
+    documents: list[Document]
+    missing: list[str] = Field(description="Ids not found (or not visible to the caller).")
+    truncated: bool
+
+
+class Chunk(BaseModel):
+    chunk_id: str
+    doc_id: str
+    source: str
+    ordinal: int
+    title: str
+    text: str
+    enriched_text: str
+    identifiers: list[str]
+
+
+class ChunksResponse(BaseModel):
+    chunks: list[Chunk]
+    missing: list[str]
+    truncated: bool
+
+
+class SourceInfo(BaseModel):
+    name: str
+    kind: str
+    description: str
+    category: str
+    upstream: str | None
+    branch: str | None
+    tracking: str | None
+    version: str | None = Field(description="The published (served) version.")
+    last_seen_version: str | None
+    last_check: datetime | None
+    last_sync: datetime | None
+    records: int
+    state: str
+    last_error: str | None
+
+
+class SourcesResponse(BaseModel):
+    sources: list[SourceInfo]
+
+
+class Percentiles(BaseModel):
+    count: int
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+
+class SourceStats(BaseModel):
+    documents: int
+    chunks: int
+    chunks_embedded: int = Field(description="Chunks with a vector for the active model.")
+    embeddings: dict[str, int] = Field(description="Distinct vectors per model id.")
+    versions: dict[str, int] = Field(description="source_versions rows per status.")
+    current_version: str | None
+    last_sync: datetime | None
+    sync_age_s: float | None
+
+
+class ModelStats(BaseModel):
+    model_id: str
+    dimensions: int
+    active: bool
+    embeddings: int
+
+
+class RequestStats(BaseModel):
+    since: datetime
+    total: Percentiles
+    by_route: dict[str, Percentiles]
+    by_status: dict[str, int]
+
+
+class StatsResponse(BaseModel):
+    totals: dict[str, int]
+    sources: dict[str, SourceStats]
+    models: list[ModelStats]
+    index_bytes: dict[str, int]
+    table_bytes: dict[str, int]
+    requests: RequestStats
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    checks: dict[str, bool]
+    schema_version: int | None
+    expected_schema_version: int
+    model: str | None
+
+
+class ErrorResponse(BaseModel):
+    detail: Any

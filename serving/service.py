@@ -1,0 +1,265 @@
+"""The one implementation behind the REST routes and the MCP tools: search, lookups, sources, stats."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from secrag.enrichment import enrich
+from secrag.queries import Queries
+
+from . import search as logic
+from .auth import Principal
+from .encoder import QueryEncoder
+from .errors import InvalidField, NotFound
+from .limits import cap
+from .metrics import Metrics
+from .statements import SearchStatements
+from .querylog import QueryLog
+from .schemas import (
+    Chunk,
+    ChunksResponse,
+    Document,
+    DocumentsResponse,
+    LegScore,
+    LegScores,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    SourceInfo,
+    SourcesResponse,
+)
+from .search_config import SearchConfig
+from .settings import ServingSettings
+from .stats import collect_stats
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+LOOKUP_TTL = 300.0
+
+
+@dataclass
+class _Cached:
+    """A value refreshed at most every `ttl` seconds."""
+
+    ttl: float
+    value: Any = None
+    at: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, load: Callable[[], T]) -> T:
+        with self.lock:
+            if self.value is None or time.monotonic() - self.at > self.ttl:
+                self.value = load()
+                self.at = time.monotonic()
+            return self.value  # type: ignore[no-any-return]
+
+
+@dataclass
+class Service:
+    """Everything a request needs, built once in the app's lifespan."""
+
+    settings: ServingSettings
+    pool: ConnectionPool
+    encoder: QueryEncoder
+    queries: Queries
+    statements: SearchStatements
+    search_config: SearchConfig
+    metrics: Metrics
+    query_log: QueryLog | None = None
+    _lookup: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
+    _technique_ids: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
+
+    # --- caches -------------------------------------------------------------------------------
+
+    def technique_lookup(self) -> dict[str, str]:
+        """ATT&CK id -> full name for query-time enrichment (the index-time lookup, cached)."""
+        def load() -> dict[str, str]:
+            with self.pool.connection() as conn:
+                return dict(conn.execute(self.queries.technique_names).fetchall())
+        return self._lookup.get(load)
+
+    def technique_ids(self) -> list[str]:
+        def load() -> list[str]:
+            with self.pool.connection() as conn:
+                return [r[0] for r in conn.execute(self.queries.technique_ids).fetchall()]
+        return self._technique_ids.get(load)
+
+    def visible_sources(self, conn: psycopg.Connection, principal: Principal) -> list[str]:
+        """Source names the caller may know about (user folders only with a visible document)."""
+        return [r[0] for r in conn.execute(self.queries.known_sources, principal.params()).fetchall()]
+
+    # --- search -------------------------------------------------------------------------------
+
+    def search(self, req: SearchRequest, principal: Principal) -> SearchResponse:
+        started = time.perf_counter()
+        analysis = logic.analyse(req.query)
+        lookup = self.technique_lookup()
+        enriched = enrich(req.query.strip(), lookup)
+        filters = req.filters
+        techniques = logic.expand_techniques(filters.techniques, self.technique_ids()) if filters.techniques else None
+        plan = logic.plan_for(req.mode, k=req.k, offset=req.offset, query=req.query, fts_k=req.fts_k,
+                              vec_k=req.vec_k, w_fts=req.w_fts, w_vec=req.w_vec, w_fuzzy=req.w_fuzzy,
+                              rerank_k=req.rerank_k, group_by_doc=req.group_by_doc)
+        qvec = self.encoder.encode(enriched) if plan.needs_vector else None
+        params: dict[str, Any] = {
+            **principal.params(),
+            "sources": filters.sources, "doc_ids": filters.doc_ids, "techniques": techniques,
+            "platforms": filters.platforms, "tags_any": filters.tags_any, "tags_all": filters.tags_all,
+            "updated_after": filters.updated_after, "updated_before": filters.updated_before,
+            "fts_text": analysis.fts_text, "ident_text": analysis.ident_text, "fuzzy_text": req.query.strip()[:64],
+            "qvec": qvec, "fts_k": plan.fts_k, "vec_k": plan.vec_k, "fuzzy_k": plan.fuzzy_k,
+            "w_fts": plan.w_fts, "w_vec": plan.w_vec, "w_fuzzy": plan.w_fuzzy, "rrf_k0": req.rrf_k0,
+            "rrf_max": logic.rrf_max(plan, req.rrf_k0), "single_leg": plan.single_leg,
+            "candidates_k": req.candidates_k, "window": plan.window, "group_by_doc": req.group_by_doc,
+            "ident_tier": analysis.is_identifier, "with_metadata": req.return_.metadata,
+            "with_text": req.return_.text, "max_text_chars": req.return_.max_text_chars,
+            "with_snippets": req.return_.snippets,
+        }
+        use_then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
+        statement = self.statements.fts_then_vec if use_then_vec else self.statements.fused
+        with self.pool.connection() as conn:
+            known = self.visible_sources(conn, principal)
+            self._check_sources(filters.sources, known)
+            pinned = req.mode != "vector"
+            params["exact_ids"] = logic.exact_doc_ids(analysis.exact_forms, known) if pinned else []
+            params["child_ids"] = logic.exact_doc_ids(
+                logic.child_forms(analysis, self.technique_ids()), known) if pinned else []
+            with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+                cur.execute(self.queries.search_settings, {
+                    "iterative_scan": self.settings.hnsw_iterative_scan,
+                    "max_scan_tuples": str(self.settings.hnsw_max_scan_tuples),
+                    "ef_search": str(min(1000, max(40, plan.vec_k, req.candidates_k if use_then_vec else 0))),
+                    "trgm_threshold": "0.3"})
+                cur.execute(statement, params)
+                rows = cur.fetchall()
+        ranked = logic.rescore(rows, mode=req.mode, query=req.query, analysis=analysis,
+                               config=self.search_config, min_score=req.min_score)
+        page = ranked[req.offset:req.offset + req.k]
+        results, truncated = cap([_result(r) for r in page], self.settings.max_response_bytes)
+        took = (time.perf_counter() - started) * 1000
+        return SearchResponse(results=results, query_type=analysis.query_type, enriched_query=enriched,
+                              took_ms=round(took, 2), truncated=truncated)
+
+    def _check_sources(self, requested: Sequence[str] | None, known: Sequence[str]) -> None:
+        if not requested:
+            return
+        valid = set(known)
+        for i, name in enumerate(requested):
+            if name not in valid:
+                raise InvalidField(["body", "filters", "sources", i],
+                                   f"unknown source {name[:80]!r}; valid sources: {', '.join(known)}")
+
+    def log_search(self, req: SearchRequest, resp: SearchResponse) -> None:
+        if self.query_log is None:
+            return
+        top = resp.results[0].score if resp.results else None
+        self.query_log.write(endpoint="search", query_type=resp.query_type, query_text=req.query, top_score=top,
+                             result_count=len(resp.results), latency_ms=resp.took_ms,
+                             details={"mode": req.mode, "k": req.k, "strategy": req.strategy})
+
+    # --- lookups ------------------------------------------------------------------------------
+
+    def documents(self, ids: Sequence[str], principal: Principal) -> DocumentsResponse:
+        wanted = list(dict.fromkeys(ids))
+        ids = [i for i in wanted if "\x00" not in i]  # PostgreSQL text cannot hold NUL: such ids never exist
+        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            rows = {r["doc_id"]: r for r in cur.execute(self.queries.documents_by_id,
+                                                        {"ids": ids, **principal.params()}).fetchall()}
+        found = [Document(**{**rows[i], "metadata": rows[i]["metadata"] or {},
+                             "chunk_ids": rows[i]["chunk_ids"] or []}) for i in wanted if i in rows]
+        kept, truncated = cap(found, self.settings.max_response_bytes)
+        return DocumentsResponse(documents=kept, missing=[i for i in wanted if i not in rows], truncated=truncated)
+
+    def document(self, doc_id: str, principal: Principal) -> Document:
+        found = self.documents([doc_id], principal)
+        if not found.documents:
+            raise NotFound(f"no document {doc_id[:200]!r}")
+        return found.documents[0]
+
+    def chunks(self, ids: Sequence[str], principal: Principal) -> ChunksResponse:
+        wanted = list(dict.fromkeys(ids))
+        ids = [i for i in wanted if "\x00" not in i]
+        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            rows = {r["chunk_id"]: r for r in cur.execute(self.queries.chunks_by_id,
+                                                          {"ids": ids, **principal.params()}).fetchall()}
+        found = [Chunk(**{**rows[i], "identifiers": rows[i]["identifiers"].split()}) for i in wanted if i in rows]
+        kept, truncated = cap(found, self.settings.max_response_bytes)
+        return ChunksResponse(chunks=kept, missing=[i for i in wanted if i not in rows], truncated=truncated)
+
+    def chunk(self, chunk_id: str, principal: Principal) -> Chunk:
+        found = self.chunks([chunk_id], principal)
+        if not found.chunks:
+            raise NotFound(f"no chunk {chunk_id[:200]!r}")
+        return found.chunks[0]
+
+    def upstream(self, doc_id: str, principal: Principal) -> dict[str, Any]:
+        """Where the authoritative record lives; serving it needs the pipeline's checkout (not here)."""
+        from .errors import NotImplementedFeature
+
+        if "\x00" in doc_id:
+            raise NotFound("no such document")
+        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            row = cur.execute(self.queries.upstream_record, {"doc_id": doc_id, **principal.params()}).fetchone()
+        if row is None:
+            raise NotFound(f"no document {doc_id[:200]!r}")
+        raise NotImplementedFeature(
+            "upstream records are not served yet: the serving layer has no access to upstream checkouts; "
+            "use the document's url")
+
+    # --- sources and stats --------------------------------------------------------------------
+
+    def sources(self, principal: Principal) -> SourcesResponse:
+        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            names = self.visible_sources(conn, principal)
+            rows = cur.execute(self.queries.sources_list, {"names": names}).fetchall()
+        return SourcesResponse(sources=[SourceInfo(
+            name=r["name"], kind=r["kind"], description=r["description"], category=r["category"],
+            upstream=r["upstream"], branch=r["branch"], tracking=r["tracking"], version=r["current_version"],
+            last_seen_version=r["last_seen_version"], last_check=r["last_check_at"], last_sync=r["last_sync_at"],
+            records=r["record_count"], state=r["state"], last_error=r["last_error"]) for r in rows])
+
+    def stats(self, principal: Principal) -> dict[str, Any]:
+        with self.pool.connection() as conn:
+            names = self.visible_sources(conn, principal)
+            return collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary())
+
+
+def _leg(score: Any, rank: Any) -> LegScore | None:  # noqa: ANN401
+    if score is None or rank is None:
+        return None
+    return LegScore(score=float(score), rank=int(rank))
+
+
+def _result(row: dict[str, Any]) -> SearchResult:
+    return SearchResult(
+        doc_id=row["doc_id"], chunk_id=row["chunk_id"], source=row["source"], title=row["title"],
+        url=row["url"], score=round(float(row["score"]), 6), exact=bool(row["exact"]),
+        scores=LegScores(fts=_leg(row["fts_score"], row["fts_rank"]), vector=_leg(row["vec_score"], row["vec_rank"]),
+                         fuzzy=_leg(row["fuzzy_score"], row["fuzzy_rank"])),
+        techniques=list(row["techniques"] or ()), platforms=list(row["platforms"] or ()),
+        snippet=row.get("snippet"), text=row.get("text"), metadata=row.get("metadata"))
+
+
+def readiness(service: Service, expected_version: int) -> dict[str, Any]:
+    """Database reachable, schema at the expected migration, query model loaded."""
+    checks = {"database": False, "schema": False, "model": service.encoder.loaded}
+    version: int | None = None
+    try:
+        with service.pool.connection(timeout=1.0) as conn:
+            row = conn.execute(service.queries.schema_version).fetchone()
+            checks["database"] = True
+            version = int(row[0]) if row else 0
+            checks["schema"] = version == expected_version
+    except (psycopg.Error, Exception) as exc:  # noqa: BLE001 - readiness reports, never raises
+        log.info("readiness check failed", extra={"error": type(exc).__name__})
+    return {"status": "ready" if all(checks.values()) else "not ready", "checks": checks,
+            "schema_version": version, "expected_schema_version": expected_version,
+            "model": service.encoder.model_id if service.encoder.loaded else None}

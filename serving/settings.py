@@ -1,0 +1,43 @@
+"""Serving settings: the shared secrag settings plus the API's own knobs (env prefix SECRAG_)."""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+
+from secrag.settings import Settings
+
+SERVING_DIR = Path(__file__).resolve().parent
+
+
+class ServingSettings(Settings):
+    """Everything `secrag serve` reads; all fields come from SECRAG_* environment variables."""
+
+    search_config: Path = Field(default=SERVING_DIR / "search.yaml",
+                                description="YAML with source boosts and per-query-type score thresholds.")
+    plans_file: Path = Field(default=SERVING_DIR / "plans.yaml",
+                             description="Retrieval plans (validated at start-up); see serving/plans.yaml.")
+    api_keys_file: Path | None = Field(
+        default=None, description="YAML mapping API keys to tenant/user/groups; unset = public documents only.")
+    pool_min_size: int = Field(default=1, ge=0, le=64)
+    pool_max_size: int = Field(default=8, ge=1, le=64)
+    pool_timeout: float = Field(default=1.5, gt=0, le=30,
+                                description="Seconds a request waits for a connection before 503.")
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="Larger request bodies get 413.")
+    max_response_bytes: int = Field(default=5 * 1024 * 1024, ge=4096,
+                                    description="Results past this size are dropped and truncated=true.")
+    query_log: bool = Field(default=False, description="Write one query_log row per search.")
+    query_log_text: bool = Field(default=False, description="Also store the query text in query_log.")
+    hnsw_max_scan_tuples: int = Field(default=50000, ge=1000)
+    hnsw_iterative_scan: str = Field(default="relaxed_order", pattern="^(relaxed_order|strict_order|off)$")
+    mcp_enabled: bool = Field(default=True, description="Serve the MCP tools at /mcp.")
+    mcp_allowed_hosts: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
+        description="Host headers the MCP endpoint accepts (DNS-rebinding protection).")
+
+
+@lru_cache(maxsize=1)
+def get_serving_settings() -> ServingSettings:
+    """The process-wide serving settings (cached; read on first use)."""
+    return ServingSettings()

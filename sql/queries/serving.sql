@@ -1,0 +1,288 @@
+-- Reads of the serving layer (FastAPI + MCP). Every value is a bound parameter; the few pieces
+-- composed with psycopg.sql are `{filters}` (the block below), `{vec}` (the vector expression of
+-- the active model's HNSW index, e.g. e.vector::vector(384)) and `{model}` (the partial index's
+-- model_id literal, so the planner can match the index predicate).
+
+-- name: session_role
+SET ROLE secrag_reader
+
+-- name: session_settings
+SELECT set_config('statement_timeout', %(timeout)s, false),
+       set_config('default_transaction_read_only', 'on', false)
+
+-- name: search_settings
+SELECT set_config('hnsw.iterative_scan', %(iterative_scan)s, true),
+       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true),
+       set_config('hnsw.ef_search', %(ef_search)s, true),
+       set_config('pg_trgm.similarity_threshold', %(trgm_threshold)s, true),
+       set_config('pg_trgm.word_similarity_threshold', %(trgm_threshold)s, true)
+
+-- name: filters
+    (%(sources)s::text[] IS NULL OR c.source = ANY(%(sources)s::text[]))
+AND (%(doc_ids)s::text[] IS NULL OR c.doc_id = ANY(%(doc_ids)s::text[]))
+AND (%(techniques)s::text[] IS NULL OR d.techniques && %(techniques)s::text[])
+AND (%(platforms)s::text[] IS NULL OR d.platforms && %(platforms)s::text[])
+AND (%(tags_any)s::text[] IS NULL OR d.tags && %(tags_any)s::text[])
+AND (%(tags_all)s::text[] IS NULL OR d.tags @> %(tags_all)s::text[])
+AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
+AND (%(updated_before)s::timestamptz IS NULL OR d.updated_at < %(updated_before)s::timestamptz)
+AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
+        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
+        OR %(user)s::text = ANY(d.acl_users)
+        OR d.acl_groups && %(groups)s::text[])))
+
+-- name: search_query
+q AS (
+    SELECT websearch_to_tsquery('english', %(fts_text)s) || websearch_to_tsquery('simple', %(ident_text)s) AS tsq,
+           websearch_to_tsquery('simple', %(ident_text)s) AS ident_tsq
+)
+
+-- name: search_final
+best AS (
+    SELECT DISTINCT ON (CASE WHEN %(group_by_doc)s THEN f.doc_id ELSE f.chunk_id END) f.*
+    FROM fused f
+    ORDER BY CASE WHEN %(group_by_doc)s THEN f.doc_id ELSE f.chunk_id END,
+             f.exact DESC, f.tier DESC, f.score DESC, f.chunk_id
+)
+SELECT b.chunk_id, b.doc_id, d.source, d.title, d.url, b.score, b.exact, b.tier,
+       (%(ident_tier)s AND numnode(q.ident_tsq) > 0 AND c.tsv @@ q.ident_tsq) AS ident_hit,
+       b.fts_score, b.fts_rank, b.vec_score, b.vec_rank, b.fuzzy_score, b.fuzzy_rank,
+       d.techniques, d.platforms,
+       CASE WHEN %(with_metadata)s THEN d.metadata END AS metadata,
+       CASE WHEN %(with_text)s THEN left(c.text, %(max_text_chars)s) END AS text,
+       CASE WHEN %(with_snippets)s THEN ts_headline('english', c.text, q.tsq,
+            'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=<mark>, StopSel=</mark>') END AS snippet,
+       c.identifiers
+FROM best b
+JOIN chunks c ON c.chunk_id = b.chunk_id
+JOIN documents d ON d.doc_id = b.doc_id
+CROSS JOIN q
+ORDER BY b.exact DESC, b.tier DESC, ident_hit DESC, b.score DESC, b.chunk_id
+LIMIT %(window)s
+
+-- name: search_fused
+WITH {query},
+fts AS (
+    SELECT c.chunk_id, c.doc_id, ts_rank_cd(c.tsv, q.tsq, 32) AS score
+    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id CROSS JOIN q
+    WHERE %(fts_k)s > 0 AND c.tsv @@ q.tsq AND {filters}
+    ORDER BY score DESC, c.chunk_id
+    LIMIT %(fts_k)s
+),
+vec AS MATERIALIZED (
+    SELECT c.chunk_id, c.doc_id, 1 - ({vec} <=> %(qvec)s::vector) AS score
+    FROM embeddings e
+    JOIN chunks c ON c.content_hash = e.content_hash
+    JOIN documents d ON d.doc_id = c.doc_id
+    WHERE %(vec_k)s > 0 AND e.model_id = {model} AND {filters}
+    ORDER BY {vec} <=> %(qvec)s::vector
+    LIMIT %(vec_k)s
+),
+fuzzy AS (
+    SELECT c.chunk_id, c.doc_id,
+           greatest(similarity(c.title, %(fuzzy_text)s), word_similarity(%(fuzzy_text)s, c.identifiers)) AS score
+    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+    WHERE %(fuzzy_k)s > 0 AND c.ordinal = 0
+      AND (c.title %% %(fuzzy_text)s OR %(fuzzy_text)s <%% c.identifiers) AND {filters}
+    ORDER BY score DESC, c.chunk_id
+    LIMIT %(fuzzy_k)s
+),
+exact AS (
+    SELECT c.chunk_id, c.doc_id, 1.0::float8 AS score, c.doc_id = ANY(%(exact_ids)s::text[]) AS is_exact
+    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+    WHERE (c.doc_id = ANY(%(exact_ids)s::text[]) OR c.doc_id = ANY(%(child_ids)s::text[]))
+      AND c.ordinal = 0 AND {filters}
+),
+legs AS (
+    SELECT 'fts' AS leg, chunk_id, doc_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank FROM fts
+    UNION ALL
+    SELECT 'vec', chunk_id, doc_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) FROM vec
+    UNION ALL
+    SELECT 'fuzzy', chunk_id, doc_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) FROM fuzzy
+    UNION ALL
+    SELECT CASE WHEN is_exact THEN 'exact' ELSE 'child' END, chunk_id, doc_id, score, 1 FROM exact
+),
+fused_raw AS (
+    SELECT chunk_id, doc_id,
+           coalesce(sum(CASE leg WHEN 'fts' THEN %(w_fts)s WHEN 'vec' THEN %(w_vec)s
+                                 WHEN 'fuzzy' THEN %(w_fuzzy)s ELSE 0 END
+                        / (%(rrf_k0)s + rank)), 0) / %(rrf_max)s AS rrf,
+           bool_or(leg = 'exact') AS exact,
+           max(CASE WHEN leg = 'child' THEN 1 ELSE 0 END) AS tier,
+           max(score) FILTER (WHERE leg = 'fts') AS fts_score, max(rank) FILTER (WHERE leg = 'fts') AS fts_rank,
+           max(score) FILTER (WHERE leg = 'vec') AS vec_score, max(rank) FILTER (WHERE leg = 'vec') AS vec_rank,
+           max(score) FILTER (WHERE leg = 'fuzzy') AS fuzzy_score,
+           max(rank) FILTER (WHERE leg = 'fuzzy') AS fuzzy_rank
+    FROM legs
+    GROUP BY chunk_id, doc_id
+),
+fused AS (
+    SELECT f.*, CASE %(single_leg)s WHEN 'fts' THEN coalesce(f.fts_score, 0)
+                                    WHEN 'vec' THEN coalesce(f.vec_score, -1)
+                                    WHEN 'fuzzy' THEN coalesce(f.fuzzy_score, 0)
+                                    ELSE f.rrf END AS score
+    FROM fused_raw f
+),
+{final}
+
+-- name: search_fts_then_vec
+WITH {query},
+cand AS (
+    SELECT c.chunk_id, c.doc_id, c.content_hash, ts_rank_cd(c.tsv, q.tsq, 32) AS fts_score,
+           row_number() OVER (ORDER BY ts_rank_cd(c.tsv, q.tsq, 32) DESC, c.chunk_id) AS fts_rank
+    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id CROSS JOIN q
+    WHERE c.tsv @@ q.tsq AND {filters}
+    ORDER BY fts_score DESC, c.chunk_id
+    LIMIT %(candidates_k)s
+),
+reranked AS (
+    SELECT cand.chunk_id, cand.doc_id, cand.fts_score, cand.fts_rank,
+           1 - ({vec} <=> %(qvec)s::vector) AS vec_score
+    FROM cand JOIN embeddings e ON e.content_hash = cand.content_hash AND e.model_id = {model}
+),
+fill AS MATERIALIZED (
+    SELECT c.chunk_id, c.doc_id, 1 - ({vec} <=> %(qvec)s::vector) AS vec_score
+    FROM embeddings e
+    JOIN chunks c ON c.content_hash = e.content_hash
+    JOIN documents d ON d.doc_id = c.doc_id
+    WHERE e.model_id = {model} AND {filters}
+    ORDER BY {vec} <=> %(qvec)s::vector
+    LIMIT %(vec_k)s
+),
+exact AS (
+    SELECT c.chunk_id, c.doc_id
+    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+    WHERE c.doc_id = ANY(%(exact_ids)s::text[]) AND c.ordinal = 0 AND {filters}
+),
+fused_scored AS (
+    SELECT r.chunk_id, r.doc_id, r.vec_score AS score, false AS exact, 1 AS tier,
+           r.fts_score, r.fts_rank, r.vec_score, row_number() OVER (ORDER BY r.vec_score DESC, r.chunk_id) AS vec_rank,
+           NULL::float8 AS fuzzy_score, NULL::bigint AS fuzzy_rank
+    FROM reranked r
+    UNION ALL
+    SELECT f.chunk_id, f.doc_id, f.vec_score, false, 0, NULL, NULL, f.vec_score,
+           row_number() OVER (ORDER BY f.vec_score DESC, f.chunk_id), NULL, NULL
+    FROM fill f WHERE f.chunk_id NOT IN (SELECT chunk_id FROM cand)
+    UNION ALL
+    SELECT x.chunk_id, x.doc_id, 1.0, true, 2, NULL, NULL, NULL, NULL, NULL, NULL FROM exact x
+),
+fused AS (
+    SELECT DISTINCT ON (chunk_id) * FROM fused_scored ORDER BY chunk_id, exact DESC, tier DESC
+),
+{final}
+
+-- name: known_sources
+SELECT s.name
+FROM sources s
+WHERE s.kind <> 'user_folder' OR EXISTS (
+    SELECT 1 FROM documents d
+    WHERE d.source = s.name
+      AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
+            (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
+            OR %(user)s::text = ANY(d.acl_users)
+            OR d.acl_groups && %(groups)s::text[]))))
+ORDER BY s.name
+
+-- name: technique_names
+SELECT id, full_name FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
+
+-- name: technique_ids
+SELECT id FROM mitre_techniques ORDER BY id
+
+-- name: active_model
+SELECT model_id, dimensions FROM embedding_models WHERE active
+
+-- name: schema_version
+SELECT coalesce(max(version), 0) FROM schema_migrations
+
+-- name: documents_by_id
+SELECT d.doc_id, d.source, d.source_version, d.title, d.url, d.body, d.metadata, d.techniques, d.platforms,
+       d.tags, d.created_at, d.updated_at,
+       (SELECT array_agg(c.chunk_id ORDER BY c.ordinal) FROM chunks c WHERE c.doc_id = d.doc_id) AS chunk_ids
+FROM documents d
+WHERE d.doc_id = ANY(%(ids)s::text[])
+  AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
+        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
+        OR %(user)s::text = ANY(d.acl_users)
+        OR d.acl_groups && %(groups)s::text[])))
+
+-- name: chunks_by_id
+SELECT c.chunk_id, c.doc_id, c.source, c.ordinal, c.title, c.text, c.enriched_text, c.identifiers
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+WHERE c.chunk_id = ANY(%(ids)s::text[])
+  AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
+        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
+        OR %(user)s::text = ANY(d.acl_users)
+        OR d.acl_groups && %(groups)s::text[])))
+
+-- name: upstream_record
+SELECT d.doc_id, d.source, d.source_version, d.metadata, s.upstream, s.kind
+FROM documents d JOIN sources s ON s.name = d.source
+WHERE d.doc_id = %(doc_id)s
+  AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
+        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
+        OR %(user)s::text = ANY(d.acl_users)
+        OR d.acl_groups && %(groups)s::text[])))
+
+-- name: sources_list
+SELECT s.name, s.kind, s.description, s.category, s.upstream, s.branch, s.tracking, s.current_version,
+       s.last_seen_version, s.last_check_at, s.last_sync_at, s.record_count, s.state, s.last_error
+FROM sources s
+WHERE s.name = ANY(%(names)s::text[])
+ORDER BY s.name
+
+-- name: stats_documents
+SELECT source, count(*) FROM documents WHERE source = ANY(%(names)s::text[]) GROUP BY source
+
+-- name: stats_chunks
+SELECT source, count(*) FROM chunks WHERE source = ANY(%(names)s::text[]) GROUP BY source
+
+-- name: stats_embeddings
+-- Distinct vectors per source and model (chunks sharing a text share a vector; counted once).
+SELECT x.source, x.model_id, count(*)
+FROM (SELECT DISTINCT c.source, e.model_id, e.content_hash
+      FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash
+      WHERE c.source = ANY(%(names)s::text[])) x
+GROUP BY x.source, x.model_id
+
+-- name: stats_embedded_chunks
+-- Chunks of each source that have a vector for the active model.
+SELECT c.source, count(*)
+FROM chunks c
+WHERE c.source = ANY(%(names)s::text[])
+  AND EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash AND e.model_id = %(model)s)
+GROUP BY c.source
+
+-- name: stats_models
+SELECT m.model_id, m.dimensions, m.active, (SELECT count(*) FROM embeddings e WHERE e.model_id = m.model_id)
+FROM embedding_models m ORDER BY m.model_id
+
+-- name: stats_versions
+SELECT source, status, count(*), max(finished_at)
+FROM source_versions WHERE source = ANY(%(names)s::text[])
+GROUP BY source, status
+
+-- name: stats_freshness
+SELECT name, current_version, last_sync_at, last_check_at,
+       extract(epoch FROM now() - last_sync_at)::float8 AS sync_age_s
+FROM sources WHERE name = ANY(%(names)s::text[])
+
+-- name: stats_index_sizes
+SELECT c.relname, t.relname, pg_relation_size(c.oid)
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_class t ON t.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = t.relnamespace
+WHERE n.nspname = 'public' AND t.relname = ANY(%(tables)s::text[])
+ORDER BY c.relname
+
+-- name: stats_table_sizes
+SELECT t.relname, pg_total_relation_size(t.oid)
+FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
+WHERE n.nspname = 'public' AND t.relname = ANY(%(tables)s::text[]) AND t.relkind = 'r'
+ORDER BY t.relname
+
+-- name: log_query
+INSERT INTO query_log (endpoint, query_type, query_text, top_score, result_count, latency_ms, details)
+VALUES (%(endpoint)s, %(query_type)s, %(query_text)s, %(top_score)s, %(result_count)s, %(latency_ms)s,
+        %(details)s)

@@ -1,0 +1,77 @@
+"""Session fixtures for the serving tests: one real store (built once), API clients over it."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from psycopg import sql
+
+from secrag import database
+from secrag.settings import REPO_ROOT
+from serving.app import create_app
+from serving.encoder import shared_encoder
+from serving.settings import ServingSettings
+
+from . import corpus
+
+SQL_DIR = REPO_ROOT / "sql"
+KEYS = {"alice-key": ("acme", "alice", ["blue"]), "bob-key": ("acme", "bob", ["red"]),
+        "carol-key": ("acme", "carol", []), "gina-key": ("globex", "gina", [])}
+
+
+@pytest.fixture(scope="session")
+def serving_db_url(pg_server_url: str, template_db: str) -> Iterator[str]:
+    """A dedicated database holding the corpus subset, embedded with the real model."""
+    name = f"secrag_serving_{os.getpid()}"
+    admin = database.with_database(pg_server_url, "postgres")
+    with database.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name),
+                                                                     sql.Identifier(template_db)))
+    url = database.with_database(pg_server_url, name)
+    with database.connect(url, autocommit=True) as conn:
+        corpus.build(conn, SQL_DIR, shared_encoder("all-MiniLM-L6-v2").embedder)
+    yield url
+    with database.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def api_keys_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    lines = ["keys:"]
+    for key, (tenant, user, groups) in KEYS.items():
+        lines.append(f"  - {{key: {key}, tenant: {tenant}, user: {user}, groups: {groups}}}")
+    path = tmp_path_factory.mktemp("serving") / "keys.yaml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def settings_for(api_keys_file: Path) -> Callable[..., ServingSettings]:
+    def make(url: str, **overrides: Any) -> ServingSettings:  # noqa: ANN401
+        values: dict[str, Any] = {"database_url": url, "api_keys_file": api_keys_file, "pool_max_size": 4}
+        values.update(overrides)
+        return ServingSettings(_env_file=None, **values)  # type: ignore[call-arg]
+    return make
+
+
+@pytest.fixture(scope="session")
+def client(serving_db_url: str, settings_for: Callable[..., ServingSettings]) -> Iterator[TestClient]:
+    """The API over the corpus store (raises server exceptions, so a 500 fails the test loudly)."""
+    with TestClient(create_app(settings_for(serving_db_url))) as c:
+        yield c
+
+
+def search(client: TestClient, query: str, key: str | None = None, **body: Any) -> dict[str, Any]:  # noqa: ANN401
+    headers = {"X-API-Key": key} if key else {}
+    response = client.post("/v1/search", json={"query": query, **body}, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def doc_ids(payload: dict[str, Any]) -> list[str]:
+    return [r["doc_id"] for r in payload["results"]]

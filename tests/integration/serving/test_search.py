@@ -1,0 +1,215 @@
+"""POST /v1/search on the real corpus: identifiers, modes, score scales, filters, paging, return options."""
+from __future__ import annotations
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from secrag import database
+
+from .conftest import doc_ids, search
+
+
+@pytest.mark.parametrize(("query", "expected", "query_type"), [
+    ("T1003", "mitre_attack:T1003", "technique"),
+    ("T1003.001", "mitre_attack:T1003.001", "sub_technique"),
+    ("t1059", "mitre_attack:T1059", "technique"),
+    ("CVE-2021-44228", "cisa_kev:CVE-2021-44228", "cve"),
+    ("cve-2017-0144", "cisa_kev:CVE-2017-0144", "cve"),
+    ("CAPEC-66", "capec:CAPEC-66", "capec"),
+    ("AML.T0051", "mitre_atlas:AML.T0051", "atlas"),
+    ("D3-AL", "mitre_d3fend:D3-AL", "d3fend"),
+])
+@pytest.mark.parametrize("mode", ["hybrid", "fts"])
+def test_exact_identifier_puts_its_document_first(client: TestClient, query: str, expected: str,
+                                                  query_type: str, mode: str) -> None:
+    payload = search(client, query, mode=mode, k=5)
+    assert payload["query_type"] == query_type
+    first = payload["results"][0]
+    assert (first["doc_id"], first["exact"], first["score"]) == (expected, True, 1.0)
+    assert expected not in doc_ids(payload)[1:]
+
+
+def test_rule_uuid_finds_the_rule(client: TestClient, serving_db_url: str) -> None:
+    with database.connect(serving_db_url) as conn:
+        doc_id = conn.execute("SELECT doc_id FROM documents WHERE source = 'sigma' ORDER BY doc_id LIMIT 1").fetchone()[0]
+    uuid = doc_id.split(":", 1)[1]
+    payload = search(client, uuid.upper(), k=3)
+    assert payload["query_type"] == "uuid"
+    assert payload["results"][0]["doc_id"] == doc_id
+
+
+def test_parent_technique_finds_sub_technique_chunks(client: TestClient) -> None:
+    payload = search(client, "T1059", k=20, mode="fts")
+    ids = doc_ids(payload)
+    assert ids[0] == "mitre_attack:T1059"
+    assert any(i.startswith("mitre_attack:T1059.") for i in ids)
+    assert any(i.startswith(("atomic:", "sigma:")) for i in ids)
+
+
+def test_tool_name_finds_executable_identifiers(client: TestClient, serving_db_url: str) -> None:
+    payload = search(client, "mimikatz", k=10, mode="fts", **{"return": {"text": True}})
+    assert payload["results"]
+    with database.connect(serving_db_url) as conn:
+        with_exe = {r[0] for r in conn.execute(
+            "SELECT DISTINCT doc_id FROM chunks WHERE ' ' || identifiers || ' ' LIKE '% mimikatz.exe %'")}
+    assert with_exe & set(doc_ids(payload))
+
+
+def test_fuzzy_mode_survives_typos(client: TestClient) -> None:
+    payload = search(client, "mimikats", mode="fuzzy", k=5)
+    assert payload["results"]
+    top = payload["results"][0]
+    assert "mimikatz" in (top["title"].lower() + " " + top["doc_id"]) or top["scores"]["fuzzy"]["score"] >= 0.8
+    assert all(0.0 <= r["score"] <= 1.0 for r in payload["results"])
+    assert all(r["scores"]["fuzzy"] is not None and r["scores"]["fts"] is None for r in payload["results"])
+
+
+def test_natural_language_query_ranks_the_technique(client: TestClient) -> None:
+    payload = search(client, "dump credentials from lsass process memory", k=10)
+    assert payload["query_type"] == "natural"
+    assert "mitre_attack:T1003.001" in doc_ids(payload)
+
+
+@pytest.mark.parametrize(("mode", "low", "high"), [("fts", 0.0, 1.0), ("vector", -1.0, 1.0),
+                                                   ("hybrid", 0.0, 1.0), ("fuzzy", 0.0, 1.0)])
+def test_score_scales_per_mode(client: TestClient, mode: str, low: float, high: float) -> None:
+    payload = search(client, "powershell download cradle", mode=mode, k=20)
+    scores = [r["score"] for r in payload["results"]]
+    assert all(low <= s <= high for s in scores)
+    assert scores == sorted(scores, reverse=True)
+    leg = {"fts": "fts", "vector": "vector", "fuzzy": "fuzzy"}.get(mode)
+    for r in payload["results"]:
+        if leg:
+            assert r["scores"][leg]["score"] == pytest.approx(r["score"], abs=1e-5)
+        else:
+            legs = [v for v in r["scores"].values() if v]
+            assert legs and all(v["rank"] >= 1 for v in legs)
+
+
+def test_hybrid_fuses_legs_by_reciprocal_rank(client: TestClient) -> None:
+    payload = search(client, "powershell download cradle", k=10, rrf_k0=60, w_fuzzy=0)
+    for r in payload["results"]:
+        expected = sum(1 / (60 + v["rank"]) for k, v in r["scores"].items() if v and k != "fuzzy") / (2 / 61)
+        assert r["score"] == pytest.approx(expected, rel=1e-4)
+
+
+def test_fts_then_vec_strategy(client: TestClient) -> None:
+    payload = search(client, "lsass memory dump", strategy="fts_then_vec", candidates_k=30, k=10)
+    assert payload["results"]
+    first = payload["results"][0]
+    assert first["scores"]["fts"] is not None and first["scores"]["vector"] is not None
+
+
+def test_enriched_query_names_mentioned_techniques(client: TestClient) -> None:
+    payload = search(client, "detect T1003.001 abuse", k=3)
+    assert "OS Credential Dumping: LSASS Memory" in payload["enriched_query"]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "fts", "vector", "fuzzy"])
+def test_source_filter(client: TestClient, mode: str) -> None:
+    payload = search(client, "mimikatz credential dumping", mode=mode, k=20,
+                     filters={"sources": ["sigma", "lolbas"]})
+    assert {r["source"] for r in payload["results"]} <= {"sigma", "lolbas"}
+
+
+def test_technique_filter_matches_sub_techniques(client: TestClient) -> None:
+    payload = search(client, "credential access", k=30, filters={"techniques": ["T1003"]}, mode="vector")
+    assert payload["results"]
+    for r in payload["results"]:
+        assert any(t == "T1003" or t.startswith("T1003.") for t in r["techniques"])
+    assert any(t.startswith("T1003.") for r in payload["results"] for t in r["techniques"])
+
+
+def test_platform_tag_and_date_filters(client: TestClient) -> None:
+    linux = search(client, "process execution", k=20, filters={"platforms": ["linux"]}, mode="vector")
+    assert linux["results"] and all("linux" in r["platforms"] for r in linux["results"])
+    none = search(client, "process execution", k=5, filters={"updated_before": "2000-01-01T00:00:00Z"})
+    assert none["results"] == []
+    tags = search(client, "credential", k=10, filters={"tags_all": ["attack.credential-access", "attack.t1003.001"]},
+                  mode="vector", **{"return": {"metadata": True}})
+    assert tags["results"] and all(r["source"] == "sigma" for r in tags["results"])
+
+
+def test_doc_id_filter(client: TestClient) -> None:
+    wanted = ["mitre_attack:T1003", "mitre_attack:T1059"]
+    payload = search(client, "anything at all", k=10, filters={"doc_ids": wanted})
+    assert sorted(doc_ids(payload)) == sorted(wanted)
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_selective_filter_still_returns_k(client: TestClient, serving_db_url: str, mode: str) -> None:
+    """A filter matching ~1 % of the chunks still yields every match (iterative HNSW scans)."""
+    with database.connect(serving_db_url) as conn:
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        docs = [r[0] for r in conn.execute(
+            "SELECT doc_id FROM documents WHERE source = 'mitre_atlas' AND tenant IS NULL ORDER BY doc_id LIMIT 5")]
+        chunks = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = ANY(%s)", [docs]).fetchone()[0]
+    assert chunks / total <= 0.015
+    payload = search(client, "windows registry persistence", mode=mode, k=len(docs), filters={"doc_ids": docs})
+    assert sorted(doc_ids(payload)) == sorted(docs)
+    chunk_payload = search(client, "windows registry persistence", mode="vector", k=chunks, group_by_doc=False,
+                           filters={"doc_ids": docs})
+    assert len(chunk_payload["results"]) == chunks
+
+
+def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
+    from pgvector.psycopg import register_vector
+
+    with database.connect(serving_db_url) as conn:
+        register_vector(conn)
+        # 533 rows: the planner prefers a sort; forbid it to prove the expression matches the index.
+        conn.execute("SET enable_sort = off")
+        probe = conn.execute("SELECT vector FROM embeddings LIMIT 1").fetchone()[0]
+        plan = "\n".join(r[0] for r in conn.execute(
+            "EXPLAIN SELECT content_hash FROM embeddings WHERE model_id = 'all-MiniLM-L6-v2' "
+            "ORDER BY vector::vector(384) <=> %s::vector LIMIT 5", [probe]))
+    assert "embeddings_minilm_hnsw_idx" in plan
+    from secrag.queries import Queries
+    from secrag.settings import REPO_ROOT
+    from serving.statements import compose
+
+    with database.connect(serving_db_url) as conn:
+        text = compose(Queries(REPO_ROOT / "sql", "serving"), "all-MiniLM-L6-v2", 384).fused.as_string(conn)
+    assert "e.vector::vector(384) <=>" in text and "e.model_id = 'all-MiniLM-L6-v2'" in text
+
+
+def test_group_by_doc_and_paging(client: TestClient) -> None:
+    grouped = search(client, "powershell", k=20, mode="fts")
+    assert len(set(doc_ids(grouped))) == len(grouped["results"])
+    ungrouped = search(client, "lsass", k=50, mode="fts", group_by_doc=False)
+    assert len(set(doc_ids(ungrouped))) < len(ungrouped["results"])
+    page1 = search(client, "powershell", k=5, mode="fts")
+    page2 = search(client, "powershell", k=5, offset=5, mode="fts")
+    assert doc_ids(page1) + doc_ids(page2) == doc_ids(grouped)[:10]
+
+
+def test_return_options(client: TestClient) -> None:
+    payload = search(client, "lsass memory", k=3, **{"return": {"text": True, "metadata": True, "snippets": True,
+                                                                "max_text_chars": 40}})
+    for r in payload["results"]:
+        assert r["text"] is not None and len(r["text"]) <= 40
+        assert isinstance(r["metadata"], dict)
+    assert any("<mark>" in (r["snippet"] or "") for r in payload["results"])
+    bare = search(client, "lsass memory", k=3, **{"return": {"snippets": False}})
+    assert all(r["snippet"] is None and r["text"] is None and r["metadata"] is None for r in bare["results"])
+
+
+def test_min_score_drops_weak_results(client: TestClient) -> None:
+    payload = search(client, "lsass memory", k=20, mode="vector", min_score=0.5)
+    assert all(r["score"] >= 0.5 for r in payload["results"])
+
+
+def test_search_runs_as_the_read_only_reader(serving_db_url: str) -> None:
+    """The pool's configure hook: role, timeout and read-only transactions."""
+    from secrag.queries import Queries
+    from secrag.settings import REPO_ROOT
+    from serving.app import _reader_setup
+
+    with database.connect(serving_db_url) as conn:
+        _reader_setup(Queries(REPO_ROOT / "sql", "serving"), 2000)(conn)
+        assert conn.execute("SELECT current_user").fetchone()[0] == "secrag_reader"
+        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "2s"
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            with conn.transaction():
+                conn.execute("DELETE FROM query_log")

@@ -1,0 +1,58 @@
+"""Sources, stats (exact counts) and the health probes."""
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from secrag import database
+
+
+def test_sources(client: TestClient) -> None:
+    sources = {s["name"]: s for s in client.get("/v1/sources").json()["sources"]}
+    assert {"mitre_attack", "sigma", "atomic", "cisa_kev", "lolbas"} <= set(sources)
+    kev = sources["cisa_kev"]
+    assert (kev["version"], kev["state"], kev["records"], kev["kind"]) == ("test-v1", "ok", 50, "online")
+    assert kev["last_sync"] and kev["upstream"].startswith("https://")
+    assert not any(s["kind"] == "user_folder" for s in sources.values())  # anonymous sees no private folders
+
+
+def test_stats_counts_are_exact(client: TestClient, serving_db_url: str) -> None:
+    stats = client.get("/v1/stats").json()
+    with database.connect(serving_db_url) as conn:
+        for source in ("mitre_attack", "sigma", "lolbas"):
+            docs, chunks = conn.execute(
+                "SELECT (SELECT count(*) FROM documents WHERE source = %(s)s), "
+                "(SELECT count(*) FROM chunks WHERE source = %(s)s)", {"s": source}).fetchone()
+            vectors = conn.execute("SELECT count(DISTINCT c.content_hash) FROM chunks c JOIN embeddings e "
+                                   "USING (content_hash) WHERE c.source = %s", [source]).fetchone()[0]
+            got = stats["sources"][source]
+            assert (got["documents"], got["chunks"], got["chunks_embedded"]) == (docs, chunks, chunks)
+            assert got["embeddings"] == {"all-MiniLM-L6-v2": vectors}
+            assert got["versions"] == {"published": 1} and got["current_version"] == "test-v1"
+    assert stats["totals"]["documents"] == sum(s["documents"] for s in stats["sources"].values())
+    assert any(name.startswith("embeddings_minilm_hnsw") for name in stats["index_bytes"])
+    assert stats["models"][0]["model_id"] == "all-MiniLM-L6-v2" and stats["models"][0]["active"]
+
+
+def test_stats_report_request_latency(client: TestClient) -> None:
+    client.get("/healthz")
+    client.post("/v1/search", json={"query": "lsass"})
+    requests = client.get("/v1/stats").json()["requests"]
+    assert requests["by_route"]["/v1/search"]["count"] >= 1
+    assert requests["by_route"]["/v1/search"]["p50_ms"] > 0
+    assert requests["total"]["p99_ms"] >= requests["total"]["p50_ms"]
+
+
+def test_health_and_readiness(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    body = ready.json()
+    assert body["checks"] == {"database": True, "schema": True, "model": True}
+    assert body["schema_version"] == body["expected_schema_version"] >= 1
+
+
+def test_openapi_documents_the_score_scales(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    assert "/v1/search" in schema["paths"]
+    assert "cosine similarity" in schema["paths"]["/v1/search"]["post"]["description"]
+    assert client.get("/docs").status_code == 200

@@ -1,0 +1,71 @@
+"""Search config, API keys, response cap and latency percentiles (no database)."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from secrag.errors import ConfigError
+from serving.auth import ANONYMOUS, Principal, UnknownApiKey, load_api_keys
+from serving.limits import cap
+from serving.metrics import Metrics, percentile
+from serving.search_config import load_search_config
+from serving.settings import SERVING_DIR
+
+
+def test_shipped_search_config_loads() -> None:
+    config = load_search_config(SERVING_DIR / "search.yaml")
+    assert config.boost("mitre_attack") == 1.0 and config.boost("unknown") == 1.0
+    assert config.threshold("fuzzy", "keyword") == 0.45
+    assert config.threshold("vector", "natural") == -1.0
+
+
+@pytest.mark.parametrize("text", ["thresholds: {magic: {default: 1}}", "surprise: 1",
+                                  "source_boosts: {sigma: lots}"])
+def test_bad_search_config_is_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "search.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError):
+        load_search_config(path)
+
+
+def test_api_keys(tmp_path: Path) -> None:
+    digest = hashlib.sha256(b"s3cret").hexdigest()
+    path = tmp_path / "keys.yaml"
+    path.write_text(f"keys:\n  - {{key: plain, tenant: acme, user: al, groups: [red]}}\n"
+                    f"  - {{key_sha256: {digest}, tenant: globex}}\n")
+    keys = load_api_keys(path)
+    assert keys.resolve("plain") == Principal("acme", "al", ("red",))
+    assert keys.resolve("s3cret") == Principal("globex", None, ())
+    assert keys.resolve(None) is ANONYMOUS
+    with pytest.raises(UnknownApiKey):
+        keys.resolve("nope")
+    path.write_text("keys:\n  - {key: x}\n")
+    with pytest.raises(ConfigError, match="tenant"):
+        load_api_keys(path)
+
+
+class Item(BaseModel):
+    text: str
+
+
+def test_cap_keeps_a_prefix_under_the_budget() -> None:
+    items = [Item(text="x" * 1000) for _ in range(10)]
+    kept, truncated = cap(items, 2048 + 3500)
+    assert (len(kept), truncated) == (3, True)
+    assert cap(items[:2], 10_000) == (items[:2], False)
+
+
+def test_percentiles() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert (percentile(values, 50), percentile(values, 95), percentile(values, 99)) == (50.0, 95.0, 99.0)
+    assert percentile([], 50) is None
+    metrics = Metrics()
+    for ms in (1.0, 2.0, 3.0):
+        metrics.record("/v1/search", 200, ms)
+    metrics.record("/v1/search", 503, 9.0)
+    summary = metrics.summary()
+    assert summary["by_status"] == {"2xx": 3, "5xx": 1}
+    assert summary["by_route"]["/v1/search"]["count"] == 4  # type: ignore[index]
