@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import dagster as dg
 
 from .assets.keys import ATTACK_SOURCE, LOOKUP_KEY, embeddings_key, folder_key, source_key
-from .assets.sources import source_row
+from .assets.sources import REQUESTED_VERSION_TAG, source_row
 from .assets.upstream import observation
 from .folders import FileEntry, FolderScan, FolderSpec, scan_folder
 from .resources import StoreResource, UpstreamResource
@@ -54,7 +54,7 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
         request = dg.RunRequest(
             run_key=f"{spec.name}@{seen.version}",
             asset_selection=targets,
-            tags={"secrag/source": spec.name, "secrag/upstream_version": seen.version},
+            tags={"secrag/source": spec.name, REQUESTED_VERSION_TAG: seen.version},
         )
         return dg.SensorResult(run_requests=[request], cursor=seen.version, asset_events=events)
 

@@ -55,6 +55,9 @@ def version_url(spec: SourceSpec, fetched: FetchResult) -> str:
     return spec.feed_url or spec.repo
 
 
+REQUESTED_VERSION_TAG = "secrag/upstream_version"
+
+
 def pinned_version(spec: SourceSpec, pin: str) -> UpstreamVersion:
     """A stand-in probe result for a pinned fetch (the fetcher resolves the pin itself)."""
     return UpstreamVersion(
@@ -109,17 +112,20 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         q = Queries(store.sql_path(), "pipeline")
         timings: dict[str, float] = {}
         started = time.monotonic()
+        # A sensor run publishes exactly the version its tick saw (feeds keep no history: re-probe).
+        requested = context.run.tags.get(REQUESTED_VERSION_TAG) if spec.tracking != "feed" else None
+        pin = config.pin or requested
         with store.connect() as conn:
             db.register_source(conn, source_row(spec))
-            if config.pin:
-                seen = pinned_version(spec, config.pin)
+            if pin:
+                seen = pinned_version(spec, pin)
             else:
                 seen = probe(spec, cfg)
                 db.record_check(conn, spec.name, seen.version)
             timings["probe"] = time.monotonic() - started
             with tempfile.TemporaryDirectory(prefix=f"{spec.name}-", dir=store.work_path()) as tmp:
                 mark = time.monotonic()
-                fetched = fetch(spec, seen, cfg, Path(tmp) / "checkout", pin=config.pin)
+                fetched = fetch(spec, seen, cfg, Path(tmp) / "checkout", pin=pin)
                 timings["fetch"] = time.monotonic() - mark
                 context.log.info(f"{spec.name}: fetched {fetched.version} in {timings['fetch']:.1f}s")
                 version_id = db.begin_version(conn, spec.name, fetched.version)

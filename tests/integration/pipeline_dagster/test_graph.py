@@ -8,6 +8,7 @@ import dagster as dg
 import pytest
 
 from pipeline.assets.keys import LOOKUP_KEY, NO_SHRINK, embeddings_key, source_key
+from pipeline.assets.sources import REQUESTED_VERSION_TAG
 from pipeline.sources.mirror import add_commit
 
 from .conftest import SOURCES, Harness
@@ -111,6 +112,13 @@ def test_pin_publishes_an_older_version(built: Harness):
         assert (
             conn.execute("SELECT current_version FROM sources WHERE name = 'mitre_car'").fetchone()[0] == old
         )
+
+
+def test_sensor_run_publishes_the_version_its_tick_saw(built: Harness):
+    seen = built.mirror.head("mitre_car")
+    add_commit(built.mirror, "mitre_car", {"analytics/CAR-2013-01-002.yaml": None})  # upstream moves on
+    result = built.materialize("key:sources/mitre_car", tags={REQUESTED_VERSION_TAG: seen})
+    assert _metadata(result, source_key("mitre_car"))["version"] == seen
 
 
 def test_suspicious_shrink_is_refused_then_forced(built: Harness):
