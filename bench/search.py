@@ -67,7 +67,8 @@ def main() -> None:
     with httpx.Client(base_url=args.url, timeout=30) as http:  # warm the query cache and the pool
         for query in queries[:20]:
             http.post("/v1/search", json={"query": query, "k": args.k})
-    print(f"{'mode':<8} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>8}")
+    print(f"{'mode':<8} {'clients':>7} {'requests':>8} {'errors':>6} "
+          f"{'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>8}")
     for mode in args.modes.split(","):
         for clients in (int(c) for c in args.clients.split(",")):
             r = run(args.url, mode, clients, args.requests, queries, args.k)

@@ -23,6 +23,7 @@ from .resources import EmbedderResource, StoreResource, UpstreamResource
 from .schedules import build_freshness_schedule, build_reconcile_schedule
 from .sources.registry import SourceSpec, default_registry
 
+
 def folders_file(settings: Settings) -> Path | None:
     """SECRAG_FOLDERS_FILE, else `folders.yaml` in the repository root when present."""
     if settings.folders_file is not None:

@@ -54,7 +54,8 @@ def connect(url: str, *, timeout: int = 5, autocommit: bool = False, **kwargs: o
             hint = "is the server running and reachable? check DATABASE_URL, or unset it to use the embedded server"
         raise DatabaseError(f"cannot connect to PostgreSQL at {describe(url)}: {first}", hint=hint) from exc
     except psycopg.ProgrammingError as exc:
-        raise DatabaseError(f"invalid DATABASE_URL: {str(exc).strip()}", hint="use postgresql://user:pass@host:5432/db") from exc
+        raise DatabaseError(f"invalid DATABASE_URL: {str(exc).strip()}",
+                            hint="use postgresql://user:pass@host:5432/db") from exc
 
 
 def check_requirements(conn: psycopg.Connection) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from .errors import ConfigError
@@ -23,7 +23,7 @@ def parse_blocks(text: str) -> dict[str, str]:
     return blocks
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(sql_dir: Path, group: str) -> dict[str, str]:
     """All named blocks of `<sql_dir>/queries/<group>.sql`."""
     path = sql_dir / "queries" / f"{group}.sql"

@@ -19,13 +19,13 @@ from .auth import load_api_keys
 from .encoder import shared_encoder
 from .limits import BodySizeLimit
 from .metrics import Metrics, MetricsMiddleware, stamp_route
-from .statements import compose
-from .querylog import QueryLog
 from .plans import load_plans
+from .querylog import QueryLog
 from .routes import docs, health, plans, search, sources, stats
 from .search_config import load_search_config
 from .service import Service
 from .settings import ServingSettings, get_serving_settings
+from .statements import compose
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/v1"

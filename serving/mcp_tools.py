@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from .auth import ANONYMOUS, ApiKeys, Principal, UnknownApiKey
 from .errors import ApiError
-from .schemas import IdsRequest, SearchFilters, SearchRequest
 from .plans import PlansConfig
+from .schemas import IdsRequest, SearchFilters, SearchRequest
 from .service import Service
 
 

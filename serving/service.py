@@ -21,7 +21,6 @@ from .encoder import QueryEncoder
 from .errors import InvalidField, NotFound
 from .limits import cap
 from .metrics import Metrics
-from .statements import SearchStatements
 from .querylog import QueryLog
 from .schemas import (
     Chunk,
@@ -38,6 +37,7 @@ from .schemas import (
 )
 from .search_config import SearchConfig
 from .settings import ServingSettings
+from .statements import SearchStatements
 from .stats import collect_stats
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,15 @@ from typing import Any
 from secrag.errors import ParseError
 
 from .. import normalize
-from ..mitre_lookup import (ATTACK_SOURCE, attack_platforms, bundle_objects, external_id, external_ref,
-                            is_retired, tactics_of)
+from ..mitre_lookup import (
+    ATTACK_SOURCE,
+    attack_platforms,
+    bundle_objects,
+    external_id,
+    external_ref,
+    is_retired,
+    tactics_of,
+)
 from ..records import Record, SourceFile
 
 _CITATION = re.compile(r"\s*\(Citation:[^)]*\)")

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import threading
 import time
-
 from collections.abc import Callable, Iterator
 
 import pytest

@@ -32,7 +32,8 @@ def test_exact_identifier_puts_its_document_first(client: TestClient, query: str
 
 def test_rule_uuid_finds_the_rule(client: TestClient, serving_db_url: str) -> None:
     with database.connect(serving_db_url) as conn:
-        doc_id = conn.execute("SELECT doc_id FROM documents WHERE source = 'sigma' ORDER BY doc_id LIMIT 1").fetchone()[0]
+        doc_id = conn.execute(
+            "SELECT doc_id FROM documents WHERE source = 'sigma' ORDER BY doc_id LIMIT 1").fetchone()[0]
     uuid = doc_id.split(":", 1)[1]
     payload = search(client, uuid.upper(), k=3)
     assert payload["query_type"] == "uuid"
