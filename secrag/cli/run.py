@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,8 +12,20 @@ from types import FrameType
 
 import click
 
-from secrag import database, migrations
+from secrag import database, embedded, migrations
+from secrag.errors import ConfigError
 from secrag.settings import REPO_ROOT, get_settings
+
+
+def check_port_free(host: str, port: int, flag: str) -> None:
+    """A one-line error before anything starts, instead of a child dying on bind."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(f"port {port} on {host} is in use ({exc.strerror})",
+                              hint=f"stop what uses it or pick another with {flag}") from exc
 
 
 def prepare_database() -> str:
@@ -55,11 +68,17 @@ def run(ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: i
     from .dagster_launcher import start_dagster, stop_dagster
     from .main import status
 
+    settings = get_settings()
+    if dagster:
+        check_port_free(host, dagster_port, "--dagster-port")
+    if api:
+        check_port_free(host, api_port, "--api-port")
+    # The embedded server is stopped on exit only when this command started it.
+    started_db = not settings.database_url and not embedded.status(settings.pgdata).running
     url = prepare_database()
     ctx.invoke(status)
     if not dagster and not api:
         return
-    settings = get_settings()
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
@@ -88,6 +107,9 @@ def run(ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: i
         for _, proc in reversed(children):
             if proc.poll() is None:
                 stop_dagster(proc)
+        if started_db:
+            embedded.stop(settings.pgdata)
+            click.echo("embedded PostgreSQL stopped")
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     sys.exit(code)
