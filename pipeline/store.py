@@ -189,7 +189,8 @@ class Store:
                     p = _document_params(record, doc_hash, version, access)
                     copy.write_row([p["doc_id"], source, version, p["title"], p["url"], p["body"],
                                     p["metadata"], p["techniques"], p["platforms"], p["tags"],
-                                    doc_hash, p["tenant"], p["acl_users"], p["acl_groups"]])
+                                    doc_hash, p["tenant"], p["acl_users"], p["acl_groups"],
+                                    p["upstream_path"]])
             written = 0
             with cur.copy(self.q.copy_chunks) as copy:
                 for _, _, rows in (*inserted, *updated):
@@ -207,9 +208,9 @@ class Store:
 
 
 def _document_hash(record: Record, access: Access) -> str:
-    if access.tenant is None and not access.users and not access.groups:
-        return record.content_hash
-    extra = "|".join([access.tenant or "", ",".join(access.users), ",".join(access.groups)])
+    """The record's content hash, plus where it lives and who may see it (a move or an ACL change is
+    an update too)."""
+    extra = "|".join([record.path, access.tenant or "", ",".join(access.users), ",".join(access.groups)])
     return hashlib.sha256(f"{record.content_hash}|{extra}".encode()).hexdigest()
 
 
@@ -219,5 +220,5 @@ def _document_params(record: Record, doc_hash: str, version: str, access: Access
         "url": record.url or None, "body": record.body, "metadata": Jsonb(dict(record.metadata)),
         "techniques": list(record.techniques), "platforms": list(record.platforms), "tags": list(record.tags),
         "content_hash": doc_hash, "tenant": access.tenant, "acl_users": list(access.users),
-        "acl_groups": list(access.groups),
+        "acl_groups": list(access.groups), "upstream_path": record.path or None,
     }

@@ -45,6 +45,20 @@ class NotImplementedFeature(ApiError):
     status = 501
 
 
+class UpstreamFailed(ApiError):
+    """The upstream (or its mirror) did not give the record."""
+
+    status = 502
+
+
+class UpstreamTimeout(ApiError):
+    status = 504
+
+
+class UpstreamTooLarge(ApiError):
+    status = 413
+
+
 def _clean_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Field errors without the echoed input or internal context (they can be large or sensitive)."""
     return [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))[:300], "type": e.get("type", "")}

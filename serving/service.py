@@ -201,8 +201,8 @@ class Service:
         return found.chunks[0]
 
     def upstream(self, doc_id: str, principal: Principal) -> dict[str, Any]:
-        """Where the authoritative record lives; serving it needs the pipeline's checkout (not here)."""
-        from .errors import NotImplementedFeature
+        """The authoritative upstream record for the document's recorded version (size and time capped)."""
+        from .upstream import refetch
 
         if "\x00" in doc_id:
             raise NotFound("no such document")
@@ -210,9 +210,9 @@ class Service:
             row = cur.execute(self.queries.upstream_record, {"doc_id": doc_id, **principal.params()}).fetchone()
         if row is None:
             raise NotFound(f"no document {doc_id[:200]!r}")
-        raise NotImplementedFeature(
-            "upstream records are not served yet: the serving layer has no access to upstream checkouts; "
-            "use the document's url")
+        found = refetch(row, raw_base=self.settings.upstream_raw_base, mirror=self.settings.upstream_mirror,
+                        max_bytes=self.settings.upstream_max_bytes, timeout=self.settings.upstream_timeout)
+        return found.__dict__
 
     # --- sources and stats --------------------------------------------------------------------
 

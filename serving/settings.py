@@ -20,6 +20,11 @@ class ServingSettings(Settings):
                              description="Retrieval plans (validated at start-up); see serving/plans.yaml.")
     api_keys_file: Path | None = Field(
         default=None, description="YAML mapping API keys to tenant/user/groups; unset = public documents only.")
+    upstream_raw_base: str = Field(default="https://raw.githubusercontent.com",
+                                   description="Where /v1/docs/{id}/upstream reads repository files.")
+    upstream_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024,
+                                    description="Size cap of one upstream refetch (413 above).")
+    upstream_timeout: float = Field(default=5.0, gt=0, le=60, description="Time cap of one upstream refetch.")
     pool_min_size: int = Field(default=1, ge=0, le=64)
     pool_max_size: int = Field(default=8, ge=1, le=64)
     pool_timeout: float = Field(default=1.5, gt=0, le=30,

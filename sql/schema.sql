@@ -38,6 +38,7 @@ CREATE TABLE public.documents (
     acl_groups text[] DEFAULT '{}'::text[] NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    upstream_path text,
     CONSTRAINT documents_doc_id_prefix CHECK (starts_with(doc_id, (source || ':'::text)))
 );
 

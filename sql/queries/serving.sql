@@ -216,7 +216,7 @@ WHERE c.chunk_id = ANY(%(ids)s::text[])
         OR d.acl_groups && %(groups)s::text[])))
 
 -- name: upstream_record
-SELECT d.doc_id, d.source, d.source_version, d.metadata, s.upstream, s.kind
+SELECT d.doc_id, d.source, d.source_version, d.upstream_path, s.upstream, s.kind, s.tracking
 FROM documents d JOIN sources s ON s.name = d.source
 WHERE d.doc_id = %(doc_id)s
   AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (

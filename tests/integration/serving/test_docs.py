@@ -45,7 +45,3 @@ def test_ids_request_limits(client: TestClient) -> None:
     assert client.post("/v1/docs", json={"ids": [f"a:{i}" for i in range(101)]}).status_code == 422
 
 
-def test_upstream_is_not_served_yet(client: TestClient) -> None:
-    response = client.get("/v1/docs/mitre_attack:T1003/upstream")
-    assert response.status_code == 501 and "url" in response.json()["detail"]
-    assert client.get("/v1/docs/mitre_attack:T9999/upstream").status_code == 404
