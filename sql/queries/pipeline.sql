@@ -44,3 +44,13 @@ UPDATE embedding_models SET active = false WHERE active AND model_id <> %(model)
 
 -- name: activate_model
 UPDATE embedding_models SET active = true, activated_at = now() WHERE model_id = %(model)s AND NOT active
+
+-- name: last_published_fingerprint
+SELECT details->>'fingerprint' FROM source_versions
+WHERE source = %(source)s AND status = 'published'
+ORDER BY id DESC LIMIT 1
+
+-- name: mark_unchanged
+UPDATE sources SET last_sync_at = now(), state = 'ok', last_error = NULL, updated_at = now()
+WHERE name = %(source)s AND current_version = %(version)s
+RETURNING record_count

@@ -78,6 +78,7 @@ def test_noop_refresh_embeds_nothing(built: Harness):
     result = built.materialize("key:sources/mitre_car+")
     meta = _metadata(result, source_key("mitre_car"))
     assert (meta["unchanged"], meta["inserted"], meta["updated"], meta["deleted"]) == (25, 0, 0, 0)
+    assert meta["status"] == "unchanged"  # same version, parser, chunker and names: no fetch, no parse
     assert _metadata(result, embeddings_key("mitre_car"))["embedded"] == 0
 
 
@@ -112,6 +113,13 @@ def test_pin_publishes_an_older_version(built: Harness):
         assert (
             conn.execute("SELECT current_version FROM sources WHERE name = 'mitre_car'").fetchone()[0] == old
         )
+
+
+def test_force_republishes_an_unchanged_version(built: Harness):
+    config = {"ops": {"sources__mitre_car": {"config": {"force": True}}}}
+    result = built.materialize("key:sources/mitre_car", run_config=config)
+    meta = _metadata(result, source_key("mitre_car"))
+    assert meta["status"] == "published" and meta["unchanged"] == 25
 
 
 def test_sensor_run_publishes_the_version_its_tick_saw(built: Harness):
