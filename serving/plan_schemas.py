@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from .plans import QUERY_TYPES
-from .schemas import SearchFilters, Strict
+from .schemas import SearchFilters, Strict, check_query
 
 
 class PlanRequest(Strict):
@@ -14,6 +14,11 @@ class PlanRequest(Strict):
     plan: str | None = Field(default=None, description=f"Force a plan: one of {', '.join(QUERY_TYPES)}.")
     filters: SearchFilters = Field(default_factory=SearchFilters)
     total_chunks: int | None = Field(default=None, ge=1, le=100, description="Override the plan's total.")
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        return check_query(value)
 
 
 class SelectedChunk(BaseModel):

@@ -27,6 +27,18 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def check_query(value: str) -> str:
+    """A query of 1..MAX_QUERY_BYTES UTF-8 bytes, not blank, without NUL (shared by search and plan)."""
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_QUERY_BYTES:
+        raise ValueError(f"query is {size} bytes; the limit is {MAX_QUERY_BYTES}")
+    if "\x00" in value:
+        raise ValueError("query must not contain NUL characters")
+    if not value.strip():
+        raise ValueError("query must not be blank")
+    return value
+
+
 class SearchFilters(Strict):
     """Restrict results; every filter is ANDed. Arrays match when any element matches (tags_all: all)."""
 
@@ -52,6 +64,14 @@ class SearchFilters(Strict):
         if bad:
             raise ValueError(f"not ATT&CK technique ids: {', '.join(b[:20] for b in bad[:5])}")
         return [t.strip().upper() for t in value]
+
+    @model_validator(mode="after")
+    def _no_nul(self) -> SearchFilters:
+        for name in ("sources", "doc_ids", "platforms", "tags_any", "tags_all"):
+            values = getattr(self, name) or ()
+            if any("\x00" in v for v in values):
+                raise ValueError(f"filters.{name} must not contain NUL characters")
+        return self
 
 
 class ReturnOptions(Strict):
@@ -92,22 +112,7 @@ class SearchRequest(Strict):
     @field_validator("query")
     @classmethod
     def _query_bytes(cls, value: str) -> str:
-        size = len(value.encode("utf-8", errors="surrogatepass"))
-        if size > MAX_QUERY_BYTES:
-            raise ValueError(f"query is {size} bytes; the limit is {MAX_QUERY_BYTES}")
-        if "\x00" in value:
-            raise ValueError("query must not contain NUL characters")
-        if not value.strip():
-            raise ValueError("query must not be blank")
-        return value
-
-    @model_validator(mode="after")
-    def _no_nul_in_filters(self) -> SearchRequest:
-        for name in ("sources", "doc_ids", "platforms", "tags_any", "tags_all"):
-            values = getattr(self.filters, name) or ()
-            if any("\x00" in v for v in values):
-                raise ValueError(f"filters.{name} must not contain NUL characters")
-        return self
+        return check_query(value)
 
 
 class LegScore(BaseModel):

@@ -70,6 +70,9 @@ def test_invalid_requests_are_422(client: TestClient) -> None:
     assert client.post("/v1/plan", json={"query": "x", "plan": "weather"}).status_code == 422
     assert client.post("/v1/plan", json={"query": "x", "total_chunks": 0}).status_code == 422
     assert client.post("/v1/plan", json={"query": ""}).status_code == 422
+    assert client.post("/v1/plan", json={"query": "   "}).status_code == 422
+    assert client.post("/v1/plan", json={"query": "a\u0000b"}).status_code == 422
+    assert client.post("/v1/plan", json={"query": "x", "filters": {"doc_ids": ["a\u0000"]}}).status_code == 422
     bad = client.post("/v1/plan", json={"query": "x", "filters": {"sources": ["nope"]}})
     assert bad.status_code == 422 and "unknown source" in bad.text
 
