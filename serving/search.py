@@ -25,6 +25,9 @@ _ID_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 IDENTIFIER_TYPES = frozenset(t for t, _ in _ID_PATTERNS)
 _WORD = re.compile(r"[\w][\w.\-]*")
 _FUZZY_MAX_CHARS = 64
+# In hybrid mode the fuzzy leg serves typo'd names and identifiers; longer queries are prose that the
+# vector leg already matches, and the trigram scan would cost most of the request.
+_HYBRID_FUZZY_MAX_WORDS = 3
 NATURAL_MIN_WORDS = 5
 
 
@@ -134,7 +137,7 @@ def plan_for(mode: str, *, k: int, offset: int, query: str, fts_k: int | None, v
     need = offset + k
     per_leg = min(1000, max(60, need * (3 if group_by_doc else 1)))
     window = max(rerank_k, need)
-    short = len(query.strip()) <= _FUZZY_MAX_CHARS
+    short = len(query.strip()) <= _FUZZY_MAX_CHARS and len(query.split()) <= _HYBRID_FUZZY_MAX_WORDS
     if mode == "fts":
         return Plan(per_leg, 0, 0, 1, 0, 0, "fts", window, False)
     if mode == "vector":
