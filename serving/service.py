@@ -43,6 +43,7 @@ from .stats import collect_stats
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 LOOKUP_TTL = 300.0
+NATURAL_POOL_K = 300  # vector candidates the full-text leg ranks for natural-language queries
 
 
 @dataclass
@@ -125,6 +126,10 @@ class Service:
         }
         use_then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         statement = self.statements.fts_then_vec if use_then_vec else self.statements.fused
+        if req.mode == "hybrid" and not use_then_vec and analysis.query_type == "natural" and plan.fts_k:
+            # prose: rank full text within a wide vector pool instead of OR-matching half the corpus
+            statement = self.statements.fused_natural
+            params["vec_k"] = max(plan.vec_k, NATURAL_POOL_K)
         with self.pool.connection() as conn:
             known = self.visible_sources(conn, principal)
             self._check_sources(filters.sources, known)
@@ -136,7 +141,7 @@ class Service:
                 cur.execute(self.queries.search_settings, {
                     "iterative_scan": self.settings.hnsw_iterative_scan,
                     "max_scan_tuples": str(self.settings.hnsw_max_scan_tuples),
-                    "ef_search": str(min(1000, max(40, plan.vec_k, req.candidates_k if use_then_vec else 0))),
+                    "ef_search": str(min(1000, max(40, params["vec_k"], req.candidates_k if use_then_vec else 0))),
                     "trgm_threshold": "0.3"})
                 cur.execute(statement, params)
                 rows = cur.fetchall()

@@ -14,6 +14,7 @@ class SearchStatements:
 
     fused: sql.Composed
     fts_then_vec: sql.Composed
+    fused_natural: sql.Composed  # full text ranked within the vector leg's candidates
 
 
 def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatements:
@@ -29,5 +30,8 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatement
         "vec": sql.SQL("e.vector::vector({})").format(sql.Literal(int(dimensions))),
         "model": sql.Literal(model_id),
     }
-    return SearchStatements(fused=sql.SQL(queries.search_fused).format(**parts),
-                            fts_then_vec=sql.SQL(queries.search_fts_then_vec).format(**parts))
+    every = sql.SQL("chunks c JOIN documents d ON d.doc_id = c.doc_id")
+    pool = sql.SQL("vec v JOIN chunks c ON c.chunk_id = v.chunk_id JOIN documents d ON d.doc_id = c.doc_id")
+    return SearchStatements(fused=sql.SQL(queries.search_fused).format(**parts, fts_from=every),
+                            fts_then_vec=sql.SQL(queries.search_fts_then_vec).format(**parts),
+                            fused_natural=sql.SQL(queries.search_fused).format(**parts, fts_from=pool))

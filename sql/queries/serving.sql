@@ -62,13 +62,6 @@ LIMIT %(window)s
 
 -- name: search_fused
 WITH {query},
-fts AS (
-    SELECT c.chunk_id, c.doc_id, ts_rank_cd(c.tsv, q.tsq, 32) AS score
-    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id CROSS JOIN q
-    WHERE %(fts_k)s > 0 AND c.tsv @@ q.tsq AND {filters}
-    ORDER BY score DESC, c.chunk_id
-    LIMIT %(fts_k)s
-),
 vec AS MATERIALIZED (
     SELECT c.chunk_id, c.doc_id, 1 - ({vec} <=> %(qvec)s::vector) AS score
     FROM embeddings e
@@ -77,6 +70,15 @@ vec AS MATERIALIZED (
     WHERE %(vec_k)s > 0 AND e.model_id = {model} AND {filters}
     ORDER BY {vec} <=> %(qvec)s::vector
     LIMIT %(vec_k)s
+),
+-- {fts_from} is every visible chunk, or (natural-language queries) the vector leg's candidates: an OR of
+-- many common words matches half the corpus, so prose is ranked lexically within the semantic pool.
+fts AS (
+    SELECT c.chunk_id, c.doc_id, ts_rank_cd(c.tsv, q.tsq, 32) AS score
+    FROM {fts_from} CROSS JOIN q
+    WHERE %(fts_k)s > 0 AND c.tsv @@ q.tsq AND {filters}
+    ORDER BY score DESC, c.chunk_id
+    LIMIT %(fts_k)s
 ),
 fuzzy AS (
     SELECT c.chunk_id, c.doc_id,
