@@ -1,4 +1,4 @@
-"""Start Dagster (webserver, daemon, code server) for `secrag run`, and stop all of it on Ctrl-C.
+"""Start Dagster (webserver, daemon, code server) for `secrag run` in its own process group.
 
 The instance lives in the `secrag_dagster` database of the same PostgreSQL server; DAGSTER_HOME is
 `<data dir>/dagster`. Sources use the real upstreams, or local mirrors when
@@ -12,20 +12,19 @@ import logging
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
-from types import FrameType
 
 from secrag import database
 from secrag.settings import REPO_ROOT, Settings
+
+from .processes import spawn
 
 log = logging.getLogger(__name__)
 
 INSTANCE_YAML = REPO_ROOT / "dagster.yaml"
 WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
-STOP_GRACE_SECONDS = 20.0
 
 
 def prepare_home(settings: Settings) -> Path:
@@ -83,11 +82,6 @@ def dagster_command(host: str, port: int) -> list[str]:
     return [str(dagster), "dev", "-h", host, "-p", str(port), "-w", str(WORKSPACE_YAML)]
 
 
-def _default_signals() -> None:  # runs in the child between fork and exec
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def start_dagster(
     settings: Settings, database_url: str, *, host: str = "127.0.0.1", port: int = 3000
 ) -> subprocess.Popen[bytes]:
@@ -111,40 +105,4 @@ def start_dagster(
             "instance": database.describe(instance_url),
         },
     )
-    return subprocess.Popen(
-        command, cwd=REPO_ROOT, env=env, start_new_session=True, preexec_fn=_default_signals
-    )
-
-
-def stop_dagster(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS) -> int:
-    """SIGTERM the whole process group, SIGKILL it after `grace` seconds; the exit code."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            return proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            log.warning("dagster did not stop within %ss; killing its process group", grace)
-    return proc.wait()
-
-
-def run_dagster(settings: Settings, database_url: str, *, host: str = "127.0.0.1", port: int = 3000) -> int:
-    """Run Dagster until it exits or this process gets SIGINT/SIGTERM; every child is stopped."""
-    proc = start_dagster(settings, database_url, host=host, port=port)
-
-    def _stop(signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        log.info("stopping dagster")
-        return stop_dagster(proc)
-    finally:
-        if proc.poll() is None:
-            stop_dagster(proc)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return spawn(command, cwd=REPO_ROOT, env=env)

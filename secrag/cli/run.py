@@ -16,6 +16,8 @@ from secrag import database, embedded, migrations
 from secrag.errors import ConfigError
 from secrag.settings import REPO_ROOT, get_settings
 
+from .processes import spawn, stop_group
+
 
 def check_port_free(host: str, port: int, flag: str) -> None:
     """A one-line error before anything starts, instead of a child dying on bind."""
@@ -42,18 +44,12 @@ def prepare_database() -> str:
     return url
 
 
-def _default_signals() -> None:  # in the child, between fork and exec
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def start_api(url: str, host: str, port: int) -> subprocess.Popen[bytes]:
     """`secrag serve` in its own process group, on the already-resolved database URL."""
     env = {**os.environ, "SECRAG_DATABASE_URL": url, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env.pop("DATABASE_URL", None)
     command = [str(Path(sys.executable).with_name("secrag")), "serve", "--host", host, "--port", str(port)]
-    return subprocess.Popen(command, cwd=REPO_ROOT, env=env, start_new_session=True,
-                            preexec_fn=_default_signals)
+    return spawn(command, cwd=REPO_ROOT, env=env)
 
 
 @click.command()
@@ -65,7 +61,7 @@ def start_api(url: str, host: str, port: int) -> subprocess.Popen[bytes]:
 @click.pass_context
 def run(ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: int, api_port: int) -> None:
     """Set up the store, then run Dagster (sensors on) and the API until Ctrl-C or SIGTERM."""
-    from .dagster_launcher import start_dagster, stop_dagster
+    from .dagster_launcher import start_dagster
     from .main import status
 
     settings = get_settings()
@@ -106,7 +102,7 @@ def run(ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: i
     finally:
         for _, proc in reversed(children):
             if proc.poll() is None:
-                stop_dagster(proc)
+                stop_group(proc)
         if started_db:
             embedded.stop(settings.pgdata)
             click.echo("embedded PostgreSQL stopped")

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from secrag.cli import dagster_launcher as launcher
+from secrag.cli import processes
 from secrag.settings import Settings
 
 
@@ -49,7 +50,7 @@ def test_stopping_reaches_every_process_of_the_group(tmp_path: Path):
     while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.05)
     grandchild = int(pids.read_text())
-    code = launcher.stop_dagster(proc, grace=1.0)
+    code = processes.stop_group(proc, grace=1.0)
     assert code == -signal.SIGKILL
     assert _gone(grandchild)
 
