@@ -109,15 +109,24 @@ def database_url(settings: Settings) -> str:
 
 def open_pool(url: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 5.0,
               configure: Callable[[psycopg.Connection], None] | None = None,
-              name: str = "secrag") -> ConnectionPool:
-    """A connection pool with the pgvector type registered on every connection."""
+              name: str = "secrag", check: bool = False, reconnect_timeout: float = 300.0,
+              connect_timeout: int = 5) -> ConnectionPool:
+    """A (not yet opened) connection pool with the pgvector type registered on every connection.
+
+    `configure` runs first (e.g. to switch to autocommit or SET ROLE); `check` tests each connection
+    before handing it out, so a restarted server costs one failed check, not a failed request.
+    """
 
     def _configure(conn: psycopg.Connection) -> None:
         from pgvector.psycopg import register_vector
 
-        register_vector(conn)
         if configure is not None:
             configure(conn)
+        register_vector(conn)
+        if not conn.autocommit:
+            conn.commit()  # the pool wants idle connections back
 
     return ConnectionPool(url, min_size=min_size, max_size=max_size, timeout=timeout, open=False,
-                          configure=_configure, name=name, kwargs={"connect_timeout": 5})
+                          configure=_configure, name=name, reconnect_timeout=reconnect_timeout,
+                          check=ConnectionPool.check_connection if check else None,
+                          kwargs={"connect_timeout": connect_timeout})

@@ -33,10 +33,7 @@ API_PREFIX = "/v1"
 
 def _reader_setup(queries: Queries, timeout_ms: int):  # noqa: ANN202 - pool configure hook
     def configure(conn: psycopg.Connection) -> None:
-        from pgvector.psycopg import register_vector
-
         conn.autocommit = True
-        register_vector(conn)
         conn.execute(queries.session_role)
         conn.execute(queries.session_settings, {"timeout": str(timeout_ms)})
 
@@ -49,11 +46,10 @@ def open_reader_pool(url: str, settings: ServingSettings, queries: Queries) -> C
     Connections are checked before use and failed connects are retried in the background, so the
     API answers 503 within `pool_timeout` while the database is down and recovers by itself.
     """
-    pool = ConnectionPool(url, min_size=settings.pool_min_size, max_size=settings.pool_max_size,
-                          timeout=settings.pool_timeout, open=False, name="secrag-serving",
-                          configure=_reader_setup(queries, settings.reader_statement_timeout_ms),
-                          check=ConnectionPool.check_connection, reconnect_timeout=3600,
-                          kwargs={"connect_timeout": 2})
+    pool = database.open_pool(url, min_size=settings.pool_min_size, max_size=settings.pool_max_size,
+                              timeout=settings.pool_timeout, name="secrag-serving",
+                              configure=_reader_setup(queries, settings.reader_statement_timeout_ms),
+                              check=True, reconnect_timeout=3600, connect_timeout=2)
     pool.open(wait=False)
     return pool
 
