@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_TECHNIQUE = re.compile(r"(?<![A-Za-z0-9])T(\d{4})(?:[./](\d{3}))?(?![0-9])", re.IGNORECASE)
+from secrag.enrichment import technique_mentions
 
 # One platform vocabulary for every source.
 PLATFORMS = (
@@ -44,10 +44,8 @@ def technique_ids(values: Iterable[object] | object) -> tuple[str, ...]:
         values = [values]
     found: set[str] = set()
     for value in values:
-        if value is None:
-            continue
-        for major, minor in _TECHNIQUE.findall(str(value)):
-            found.add(f"T{major}.{minor}" if minor else f"T{major}")
+        if value is not None:
+            found.update(technique_mentions(str(value)))  # the same reading as enrichment
     return tuple(sorted(found))
 
 

@@ -27,3 +27,8 @@ def test_technique_ids(values: object, expected: tuple[str, ...]) -> None:
 ])
 def test_platforms(values: list[str], expected: tuple[str, ...]) -> None:
     assert platforms(values) == expected
+
+
+def test_atlas_ids_are_not_attack_ids() -> None:
+    # the same reading as query-time enrichment: AML.T0051 is ATLAS, not ATT&CK T0051
+    assert technique_ids(["AML.T0051", "see T1059"]) == ("T1059",)
