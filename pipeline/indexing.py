@@ -25,10 +25,6 @@ class ChunkRow:
     identifiers: str
     content_hash: str
 
-    @property
-    def embedding_input(self) -> str:
-        return embedding_input(self.title, self.enriched_text)
-
 
 def embedding_input(title: str, enriched_text: str) -> str:
     """Exactly the text that is embedded (and hashed) for a chunk."""

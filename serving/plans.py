@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +149,3 @@ def load_plans(path: Path) -> PlansConfig:
                           hint="see serving/plans.yaml for the expected shape") from exc
     except ValueError as exc:
         raise ConfigError(f"plans file {path}: {exc}") from exc
-
-
-@lru_cache(maxsize=4)
-def cached_plans(path: Path) -> PlansConfig:
-    return load_plans(path)

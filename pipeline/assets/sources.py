@@ -204,7 +204,8 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                     "pin": config.pin,
                     "parser_version": spec.parser_version,
                     "files_seen": outcome.files_seen,
-                    "fingerprint": publish_fingerprint(spec, fetched.version, store.chunking().version, own),
+                    "fingerprint": fingerprint if fetched.version == seen.version
+                    else publish_fingerprint(spec, fetched.version, store.chunking().version, own),
                 },
             )
         timings["publish"] = result.seconds
