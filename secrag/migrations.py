@@ -61,7 +61,7 @@ def pending(conn: psycopg.Connection, sql_dir: Path) -> list[Migration]:
     """Migrations not yet applied (after verifying the applied ones were not edited)."""
     q = Queries(sql_dir, "migrations")
     migrations = load_migrations(sql_dir / "migrations")
-    exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+    exists = conn.execute(q.table_exists).fetchone()
     applied = {v: (n, c) for v, n, c in conn.execute(q.applied).fetchall()} if exists and exists[0] else {}
     known = {m.version: m for m in migrations}
     for version, (name, checksum) in applied.items():
@@ -110,10 +110,11 @@ def _record(conn: psycopg.Connection, q: Queries, migration: Migration, started:
                             "execution_ms": int((time.monotonic() - started) * 1000)})
 
 
-def current_version(conn: psycopg.Connection) -> int:
+def current_version(conn: psycopg.Connection, sql_dir: Path) -> int:
     """Highest applied migration, 0 on an empty database."""
-    exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+    q = Queries(sql_dir, "migrations")
+    exists = conn.execute(q.table_exists).fetchone()
     if not exists or not exists[0]:
         return 0
-    row = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    row = conn.execute(q.current_version).fetchone()
     return int(row[0]) if row else 0

@@ -51,7 +51,7 @@ def status() -> None:
             return
     url = database.database_url(settings)
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
-        version = migrations.current_version(conn)
+        version = migrations.current_version(conn, settings.sql_dir)
         todo = len(migrations.pending(conn, settings.sql_dir)) if version else "all"
         click.echo(f"database: {database.describe(url)} PostgreSQL {conn.info.server_version // 10000} "
                    f"schema version {version} ({todo} pending)")
@@ -65,7 +65,7 @@ def migrate() -> None:
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
         database.check_requirements(conn)
         applied = migrations.migrate(conn, settings.sql_dir)
-        version = migrations.current_version(conn)
+        version = migrations.current_version(conn, settings.sql_dir)
     if applied:
         for m in applied:
             click.echo(f"applied {m.version:04d}_{m.name}")

@@ -46,7 +46,7 @@ def status() -> None:
     settings = get_settings()
     url = database.database_url(settings)
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
-        version = migrations.current_version(conn)
+        version = migrations.current_version(conn, settings.sql_dir)
         click.echo(f"database   {database.describe(url)} (PostgreSQL {conn.info.server_version // 10000}, "
                    f"schema version {version})")
         if version == 0:

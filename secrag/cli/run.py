@@ -38,7 +38,7 @@ def prepare_database() -> str:
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
         database.check_requirements(conn)
         applied = migrations.migrate(conn, settings.sql_dir)
-        version = migrations.current_version(conn)
+        version = migrations.current_version(conn, settings.sql_dir)
     click.echo(f"database ready at {database.describe(url)} in {time.monotonic() - started:.1f}s "
                f"(schema version {version}, {len(applied)} migrations applied)")
     return url

@@ -13,6 +13,7 @@ from pipeline.sources.registry import SourceSpec, default_registry
 from pipeline.sources.upstream import UpstreamConfig
 from secrag import database, embedded
 from secrag.errors import ConfigError, SecragError
+from secrag.queries import Queries
 from secrag.settings import Settings, get_settings
 
 from .errors import SecragGroup
@@ -53,7 +54,7 @@ def _current_versions(settings: Settings) -> dict[str, str | None]:
         url = database.with_database(status.uri, settings.database_name)
     try:
         with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
-            rows = conn.execute("SELECT name, current_version FROM sources").fetchall()
+            rows = conn.execute(Queries(settings.sql_dir, "status").published_versions).fetchall()
     except (SecragError, psycopg.Error) as exc:
         log.debug("no stored versions to compare with", extra={"reason": str(exc).strip()[:200]})
         return {}

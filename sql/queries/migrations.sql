@@ -21,3 +21,9 @@ SELECT version, name, checksum FROM schema_migrations ORDER BY version
 -- name: record
 INSERT INTO schema_migrations (version, name, checksum, execution_ms)
 VALUES (%(version)s, %(name)s, %(checksum)s, %(execution_ms)s)
+
+-- name: table_exists
+SELECT to_regclass('schema_migrations') IS NOT NULL
+
+-- name: current_version
+SELECT coalesce(max(version), 0) FROM schema_migrations

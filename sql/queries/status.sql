@@ -12,3 +12,6 @@ SELECT
 SELECT name, kind, state, current_version, record_count, last_sync_at, last_error
 FROM sources
 ORDER BY name
+
+-- name: published_versions
+SELECT name, current_version FROM sources

@@ -25,9 +25,9 @@ def test_all_migrations_match_checked_in_schema(empty_db_url: str) -> None:
 
 def test_migrate_is_idempotent(db_url: str) -> None:
     with database.connect(db_url, autocommit=True) as conn:
-        before = migrations.current_version(conn)
+        before = migrations.current_version(conn, SQL_DIR)
         assert migrations.migrate(conn, SQL_DIR) == []
-        assert migrations.current_version(conn) == before >= 1
+        assert migrations.current_version(conn, SQL_DIR) == before >= 1
 
 
 def _copy_sql(tmp_path: Path) -> Path:
@@ -53,7 +53,7 @@ def test_failed_migration_rolls_back_and_is_not_recorded(db_url: str, tmp_path: 
         with pytest.raises(MigrationError, match="broken"):
             migrations.migrate(conn, sql_dir)
         assert conn.execute("SELECT to_regclass('half_done')").fetchone()[0] is None
-        assert migrations.current_version(conn) == n - 1
+        assert migrations.current_version(conn, SQL_DIR) == n - 1
 
 
 def test_no_transaction_header_allows_concurrent_index(db_url: str, tmp_path: Path) -> None:
