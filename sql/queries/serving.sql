@@ -7,8 +7,13 @@
 SET ROLE secrag_reader
 
 -- name: session_settings
+-- Search statements are prepared after a few runs (psycopg); their filters are `param IS NULL OR ...`,
+-- which a generic plan cannot prune, so always plan with the actual values. JIT compiles for longer
+-- than these sub-100 ms statements run.
 SELECT set_config('statement_timeout', %(timeout)s, false),
-       set_config('default_transaction_read_only', 'on', false)
+       set_config('default_transaction_read_only', 'on', false),
+       set_config('plan_cache_mode', 'force_custom_plan', false),
+       set_config('jit', 'off', false)
 
 -- name: search_settings
 SELECT set_config('hnsw.iterative_scan', %(iterative_scan)s, true),
