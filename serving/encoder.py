@@ -1,54 +1,204 @@
-"""The query encoder: the active embedding model, loaded once per process, with a small query cache."""
+"""The query encoder: the active embedding model, loaded once per process, with a query cache and micro-batching."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
 from secrag.embedder import Embedder
+from secrag.errors import ConfigError
 
 CACHE_SIZE = 1024
+MAX_BATCH = 16
+BACKENDS = ("onnx", "torch")
+
+
+class TextModel(Protocol):
+    """What the encoder needs of a model (secrag Embedder and OnnxEncoder both fit)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def load(self) -> None: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class _Pending:
+    """One query waiting for a model run."""
+
+    __slots__ = ("text", "vector", "error", "done")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.vector: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.done = False
 
 
 class QueryEncoder:
-    """Encodes one query at a time (torch on shared cores gains nothing from concurrency)."""
+    """Encodes one query per call; concurrent callers share model runs (leader/follower micro-batching).
 
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-        self._lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+    A caller that finds the model idle runs it at once on everything queued (up to `max_batch` texts);
+    callers arriving meanwhile queue up and wait for the next run, which one of them leads. No extra threads.
+    """
+
+    def __init__(self, model: TextModel, *, cache_size: int = CACHE_SIZE, max_batch: int = MAX_BATCH,
+                 torch_threads: int = 0) -> None:
+        self.model = model
+        self.cache_size = max(0, cache_size)
+        self.max_batch = max(1, max_batch)
+        self.torch_threads = torch_threads
         self.loaded = False
+        self._cond = threading.Condition()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queue: list[_Pending] = []
+        self._running = False
+        self._hits = self._misses = self._runs = self._encoded = 0
+        self._encode_ms = 0.0
 
     @property
     def model_id(self) -> str:
-        return self.embedder.model_id
+        return self.model.model_id
 
     @property
     def dimensions(self) -> int:
-        return self.embedder.dimensions
+        return self.model.dimensions
+
+    @property
+    def backend(self) -> str:
+        return "torch" if isinstance(self.model, Embedder) else "onnx"
+
+    @property
+    def embedder(self) -> Embedder:
+        """A torch Embedder for the same model (to embed documents, e.g. in tests)."""
+        if isinstance(self.model, Embedder):
+            return self.model
+        return torch_embedder(self.model_id, self.torch_threads)
 
     def load(self) -> None:
-        self.embedder.load()
+        self.model.load()
         self.loaded = True
 
+    def cache_info(self) -> dict[str, Any]:
+        """Cache hits/misses/size and model runs, texts encoded and milliseconds spent in the model."""
+        with self._cond:
+            return {"backend": self.backend, "hits": self._hits, "misses": self._misses, "size": len(self._cache),
+                    "max_size": self.cache_size, "runs": self._runs, "encoded": self._encoded,
+                    "encode_ms": round(self._encode_ms, 3)}
+
+    def clear_cache(self) -> None:
+        """Drop cached vectors and reset the counters."""
+        with self._cond:
+            self._cache.clear()
+            self._hits = self._misses = self._runs = self._encoded = 0
+            self._encode_ms = 0.0
+
     def encode(self, text: str) -> np.ndarray:
-        with self._lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit
-            vector = self.embedder.encode([text])[0]
-            self._cache[text] = vector
-            if len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
-            return vector
+        """The unit-length float32 vector of one query (read-only; shared with the cache)."""
+        item = _Pending(text)
+        with self._cond:
+            if self.cache_size:
+                hit = self._cache.get(text)
+                if hit is not None:
+                    self._cache.move_to_end(text)
+                    self._hits += 1
+                    return hit
+            self._misses += 1
+            self._queue.append(item)
+        while True:
+            with self._cond:
+                while self._running and not item.done:
+                    self._cond.wait()
+                if item.done:
+                    break
+                self._running = True  # lead the next run: take the oldest queued queries (ours among them, or later)
+                batch = self._queue[:self.max_batch]
+                del self._queue[:self.max_batch]
+            self._run(batch)
+        if item.error is not None:
+            raise item.error
+        assert item.vector is not None
+        return item.vector
+
+    def _run(self, batch: list[_Pending]) -> None:
+        texts = list(dict.fromkeys(p.text for p in batch))
+        vectors: np.ndarray | None = None
+        error: BaseException | None = None
+        started = time.perf_counter()
+        try:
+            vectors = np.asarray(self.model.encode(texts), dtype=np.float32)
+            if vectors.shape != (len(texts), self.dimensions):
+                raise RuntimeError(f"model returned shape {vectors.shape} for {len(texts)} texts")
+        except BaseException as exc:  # every waiting caller gets it, then the leader re-raises it too
+            error = exc
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        with self._cond:
+            self._runs += 1
+            self._encoded += len(texts)
+            self._encode_ms += elapsed_ms
+            by_text: dict[str, np.ndarray] = {}
+            try:
+                if vectors is not None and error is None:
+                    for text, row in zip(texts, vectors, strict=True):
+                        vector = row.copy()
+                        vector.setflags(write=False)
+                        by_text[text] = vector
+                        if self.cache_size:
+                            self._cache[text] = vector
+                            self._cache.move_to_end(text)
+                    while len(self._cache) > self.cache_size:
+                        self._cache.popitem(last=False)
+            except BaseException as exc:
+                error = exc
+            finally:  # whatever happened, release the waiters and the model
+                for pending in batch:
+                    pending.vector = by_text.get(pending.text) if error is None else None
+                    pending.error = error
+                    pending.done = True
+                self._running = False
+                self._cond.notify_all()
+
+def make_model(model_id: str, backend: str = "onnx", *, threads: int = 1, torch_threads: int = 0,
+               cache_dir: Path | None = None) -> TextModel:
+    """The query model for a backend: "onnx" (onnxruntime, `threads` threads) or "torch" (sentence-transformers)."""
+    if backend == "torch":
+        return Embedder(model_id, batch_size=MAX_BATCH, threads=torch_threads)
+    if backend != "onnx":
+        raise ConfigError(f"unknown query encoder {backend!r}", hint=f"choose one of: {', '.join(BACKENDS)}")
+    from secrag.onnx_model import OnnxEncoder
+
+    if cache_dir is None:
+        from secrag.settings import get_settings
+
+        cache_dir = get_settings().data_dir / "models"
+    return OnnxEncoder(model_id, cache_dir, threads=threads)
 
 
 @lru_cache(maxsize=4)
-def shared_encoder(model_id: str, threads: int = 0) -> QueryEncoder:
-    """One loaded encoder per model and process (apps created in the same process share it)."""
-    encoder = QueryEncoder(Embedder(model_id, batch_size=1, threads=threads))
+def torch_embedder(model_id: str, threads: int = 0) -> Embedder:
+    """One torch Embedder per model and process (loaded lazily on first encode)."""
+    return Embedder(model_id, threads=threads)
+
+
+@lru_cache(maxsize=4)
+def shared_encoder(model_id: str, threads: int = 0, *, backend: str = "onnx", encoder_threads: int = 1,
+                   cache_size: int = CACHE_SIZE, cache_dir: Path | None = None) -> QueryEncoder:
+    """One loaded encoder per model and options, per process (apps created in the same process share it).
+
+    `threads` is torch's thread count (torch backend, `.embedder`); `encoder_threads` onnxruntime's.
+    `cache_dir` holds the ONNX export (default: <data_dir>/models).
+    """
+    model = make_model(model_id, backend, threads=encoder_threads, torch_threads=threads, cache_dir=cache_dir)
+    encoder = QueryEncoder(model, cache_size=cache_size, torch_threads=threads)
     encoder.load()
     return encoder

@@ -36,6 +36,13 @@ class ServingSettings(Settings):
     query_log_text: bool = Field(default=False, description="Also store the query text in query_log.")
     hnsw_max_scan_tuples: int = Field(default=50000, ge=1000)
     hnsw_iterative_scan: str = Field(default="relaxed_order", pattern="^(relaxed_order|strict_order|off)$")
+    query_encoder: str = Field(default="onnx", pattern="^(onnx|torch)$",
+                               description="Query encoder: onnx (onnxruntime) or torch (sentence-transformers).")
+    query_encoder_threads: int = Field(default=1, ge=1, le=64,
+                                       description="onnxruntime threads per query batch (torch uses torch_threads).")
+    query_cache_size: int = Field(default=1024, ge=0, description="Query vectors cached in process; 0 = no cache.")
+    model_cache_dir: Path | None = Field(
+        default=None, description="Where the ONNX export of the model is kept; unset = <data_dir>/models.")
     mcp_enabled: bool = Field(default=True, description="Serve the MCP tools at /mcp.")
     mcp_allowed_hosts: list[str] = Field(
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
