@@ -43,11 +43,14 @@ def main() -> None:
     parser.add_argument("--modes", default="hybrid,fts,vector,fuzzy")
     parser.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all).")
     parser.add_argument("--api-key", default=None)
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=JSON",
+                        help="Extra request field, e.g. --param w_fuzzy=0 --param rrf_k0=30 (repeatable).")
     args = parser.parse_args()
     items = [json.loads(line) for line in args.queries.read_text(encoding="utf-8").splitlines() if line.strip()]
     if args.limit:
         items = items[: args.limit]
     headers = {"X-API-Key": args.api_key} if args.api_key else {}
+    extra = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}
     scores: dict[tuple[str, str], list[tuple[float, float, float]]] = defaultdict(list)
     failures = 0
     with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
@@ -56,7 +59,7 @@ def main() -> None:
             for mode in args.modes.split(","):
                 body = {"query": item["query"][:8000], "mode": mode, "k": K,
                         "filters": {k: v for k, v in (item.get("filters") or {}).items() if v},
-                        "return": {"snippets": False}}
+                        "return": {"snippets": False}, **extra}
                 response = http.post("/v1/search", json=body)
                 if response.status_code != 200:
                     failures += 1

@@ -9,16 +9,19 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from secrag.enrichment import enrich
 from secrag.queries import Queries
 
+from . import fusion
 from . import search as logic
 from .auth import Principal
 from .encoder import QueryEncoder
 from .errors import InvalidField, NotFound
+from .lexicon import LexemeStats
 from .limits import cap
 from .metrics import Metrics
 from .querylog import QueryLog
@@ -43,7 +46,11 @@ from .stats import collect_stats
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 LOOKUP_TTL = 300.0
-NATURAL_POOL_K = 300  # vector candidates the full-text leg ranks for natural-language queries
+SOURCES_TTL = 30.0
+# Keyword queries estimated (serving/lexicon.py) to match more chunks rank full text within the vector leg's
+# candidates, as natural-language queries always do (a wider pool measured no better: dev nDCG@10 0.608 at
+# the vector leg's 60, 0.604 at 100, 0.595 at 300).
+FTS_CORPUS_MAX_MATCHES = 1000
 
 
 @dataclass
@@ -77,6 +84,8 @@ class Service:
     query_log: QueryLog | None = None
     _lookup: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     _technique_ids: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
+    _source_names: _Cached = field(default_factory=lambda: _Cached(SOURCES_TTL))
+    _lexeme_stats: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
 
     # --- caches -------------------------------------------------------------------------------
 
@@ -99,6 +108,32 @@ class Service:
 
     # --- search -------------------------------------------------------------------------------
 
+    def source_names(self) -> list[str]:
+        """Every source name (exact-identifier ids are `<source>:<id>`; the legs apply the ACL)."""
+        def load() -> list[str]:
+            with self.pool.connection() as conn:
+                return [r[0] for r in conn.execute(self.queries.source_names).fetchall()]
+        return self._source_names.get(load)
+
+    def lexeme_stats(self) -> LexemeStats:
+        def load() -> LexemeStats:
+            with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+                return LexemeStats.from_row(cur.execute(self.queries.lexeme_frequencies).fetchone())
+        return self._lexeme_stats.get(load)
+
+    def _pool_fts(self, conn: psycopg.Connection, req: SearchRequest, analysis: logic.QueryAnalysis,
+                  params: dict[str, Any]) -> bool:
+        """Whether hybrid search ranks full text within the vector pool instead of across the corpus."""
+        if req.mode != "hybrid":
+            return False
+        if analysis.query_type == "natural":
+            return True  # an OR of many words matches half the corpus; rank prose within the semantic pool
+        stats = self.lexeme_stats()
+        if not stats.shares:
+            return False
+        row = conn.execute(self.queries.query_lexemes, params).fetchone()
+        return stats.estimate(row[0] or (), row[1] or (), req.filters.sources) > FTS_CORPUS_MAX_MATCHES
+
     def search(self, req: SearchRequest, principal: Principal) -> SearchResponse:
         started = time.perf_counter()
         analysis = logic.analyse(req.query)
@@ -108,50 +143,85 @@ class Service:
         techniques = logic.expand_techniques(filters.techniques, self.technique_ids()) if filters.techniques else None
         plan = logic.plan_for(req.mode, k=req.k, offset=req.offset, query=req.query, fts_k=req.fts_k,
                               vec_k=req.vec_k, w_fts=req.w_fts, w_vec=req.w_vec, w_fuzzy=req.w_fuzzy,
-                              rerank_k=req.rerank_k, group_by_doc=req.group_by_doc)
+                              rerank_k=req.rerank_k, group_by_doc=req.group_by_doc,
+                              query_type=analysis.query_type)
         qvec = self.encoder.encode(enriched) if plan.needs_vector else None
+        pinned = req.mode != "vector"
+        names = self.source_names()
         params: dict[str, Any] = {
             **principal.params(),
             "sources": filters.sources, "doc_ids": filters.doc_ids, "techniques": techniques,
             "platforms": filters.platforms, "tags_any": filters.tags_any, "tags_all": filters.tags_all,
             "updated_after": filters.updated_after, "updated_before": filters.updated_before,
             "fts_text": analysis.fts_text, "ident_text": analysis.ident_text, "fuzzy_text": req.query.strip()[:64],
+            "has_ident": bool(analysis.ident_text), "ident_tier": analysis.is_identifier,
             "qvec": qvec, "fts_k": plan.fts_k, "vec_k": plan.vec_k, "fuzzy_k": plan.fuzzy_k,
-            "w_fts": plan.w_fts, "w_vec": plan.w_vec, "w_fuzzy": plan.w_fuzzy, "rrf_k0": req.rrf_k0,
-            "rrf_max": logic.rrf_max(plan, req.rrf_k0), "single_leg": plan.single_leg,
             "candidates_k": req.candidates_k, "window": plan.window, "group_by_doc": req.group_by_doc,
-            "ident_tier": analysis.is_identifier, "with_metadata": req.return_.metadata,
-            "with_text": req.return_.text, "max_text_chars": req.return_.max_text_chars,
-            "with_snippets": req.return_.snippets,
+            "exact_ids": logic.exact_doc_ids(analysis.exact_forms, names) if pinned else [],
+            "child_ids": logic.exact_doc_ids(logic.child_forms(analysis, self.technique_ids()), names)
+            if pinned else [],
+            "pool_fts": False,
         }
         use_then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
-        statement = self.statements.fts_then_vec if use_then_vec else self.statements.fused
-        if req.mode == "hybrid" and not use_then_vec and analysis.query_type == "natural" and plan.fts_k:
-            # prose: rank full text within a wide vector pool instead of OR-matching half the corpus
-            statement = self.statements.fused_natural
-            params["vec_k"] = max(plan.vec_k, NATURAL_POOL_K)
         with self.pool.connection() as conn:
-            known = self.visible_sources(conn, principal)
-            self._check_sources(filters.sources, known)
-            pinned = req.mode != "vector"
-            params["exact_ids"] = logic.exact_doc_ids(analysis.exact_forms, known) if pinned else []
-            params["child_ids"] = logic.exact_doc_ids(
-                logic.child_forms(analysis, self.technique_ids()), known) if pinned else []
-            with conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
-                cur.execute(self.queries.search_settings, {
+            if filters.sources:
+                self._check_sources(filters.sources, self.visible_sources(conn, principal))
+            if not use_then_vec and plan.fts_k and self._pool_fts(conn, req, analysis, params):
+                params["pool_fts"] = True
+            ef_search = max(40, params["vec_k"], req.candidates_k if use_then_vec else 0)
+            with conn.pipeline(), conn.transaction():
+                conn.execute(self.queries.search_settings, {
                     "iterative_scan": self.settings.hnsw_iterative_scan,
                     "max_scan_tuples": str(self.settings.hnsw_max_scan_tuples),
-                    "ef_search": str(min(1000, max(40, params["vec_k"], req.candidates_k if use_then_vec else 0))),
-                    "trgm_threshold": "0.3"})
-                cur.execute(statement, params)
-                rows = cur.fetchall()
-        ranked = logic.rescore(rows, mode=req.mode, query=req.query, analysis=analysis,
-                               config=self.search_config, min_score=req.min_score)
-        page = ranked[req.offset:req.offset + req.k]
+                    "ef_search": str(min(1000, ef_search)), "trgm_threshold": "0.3"})
+                if use_then_vec:
+                    window_rows = self._fetch(conn, self.statements.fts_then_vec, params)
+                else:
+                    window_rows = self._fused(conn, req, plan, params)
+            ranked = logic.rescore(window_rows, mode=req.mode, query=req.query, analysis=analysis,
+                                   config=self.search_config, min_score=req.min_score)
+            page = ranked[req.offset:req.offset + req.k]
+            if page:  # display fields (and costly snippets) for this page only
+                display = {r["chunk_id"]: r for r in self._fetch(conn, self.statements.result_rows, {
+                    **params, "ids": [r["chunk_id"] for r in page], "with_metadata": req.return_.metadata,
+                    "with_text": req.return_.text, "max_text_chars": req.return_.max_text_chars,
+                    "with_snippets": req.return_.snippets})}
+                page = [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
         results, truncated = cap([_result(r) for r in page], self.settings.max_response_bytes)
         took = (time.perf_counter() - started) * 1000
         return SearchResponse(results=results, query_type=analysis.query_type, enriched_query=enriched,
                               took_ms=round(took, 2), truncated=truncated)
+
+    @staticmethod
+    def _fetch(conn: psycopg.Connection, statement: sql.Composable, params: dict[str, Any]) -> list[dict[str, Any]]:
+        with conn.cursor(row_factory=dict_row) as cur:
+            cur.execute(statement, params)
+            return cur.fetchall()
+
+    def _fused(self, conn: psycopg.Connection, req: SearchRequest, plan: logic.Plan,
+               params: dict[str, Any]) -> list[dict[str, Any]]:
+        """Send every needed leg in one pipeline, then fuse by reciprocal rank and take the window."""
+        cursors: dict[str, psycopg.Cursor] = {}
+        wanted = {"vec": plan.vec_k > 0, "fts": plan.fts_k > 0 and not params["pool_fts"],
+                  "fuzzy": plan.fuzzy_k > 0, "exact": bool(params["exact_ids"] or params["child_ids"])}
+        for leg, needed in wanted.items():
+            if needed:
+                cursors[leg] = conn.cursor(row_factory=dict_row)
+                cursors[leg].execute(getattr(self.statements, leg), params)
+        rows = {leg: cur.fetchall() for leg, cur in cursors.items()}
+        for cur in cursors.values():
+            cur.close()
+        legs: dict[str, list[Any]] = {}
+        if "vec" in rows:
+            legs["vec"] = rows["vec"][:plan.vec_k]
+        if params["pool_fts"]:
+            legs["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
+        elif "fts" in rows:
+            legs["fts"] = rows["fts"]
+        if "fuzzy" in rows:
+            legs["fuzzy"] = rows["fuzzy"]
+        items = fusion.fuse(legs, rows.get("exact", []), plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
+        return fusion.window(items, group_by_doc=req.group_by_doc, size=plan.window)
 
     def _check_sources(self, requested: Sequence[str] | None, known: Sequence[str]) -> None:
         if not requested:

@@ -49,90 +49,101 @@ best AS (
     ORDER BY CASE WHEN %(group_by_doc)s THEN f.doc_id ELSE f.chunk_id END,
              f.exact DESC, f.tier DESC, f.score DESC, f.chunk_id
 )
-SELECT b.chunk_id, b.doc_id, d.source, d.title, d.url, b.score, b.exact, b.tier,
+SELECT b.chunk_id, b.doc_id, c.source, c.title, c.identifiers, b.score, b.exact, b.tier,
        (%(ident_tier)s AND numnode(q.ident_tsq) > 0 AND c.tsv @@ q.ident_tsq) AS ident_hit,
-       b.fts_score, b.fts_rank, b.vec_score, b.vec_rank, b.fuzzy_score, b.fuzzy_rank,
-       d.techniques, d.platforms,
-       CASE WHEN %(with_metadata)s THEN d.metadata END AS metadata,
-       CASE WHEN %(with_text)s THEN left(c.text, %(max_text_chars)s) END AS text,
-       CASE WHEN %(with_snippets)s THEN ts_headline('english', c.text, q.tsq,
-            'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=<mark>, StopSel=</mark>') END AS snippet,
-       c.identifiers
+       b.fts_score, b.fts_rank, b.vec_score, b.vec_rank, b.fuzzy_score, b.fuzzy_rank
 FROM best b
 JOIN chunks c ON c.chunk_id = b.chunk_id
-JOIN documents d ON d.doc_id = b.doc_id
 CROSS JOIN q
 ORDER BY b.exact DESC, b.tier DESC, ident_hit DESC, b.score DESC, b.chunk_id
 LIMIT %(window)s
 
--- name: search_fused
-WITH {query},
-vec AS MATERIALIZED (
-    SELECT c.chunk_id, c.doc_id, 1 - ({vec} <=> %(qvec)s::vector) AS score
-    FROM embeddings e
-    JOIN chunks c ON c.content_hash = e.content_hash
-    JOIN documents d ON d.doc_id = c.doc_id
-    WHERE %(vec_k)s > 0 AND e.model_id = {model} AND {filters}
-    ORDER BY {vec} <=> %(qvec)s::vector
-    LIMIT %(vec_k)s
-),
--- {fts_from} is every visible chunk, or (natural-language queries) the vector leg's candidates: an OR of
--- many common words matches half the corpus, so prose is ranked lexically within the semantic pool.
-fts AS (
-    SELECT c.chunk_id, c.doc_id, ts_rank_cd(c.tsv, q.tsq, 32) AS score
-    FROM {fts_from} CROSS JOIN q
-    WHERE %(fts_k)s > 0 AND c.tsv @@ q.tsq AND {filters}
-    ORDER BY score DESC, c.chunk_id
-    LIMIT %(fts_k)s
-),
-fuzzy AS (
-    SELECT c.chunk_id, c.doc_id,
-           greatest(similarity(c.title, %(fuzzy_text)s), word_similarity(%(fuzzy_text)s, c.title)) AS score
-    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
-    WHERE %(fuzzy_k)s > 0 AND c.ordinal = 0
-      -- titles only: trigram matching against long identifier lists costs ~100 ms per query; exact and
-      -- full-text legs cover identifiers, and rapidfuzz still re-scores candidates on them.
-      AND (c.title %% %(fuzzy_text)s OR %(fuzzy_text)s <%% c.title) AND {filters}
-    ORDER BY score DESC, c.chunk_id
-    LIMIT %(fuzzy_k)s
-),
-exact AS (
-    SELECT c.chunk_id, c.doc_id, 1.0::float8 AS score, c.doc_id = ANY(%(exact_ids)s::text[]) AS is_exact
-    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
-    WHERE (c.doc_id = ANY(%(exact_ids)s::text[]) OR c.doc_id = ANY(%(child_ids)s::text[]))
-      AND c.ordinal = 0 AND {filters}
-),
-legs AS (
-    SELECT 'fts' AS leg, chunk_id, doc_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) AS rank FROM fts
-    UNION ALL
-    SELECT 'vec', chunk_id, doc_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) FROM vec
-    UNION ALL
-    SELECT 'fuzzy', chunk_id, doc_id, score, row_number() OVER (ORDER BY score DESC, chunk_id) FROM fuzzy
-    UNION ALL
-    SELECT CASE WHEN is_exact THEN 'exact' ELSE 'child' END, chunk_id, doc_id, score, 1 FROM exact
-),
-fused_raw AS (
-    SELECT chunk_id, doc_id,
-           coalesce(sum(CASE leg WHEN 'fts' THEN %(w_fts)s WHEN 'vec' THEN %(w_vec)s
-                                 WHEN 'fuzzy' THEN %(w_fuzzy)s ELSE 0 END
-                        / (%(rrf_k0)s + rank)), 0) / %(rrf_max)s AS rrf,
-           bool_or(leg = 'exact') AS exact,
-           max(CASE WHEN leg = 'child' THEN 1 ELSE 0 END) AS tier,
-           max(score) FILTER (WHERE leg = 'fts') AS fts_score, max(rank) FILTER (WHERE leg = 'fts') AS fts_rank,
-           max(score) FILTER (WHERE leg = 'vec') AS vec_score, max(rank) FILTER (WHERE leg = 'vec') AS vec_rank,
-           max(score) FILTER (WHERE leg = 'fuzzy') AS fuzzy_score,
-           max(rank) FILTER (WHERE leg = 'fuzzy') AS fuzzy_rank
-    FROM legs
-    GROUP BY chunk_id, doc_id
-),
-fused AS (
-    SELECT f.*, CASE %(single_leg)s WHEN 'fts' THEN coalesce(f.fts_score, 0)
-                                    WHEN 'vec' THEN coalesce(f.vec_score, -1)
-                                    WHEN 'fuzzy' THEN coalesce(f.fuzzy_score, 0)
-                                    ELSE f.rrf END AS score
-    FROM fused_raw f
-),
-{final}
+-- name: tsq
+(websearch_to_tsquery('english', %(fts_text)s) || websearch_to_tsquery('simple', %(ident_text)s))
+
+-- name: ident_tsq
+websearch_to_tsquery('simple', %(ident_text)s)
+
+-- name: leg_vec
+-- The legs of a search are sent together in one round trip and fused in Python (serving/fusion.py).
+-- Each is a small statement the planner gets right with the request's actual values: the vector leg
+-- walks the HNSW index, the full-text leg the GIN index, the fuzzy leg the trigram index. {tsq} and
+-- {ident_tsq} are the tsquery expressions above, inlined (not a CTE) so that the planner folds them
+-- to constants and keeps the HNSW index order.
+-- Nearest chunks by cosine; pool_fts ranks each of them lexically too (natural-language queries and
+-- keyword queries of common words rank full text within this pool instead of across the corpus).
+SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
+       1 - ({vec} <=> %(qvec)s::vector) AS score,
+       CASE WHEN %(pool_fts)s AND c.tsv @@ {tsq} THEN ts_rank_cd(c.tsv, {tsq}, 32) END AS pool_fts,
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit
+FROM embeddings e
+JOIN chunks c ON c.content_hash = e.content_hash
+JOIN documents d ON d.doc_id = c.doc_id
+WHERE e.model_id = {model} AND {filters}
+ORDER BY {vec} <=> %(qvec)s::vector
+LIMIT %(vec_k)s
+
+-- name: leg_fts
+SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, ts_rank_cd(c.tsv, {tsq}, 32) AS score,
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+WHERE c.tsv @@ {tsq} AND {filters}
+ORDER BY score DESC, c.chunk_id
+LIMIT %(fts_k)s
+
+-- name: leg_fuzzy
+-- Titles only: trigram matching against long identifier lists costs ~100 ms per query; the exact and
+-- full-text legs cover identifiers, and rapidfuzz still re-scores candidates on them.
+SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
+       greatest(similarity(c.title, %(fuzzy_text)s), word_similarity(%(fuzzy_text)s, c.title)) AS score,
+       false AS ident_hit
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+WHERE c.ordinal = 0 AND (c.title %% %(fuzzy_text)s OR %(fuzzy_text)s <%% c.title) AND {filters}
+ORDER BY score DESC, c.chunk_id
+LIMIT %(fuzzy_k)s
+
+-- name: leg_exact
+-- The document named by an exact identifier (exact) and, for a parent technique, its sub-techniques.
+SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, 1.0::float8 AS score,
+       c.doc_id = ANY(%(exact_ids)s::text[]) AS is_exact,
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+WHERE (c.doc_id = ANY(%(exact_ids)s::text[]) OR c.doc_id = ANY(%(child_ids)s::text[]))
+  AND c.ordinal = 0 AND {filters}
+
+-- name: query_lexemes
+-- The lexemes of a keyword query, to estimate from the column statistics how many chunks it matches.
+SELECT tsvector_to_array(to_tsvector('english', %(fts_text)s)) AS words,
+       tsvector_to_array(to_tsvector('simple', %(ident_text)s)) AS idents
+
+-- name: lexeme_frequencies
+-- The most common lexemes of chunks.tsv with the share of chunks holding each, and the share of
+-- chunks per source (ANALYZE keeps both; no row before the table's first ANALYZE).
+SELECT s.most_common_elems::text::text[] AS lexemes, s.most_common_elem_freqs AS freqs,
+       greatest(c.reltuples, 0)::float8 AS chunks,
+       src.most_common_vals::text::text[] AS sources, src.most_common_freqs AS source_freqs
+FROM pg_stats s
+JOIN pg_class c ON c.relname = s.tablename
+JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname
+LEFT JOIN pg_stats src ON src.schemaname = s.schemaname AND src.tablename = s.tablename AND src.attname = 'source'
+WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'tsv'
+
+-- name: source_names
+SELECT name FROM sources ORDER BY name
+
+-- name: result_rows
+-- Display fields of one page of results (snippets are costly, so only for the page).
+SELECT c.chunk_id, d.url, d.techniques, d.platforms,
+       CASE WHEN %(with_metadata)s THEN d.metadata END AS metadata,
+       CASE WHEN %(with_text)s THEN left(c.text, %(max_text_chars)s) END AS text,
+       CASE WHEN %(with_snippets)s THEN ts_headline('english', c.text, {tsq},
+            'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=<mark>, StopSel=</mark>') END AS snippet
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+WHERE c.chunk_id = ANY(%(ids)s::text[])
+  AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
+        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
+        OR %(user)s::text = ANY(d.acl_users)
+        OR d.acl_groups && %(groups)s::text[])))
 
 -- name: search_fts_then_vec
 WITH {query},

@@ -171,7 +171,7 @@ def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
     from serving.statements import compose
 
     with database.connect(serving_db_url) as conn:
-        text = compose(Queries(REPO_ROOT / "sql", "serving"), "all-MiniLM-L6-v2", 384).fused.as_string(conn)
+        text = compose(Queries(REPO_ROOT / "sql", "serving"), "all-MiniLM-L6-v2", 384).vec.as_string(conn)
     assert "e.vector::vector(384) <=>" in text and "e.model_id = 'all-MiniLM-L6-v2'" in text
 
 
@@ -214,3 +214,33 @@ def test_search_runs_as_the_read_only_reader(serving_db_url: str) -> None:
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             with conn.transaction():
                 conn.execute("DELETE FROM query_log")
+
+
+def test_common_words_rank_full_text_within_the_vector_pool(client: TestClient, serving_db_url: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keyword queries estimated to match many chunks (column statistics) skip the corpus-wide full-text leg."""
+    from serving import search as logic
+    from serving import service as service_module
+    from serving.schemas import SearchRequest
+
+    with database.connect(serving_db_url, autocommit=True) as conn:
+        conn.execute("ANALYZE chunks")
+    service = client.app.state.service  # type: ignore[attr-defined]
+    service._lexeme_stats.value = None  # re-read the statistics ANALYZE just wrote
+    stats = service.lexeme_stats()
+    common = max(stats.shares, key=stats.shares.get)
+    monkeypatch.setattr(service_module, "FTS_CORPUS_MAX_MATCHES", stats.chunks * stats.shares[common] / 2)
+
+    def pooled(query: str, **body: object) -> bool:
+        req = SearchRequest(query=query, **body)
+        analysis = logic.analyse(query)
+        params = {"fts_text": analysis.fts_text, "ident_text": analysis.ident_text}
+        with service.pool.connection() as conn:
+            return service._pool_fts(conn, req, analysis, params)
+
+    assert pooled(common)
+    assert not pooled("zzyzx")
+    assert not pooled(common, mode="fts")  # a full-text-only search always ranks the whole corpus
+    assert pooled("how do attackers dump credentials from lsass memory")  # prose: always the pool
+    payload = search(client, common, k=5)
+    assert payload["results"] and any(r["scores"]["fts"] for r in payload["results"])

@@ -1,0 +1,89 @@
+"""Reciprocal-rank fusion of the search legs' rows, grouping by document and the rerank window."""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .search import Plan
+
+Row = Mapping[str, Any]
+_LEG_FIELDS = {"fts": ("fts_score", "fts_rank"), "vec": ("vec_score", "vec_rank"),
+               "fuzzy": ("fuzzy_score", "fuzzy_rank")}
+
+
+def ranked(rows: Sequence[Row], score_key: str = "score", limit: int | None = None) -> list[Row]:
+    """Rows with a score, best first (ties by chunk id), as the legs' SQL orders them."""
+    kept = [r for r in rows if r.get(score_key) is not None]
+    kept.sort(key=lambda r: (-float(r[score_key]), r["chunk_id"]))
+    return kept[:limit] if limit is not None else kept
+
+
+def pool_fts(vec_rows: Sequence[Row], limit: int) -> list[dict[str, Any]]:
+    """The full-text leg ranked within the vector leg's pool (rows' `pool_fts` score)."""
+    return [{**r, "score": r["pool_fts"]} for r in ranked(vec_rows, "pool_fts", limit)]
+
+
+def fuse(legs: Mapping[str, Sequence[Row]], exact: Sequence[Row], plan: Plan, rrf_k0: int,
+         rrf_max: float) -> list[dict[str, Any]]:
+    """One item per chunk: leg scores and 1-based ranks, exact/child tier, and the mode's score.
+
+    Hybrid scores are sum(w_leg / (rrf_k0 + rank_leg)) / rrf_max; a single-leg mode keeps the
+    leg's own score (fts rank, cosine similarity or trigram similarity).
+    """
+    weights = {"fts": plan.w_fts, "vec": plan.w_vec, "fuzzy": plan.w_fuzzy}
+    items: dict[str, dict[str, Any]] = {}
+
+    def item(row: Row) -> dict[str, Any]:
+        found = items.get(row["chunk_id"])
+        if found is None:
+            found = items[row["chunk_id"]] = {
+                "chunk_id": row["chunk_id"], "doc_id": row["doc_id"], "source": row["source"],
+                "title": row["title"], "identifiers": row.get("identifiers") or "", "ident_hit": False,
+                "exact": False, "tier": 0, "rrf": 0.0, "fts_score": None, "fts_rank": None, "vec_score": None,
+                "vec_rank": None, "fuzzy_score": None, "fuzzy_rank": None}
+        found["ident_hit"] = found["ident_hit"] or bool(row.get("ident_hit"))
+        return found
+
+    for leg, rows in legs.items():
+        score_field, rank_field = _LEG_FIELDS[leg]
+        for rank, row in enumerate(rows, start=1):
+            entry = item(row)
+            entry[score_field] = float(row["score"])
+            entry[rank_field] = rank
+            entry["rrf"] += weights[leg] / (rrf_k0 + rank)
+    for row in exact:
+        entry = item(row)
+        if row["is_exact"]:
+            entry["exact"] = True
+        else:
+            entry["tier"] = 1
+    single = plan.single_leg
+    for entry in items.values():
+        if single == "fts":
+            entry["score"] = entry["fts_score"] or 0.0
+        elif single == "vec":
+            entry["score"] = entry["vec_score"] if entry["vec_score"] is not None else -1.0
+        elif single == "fuzzy":
+            entry["score"] = entry["fuzzy_score"] or 0.0
+        else:
+            entry["score"] = entry["rrf"] / rrf_max
+    return list(items.values())
+
+
+def window(items: Sequence[dict[str, Any]], *, group_by_doc: bool, size: int) -> list[dict[str, Any]]:
+    """The best chunk per document (or every chunk), ordered exact, child tier, identifier hit, score."""
+    def best_first(r: Mapping[str, Any]) -> tuple:
+        return (not r["exact"], -r["tier"], -r["score"], r["chunk_id"])
+
+    chosen: list[dict[str, Any]]
+    if group_by_doc:
+        per_doc: dict[str, dict[str, Any]] = {}
+        for entry in items:
+            current = per_doc.get(entry["doc_id"])
+            if current is None or best_first(entry) < best_first(current):
+                per_doc[entry["doc_id"]] = entry
+        chosen = list(per_doc.values())
+    else:
+        chosen = list(items)
+    chosen.sort(key=lambda r: (not r["exact"], -r["tier"], not r["ident_hit"], -r["score"], r["chunk_id"]))
+    return chosen[:size]

@@ -1,0 +1,63 @@
+"""Reciprocal-rank fusion of leg rows, grouping by document and the window order."""
+from __future__ import annotations
+
+import pytest
+
+from serving import fusion
+from serving import search as logic
+
+
+def _row(chunk: str, score: float, **extra: object) -> dict:
+    return {"chunk_id": chunk, "doc_id": chunk.split("#")[0], "source": "sigma", "title": chunk,
+            "identifiers": "", "score": score, "ident_hit": False, **extra}
+
+
+def _plan(mode: str = "hybrid", **kw: object) -> logic.Plan:
+    args = {"k": 10, "offset": 0, "query": "lsass", "fts_k": None, "vec_k": None, "w_fts": 1.0, "w_vec": 1.0,
+            "w_fuzzy": 0.5, "rerank_k": 50, "group_by_doc": True, **kw}
+    return logic.plan_for(mode, **args)  # type: ignore[arg-type]
+
+
+def test_hybrid_score_is_normalised_rrf_with_leg_ranks() -> None:
+    plan = _plan()
+    legs = {"fts": [_row("a#0", 0.9), _row("b#0", 0.5)], "vec": [_row("b#0", 0.8), _row("a#0", 0.7)],
+            "fuzzy": [_row("c#0", 0.6)]}
+    items = {i["chunk_id"]: i for i in fusion.fuse(legs, [], plan, 60, logic.rrf_max(plan, 60))}
+    top = logic.rrf_max(plan, 60)
+    assert items["a#0"]["score"] == pytest.approx((1 / 61 + 1 / 62) / top)
+    assert items["b#0"]["score"] == pytest.approx((1 / 62 + 1 / 61) / top)
+    assert items["c#0"]["score"] == pytest.approx((0.5 / 61) / top)
+    assert (items["a#0"]["fts_rank"], items["a#0"]["vec_rank"], items["a#0"]["fuzzy_rank"]) == (1, 2, None)
+    assert items["b#0"]["vec_score"] == 0.8
+
+
+def test_single_leg_modes_keep_the_leg_score() -> None:
+    plan = _plan("vector")
+    items = fusion.fuse({"vec": [_row("a#0", 0.42)]}, [], plan, 60, 1.0)
+    assert items[0]["score"] == 0.42
+
+
+def test_exact_and_child_rows_are_marked() -> None:
+    plan = _plan(query="T1003")
+    exact = [_row("mitre_attack:T1003#0", 1.0, is_exact=True), _row("mitre_attack:T1003.001#0", 1.0, is_exact=False)]
+    items = {i["chunk_id"]: i for i in fusion.fuse({"fts": [_row("x#0", 0.3)]}, exact, plan, 60, 1.0)}
+    assert items["mitre_attack:T1003#0"]["exact"] and items["mitre_attack:T1003#0"]["tier"] == 0
+    assert not items["mitre_attack:T1003.001#0"]["exact"] and items["mitre_attack:T1003.001#0"]["tier"] == 1
+
+
+def test_window_keeps_the_best_chunk_per_document_in_order() -> None:
+    items = [
+        {"chunk_id": "a#0", "doc_id": "a", "exact": False, "tier": 0, "ident_hit": False, "score": 0.2},
+        {"chunk_id": "a#1", "doc_id": "a", "exact": False, "tier": 0, "ident_hit": False, "score": 0.9},
+        {"chunk_id": "b#0", "doc_id": "b", "exact": False, "tier": 0, "ident_hit": True, "score": 0.1},
+        {"chunk_id": "c#0", "doc_id": "c", "exact": True, "tier": 0, "ident_hit": False, "score": 0.0},
+    ]
+    grouped = fusion.window(items, group_by_doc=True, size=10)
+    assert [i["chunk_id"] for i in grouped] == ["c#0", "b#0", "a#1"]
+    assert [i["chunk_id"] for i in fusion.window(items, group_by_doc=False, size=2)] == ["c#0", "b#0"]
+
+
+def test_pool_fts_ranks_the_vector_pool_lexically() -> None:
+    pool = [_row("a#0", 0.9, pool_fts=None), _row("b#0", 0.8, pool_fts=0.2), _row("c#0", 0.7, pool_fts=0.5)]
+    assert [(r["chunk_id"], r["score"]) for r in fusion.pool_fts(pool, 5)] == [("c#0", 0.5), ("b#0", 0.2)]
+    assert len(fusion.pool_fts(pool, 1)) == 1
