@@ -1,10 +1,17 @@
 """Latency (p50/p95/p99) and throughput of POST /v1/search per mode at 1, 4 and 8 concurrent clients.
 
-Run against a served store:  secrag serve &  python bench/search.py --url http://127.0.0.1:8000
+Query encoding is part of each request only when the API's query-vector cache misses, so measure
+with the cache off and with distinct queries (each request takes the next query of the set):
+
+    SECRAG_QUERY_CACHE_SIZE=0 secrag serve &
+    python bench/search.py --url http://127.0.0.1:8000 --queries ../shared/eval/dev_queries.jsonl
+
+The `cache hits` column (from /v1/stats) shows whether any request skipped encoding.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import threading
@@ -23,33 +30,64 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))]
 
 
-def run(url: str, mode: str, clients: int, requests_per_client: int, queries: list[str], k: int) -> dict:
+def encoder_stats(http: httpx.Client) -> dict:
+    response = http.get("/v1/stats")
+    return response.json().get("encoder", {}) if response.status_code == 200 else {}
+
+
+def run(url: str, mode: str, clients: int, requests_per_client: int, queries: list[dict], k: int) -> dict:
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
+    order = itertools.cycle(queries)
 
-    def worker(offset: int) -> None:
+    def worker() -> None:
         nonlocal errors
         with httpx.Client(base_url=url, timeout=10) as http:
-            for i in range(requests_per_client):
-                query = queries[(offset + i) % len(queries)]
+            for _ in range(requests_per_client):
+                with lock:
+                    item = next(order)
+                body = {"query": item["query"], "mode": mode, "k": k, "filters": item.get("filters") or {}}
                 started = time.perf_counter()
-                response = http.post("/v1/search", json={"query": query, "mode": mode, "k": k})
+                response = http.post("/v1/search", json=body)
                 elapsed = (time.perf_counter() - started) * 1000
                 with lock:
                     latencies.append(elapsed)
                     errors += response.status_code != 200
 
-    threads = [threading.Thread(target=worker, args=(i * 7,)) for i in range(clients)]
+    with httpx.Client(base_url=url, timeout=30) as http:
+        before = encoder_stats(http)
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
+    with httpx.Client(base_url=url, timeout=30) as http:
+        after = encoder_stats(http)
+    hits = after.get("hits", 0) - before.get("hits", 0)
+    encoded = after.get("encoded", 0) - before.get("encoded", 0)
+    runs = after.get("runs", 0) - before.get("runs", 0)
     return {"mode": mode, "clients": clients, "requests": len(latencies), "errors": errors,
             "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
-            "p99_ms": percentile(latencies, 99), "rps": len(latencies) / wall}
+            "p99_ms": percentile(latencies, 99), "rps": len(latencies) / wall, "cache_hits": hits,
+            "per_run": encoded / runs if runs else 0.0}
+
+
+def load_queries(path: Path | None, filters: bool) -> list[dict]:
+    if path is None:
+        return [{"query": q} for q in DEFAULT_QUERIES]
+    items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        if item["query"] in seen:
+            continue
+        seen.add(item["query"])
+        kept = {k: v for k, v in (item.get("filters") or {}).items() if v} if filters else {}
+        out.append({"query": item["query"][:8000], "filters": kept})
+    return out
 
 
 def main() -> None:
@@ -59,21 +97,25 @@ def main() -> None:
     parser.add_argument("--clients", default="1,4,8")
     parser.add_argument("--requests", type=int, default=50, help="Requests per client.")
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--queries", type=Path, help="JSONL with a `query` field per line (default: built-in set).")
+    parser.add_argument("--queries", type=Path,
+                        help="JSONL with a `query` (and optional `filters`) per line (default: a built-in set of 10).")
+    parser.add_argument("--no-filters", action="store_true", help="Ignore the queries' filters.")
     args = parser.parse_args()
-    queries = DEFAULT_QUERIES
-    if args.queries:
-        queries = [json.loads(line)["query"] for line in args.queries.read_text().splitlines() if line.strip()]
-    with httpx.Client(base_url=args.url, timeout=30) as http:  # warm the query cache and the pool
-        for query in queries[:20]:
-            http.post("/v1/search", json={"query": query, "k": args.k})
-    print(f"{'mode':<8} {'clients':>7} {'requests':>8} {'errors':>6} "
-          f"{'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>8}")
+    queries = load_queries(args.queries, not args.no_filters)
+    with httpx.Client(base_url=args.url, timeout=30) as http:  # warm the pool and the model, not the cache
+        for i in range(10):
+            http.post("/v1/search", json={"query": f"warm-up query number {i}", "k": args.k})
+        cache = encoder_stats(http)
+    print(f"{len(queries)} distinct queries; encoder {cache.get('backend', '?')}, "
+          f"query cache size {cache.get('max_size', '?')}")
+    print(f"{'mode':<8} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+          f"{'req/s':>8} {'cache hits':>10} {'q/run':>6}")
     for mode in args.modes.split(","):
         for clients in (int(c) for c in args.clients.split(",")):
             r = run(args.url, mode, clients, args.requests, queries, args.k)
             print(f"{r['mode']:<8} {r['clients']:>7} {r['requests']:>8} {r['errors']:>6} {r['p50_ms']:>8.1f} "
-                  f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['rps']:>8.1f}")
+                  f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['rps']:>8.1f} {r['cache_hits']:>10} "
+                  f"{r['per_run']:>6.2f}")
 
 
 if __name__ == "__main__":

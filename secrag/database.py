@@ -86,7 +86,7 @@ def server_url(settings: Settings) -> str:
     """The configured server (DATABASE_URL) or the embedded one, started on demand."""
     if settings.database_url:
         return settings.database_url
-    return embedded.start(settings.pgdata)
+    return embedded.start(settings.pgdata, settings.embedded_shared_buffers)
 
 
 def ensure_database(base_url: str, dbname: str, *, timeout: int = 5) -> str:
@@ -103,8 +103,8 @@ def database_url(settings: Settings) -> str:
     """URL of the secrag database: DATABASE_URL as given, or the embedded server's secrag database."""
     if settings.database_url:
         return settings.database_url
-    return ensure_database(embedded.start(settings.pgdata), settings.database_name,
-                           timeout=settings.connect_timeout)
+    server = embedded.start(settings.pgdata, settings.embedded_shared_buffers)
+    return ensure_database(server, settings.database_name, timeout=settings.connect_timeout)
 
 
 def open_pool(url: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 5.0,

@@ -43,8 +43,40 @@ def _check_data_dir(pgdata: Path) -> None:
                                       hint="run as its owner or use another SECRAG_DATA_DIR")
 
 
-def start(pgdata: Path) -> str:
-    """Start (or reuse) the embedded server; returns its base URI (unix socket, no TCP)."""
+DEFAULT_SHARED_BUFFERS = "512MB"
+
+
+def _pg_ctl_user() -> str | None:
+    return "pgserver" if os.geteuid() == 0 else None
+
+
+def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
+    """Give the server `shared_buffers` (PostgreSQL's 128 MB default holds a third of a full store's
+    search indexes); the setting needs one restart, done once per data directory."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(uri, autocommit=True, connect_timeout=10) as conn:
+        current, wanted = conn.execute(
+            "SELECT pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(%s)", [shared_buffers]).fetchone()
+        if current == wanted:
+            return
+        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
+    from pgserver._commands import pg_ctl
+
+    log.info("restarting the embedded server in %s with shared_buffers=%s", pgdata, shared_buffers)
+    try:
+        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=_pg_ctl_user())
+    except subprocess.CalledProcessError as exc:
+        raise EmbeddedServerError(f"could not restart the server in {pgdata} with shared_buffers={shared_buffers}",
+                                  hint=f"see {pgdata / 'log'}; lower SECRAG_EMBEDDED_SHARED_BUFFERS") from exc
+
+
+def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS) -> str:
+    """Start (or reuse) the embedded server; returns its base URI (unix socket, no TCP).
+
+    `shared_buffers` (None: leave as is) is applied with one restart the first time it differs.
+    """
     _check_data_dir(pgdata)
     import pgserver  # heavy import, only when the embedded server is wanted
 
@@ -58,7 +90,10 @@ def start(pgdata: Path) -> str:
             tail = lines[-1] if lines else ""
         raise EmbeddedServerError(f"embedded PostgreSQL in {pgdata} failed to start: {tail or exc}",
                                   hint=f"see {logfile}") from exc
-    return server.get_uri()
+    uri = server.get_uri()
+    if shared_buffers:
+        _apply_shared_buffers(pgdata, uri, shared_buffers)
+    return uri
 
 
 def _postmaster(pgdata: Path):  # noqa: ANN202 - pgserver's own type
@@ -82,9 +117,8 @@ def stop(pgdata: Path) -> bool:
         return False
     from pgserver._commands import pg_ctl
 
-    user = "pgserver" if os.geteuid() == 0 else None
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_pg_ctl_user())
     except subprocess.CalledProcessError as exc:
         raise EmbeddedServerError(f"could not stop the server in {pgdata}: {exc}") from exc
     return True

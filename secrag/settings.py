@@ -22,6 +22,9 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default=Path(".secrag"), description="Embedded database and caches.")
     database_name: str = Field(default="secrag", description="Database created on the embedded server.")
     dagster_database_name: str = Field(default="secrag_dagster", description="Dagster instance database.")
+    embedded_shared_buffers: str = Field(
+        default="512MB", pattern=r"^\d+\s*(kB|MB|GB)$",
+        description="shared_buffers of the embedded server (applied with one restart when it changes).")
     sql_dir: Path = Field(default=REPO_ROOT / "sql", description="Migrations and named queries.")
     connect_timeout: int = Field(default=5, ge=1, le=120, description="Seconds to wait for the database.")
     reader_statement_timeout_ms: int = Field(default=2000, ge=100)

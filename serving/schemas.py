@@ -254,6 +254,17 @@ class RequestStats(BaseModel):
     by_status: dict[str, int]
 
 
+class EncoderStats(BaseModel):
+    backend: str = Field(description="onnx or torch.")
+    hits: int = Field(description="Queries answered from the query-vector cache since start.")
+    misses: int
+    size: int
+    max_size: int = Field(description="Cache capacity (SECRAG_QUERY_CACHE_SIZE; 0 = off).")
+    runs: int = Field(description="Model runs; concurrent queries share a run (micro-batching).")
+    encoded: int = Field(description="Texts encoded by the model.")
+    encode_ms: float = Field(description="Milliseconds spent in the model.")
+
+
 class StatsResponse(BaseModel):
     totals: dict[str, int]
     sources: dict[str, SourceStats]
@@ -261,6 +272,7 @@ class StatsResponse(BaseModel):
     index_bytes: dict[str, int]
     table_bytes: dict[str, int]
     requests: RequestStats
+    encoder: EncoderStats
 
 
 class Health(BaseModel):

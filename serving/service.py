@@ -51,6 +51,12 @@ SOURCES_TTL = 30.0
 # candidates, as natural-language queries always do (a wider pool measured no better: dev nDCG@10 0.608 at
 # the vector leg's 60, 0.604 at 100, 0.595 at 300).
 FTS_CORPUS_MAX_MATCHES = 1000
+# Filters estimated to keep at most this many chunks get exact vector distances instead of the HNSW index.
+EXACT_VECTOR_MAX_CHUNKS = 4000
+CHUNKS_PER_DOC_BOUND = 8
+# Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
+PROSE_MAX_WORDS = 8
+PROSE_MAX_SHARE = 0.02
 
 
 @dataclass
@@ -134,6 +140,31 @@ class Service:
         row = conn.execute(self.queries.query_lexemes, params).fetchone()
         return stats.estimate(row[0] or (), row[1] or (), req.filters.sources) > FTS_CORPUS_MAX_MATCHES
 
+    def _rare_words(self, conn: psycopg.Connection, params: dict[str, Any]) -> str | None:
+        """For prose in full-text mode: an OR of its rarest lexemes (None without statistics).
+
+        An OR of every word of a paragraph matches half the corpus and ranking that takes seconds;
+        ts_rank_cd has no inverse document frequency either, so common words only add noise.
+        """
+        stats = self.lexeme_stats()
+        if not stats.shares:
+            return None
+        words = conn.execute(self.queries.query_lexemes, params).fetchone()[0] or []
+        ranked = sorted(set(words), key=lambda w: (stats.share(w), w))
+        rare = [w for w in ranked if stats.share(w) <= PROSE_MAX_SHARE][:PROSE_MAX_WORDS] or ranked[:3]
+        return " or ".join(rare) if rare else None
+
+    def _exact_vectors(self, filters: Any) -> bool:  # noqa: ANN401 - SearchFilters
+        """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""
+        estimates = []
+        if filters.doc_ids:
+            estimates.append(len(filters.doc_ids) * CHUNKS_PER_DOC_BOUND)
+        if filters.sources:
+            stats = self.lexeme_stats()
+            if stats.source_shares:
+                estimates.append(stats.chunks * sum(stats.source_shares.get(s, 0.0) for s in set(filters.sources)))
+        return bool(estimates) and min(estimates) <= EXACT_VECTOR_MAX_CHUNKS
+
     def search(self, req: SearchRequest, principal: Principal) -> SearchResponse:
         started = time.perf_counter()
         analysis = logic.analyse(req.query)
@@ -168,6 +199,8 @@ class Service:
                 self._check_sources(filters.sources, self.visible_sources(conn, principal))
             if not use_then_vec and plan.fts_k and self._pool_fts(conn, req, analysis, params):
                 params["pool_fts"] = True
+            elif req.mode == "fts" and analysis.query_type == "natural":
+                params["fts_text"] = self._rare_words(conn, params) or params["fts_text"]
             ef_search = max(40, params["vec_k"], req.candidates_k if use_then_vec else 0)
             with conn.pipeline(), conn.transaction():
                 conn.execute(self.queries.search_settings, {
@@ -204,10 +237,12 @@ class Service:
         cursors: dict[str, psycopg.Cursor] = {}
         wanted = {"vec": plan.vec_k > 0, "fts": plan.fts_k > 0 and not params["pool_fts"],
                   "fuzzy": plan.fuzzy_k > 0, "exact": bool(params["exact_ids"] or params["child_ids"])}
+        statements = {"vec": self.statements.vec_exact if self._exact_vectors(req.filters) else self.statements.vec,
+                      "fts": self.statements.fts, "fuzzy": self.statements.fuzzy, "exact": self.statements.exact}
         for leg, needed in wanted.items():
             if needed:
                 cursors[leg] = conn.cursor(row_factory=dict_row)
-                cursors[leg].execute(getattr(self.statements, leg), params)
+                cursors[leg].execute(statements[leg], params)
         rows = {leg: cur.fetchall() for leg, cur in cursors.items()}
         for cur in cursors.values():
             cur.close()
@@ -304,7 +339,8 @@ class Service:
     def stats(self, principal: Principal) -> dict[str, Any]:
         with self.pool.connection() as conn:
             names = self.visible_sources(conn, principal)
-            return collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary())
+            stats = collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary())
+        return {**stats, "encoder": self.encoder.cache_info()}
 
 
 def _leg(score: Any, rank: Any) -> LegScore | None:  # noqa: ANN401

@@ -13,6 +13,7 @@ class SearchStatements:
     """One statement per leg (fused in Python), the fts_then_vec statement and the page's display fields."""
 
     vec: sql.Composed
+    vec_exact: sql.Composed  # exact distances, for filters that keep few chunks
     fts: sql.Composed
     fuzzy: sql.Composed
     exact: sql.Composed
@@ -39,6 +40,7 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatement
     def fill(block: str) -> sql.Composed:
         return sql.SQL(block).format(**parts)
 
-    return SearchStatements(vec=fill(queries.leg_vec), fts=fill(queries.leg_fts), fuzzy=fill(queries.leg_fuzzy),
+    return SearchStatements(vec=fill(queries.leg_vec), vec_exact=fill(queries.leg_vec_exact),
+                            fts=fill(queries.leg_fts), fuzzy=fill(queries.leg_fuzzy),
                             exact=fill(queries.leg_exact), fts_then_vec=fill(queries.search_fts_then_vec),
                             result_rows=fill(queries.result_rows))

@@ -47,6 +47,21 @@ def test_start_reuses_a_running_server_and_stop_stops_it(tmp_path: Path) -> None
     assert embedded.stop(pgdata) is False
 
 
+def test_start_applies_shared_buffers_once(tmp_path: Path) -> None:
+    import psycopg
+
+    pgdata = tmp_path / "pgdata"
+    uri = embedded.start(pgdata, shared_buffers="160MB")
+    try:
+        with psycopg.connect(uri) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone()[0] == "160MB"
+        pid = embedded.status(pgdata).pid
+        assert embedded.start(pgdata, shared_buffers="160MB") == uri
+        assert embedded.status(pgdata).pid == pid  # already applied: no second restart
+    finally:
+        embedded.stop(pgdata)
+
+
 def test_cli_reports_bad_data_dir_in_one_line(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     (data_dir / "pgdata").mkdir(parents=True)

@@ -138,9 +138,14 @@ def test_doc_id_filter(client: TestClient) -> None:
     assert sorted(doc_ids(payload)) == sorted(wanted)
 
 
+@pytest.mark.parametrize("exact_max", [0, 4000], ids=["hnsw-iterative", "exact-distances"])
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
-def test_selective_filter_still_returns_k(client: TestClient, serving_db_url: str, mode: str) -> None:
-    """A filter matching ~1 % of the chunks still yields every match (iterative HNSW scans)."""
+def test_selective_filter_still_returns_k(client: TestClient, serving_db_url: str, mode: str, exact_max: int,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filter matching ~1 % of the chunks still yields every match (iterative HNSW scans or exact distances)."""
+    from serving import service as service_module
+
+    monkeypatch.setattr(service_module, "EXACT_VECTOR_MAX_CHUNKS", exact_max)
     with database.connect(serving_db_url) as conn:
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         docs = [r[0] for r in conn.execute(
@@ -244,3 +249,30 @@ def test_common_words_rank_full_text_within_the_vector_pool(client: TestClient, 
     assert pooled("how do attackers dump credentials from lsass memory")  # prose: always the pool
     payload = search(client, common, k=5)
     assert payload["results"] and any(r["scores"]["fts"] for r in payload["results"])
+
+
+def test_small_filters_use_exact_distances(client: TestClient) -> None:
+    from serving.schemas import SearchFilters
+
+    service = client.app.state.service  # type: ignore[attr-defined]
+    assert service._exact_vectors(SearchFilters(doc_ids=["a", "b"]))
+    assert not service._exact_vectors(SearchFilters())
+    assert not service._exact_vectors(SearchFilters(platforms=["windows"]))  # no estimate: the index
+
+
+
+def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, serving_db_url: str) -> None:
+    from serving import search as logic
+
+    with database.connect(serving_db_url, autocommit=True) as conn:
+        conn.execute("ANALYZE chunks")
+    service = client.app.state.service  # type: ignore[attr-defined]
+    service._lexeme_stats.value = None
+    prose = "the adversary uses the process to dump the credentials from lsass memory with a tool such as mimikatz"
+    analysis = logic.analyse(prose)
+    with service.pool.connection() as conn:
+        rare = service._rare_words(conn, {"fts_text": analysis.fts_text, "ident_text": analysis.ident_text})
+    words = rare.split(" or ")
+    assert 1 <= len(words) <= 8 and "mimikatz" in words
+    payload = search(client, prose, mode="fts", k=5)
+    assert payload["results"] and payload["query_type"] == "natural"
