@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     def pgdata(self) -> Path:
         return (self.data_dir / "pgdata").resolve()
 
+    @property
+    def models_dir(self) -> Path:
+        """Exported models (the API's ONNX query encoder)."""
+        return self.data_dir / "models"
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

@@ -72,7 +72,7 @@ def start_service(settings: ServingSettings, metrics: Metrics) -> Service:
     encoder = shared_encoder(_active_model(pool, queries, settings.embedding_model), settings.torch_threads,
                              backend=settings.query_encoder, encoder_threads=settings.query_encoder_threads,
                              cache_size=settings.query_cache_size,
-                             cache_dir=settings.model_cache_dir or settings.data_dir / "models")
+                             cache_dir=settings.models_dir)
     query_log = None
     if settings.query_log:
         query_log = QueryLog(url, queries, with_text=settings.query_log_text)

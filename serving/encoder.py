@@ -168,6 +168,7 @@ class QueryEncoder:
                 self._running = False
                 self._cond.notify_all()
 
+
 def make_model(model_id: str, backend: str = "onnx", *, threads: int = 1, torch_threads: int = 0,
                cache_dir: Path | None = None) -> TextModel:
     """The query model for a backend: "onnx" (onnxruntime, `threads` threads) or "torch" (sentence-transformers)."""
@@ -180,7 +181,7 @@ def make_model(model_id: str, backend: str = "onnx", *, threads: int = 1, torch_
     if cache_dir is None:
         from secrag.settings import get_settings
 
-        cache_dir = get_settings().data_dir / "models"
+        cache_dir = get_settings().models_dir
     return OnnxEncoder(model_id, cache_dir, threads=threads)
 
 

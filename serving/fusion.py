@@ -11,16 +11,11 @@ _LEG_FIELDS = {"fts": ("fts_score", "fts_rank"), "vec": ("vec_score", "vec_rank"
                "fuzzy": ("fuzzy_score", "fuzzy_rank")}
 
 
-def ranked(rows: Sequence[Row], score_key: str = "score", limit: int | None = None) -> list[Row]:
-    """Rows with a score, best first (ties by chunk id), as the legs' SQL orders them."""
-    kept = [r for r in rows if r.get(score_key) is not None]
-    kept.sort(key=lambda r: (-float(r[score_key]), r["chunk_id"]))
-    return kept[:limit] if limit is not None else kept
-
-
 def pool_fts(vec_rows: Sequence[Row], limit: int) -> list[dict[str, Any]]:
-    """The full-text leg ranked within the vector leg's pool (rows' `pool_fts` score)."""
-    return [{**r, "score": r["pool_fts"]} for r in ranked(vec_rows, "pool_fts", limit)]
+    """The full-text leg ranked within the vector leg's pool (rows' `pool_fts` score), best first."""
+    matched = sorted((r for r in vec_rows if r.get("pool_fts") is not None),
+                     key=lambda r: (-float(r["pool_fts"]), r["chunk_id"]))
+    return [{**r, "score": r["pool_fts"]} for r in matched[:limit]]
 
 
 def fuse(legs: Mapping[str, Sequence[Row]], exact: Sequence[Row], plan: Plan, rrf_k0: int,

@@ -42,6 +42,12 @@ class LexemeStats:
     def share(self, lexeme: str) -> float:
         return self.shares.get(lexeme, self.rare_share)
 
+    def chunks_in(self, sources: Sequence[str] | None) -> float:
+        """Chunks of the given sources (all chunks when None or empty, or before statistics exist)."""
+        if not sources or not self.source_shares:
+            return self.chunks
+        return self.chunks * sum(self.source_shares.get(s, 0.0) for s in set(sources))
+
     def estimate(self, all_of: Iterable[str], any_of: Iterable[str], sources: Sequence[str] | None = None) -> float:
         """Chunks matching every lexeme of `all_of` or any of `any_of` (within `sources` when given).
 
@@ -51,7 +57,4 @@ class LexemeStats:
         words = [self.share(w) for w in all_of]
         matched = min(words) if words else 0.0
         matched += sum(self.share(w) for w in any_of)
-        scope = 1.0
-        if sources and self.source_shares:
-            scope = sum(self.source_shares.get(s, 0.0) for s in set(sources))
-        return min(1.0, matched) * scope * self.chunks
+        return min(1.0, matched) * self.chunks_in(sources)

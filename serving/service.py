@@ -121,11 +121,23 @@ class Service:
                 return [r[0] for r in conn.execute(self.queries.source_names).fetchall()]
         return self._source_names.get(load)
 
-    def lexeme_stats(self) -> LexemeStats:
-        def load() -> LexemeStats:
-            with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+    def lexeme_stats(self, conn: psycopg.Connection | None = None) -> LexemeStats:
+        """Column statistics of chunks (cached), read on `conn` when given: a request never holds two."""
+        def read(c: psycopg.Connection) -> LexemeStats:
+            with c.cursor(row_factory=dict_row) as cur:
                 return LexemeStats.from_row(cur.execute(self.queries.lexeme_frequencies).fetchone())
+
+        def load() -> LexemeStats:
+            if conn is not None:
+                return read(conn)
+            with self.pool.connection() as own:
+                return read(own)
         return self._lexeme_stats.get(load)
+
+    def _query_lexemes(self, conn: psycopg.Connection, params: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """The full-text and identifier lexemes of the query, as PostgreSQL normalises them."""
+        words, idents = conn.execute(self.queries.query_lexemes, params).fetchone()
+        return words or [], idents or []
 
     def _pool_fts(self, conn: psycopg.Connection, req: SearchRequest, analysis: logic.QueryAnalysis,
                   params: dict[str, Any]) -> bool:
@@ -134,11 +146,11 @@ class Service:
             return False
         if analysis.query_type == "natural":
             return True  # an OR of many words matches half the corpus; rank prose within the semantic pool
-        stats = self.lexeme_stats()
+        stats = self.lexeme_stats(conn)
         if not stats.shares:
             return False
-        row = conn.execute(self.queries.query_lexemes, params).fetchone()
-        return stats.estimate(row[0] or (), row[1] or (), req.filters.sources) > FTS_CORPUS_MAX_MATCHES
+        words, idents = self._query_lexemes(conn, params)
+        return stats.estimate(words, idents, req.filters.sources) > FTS_CORPUS_MAX_MATCHES
 
     def _rare_words(self, conn: psycopg.Connection, params: dict[str, Any]) -> str | None:
         """For prose in full-text mode: an OR of its rarest lexemes (None without statistics).
@@ -146,23 +158,23 @@ class Service:
         An OR of every word of a paragraph matches half the corpus and ranking that takes seconds;
         ts_rank_cd has no inverse document frequency either, so common words only add noise.
         """
-        stats = self.lexeme_stats()
+        stats = self.lexeme_stats(conn)
         if not stats.shares:
             return None
-        words = conn.execute(self.queries.query_lexemes, params).fetchone()[0] or []
+        words, _ = self._query_lexemes(conn, params)
         ranked = sorted(set(words), key=lambda w: (stats.share(w), w))
         rare = [w for w in ranked if stats.share(w) <= PROSE_MAX_SHARE][:PROSE_MAX_WORDS] or ranked[:3]
         return " or ".join(rare) if rare else None
 
-    def _exact_vectors(self, filters: Any) -> bool:  # noqa: ANN401 - SearchFilters
+    def _exact_vectors(self, conn: psycopg.Connection, filters: Any) -> bool:  # noqa: ANN401 - SearchFilters
         """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""
         estimates = []
         if filters.doc_ids:
             estimates.append(len(filters.doc_ids) * CHUNKS_PER_DOC_BOUND)
         if filters.sources:
-            stats = self.lexeme_stats()
+            stats = self.lexeme_stats(conn)
             if stats.source_shares:
-                estimates.append(stats.chunks * sum(stats.source_shares.get(s, 0.0) for s in set(filters.sources)))
+                estimates.append(stats.chunks_in(filters.sources))
         return bool(estimates) and min(estimates) <= EXACT_VECTOR_MAX_CHUNKS
 
     def search(self, req: SearchRequest, principal: Principal) -> SearchResponse:
@@ -201,6 +213,7 @@ class Service:
                 params["pool_fts"] = True
             elif req.mode == "fts" and analysis.query_type == "natural":
                 params["fts_text"] = self._rare_words(conn, params) or params["fts_text"]
+            exact_vectors = not use_then_vec and plan.vec_k > 0 and self._exact_vectors(conn, filters)
             ef_search = max(40, params["vec_k"], req.candidates_k if use_then_vec else 0)
             with conn.pipeline(), conn.transaction():
                 conn.execute(self.queries.search_settings, {
@@ -210,7 +223,7 @@ class Service:
                 if use_then_vec:
                     window_rows = self._fetch(conn, self.statements.fts_then_vec, params)
                 else:
-                    window_rows = self._fused(conn, req, plan, params)
+                    window_rows = self._fused(conn, req, plan, params, exact_vectors)
             ranked = logic.rescore(window_rows, mode=req.mode, query=req.query, analysis=analysis,
                                    config=self.search_config, min_score=req.min_score)
             page = ranked[req.offset:req.offset + req.k]
@@ -231,13 +244,13 @@ class Service:
             cur.execute(statement, params)
             return cur.fetchall()
 
-    def _fused(self, conn: psycopg.Connection, req: SearchRequest, plan: logic.Plan,
-               params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _fused(self, conn: psycopg.Connection, req: SearchRequest, plan: logic.Plan, params: dict[str, Any],
+               exact_vectors: bool) -> list[dict[str, Any]]:
         """Send every needed leg in one pipeline, then fuse by reciprocal rank and take the window."""
         cursors: dict[str, psycopg.Cursor] = {}
         wanted = {"vec": plan.vec_k > 0, "fts": plan.fts_k > 0 and not params["pool_fts"],
                   "fuzzy": plan.fuzzy_k > 0, "exact": bool(params["exact_ids"] or params["child_ids"])}
-        statements = {"vec": self.statements.vec_exact if self._exact_vectors(req.filters) else self.statements.vec,
+        statements = {"vec": self.statements.vec_exact if exact_vectors else self.statements.vec,
                       "fts": self.statements.fts, "fuzzy": self.statements.fuzzy, "exact": self.statements.exact}
         for leg, needed in wanted.items():
             if needed:
@@ -246,16 +259,10 @@ class Service:
         rows = {leg: cur.fetchall() for leg, cur in cursors.items()}
         for cur in cursors.values():
             cur.close()
-        legs: dict[str, list[Any]] = {}
-        if "vec" in rows:
-            legs["vec"] = rows["vec"][:plan.vec_k]
+        exact = rows.pop("exact", [])
         if params["pool_fts"]:
-            legs["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
-        elif "fts" in rows:
-            legs["fts"] = rows["fts"]
-        if "fuzzy" in rows:
-            legs["fuzzy"] = rows["fuzzy"]
-        items = fusion.fuse(legs, rows.get("exact", []), plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
+            rows["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
+        items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
         return fusion.window(items, group_by_doc=req.group_by_doc, size=plan.window)
 
     def _check_sources(self, requested: Sequence[str] | None, known: Sequence[str]) -> None:

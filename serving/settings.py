@@ -48,6 +48,10 @@ class ServingSettings(Settings):
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
         description="Host headers the MCP endpoint accepts (DNS-rebinding protection).")
 
+    @property
+    def models_dir(self) -> Path:
+        return self.model_cache_dir or super().models_dir
+
 
 @lru_cache(maxsize=1)
 def get_serving_settings() -> ServingSettings:

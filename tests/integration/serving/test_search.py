@@ -255,9 +255,10 @@ def test_small_filters_use_exact_distances(client: TestClient) -> None:
     from serving.schemas import SearchFilters
 
     service = client.app.state.service  # type: ignore[attr-defined]
-    assert service._exact_vectors(SearchFilters(doc_ids=["a", "b"]))
-    assert not service._exact_vectors(SearchFilters())
-    assert not service._exact_vectors(SearchFilters(platforms=["windows"]))  # no estimate: the index
+    with service.pool.connection() as conn:
+        assert service._exact_vectors(conn, SearchFilters(doc_ids=["a", "b"]))
+        assert not service._exact_vectors(conn, SearchFilters())
+        assert not service._exact_vectors(conn, SearchFilters(platforms=["windows"]))  # no estimate: the index
 
 
 

@@ -30,3 +30,9 @@ def test_no_statistics_yet() -> None:
     empty = LexemeStats.from_row({"lexemes": None, "freqs": None, "chunks": 5, "sources": None,
                                   "source_freqs": None})
     assert not empty.shares and empty.chunks == 5
+
+
+def test_chunks_in_sources() -> None:
+    stats = _stats()
+    assert stats.chunks_in(None) == stats.chunks_in([]) == 10_000
+    assert stats.chunks_in(["sigma", "sigma"]) == pytest.approx(6000)
