@@ -23,7 +23,7 @@ from .plans import load_plans
 from .querylog import QueryLog
 from .routes import docs, health, plans, search, sources, stats
 from .search_config import load_search_config
-from .service import Service
+from .service import DEFAULT_EF_SEARCH, TRGM_THRESHOLD, Service
 from .settings import ServingSettings, get_serving_settings
 from .statements import compose
 
@@ -31,11 +31,15 @@ log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
 
 
-def _reader_setup(queries: Queries, timeout_ms: int):  # noqa: ANN202 - pool configure hook
+def _reader_setup(queries: Queries, settings: ServingSettings):  # noqa: ANN202 - pool configure hook
     def configure(conn: psycopg.Connection) -> None:
         conn.autocommit = True
         conn.execute(queries.session_role)
-        conn.execute(queries.session_settings, {"timeout": str(timeout_ms)})
+        conn.execute(queries.session_settings, {
+            "timeout": str(settings.reader_statement_timeout_ms),
+            "iterative_scan": settings.hnsw_iterative_scan,
+            "max_scan_tuples": str(settings.hnsw_max_scan_tuples),
+            "ef_search": str(DEFAULT_EF_SEARCH), "trgm_threshold": str(TRGM_THRESHOLD)})
 
     return configure
 
@@ -48,7 +52,7 @@ def open_reader_pool(url: str, settings: ServingSettings, queries: Queries) -> C
     """
     pool = database.open_pool(url, min_size=settings.pool_min_size, max_size=settings.pool_max_size,
                               timeout=settings.pool_timeout, name="secrag-serving",
-                              configure=_reader_setup(queries, settings.reader_statement_timeout_ms),
+                              configure=_reader_setup(queries, settings),
                               check=True, reconnect_timeout=3600, connect_timeout=2)
     pool.open(wait=False)
     return pool

@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -57,6 +58,11 @@ CHUNKS_PER_DOC_BOUND = 8
 # Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
 PROSE_MAX_WORDS = 8
 PROSE_MAX_SHARE = 0.02
+# Session defaults of reader connections (serving/app.py); a request needing a wider HNSW search list
+# (vec_k or candidates_k above it) sets hnsw.ef_search on its connection first.
+DEFAULT_EF_SEARCH = 60
+MAX_EF_SEARCH = 1000
+TRGM_THRESHOLD = 0.3
 
 
 @dataclass
@@ -92,6 +98,9 @@ class Service:
     _technique_ids: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     _source_names: _Cached = field(default_factory=lambda: _Cached(SOURCES_TTL))
     _lexeme_stats: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
+    # hnsw.ef_search per pooled connection when not the session default (a connection serves one request
+    # at a time; entries go with their connection)
+    _ef_by_conn: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary)
 
     # --- caches -------------------------------------------------------------------------------
 
@@ -214,16 +223,12 @@ class Service:
             elif req.mode == "fts" and analysis.query_type == "natural":
                 params["fts_text"] = self._rare_words(conn, params) or params["fts_text"]
             exact_vectors = not use_then_vec and plan.vec_k > 0 and self._exact_vectors(conn, filters)
-            ef_search = max(40, params["vec_k"], req.candidates_k if use_then_vec else 0)
-            with conn.pipeline(), conn.transaction():
-                conn.execute(self.queries.search_settings, {
-                    "iterative_scan": self.settings.hnsw_iterative_scan,
-                    "max_scan_tuples": str(self.settings.hnsw_max_scan_tuples),
-                    "ef_search": str(min(1000, ef_search)), "trgm_threshold": "0.3"})
-                if use_then_vec:
-                    window_rows = self._fetch(conn, self.statements.fts_then_vec, params)
-                else:
-                    window_rows = self._fused(conn, req, plan, params, exact_vectors)
+            if plan.vec_k:
+                self._ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k, req.candidates_k if use_then_vec else 0))
+            if use_then_vec:
+                window_rows = self._fetch(conn, self.statements.fts_then_vec, params)
+            else:
+                window_rows = self._fused(conn, req, plan, params, exact_vectors)
             ranked = logic.rescore(window_rows, mode=req.mode, query=req.query, analysis=analysis,
                                    config=self.search_config, min_score=req.min_score)
             page = ranked[req.offset:req.offset + req.k]
@@ -239,26 +244,32 @@ class Service:
                               took_ms=round(took, 2), truncated=truncated)
 
     @staticmethod
-    def _fetch(conn: psycopg.Connection, statement: sql.Composable, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _fetch(conn: psycopg.Connection, statement: str | sql.Composable,
+               params: dict[str, Any]) -> list[dict[str, Any]]:
         with conn.cursor(row_factory=dict_row) as cur:
             cur.execute(statement, params)
             return cur.fetchall()
 
+    def _ef_search(self, conn: psycopg.Connection, wanted: int) -> None:
+        """Set hnsw.ef_search on the connection when it differs from what the session already has."""
+        value = str(min(MAX_EF_SEARCH, wanted))
+        if self._ef_by_conn.get(conn, str(DEFAULT_EF_SEARCH)) != value:
+            conn.execute(self.queries.search_ef, {"ef_search": value})
+            self._ef_by_conn[conn] = value
+
     def _fused(self, conn: psycopg.Connection, req: SearchRequest, plan: logic.Plan, params: dict[str, Any],
                exact_vectors: bool) -> list[dict[str, Any]]:
-        """Send every needed leg in one pipeline, then fuse by reciprocal rank and take the window."""
-        cursors: dict[str, psycopg.Cursor] = {}
+        """Run the needed legs as one statement, then fuse by reciprocal rank and take the window."""
         wanted = {"vec": plan.vec_k > 0, "fts": plan.fts_k > 0 and not params["pool_fts"],
                   "fuzzy": plan.fuzzy_k > 0, "exact": bool(params["exact_ids"] or params["child_ids"])}
-        statements = {"vec": self.statements.vec_exact if exact_vectors else self.statements.vec,
-                      "fts": self.statements.fts, "fuzzy": self.statements.fuzzy, "exact": self.statements.exact}
-        for leg, needed in wanted.items():
-            if needed:
-                cursors[leg] = conn.cursor(row_factory=dict_row)
-                cursors[leg].execute(statements[leg], params)
-        rows = {leg: cur.fetchall() for leg, cur in cursors.items()}
-        for cur in cursors.values():
-            cur.close()
+        statement = self.statements.search([leg for leg, needed in wanted.items() if needed],
+                                           exact_vectors=exact_vectors)
+        rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg, needed in wanted.items() if needed}
+        for row in self._fetch(conn, statement, params):
+            rows[row["leg"]].append(row)
+        for leg in ("vec", "fts", "fuzzy"):  # each leg best first (UNION ALL promises no order)
+            if leg in rows:
+                rows[leg].sort(key=_best_first)
         exact = rows.pop("exact", [])
         if params["pool_fts"]:
             rows["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
@@ -348,6 +359,10 @@ class Service:
             names = self.visible_sources(conn, principal)
             stats = collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary())
         return {**stats, "encoder": self.encoder.cache_info()}
+
+
+def _best_first(row: dict[str, Any]) -> tuple[float, str]:
+    return -row["score"], row["chunk_id"]
 
 
 def _leg(score: Any, rank: Any) -> LegScore | None:  # noqa: ANN401

@@ -1,24 +1,44 @@
 """SQL statements of the search modes, composed once from the named blocks in sql/queries/serving.sql."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from psycopg import sql
 
 from secrag.queries import Queries
 
+LEGS = ("vec", "fts", "fuzzy", "exact")  # `vec` is either leg_vec (HNSW) or leg_vec_exact (exact distances)
+
 
 @dataclass(frozen=True)
 class SearchStatements:
-    """One statement per leg (fused in Python), the fts_then_vec statement and the page's display fields."""
+    """The legs' statements, one UNION ALL statement per set of legs, fts_then_vec and the page's display fields.
 
-    vec: sql.Composed
-    vec_exact: sql.Composed  # exact distances, for filters that keep few chunks
-    fts: sql.Composed
-    fuzzy: sql.Composed
-    exact: sql.Composed
-    fts_then_vec: sql.Composed
-    result_rows: sql.Composed
+    Statements are rendered to text once: psycopg then only looks their placeholders up in its cache.
+    """
+
+    vec: str
+    vec_exact: str  # exact distances, for filters that keep few chunks
+    fts: str
+    fuzzy: str
+    exact: str
+    fts_then_vec: str
+    result_rows: str
+    _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
+
+    def search(self, legs: Iterable[str], *, exact_vectors: bool = False) -> str:
+        """One statement running the given legs (rows tagged by `leg`): a UNION ALL of parenthesised SELECTs."""
+        chosen = tuple(leg for leg in LEGS if leg in set(legs))
+        if not chosen:
+            raise ValueError("a search needs at least one leg")
+        return self._searches[(*chosen, "exact_vectors")] if exact_vectors and "vec" in chosen \
+            else self._searches[chosen]
+
+
+def _union(parts: Iterable[str]) -> str:
+    return "\nUNION ALL\n".join(f"({part})" for part in parts)
 
 
 def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatements:
@@ -37,10 +57,19 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatement
         "model": sql.Literal(model_id),
     }
 
-    def fill(block: str) -> sql.Composed:
-        return sql.SQL(block).format(**parts)
+    def fill(block: str) -> str:
+        return sql.SQL(block).format(**parts).as_string()
 
-    return SearchStatements(vec=fill(queries.leg_vec), vec_exact=fill(queries.leg_vec_exact),
-                            fts=fill(queries.leg_fts), fuzzy=fill(queries.leg_fuzzy),
-                            exact=fill(queries.leg_exact), fts_then_vec=fill(queries.search_fts_then_vec),
-                            result_rows=fill(queries.result_rows))
+    legs = {"vec": fill(queries.leg_vec), "fts": fill(queries.leg_fts), "fuzzy": fill(queries.leg_fuzzy),
+            "exact": fill(queries.leg_exact)}
+    vec_exact = fill(queries.leg_vec_exact)
+    searches: dict[tuple[str, ...], str] = {}
+    for n in range(1, len(LEGS) + 1):
+        for chosen in itertools.combinations(LEGS, n):
+            searches[chosen] = _union(legs[leg] for leg in chosen)
+            if "vec" in chosen:
+                searches[(*chosen, "exact_vectors")] = _union(
+                    vec_exact if leg == "vec" else legs[leg] for leg in chosen)
+    return SearchStatements(vec=legs["vec"], vec_exact=vec_exact, fts=legs["fts"], fuzzy=legs["fuzzy"],
+                            exact=legs["exact"], fts_then_vec=fill(queries.search_fts_then_vec),
+                            result_rows=fill(queries.result_rows), _searches=searches)

@@ -9,18 +9,21 @@ SET ROLE secrag_reader
 -- name: session_settings
 -- Search statements are prepared after a few runs (psycopg); their filters are `param IS NULL OR ...`,
 -- which a generic plan cannot prune, so always plan with the actual values. JIT compiles for longer
--- than these sub-100 ms statements run.
+-- than these sub-100 ms statements run. The search settings hold for the session, so a search is one
+-- statement with no transaction around it (hnsw.ef_search is set again only when a request needs
+-- another value: search_ef).
 SELECT set_config('statement_timeout', %(timeout)s, false),
        set_config('default_transaction_read_only', 'on', false),
        set_config('plan_cache_mode', 'force_custom_plan', false),
-       set_config('jit', 'off', false)
+       set_config('jit', 'off', false),
+       set_config('hnsw.iterative_scan', %(iterative_scan)s, false),
+       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, false),
+       set_config('hnsw.ef_search', %(ef_search)s, false),
+       set_config('pg_trgm.similarity_threshold', %(trgm_threshold)s, false),
+       set_config('pg_trgm.word_similarity_threshold', %(trgm_threshold)s, false)
 
--- name: search_settings
-SELECT set_config('hnsw.iterative_scan', %(iterative_scan)s, true),
-       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true),
-       set_config('hnsw.ef_search', %(ef_search)s, true),
-       set_config('pg_trgm.similarity_threshold', %(trgm_threshold)s, true),
-       set_config('pg_trgm.word_similarity_threshold', %(trgm_threshold)s, true)
+-- name: search_ef
+SELECT set_config('hnsw.ef_search', %(ef_search)s, false)
 
 -- name: filters
     (%(sources)s::text[] IS NULL OR c.source = ANY(%(sources)s::text[]))
@@ -65,17 +68,19 @@ LIMIT %(window)s
 websearch_to_tsquery('simple', %(ident_text)s)
 
 -- name: leg_vec
--- The legs of a search are sent together in one round trip and fused in Python (serving/fusion.py).
--- Each is a small statement the planner gets right with the request's actual values: the vector leg
--- walks the HNSW index, the full-text leg the GIN index, the fuzzy leg the trigram index. {tsq} and
+-- A search is one statement: a UNION ALL of the legs it needs (serving/statements.py), each leg a
+-- parenthesised SELECT the planner plans on its own with the request's actual values: the vector leg
+-- walks the HNSW index, the full-text leg the GIN index, the fuzzy leg the trigram index. Python fuses
+-- the legs' rows by reciprocal rank (serving/fusion.py). Every leg returns the same columns: leg,
+-- chunk_id, doc_id, source, title, identifiers, score, pool_fts, ident_hit, is_exact. {tsq} and
 -- {ident_tsq} are the tsquery expressions above, inlined (not a CTE) so that the planner folds them
 -- to constants and keeps the HNSW index order.
 -- Nearest chunks by cosine; pool_fts ranks each of them lexically too (natural-language queries and
 -- keyword queries of common words rank full text within this pool instead of across the corpus).
-SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
-       1 - ({vec} <=> %(qvec)s::vector) AS score,
-       CASE WHEN %(pool_fts)s AND c.tsv @@ {tsq} THEN ts_rank_cd(c.tsv, {tsq}, 32) END AS pool_fts,
-       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit
+SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
+       (1 - ({vec} <=> %(qvec)s::vector))::float8 AS score,
+       CASE WHEN %(pool_fts)s AND c.tsv @@ {tsq} THEN ts_rank_cd(c.tsv, {tsq}, 32) END::float8 AS pool_fts,
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact
 FROM embeddings e
 JOIN chunks c ON c.content_hash = e.content_hash
 JOIN documents d ON d.doc_id = c.doc_id
@@ -96,15 +101,16 @@ WITH nn AS MATERIALIZED (
     ORDER BY ({vec} <=> %(qvec)s::vector) + 0, c.chunk_id
     LIMIT %(vec_k)s
 )
-SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, 1 - nn.distance AS score,
-       CASE WHEN %(pool_fts)s AND c.tsv @@ {tsq} THEN ts_rank_cd(c.tsv, {tsq}, 32) END AS pool_fts,
-       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit
+SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, (1 - nn.distance)::float8 AS score,
+       CASE WHEN %(pool_fts)s AND c.tsv @@ {tsq} THEN ts_rank_cd(c.tsv, {tsq}, 32) END::float8 AS pool_fts,
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact
 FROM nn JOIN chunks c ON c.chunk_id = nn.chunk_id
 ORDER BY nn.distance, c.chunk_id
 
 -- name: leg_fts
-SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, ts_rank_cd(c.tsv, {tsq}, 32) AS score,
-       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit
+SELECT 'fts' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
+       ts_rank_cd(c.tsv, {tsq}, 32)::float8 AS score, NULL::float8 AS pool_fts,
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.tsv @@ {tsq} AND {filters}
 ORDER BY score DESC, c.chunk_id
@@ -113,9 +119,9 @@ LIMIT %(fts_k)s
 -- name: leg_fuzzy
 -- Titles only: trigram matching against long identifier lists costs ~100 ms per query; the exact and
 -- full-text legs cover identifiers, and rapidfuzz still re-scores candidates on them.
-SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
-       greatest(similarity(c.title, %(fuzzy_text)s), word_similarity(%(fuzzy_text)s, c.title)) AS score,
-       false AS ident_hit
+SELECT 'fuzzy' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
+       greatest(similarity(c.title, %(fuzzy_text)s), word_similarity(%(fuzzy_text)s, c.title))::float8 AS score,
+       NULL::float8 AS pool_fts, false AS ident_hit, false AS is_exact
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.ordinal = 0 AND (c.title %% %(fuzzy_text)s OR %(fuzzy_text)s <%% c.title) AND {filters}
 ORDER BY score DESC, c.chunk_id
@@ -123,9 +129,9 @@ LIMIT %(fuzzy_k)s
 
 -- name: leg_exact
 -- The document named by an exact identifier (exact) and, for a parent technique, its sub-techniques.
-SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, 1.0::float8 AS score,
-       c.doc_id = ANY(%(exact_ids)s::text[]) AS is_exact,
-       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit
+SELECT 'exact' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, 1.0::float8 AS score,
+       NULL::float8 AS pool_fts, (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit,
+       c.doc_id = ANY(%(exact_ids)s::text[]) AS is_exact
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE (c.doc_id = ANY(%(exact_ids)s::text[]) OR c.doc_id = ANY(%(child_ids)s::text[]))
   AND c.ordinal = 0 AND {filters}

@@ -175,9 +175,18 @@ def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
     from secrag.settings import REPO_ROOT
     from serving.statements import compose
 
+    statements = compose(Queries(REPO_ROOT / "sql", "serving"), "all-MiniLM-L6-v2", 384)
+    assert "e.vector::vector(384) <=>" in statements.vec and "e.model_id = 'all-MiniLM-L6-v2'" in statements.vec
+    # Within the one UNION ALL statement of a search, the vector leg still walks the index.
+    params = {"tenant": None, "user": None, "groups": [], "sources": None, "doc_ids": None, "techniques": None,
+              "platforms": None, "tags_any": None, "tags_all": None, "updated_after": None, "updated_before": None,
+              "fts_text": "lsass", "ident_text": "", "has_ident": False, "ident_tier": False, "qvec": probe,
+              "fts_k": 5, "vec_k": 5, "pool_fts": True}
     with database.connect(serving_db_url) as conn:
-        text = compose(Queries(REPO_ROOT / "sql", "serving"), "all-MiniLM-L6-v2", 384).vec.as_string(conn)
-    assert "e.vector::vector(384) <=>" in text and "e.model_id = 'all-MiniLM-L6-v2'" in text
+        register_vector(conn)
+        conn.execute("SET enable_sort = off")
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + statements.search(["vec", "fts"]), params))
+    assert "embeddings_minilm_hnsw_idx" in plan and "Append" in plan
 
 
 def test_group_by_doc_and_paging(client: TestClient) -> None:
@@ -211,11 +220,15 @@ def test_search_runs_as_the_read_only_reader(serving_db_url: str) -> None:
     from secrag.queries import Queries
     from secrag.settings import REPO_ROOT
     from serving.app import _reader_setup
+    from serving.settings import ServingSettings
 
+    settings = ServingSettings(reader_statement_timeout_ms=2000, hnsw_iterative_scan="strict_order")
     with database.connect(serving_db_url) as conn:
-        _reader_setup(Queries(REPO_ROOT / "sql", "serving"), 2000)(conn)
+        _reader_setup(Queries(REPO_ROOT / "sql", "serving"), settings)(conn)
         assert conn.execute("SELECT current_user").fetchone()[0] == "secrag_reader"
         assert conn.execute("SHOW statement_timeout").fetchone()[0] == "2s"
+        conn.execute("SELECT '[1,2]'::vector")  # loads pgvector, which takes over the session's placeholders
+        assert conn.execute("SHOW hnsw.iterative_scan").fetchone()[0] == "strict_order"
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             with conn.transaction():
                 conn.execute("DELETE FROM query_log")
@@ -277,3 +290,24 @@ def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, s
     assert 1 <= len(words) <= 8 and "mimikatz" in words
     payload = search(client, prose, mode="fts", k=5)
     assert payload["results"] and payload["query_type"] == "natural"
+
+
+def test_a_wider_hnsw_search_list_is_set_on_the_connection_only_when_needed(client: TestClient) -> None:
+    """Reader sessions start at ef_search 60; a request asking for more candidates widens it (capped at 1000)."""
+    from serving.service import DEFAULT_EF_SEARCH, MAX_EF_SEARCH
+
+    service = client.app.state.service  # type: ignore[attr-defined]
+    with service.pool.connection() as conn:
+        def ef() -> str:
+            conn.execute("SELECT '[1]'::vector")  # pgvector loaded: SHOW knows the setting
+            return conn.execute("SHOW hnsw.ef_search").fetchone()[0]
+
+        assert ef() == str(DEFAULT_EF_SEARCH)
+        service._ef_search(conn, 300)
+        assert ef() == "300"
+        service._ef_search(conn, 50_000)
+        assert ef() == str(MAX_EF_SEARCH)
+        service._ef_search(conn, DEFAULT_EF_SEARCH)
+        assert ef() == str(DEFAULT_EF_SEARCH)
+    wide = search(client, "lsass memory", mode="vector", k=10, vec_k=300)
+    assert len(wide["results"]) == 10
