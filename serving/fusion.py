@@ -65,6 +65,35 @@ def fuse(legs: Mapping[str, Sequence[Row]], exact: Sequence[Row], plan: Plan, rr
     return list(items.values())
 
 
+def then_vec(candidates: Sequence[Row], fill: Sequence[Row], exact: Sequence[Row]) -> list[dict[str, Any]]:
+    """Strategy fts_then_vec: full-text candidates re-ranked by cosine similarity (tier 1), then the vector
+    leg's other chunks (tier 0); the exact identifier's document first. Score = cosine similarity.
+
+    `candidates` are best full-text first with their `vec_score`; `fill` is the vector leg, best first.
+    """
+    items: dict[str, dict[str, Any]] = {}
+
+    def item(row: Row, tier: int) -> dict[str, Any]:
+        found = items[row["chunk_id"]] = {
+            "chunk_id": row["chunk_id"], "doc_id": row["doc_id"], "source": row["source"], "title": row["title"],
+            "identifiers": row.get("identifiers") or "", "ident_hit": bool(row.get("ident_hit")), "exact": False,
+            "tier": tier, "fts_score": None, "fts_rank": None, "vec_score": None, "vec_rank": None,
+            "fuzzy_score": None, "fuzzy_rank": None}
+        return found
+
+    fts_ranks = {row["chunk_id"]: rank for rank, row in enumerate(candidates, start=1)}
+    for rank, row in enumerate(sorted(candidates, key=lambda r: (-r["vec_score"], r["chunk_id"])), start=1):
+        entry = item(row, 1)
+        entry.update(score=row["vec_score"], vec_score=row["vec_score"], vec_rank=rank,
+                     fts_score=float(row["score"]), fts_rank=fts_ranks[row["chunk_id"]])
+    for rank, row in enumerate((r for r in fill if r["chunk_id"] not in fts_ranks), start=1):
+        item(row, 0).update(score=row["score"], vec_score=row["score"], vec_rank=rank)
+    for row in exact:  # the exact document's row replaces any other of its chunk
+        if row["is_exact"]:
+            item(row, 2).update(score=1.0, exact=True)
+    return list(items.values())
+
+
 def window(items: Sequence[dict[str, Any]], *, group_by_doc: bool, size: int) -> list[dict[str, Any]]:
     """The best chunk per document (or every chunk), ordered exact, child tier, identifier hit, score."""
     def best_first(r: Mapping[str, Any]) -> tuple:

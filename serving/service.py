@@ -222,13 +222,10 @@ class Service:
                 params["pool_fts"] = True
             elif req.mode == "fts" and analysis.query_type == "natural":
                 params["fts_text"] = self._rare_words(conn, params) or params["fts_text"]
-            exact_vectors = not use_then_vec and plan.vec_k > 0 and self._exact_vectors(conn, filters)
+            exact_vectors = plan.vec_k > 0 and self._exact_vectors(conn, filters)
             if plan.vec_k:
-                self._ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k, req.candidates_k if use_then_vec else 0))
-            if use_then_vec:
-                window_rows = self._fetch(conn, self.statements.fts_then_vec, params)
-            else:
-                window_rows = self._fused(conn, req, plan, params, exact_vectors)
+                self._ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
+            window_rows = self._fused(conn, req, plan, params, exact_vectors, then_vec=use_then_vec)
             ranked = logic.rescore(window_rows, mode=req.mode, query=req.query, analysis=analysis,
                                    config=self.search_config, min_score=req.min_score)
             page = ranked[req.offset:req.offset + req.k]
@@ -258,22 +255,30 @@ class Service:
             self._ef_by_conn[conn] = value
 
     def _fused(self, conn: psycopg.Connection, req: SearchRequest, plan: logic.Plan, params: dict[str, Any],
-               exact_vectors: bool) -> list[dict[str, Any]]:
-        """Run the needed legs as one statement, then fuse by reciprocal rank and take the window."""
-        wanted = {"vec": plan.vec_k > 0, "fts": plan.fts_k > 0 and not params["pool_fts"],
-                  "fuzzy": plan.fuzzy_k > 0, "exact": bool(params["exact_ids"] or params["child_ids"])}
+               exact_vectors: bool, *, then_vec: bool = False) -> list[dict[str, Any]]:
+        """Run the needed legs as one statement, then fuse them (by reciprocal rank, or fts_then_vec's
+        re-ranking) and take the window."""
+        if then_vec:
+            wanted = {"vec": True, "fts_vec": True, "exact": bool(params["exact_ids"])}
+            params = {**params, "child_ids": []}
+        else:
+            wanted = {"vec": plan.vec_k > 0, "fts": plan.fts_k > 0 and not params["pool_fts"],
+                      "fuzzy": plan.fuzzy_k > 0, "exact": bool(params["exact_ids"] or params["child_ids"])}
         statement = self.statements.search([leg for leg, needed in wanted.items() if needed],
                                            exact_vectors=exact_vectors)
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg, needed in wanted.items() if needed}
         for row in self._fetch(conn, statement, params):
             rows[row["leg"]].append(row)
-        for leg in ("vec", "fts", "fuzzy"):  # each leg best first (UNION ALL promises no order)
+        for leg in ("vec", "fts", "fts_vec", "fuzzy"):  # each leg best first (UNION ALL promises no order)
             if leg in rows:
                 rows[leg].sort(key=_best_first)
         exact = rows.pop("exact", [])
-        if params["pool_fts"]:
-            rows["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
-        items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
+        if then_vec:
+            items = fusion.then_vec(rows["fts_vec"], rows["vec"], exact)
+        else:
+            if params["pool_fts"]:
+                rows["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
+            items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
         return fusion.window(items, group_by_doc=req.group_by_doc, size=plan.window)
 
     def _check_sources(self, requested: Sequence[str] | None, known: Sequence[str]) -> None:

@@ -9,12 +9,13 @@ from psycopg import sql
 
 from secrag.queries import Queries
 
-LEGS = ("vec", "fts", "fuzzy", "exact")  # `vec` is either leg_vec (HNSW) or leg_vec_exact (exact distances)
+# `vec` is either leg_vec (HNSW) or leg_vec_exact (exact distances); `fts_vec` serves strategy fts_then_vec
+LEGS = ("vec", "fts", "fts_vec", "fuzzy", "exact")
 
 
 @dataclass(frozen=True)
 class SearchStatements:
-    """The legs' statements, one UNION ALL statement per set of legs, fts_then_vec and the page's display fields.
+    """The legs' statements, one UNION ALL statement per set of legs and the page's display fields.
 
     Statements are rendered to text once: psycopg then only looks their placeholders up in its cache.
     """
@@ -22,9 +23,9 @@ class SearchStatements:
     vec: str
     vec_exact: str  # exact distances, for filters that keep few chunks
     fts: str
+    fts_vec: str
     fuzzy: str
     exact: str
-    fts_then_vec: str
     result_rows: str
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
@@ -42,7 +43,7 @@ def _union(parts: Iterable[str]) -> str:
 
 
 def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatements:
-    """Fill `{filters}`, `{tsq}`, `{vec}`, `{model}` (and for fts_then_vec `{query}`, `{final}`) into the blocks.
+    """Fill `{filters}`, `{tsq}`, `{ident_tsq}`, `{vec}` and `{model}` into the blocks.
 
     The vector expression and the model literal must equal those of the partial HNSW index
     (`(vector::vector(384)) ... WHERE model_id = 'all-MiniLM-L6-v2'`) for the planner to use it.
@@ -51,8 +52,6 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatement
         "filters": sql.SQL(queries.filters),
         "tsq": sql.SQL(queries.tsq),
         "ident_tsq": sql.SQL(queries.ident_tsq),
-        "query": sql.SQL(queries.search_query),
-        "final": sql.SQL(queries.search_final),
         "vec": sql.SQL("e.vector::vector({})").format(sql.Literal(int(dimensions))),
         "model": sql.Literal(model_id),
     }
@@ -60,8 +59,8 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatement
     def fill(block: str) -> str:
         return sql.SQL(block).format(**parts).as_string()
 
-    legs = {"vec": fill(queries.leg_vec), "fts": fill(queries.leg_fts), "fuzzy": fill(queries.leg_fuzzy),
-            "exact": fill(queries.leg_exact)}
+    legs = {"vec": fill(queries.leg_vec), "fts": fill(queries.leg_fts), "fts_vec": fill(queries.leg_fts_vec),
+            "fuzzy": fill(queries.leg_fuzzy), "exact": fill(queries.leg_exact)}
     vec_exact = fill(queries.leg_vec_exact)
     searches: dict[tuple[str, ...], str] = {}
     for n in range(1, len(LEGS) + 1):
@@ -70,6 +69,6 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatement
             if "vec" in chosen:
                 searches[(*chosen, "exact_vectors")] = _union(
                     vec_exact if leg == "vec" else legs[leg] for leg in chosen)
-    return SearchStatements(vec=legs["vec"], vec_exact=vec_exact, fts=legs["fts"], fuzzy=legs["fuzzy"],
-                            exact=legs["exact"], fts_then_vec=fill(queries.search_fts_then_vec),
-                            result_rows=fill(queries.result_rows), _searches=searches)
+    return SearchStatements(vec=legs["vec"], vec_exact=vec_exact, fts=legs["fts"], fts_vec=legs["fts_vec"],
+                            fuzzy=legs["fuzzy"], exact=legs["exact"], result_rows=fill(queries.result_rows),
+                            _searches=searches)

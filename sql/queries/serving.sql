@@ -1,5 +1,6 @@
 -- Reads of the serving layer (FastAPI + MCP). Every value is a bound parameter; the few pieces
--- composed with psycopg.sql are `{filters}` (the block below), `{vec}` (the vector expression of
+-- composed with psycopg.sql are `{filters}` (the block below), `{tsq}` and `{ident_tsq}` (the query's
+-- tsquery expressions), `{vec}` (the vector expression of
 -- the active model's HNSW index, e.g. e.vector::vector(384)) and `{model}` (the partial index's
 -- model_id literal, so the planner can match the index predicate).
 
@@ -39,28 +40,6 @@ AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
         OR %(user)s::text = ANY(d.acl_users)
         OR d.acl_groups && %(groups)s::text[])))
 
--- name: search_query
-q AS (
-    SELECT websearch_to_tsquery('english', %(fts_text)s) || websearch_to_tsquery('simple', %(ident_text)s) AS tsq,
-           websearch_to_tsquery('simple', %(ident_text)s) AS ident_tsq
-)
-
--- name: search_final
-best AS (
-    SELECT DISTINCT ON (CASE WHEN %(group_by_doc)s THEN f.doc_id ELSE f.chunk_id END) f.*
-    FROM fused f
-    ORDER BY CASE WHEN %(group_by_doc)s THEN f.doc_id ELSE f.chunk_id END,
-             f.exact DESC, f.tier DESC, f.score DESC, f.chunk_id
-)
-SELECT b.chunk_id, b.doc_id, c.source, c.title, c.identifiers, b.score, b.exact, b.tier,
-       (%(ident_tier)s AND numnode(q.ident_tsq) > 0 AND c.tsv @@ q.ident_tsq) AS ident_hit,
-       b.fts_score, b.fts_rank, b.vec_score, b.vec_rank, b.fuzzy_score, b.fuzzy_rank
-FROM best b
-JOIN chunks c ON c.chunk_id = b.chunk_id
-CROSS JOIN q
-ORDER BY b.exact DESC, b.tier DESC, ident_hit DESC, b.score DESC, b.chunk_id
-LIMIT %(window)s
-
 -- name: tsq
 (websearch_to_tsquery('english', %(fts_text)s) || websearch_to_tsquery('simple', %(ident_text)s))
 
@@ -72,7 +51,7 @@ websearch_to_tsquery('simple', %(ident_text)s)
 -- parenthesised SELECT the planner plans on its own with the request's actual values: the vector leg
 -- walks the HNSW index, the full-text leg the GIN index, the fuzzy leg the trigram index. Python fuses
 -- the legs' rows by reciprocal rank (serving/fusion.py). Every leg returns the same columns: leg,
--- chunk_id, doc_id, source, title, identifiers, score, pool_fts, ident_hit, is_exact. {tsq} and
+-- chunk_id, doc_id, source, title, identifiers, score, pool_fts, ident_hit, is_exact, vec_score. {tsq} and
 -- {ident_tsq} are the tsquery expressions above, inlined (not a CTE) so that the planner folds them
 -- to constants and keeps the HNSW index order.
 -- Nearest chunks by cosine; pool_fts ranks each of them lexically too (natural-language queries and
@@ -80,7 +59,8 @@ websearch_to_tsquery('simple', %(ident_text)s)
 SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
        (1 - ({vec} <=> %(qvec)s::vector))::float8 AS score,
        CASE WHEN %(pool_fts)s AND c.tsv @@ {tsq} THEN ts_rank_cd(c.tsv, {tsq}, 32) END::float8 AS pool_fts,
-       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact,
+       NULL::float8 AS vec_score
 FROM embeddings e
 JOIN chunks c ON c.content_hash = e.content_hash
 JOIN documents d ON d.doc_id = c.doc_id
@@ -103,25 +83,45 @@ WITH nn AS MATERIALIZED (
 )
 SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, (1 - nn.distance)::float8 AS score,
        CASE WHEN %(pool_fts)s AND c.tsv @@ {tsq} THEN ts_rank_cd(c.tsv, {tsq}, 32) END::float8 AS pool_fts,
-       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact,
+       NULL::float8 AS vec_score
 FROM nn JOIN chunks c ON c.chunk_id = nn.chunk_id
 ORDER BY nn.distance, c.chunk_id
 
 -- name: leg_fts
 SELECT 'fts' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
        ts_rank_cd(c.tsv, {tsq}, 32)::float8 AS score, NULL::float8 AS pool_fts,
-       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact,
+       NULL::float8 AS vec_score
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.tsv @@ {tsq} AND {filters}
 ORDER BY score DESC, c.chunk_id
 LIMIT %(fts_k)s
+
+-- name: leg_fts_vec
+-- Strategy fts_then_vec: the best full-text candidates (candidates_k) with their cosine similarity, so
+-- Python re-ranks them by vector (serving/fusion.py: then_vec). A candidate without a vector for the
+-- active model cannot be re-ranked and is left out.
+SELECT 'fts_vec' AS leg, f.chunk_id, f.doc_id, f.source, f.title, f.identifiers, f.score,
+       NULL::float8 AS pool_fts, f.ident_hit, false AS is_exact,
+       (1 - ({vec} <=> %(qvec)s::vector))::float8 AS vec_score
+FROM (
+    SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, c.content_hash,
+           ts_rank_cd(c.tsv, {tsq}, 32)::float8 AS score,
+           (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit
+    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+    WHERE c.tsv @@ {tsq} AND {filters}
+    ORDER BY score DESC, c.chunk_id
+    LIMIT %(candidates_k)s
+) f
+JOIN embeddings e ON e.content_hash = f.content_hash AND e.model_id = {model}
 
 -- name: leg_fuzzy
 -- Titles only: trigram matching against long identifier lists costs ~100 ms per query; the exact and
 -- full-text legs cover identifiers, and rapidfuzz still re-scores candidates on them.
 SELECT 'fuzzy' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
        greatest(similarity(c.title, %(fuzzy_text)s), word_similarity(%(fuzzy_text)s, c.title))::float8 AS score,
-       NULL::float8 AS pool_fts, false AS ident_hit, false AS is_exact
+       NULL::float8 AS pool_fts, false AS ident_hit, false AS is_exact, NULL::float8 AS vec_score
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.ordinal = 0 AND (c.title %% %(fuzzy_text)s OR %(fuzzy_text)s <%% c.title) AND {filters}
 ORDER BY score DESC, c.chunk_id
@@ -131,7 +131,7 @@ LIMIT %(fuzzy_k)s
 -- The document named by an exact identifier (exact) and, for a parent technique, its sub-techniques.
 SELECT 'exact' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, 1.0::float8 AS score,
        NULL::float8 AS pool_fts, (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit,
-       c.doc_id = ANY(%(exact_ids)s::text[]) AS is_exact
+       c.doc_id = ANY(%(exact_ids)s::text[]) AS is_exact, NULL::float8 AS vec_score
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE (c.doc_id = ANY(%(exact_ids)s::text[]) OR c.doc_id = ANY(%(child_ids)s::text[]))
   AND c.ordinal = 0 AND {filters}
@@ -169,52 +169,6 @@ WHERE c.chunk_id = ANY(%(ids)s::text[])
         (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
         OR %(user)s::text = ANY(d.acl_users)
         OR d.acl_groups && %(groups)s::text[])))
-
--- name: search_fts_then_vec
-WITH {query},
-cand AS (
-    SELECT c.chunk_id, c.doc_id, c.content_hash, ts_rank_cd(c.tsv, q.tsq, 32) AS fts_score,
-           row_number() OVER (ORDER BY ts_rank_cd(c.tsv, q.tsq, 32) DESC, c.chunk_id) AS fts_rank
-    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id CROSS JOIN q
-    WHERE c.tsv @@ q.tsq AND {filters}
-    ORDER BY fts_score DESC, c.chunk_id
-    LIMIT %(candidates_k)s
-),
-reranked AS (
-    SELECT cand.chunk_id, cand.doc_id, cand.fts_score, cand.fts_rank,
-           1 - ({vec} <=> %(qvec)s::vector) AS vec_score
-    FROM cand JOIN embeddings e ON e.content_hash = cand.content_hash AND e.model_id = {model}
-),
-fill AS MATERIALIZED (
-    SELECT c.chunk_id, c.doc_id, 1 - ({vec} <=> %(qvec)s::vector) AS vec_score
-    FROM embeddings e
-    JOIN chunks c ON c.content_hash = e.content_hash
-    JOIN documents d ON d.doc_id = c.doc_id
-    WHERE e.model_id = {model} AND {filters}
-    ORDER BY {vec} <=> %(qvec)s::vector
-    LIMIT %(vec_k)s
-),
-exact AS (
-    SELECT c.chunk_id, c.doc_id
-    FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
-    WHERE c.doc_id = ANY(%(exact_ids)s::text[]) AND c.ordinal = 0 AND {filters}
-),
-fused_scored AS (
-    SELECT r.chunk_id, r.doc_id, r.vec_score AS score, false AS exact, 1 AS tier,
-           r.fts_score, r.fts_rank, r.vec_score, row_number() OVER (ORDER BY r.vec_score DESC, r.chunk_id) AS vec_rank,
-           NULL::float8 AS fuzzy_score, NULL::bigint AS fuzzy_rank
-    FROM reranked r
-    UNION ALL
-    SELECT f.chunk_id, f.doc_id, f.vec_score, false, 0, NULL, NULL, f.vec_score,
-           row_number() OVER (ORDER BY f.vec_score DESC, f.chunk_id), NULL, NULL
-    FROM fill f WHERE f.chunk_id NOT IN (SELECT chunk_id FROM cand)
-    UNION ALL
-    SELECT x.chunk_id, x.doc_id, 1.0, true, 2, NULL, NULL, NULL, NULL, NULL, NULL FROM exact x
-),
-fused AS (
-    SELECT DISTINCT ON (chunk_id) * FROM fused_scored ORDER BY chunk_id, exact DESC, tier DESC
-),
-{final}
 
 -- name: known_sources
 SELECT s.name

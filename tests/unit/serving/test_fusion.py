@@ -61,3 +61,18 @@ def test_pool_fts_ranks_the_vector_pool_lexically() -> None:
     pool = [_row("a#0", 0.9, pool_fts=None), _row("b#0", 0.8, pool_fts=0.2), _row("c#0", 0.7, pool_fts=0.5)]
     assert [(r["chunk_id"], r["score"]) for r in fusion.pool_fts(pool, 5)] == [("c#0", 0.5), ("b#0", 0.2)]
     assert len(fusion.pool_fts(pool, 1)) == 1
+
+
+def test_fts_then_vec_reranks_candidates_by_cosine_then_fills_from_the_vector_leg() -> None:
+    candidates = [_row("a#0", 0.9, vec_score=0.3), _row("b#0", 0.5, vec_score=0.8)]  # best full text first
+    fill = [_row("b#0", 0.8), _row("c#0", 0.95), _row("d#0", 0.2)]
+    exact = [_row("x#0", 1.0, is_exact=True), _row("y#0", 1.0, is_exact=False)]
+    items = {i["chunk_id"]: i for i in fusion.then_vec(candidates, fill, exact)}
+    assert (items["b#0"]["tier"], items["b#0"]["score"], items["b#0"]["vec_rank"], items["b#0"]["fts_rank"]) == \
+        (1, 0.8, 1, 2)
+    assert (items["a#0"]["vec_rank"], items["a#0"]["fts_rank"], items["a#0"]["fts_score"]) == (2, 1, 0.9)
+    assert (items["c#0"]["tier"], items["c#0"]["vec_rank"], items["c#0"]["fts_rank"]) == (0, 1, None)
+    assert items["d#0"]["vec_rank"] == 2  # ranks among the fill-ins only
+    assert items["x#0"]["exact"] and items["x#0"]["score"] == 1.0 and "y#0" not in items
+    order = [i["chunk_id"] for i in fusion.window(list(items.values()), group_by_doc=True, size=10)]
+    assert order == ["x#0", "b#0", "a#0", "c#0", "d#0"]  # exact, re-ranked candidates, then fill-ins

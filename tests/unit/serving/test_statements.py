@@ -14,10 +14,11 @@ def statements() -> SearchStatements:
 
 
 def test_every_leg_is_filled_with_the_index_expression_and_model(statements: SearchStatements) -> None:
-    for text in (statements.vec, statements.vec_exact):
+    for text in (statements.vec, statements.vec_exact, statements.fts_vec):
         assert "e.vector::vector(384) <=> %(qvec)s::vector" in text
         assert "'all-MiniLM-L6-v2'" in text
-    for text in (statements.vec, statements.vec_exact, statements.fts, statements.fuzzy, statements.exact):
+    for text in (statements.vec, statements.vec_exact, statements.fts, statements.fts_vec, statements.fuzzy,
+                 statements.exact):
         assert "{" not in text.replace("'{", "")  # no placeholder left unfilled
         assert "d.tenant IS NULL" in text  # every leg applies the ACL
 
@@ -37,6 +38,7 @@ def test_every_leg_tags_its_rows(statements: SearchStatements) -> None:
     assert all(f"SELECT '{leg}' AS leg, c.chunk_id" in getattr(statements, leg)
                for leg in ("vec", "fts", "fuzzy", "exact"))
     assert "SELECT 'vec' AS leg, c.chunk_id" in statements.vec_exact
+    assert "SELECT 'fts_vec' AS leg, f.chunk_id" in statements.fts_vec
 
 
 def test_a_search_without_legs_is_refused(statements: SearchStatements) -> None:
