@@ -97,6 +97,7 @@ class Service:
     _lookup: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     _technique_ids: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     _source_names: _Cached = field(default_factory=lambda: _Cached(SOURCES_TTL))
+    _public_sources: _Cached = field(default_factory=lambda: _Cached(SOURCES_TTL))
     _lexeme_stats: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     # hnsw.ef_search per pooled connection when not the session default (a connection serves one request
     # at a time; entries go with their connection)
@@ -120,6 +121,11 @@ class Service:
     def visible_sources(self, conn: psycopg.Connection, principal: Principal) -> list[str]:
         """Source names the caller may know about (user folders only with a visible document)."""
         return [r[0] for r in conn.execute(self.queries.known_sources, principal.params()).fetchall()]
+
+    def public_sources(self, conn: psycopg.Connection) -> frozenset[str]:
+        """Names of the sources that are not user folders: anyone may filter by them (cached; read on `conn`)."""
+        return self._public_sources.get(
+            lambda: frozenset(r[0] for r in conn.execute(self.queries.public_source_names).fetchall()))
 
     # --- search -------------------------------------------------------------------------------
 
@@ -216,7 +222,7 @@ class Service:
         }
         use_then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
-            if filters.sources:
+            if filters.sources and not set(filters.sources) <= self.public_sources(conn):
                 self._check_sources(filters.sources, self.visible_sources(conn, principal))
             if not use_then_vec and plan.fts_k and self._pool_fts(conn, req, analysis, params):
                 params["pool_fts"] = True

@@ -156,6 +156,10 @@ WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'tsv'
 -- name: source_names
 SELECT name FROM sources ORDER BY name
 
+-- name: public_source_names
+-- Online sources: a search may filter by them whoever asks (user folders are checked per caller).
+SELECT name FROM sources WHERE kind <> 'user_folder' ORDER BY name
+
 -- name: result_rows
 -- Display fields of one page of results (snippets are costly, so only for the page).
 SELECT c.chunk_id, d.url, d.techniques, d.platforms,
