@@ -58,8 +58,8 @@ CHUNKS_PER_DOC_BOUND = 8
 # Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
 PROSE_MAX_WORDS = 8
 PROSE_MAX_SHARE = 0.02
-# Session defaults of reader connections (serving/app.py); a request needing a wider HNSW search list
-# (vec_k or candidates_k above it) sets hnsw.ef_search on its connection first.
+# Session defaults of reader connections (serving/app.py); a request whose vector leg wants more than
+# DEFAULT_EF_SEARCH candidates (vec_k) sets hnsw.ef_search on its connection first.
 DEFAULT_EF_SEARCH = 60
 MAX_EF_SEARCH = 1000
 TRGM_THRESHOLD = 0.3
