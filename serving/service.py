@@ -41,7 +41,7 @@ from .schemas import (
 )
 from .search_config import SearchConfig
 from .settings import ServingSettings
-from .statements import SearchStatements
+from .statements import Statements
 from .stats import collect_stats
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class Service:
     pool: ConnectionPool
     encoder: QueryEncoder
     queries: Queries
-    statements: SearchStatements
+    statements: Statements
     search_config: SearchConfig
     metrics: Metrics
     query_log: QueryLog | None = None
@@ -120,7 +120,7 @@ class Service:
 
     def visible_sources(self, conn: psycopg.Connection, principal: Principal) -> list[str]:
         """Source names the caller may know about (user folders only with a visible document)."""
-        return [r[0] for r in conn.execute(self.queries.known_sources, principal.params()).fetchall()]
+        return [r[0] for r in conn.execute(self.statements.known_sources, principal.params()).fetchall()]
 
     def public_sources(self, conn: psycopg.Connection) -> frozenset[str]:
         """Names of the sources that are not user folders: anyone may filter by them (cached; read on `conn`)."""
@@ -310,7 +310,7 @@ class Service:
         wanted = list(dict.fromkeys(ids))
         ids = [i for i in wanted if "\x00" not in i]  # PostgreSQL text cannot hold NUL: such ids never exist
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            rows = {r["doc_id"]: r for r in cur.execute(self.queries.documents_by_id,
+            rows = {r["doc_id"]: r for r in cur.execute(self.statements.documents_by_id,
                                                         {"ids": ids, **principal.params()}).fetchall()}
         found = [Document(**{**rows[i], "metadata": rows[i]["metadata"] or {},
                              "chunk_ids": rows[i]["chunk_ids"] or []}) for i in wanted if i in rows]
@@ -327,7 +327,7 @@ class Service:
         wanted = list(dict.fromkeys(ids))
         ids = [i for i in wanted if "\x00" not in i]
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            rows = {r["chunk_id"]: r for r in cur.execute(self.queries.chunks_by_id,
+            rows = {r["chunk_id"]: r for r in cur.execute(self.statements.chunks_by_id,
                                                           {"ids": ids, **principal.params()}).fetchall()}
         found = [Chunk(**{**rows[i], "identifiers": rows[i]["identifiers"].split()}) for i in wanted if i in rows]
         kept, truncated = cap(found, self.settings.max_response_bytes)
@@ -346,7 +346,7 @@ class Service:
         if "\x00" in doc_id:
             raise NotFound("no such document")
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            row = cur.execute(self.queries.upstream_record, {"doc_id": doc_id, **principal.params()}).fetchone()
+            row = cur.execute(self.statements.upstream_record, {"doc_id": doc_id, **principal.params()}).fetchone()
         if row is None:
             raise NotFound(f"no document {doc_id[:200]!r}")
         found = refetch(row, raw_base=self.settings.upstream_raw_base, mirror=self.settings.upstream_mirror,

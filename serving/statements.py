@@ -1,4 +1,5 @@
-"""SQL statements of the search modes, composed once from the named blocks in sql/queries/serving.sql."""
+"""The serving reads that are composed once from the named blocks in sql/queries/serving.sql: the search
+legs and every read of documents (all of them share the `visible` access check)."""
 from __future__ import annotations
 
 import itertools
@@ -14,8 +15,9 @@ LEGS = ("vec", "fts", "fts_vec", "fuzzy", "exact")
 
 
 @dataclass(frozen=True)
-class SearchStatements:
-    """The legs' statements, one UNION ALL statement per set of legs and the page's display fields.
+class Statements:
+    """The legs' statements, one UNION ALL statement per set of legs, the page's display fields and the
+    document reads.
 
     Statements are rendered to text once: psycopg then only looks their placeholders up in its cache.
     """
@@ -27,6 +29,10 @@ class SearchStatements:
     fuzzy: str
     exact: str
     result_rows: str
+    documents_by_id: str
+    chunks_by_id: str
+    upstream_record: str
+    known_sources: str
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def search(self, legs: Iterable[str], *, exact_vectors: bool = False) -> str:
@@ -42,14 +48,16 @@ def _union(parts: Iterable[str]) -> str:
     return "\nUNION ALL\n".join(f"({part})" for part in parts)
 
 
-def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatements:
-    """Fill `{filters}`, `{tsq}`, `{ident_tsq}`, `{vec}` and `{model}` into the blocks.
+def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
+    """Fill `{visible}`, `{filters}`, `{tsq}`, `{ident_tsq}`, `{vec}` and `{model}` into the blocks.
 
     The vector expression and the model literal must equal those of the partial HNSW index
     (`(vector::vector(384)) ... WHERE model_id = 'all-MiniLM-L6-v2'`) for the planner to use it.
     """
+    visible = sql.SQL(queries.visible)
     parts = {
-        "filters": sql.SQL(queries.filters),
+        "visible": visible,
+        "filters": sql.SQL(queries.filters).format(visible=visible),
         "tsq": sql.SQL(queries.tsq),
         "ident_tsq": sql.SQL(queries.ident_tsq),
         "vec": sql.SQL("e.vector::vector({})").format(sql.Literal(int(dimensions))),
@@ -69,6 +77,8 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> SearchStatement
             if "vec" in chosen:
                 searches[(*chosen, "exact_vectors")] = _union(
                     vec_exact if leg == "vec" else legs[leg] for leg in chosen)
-    return SearchStatements(vec=legs["vec"], vec_exact=vec_exact, fts=legs["fts"], fts_vec=legs["fts_vec"],
-                            fuzzy=legs["fuzzy"], exact=legs["exact"], result_rows=fill(queries.result_rows),
-                            _searches=searches)
+    return Statements(vec=legs["vec"], vec_exact=vec_exact, fts=legs["fts"], fts_vec=legs["fts_vec"],
+                      fuzzy=legs["fuzzy"], exact=legs["exact"], result_rows=fill(queries.result_rows),
+                      documents_by_id=fill(queries.documents_by_id), chunks_by_id=fill(queries.chunks_by_id),
+                      upstream_record=fill(queries.upstream_record), known_sources=fill(queries.known_sources),
+                      _searches=searches)

@@ -26,6 +26,14 @@ SELECT set_config('statement_timeout', %(timeout)s, false),
 -- name: search_ef
 SELECT set_config('hnsw.ef_search', %(ef_search)s, false)
 
+-- name: visible
+-- Whether the caller may see document d: public (no tenant), or the caller's tenant and a document that
+-- lists no users or groups, the caller's user or one of its groups. Every read of documents uses it.
+(d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
+    (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
+    OR %(user)s::text = ANY(d.acl_users)
+    OR d.acl_groups && %(groups)s::text[])))
+
 -- name: filters
     (%(sources)s::text[] IS NULL OR c.source = ANY(%(sources)s::text[]))
 AND (%(doc_ids)s::text[] IS NULL OR c.doc_id = ANY(%(doc_ids)s::text[]))
@@ -35,10 +43,7 @@ AND (%(tags_any)s::text[] IS NULL OR d.tags && %(tags_any)s::text[])
 AND (%(tags_all)s::text[] IS NULL OR d.tags @> %(tags_all)s::text[])
 AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
 AND (%(updated_before)s::timestamptz IS NULL OR d.updated_at < %(updated_before)s::timestamptz)
-AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
-        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
-        OR %(user)s::text = ANY(d.acl_users)
-        OR d.acl_groups && %(groups)s::text[])))
+AND {visible}
 
 -- name: tsq
 (websearch_to_tsquery('english', %(fts_text)s) || websearch_to_tsquery('simple', %(ident_text)s))
@@ -169,10 +174,7 @@ SELECT c.chunk_id, d.url, d.techniques, d.platforms,
             'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=<mark>, StopSel=</mark>') END AS snippet
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.chunk_id = ANY(%(ids)s::text[])
-  AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
-        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
-        OR %(user)s::text = ANY(d.acl_users)
-        OR d.acl_groups && %(groups)s::text[])))
+  AND {visible}
 
 -- name: known_sources
 SELECT s.name
@@ -180,10 +182,7 @@ FROM sources s
 WHERE s.kind <> 'user_folder' OR EXISTS (
     SELECT 1 FROM documents d
     WHERE d.source = s.name
-      AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
-            (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
-            OR %(user)s::text = ANY(d.acl_users)
-            OR d.acl_groups && %(groups)s::text[]))))
+      AND {visible})
 ORDER BY s.name
 
 -- name: technique_names
@@ -204,28 +203,19 @@ SELECT d.doc_id, d.source, d.source_version, d.title, d.url, d.body, d.metadata,
        (SELECT array_agg(c.chunk_id ORDER BY c.ordinal) FROM chunks c WHERE c.doc_id = d.doc_id) AS chunk_ids
 FROM documents d
 WHERE d.doc_id = ANY(%(ids)s::text[])
-  AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
-        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
-        OR %(user)s::text = ANY(d.acl_users)
-        OR d.acl_groups && %(groups)s::text[])))
+  AND {visible}
 
 -- name: chunks_by_id
 SELECT c.chunk_id, c.doc_id, c.source, c.ordinal, c.title, c.text, c.enriched_text, c.identifiers
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.chunk_id = ANY(%(ids)s::text[])
-  AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
-        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
-        OR %(user)s::text = ANY(d.acl_users)
-        OR d.acl_groups && %(groups)s::text[])))
+  AND {visible}
 
 -- name: upstream_record
 SELECT d.doc_id, d.source, d.source_version, d.upstream_path, s.upstream, s.kind, s.tracking
 FROM documents d JOIN sources s ON s.name = d.source
 WHERE d.doc_id = %(doc_id)s
-  AND (d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
-        (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
-        OR %(user)s::text = ANY(d.acl_users)
-        OR d.acl_groups && %(groups)s::text[])))
+  AND {visible}
 
 -- name: sources_list
 SELECT s.name, s.kind, s.description, s.category, s.upstream, s.branch, s.tracking, s.current_version,

@@ -5,15 +5,15 @@ import pytest
 
 from secrag.queries import Queries
 from secrag.settings import REPO_ROOT
-from serving.statements import LEGS, SearchStatements, compose
+from serving.statements import LEGS, Statements, compose
 
 
 @pytest.fixture(scope="module")
-def statements() -> SearchStatements:
+def statements() -> Statements:
     return compose(Queries(REPO_ROOT / "sql", "serving"), "all-MiniLM-L6-v2", 384)
 
 
-def test_every_leg_is_filled_with_the_index_expression_and_model(statements: SearchStatements) -> None:
+def test_every_leg_is_filled_with_the_index_expression_and_model(statements: Statements) -> None:
     for text in (statements.vec, statements.vec_exact, statements.fts_vec):
         assert "e.vector::vector(384) <=> %(qvec)s::vector" in text
         assert "'all-MiniLM-L6-v2'" in text
@@ -23,7 +23,15 @@ def test_every_leg_is_filled_with_the_index_expression_and_model(statements: Sea
         assert "d.tenant IS NULL" in text  # every leg applies the ACL
 
 
-def test_a_search_is_one_union_of_the_legs_it_needs(statements: SearchStatements) -> None:
+def test_every_read_of_documents_applies_the_one_access_check(statements: Statements) -> None:
+    check = Queries(REPO_ROOT / "sql", "serving").visible
+    for text in (statements.vec, statements.vec_exact, statements.fts, statements.fts_vec, statements.fuzzy,
+                 statements.exact, statements.result_rows, statements.documents_by_id, statements.chunks_by_id,
+                 statements.upstream_record, statements.known_sources):
+        assert check in text and "{visible}" not in text
+
+
+def test_a_search_is_one_union_of_the_legs_it_needs(statements: Statements) -> None:
     both = statements.search(["fts", "vec"])
     assert both == f"({statements.vec})\nUNION ALL\n({statements.fts})"  # legs in a fixed order
     assert statements.search(["vec"]) == f"({statements.vec})"
@@ -33,7 +41,7 @@ def test_a_search_is_one_union_of_the_legs_it_needs(statements: SearchStatements
     assert statements.search(LEGS).count("\nUNION ALL\n") == len(LEGS) - 1
 
 
-def test_every_leg_tags_its_rows(statements: SearchStatements) -> None:
+def test_every_leg_tags_its_rows(statements: Statements) -> None:
     """Rows of the one statement are told apart by `leg` (the database checks the legs' columns match)."""
     assert all(f"SELECT '{leg}' AS leg, c.chunk_id" in getattr(statements, leg)
                for leg in ("vec", "fts", "fuzzy", "exact"))
@@ -41,6 +49,6 @@ def test_every_leg_tags_its_rows(statements: SearchStatements) -> None:
     assert "SELECT 'fts_vec' AS leg, f.chunk_id" in statements.fts_vec
 
 
-def test_a_search_without_legs_is_refused(statements: SearchStatements) -> None:
+def test_a_search_without_legs_is_refused(statements: Statements) -> None:
     with pytest.raises(ValueError, match="at least one leg"):
         statements.search([])
