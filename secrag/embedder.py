@@ -42,15 +42,10 @@ def model_info(model_id: str) -> ModelInfo:
                           hint=f"choose one of: {', '.join(sorted(ALLOWLIST))}") from None
 
 
-class Embedder:
-    """Loads the model once (lazily, thread-safe) and encodes normalised float32 vectors."""
+class AllowlistedModel:
+    """An encoder of one allowlisted model: its id and dimensions come from the allowlist."""
 
-    def __init__(self, model_id: str, *, batch_size: int = 64, threads: int = 0) -> None:
-        self.info = model_info(model_id)
-        self.batch_size = batch_size
-        self.threads = threads
-        self._model = None
-        self._lock = threading.Lock()
+    info: ModelInfo
 
     @property
     def model_id(self) -> str:
@@ -59,6 +54,17 @@ class Embedder:
     @property
     def dimensions(self) -> int:
         return self.info.dimensions
+
+
+class Embedder(AllowlistedModel):
+    """Loads the model once (lazily, thread-safe) and encodes normalised float32 vectors."""
+
+    def __init__(self, model_id: str, *, batch_size: int = 64, threads: int = 0) -> None:
+        self.info = model_info(model_id)
+        self.batch_size = batch_size
+        self.threads = threads
+        self._model = None
+        self._lock = threading.Lock()
 
     def _load(self):  # noqa: ANN202 - SentenceTransformer
         with self._lock:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .embedder import ModelInfo, model_info
+from .embedder import AllowlistedModel, ModelInfo, model_info
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def export_onnx(model_id: str, cache_dir: Path) -> Path:
     return target
 
 
-class OnnxEncoder:
+class OnnxEncoder(AllowlistedModel):
     """Encodes texts with the ONNX export on onnxruntime: mean pooling, unit-length float32 rows."""
 
     def __init__(self, model_id: str, cache_dir: Path, threads: int = 1) -> None:
@@ -121,14 +121,6 @@ class OnnxEncoder:
         self._inputs: tuple[str, ...] = ()
         self._pad_id = 0
         self._lock = threading.Lock()
-
-    @property
-    def model_id(self) -> str:
-        return self.info.model_id
-
-    @property
-    def dimensions(self) -> int:
-        return self.info.dimensions
 
     @property
     def loaded(self) -> bool:
