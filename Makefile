@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
 run: install
@@ -26,6 +26,11 @@ test: install
 
 test-fast: install
 	$(BIN)/python -m pytest tests/unit
+
+# Static checks: lint rules and the import layers of pyproject.toml ([tool.importlinter]).
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 schema: install
 	$(BIN)/secrag db dump-schema --output sql/schema.sql

@@ -16,8 +16,8 @@ from secrag.embedder import model_info
 from secrag.settings import REPO_ROOT, Settings, get_settings
 
 from .assets.embeddings import embeddings_code_version
-from .assets.factory import build_graph
 from .chunking import ChunkConfig
+from .factory import build_graph
 from .folders import FolderSpec, load_folders
 from .resources import EmbedderResource, StoreResource, UpstreamResource
 from .schedules import build_freshness_schedule, build_reconcile_schedule

@@ -21,6 +21,7 @@ from secrag.embedder import Embedder, model_info
 from secrag.settings import Settings, get_settings
 
 from .chunking import ChunkConfig
+from .sources.configure import upstream_config
 from .sources.upstream import UpstreamConfig
 from .store import Store
 
@@ -86,7 +87,7 @@ class StoreResource(dg.ConfigurableResource):
 @lru_cache(maxsize=4)
 def _config_from_settings(settings_json: str) -> UpstreamConfig:
     # Building mirrors verifies every snapshot folder; do it once per process, not once per tick.
-    return UpstreamConfig.from_settings(Settings.model_validate_json(settings_json))
+    return upstream_config(Settings.model_validate_json(settings_json))
 
 
 class UpstreamResource(dg.ConfigurableResource):

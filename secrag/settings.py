@@ -7,6 +7,9 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .package_data import sql_dir
+
+# The checkout secrag runs from: dagster.yaml, workspace.yaml and folders.yaml live here.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -25,7 +28,7 @@ class Settings(BaseSettings):
     embedded_shared_buffers: str = Field(
         default="512MB", pattern=r"^\d+\s*(kB|MB|GB)$",
         description="shared_buffers of the embedded server (applied with one restart when it changes).")
-    sql_dir: Path = Field(default=REPO_ROOT / "sql", description="Migrations and named queries.")
+    sql_dir: Path = Field(default_factory=sql_dir, description="Migrations and named queries (shipped in the package).")
     connect_timeout: int = Field(default=5, ge=1, le=120, description="Seconds to wait for the database.")
     reader_statement_timeout_ms: int = Field(default=2000, ge=100)
 

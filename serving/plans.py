@@ -9,8 +9,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from secrag.errors import ConfigError
+from secrag.package_data import package_path
 
-DEFAULT_PLANS_FILE = Path(__file__).with_name("plans.yaml")
+
+def default_plans_file() -> Path:
+    """The plans shipped with secrag (serving/plans.yaml)."""
+    return package_path("serving", "plans.yaml")
+
 QUERY_TYPES = ("default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test")
 
 

@@ -6,17 +6,21 @@ from pathlib import Path
 
 from pydantic import Field
 
+from secrag.package_data import package_path
 from secrag.settings import Settings
 
-SERVING_DIR = Path(__file__).resolve().parent
+
+def bundled(name: str) -> Path:
+    """A configuration file shipped in the serving package (search.yaml, plans.yaml)."""
+    return package_path("serving", name)
 
 
 class ServingSettings(Settings):
     """Everything `secrag serve` reads; all fields come from SECRAG_* environment variables."""
 
-    search_config: Path = Field(default=SERVING_DIR / "search.yaml",
+    search_config: Path = Field(default_factory=lambda: bundled("search.yaml"),
                                 description="YAML with source boosts and per-query-type score thresholds.")
-    plans_file: Path = Field(default=SERVING_DIR / "plans.yaml",
+    plans_file: Path = Field(default_factory=lambda: bundled("plans.yaml"),
                              description="Retrieval plans (validated at start-up); see serving/plans.yaml.")
     api_keys_file: Path | None = Field(
         default=None, description="YAML mapping API keys to tenant/user/groups; unset = public documents only.")

@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 
 from secrag.errors import ConfigError
+from secrag.package_data import package_path
 
-REGISTRY_DIR = Path(__file__).with_name("registry")
 TRACKING = ("commit", "release", "feed")
 _DURATION = re.compile(r"^(\d+)\s*([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -81,8 +81,9 @@ def _spec_from(name: str, raw: Mapping[str, Any], origin: Path) -> SourceSpec:
     return SourceSpec(**values)
 
 
-def load_registry(directory: Path = REGISTRY_DIR) -> dict[str, SourceSpec]:
-    """Every source spec in the directory, keyed by name (the file stem)."""
+def load_registry(directory: Path | None = None) -> dict[str, SourceSpec]:
+    """Every source spec in the directory (default: the registry shipped in the package), keyed by name."""
+    directory = directory if directory is not None else package_path("pipeline.sources", "registry")
     specs: dict[str, SourceSpec] = {}
     for path in sorted(directory.glob("*.yaml")):
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))

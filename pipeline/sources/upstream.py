@@ -1,7 +1,6 @@
 """How secrag reaches upstreams: hosts, limits, timeouts and per-source URL overrides (mirrors)."""
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -13,7 +12,6 @@ from .registry import SourceSpec
 if TYPE_CHECKING:
     from secrag.settings import Settings
 
-log = logging.getLogger(__name__)
 
 DEFAULT_HOSTS: tuple[str, ...] = (
     "github.com",
@@ -58,13 +56,13 @@ class UpstreamConfig:
         object.__setattr__(self, "github_api_base", self.github_api_base.rstrip("/"))
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> UpstreamConfig:
-        """The configuration for these settings; builds (or reuses) local mirrors when asked to."""
+    def online(cls, settings: Settings) -> UpstreamConfig:
+        """The configuration for the real upstreams (pipeline.sources.configure adds a snapshot mirror)."""
         hosts = set(DEFAULT_HOSTS) | {h for h in settings.http_allowed_hosts if h}
         api_host = urlsplit(settings.github_api_base).hostname
         if api_host and urlsplit(settings.github_api_base).scheme == "https":
             hosts.add(api_host)  # an explicitly configured API base (GitHub Enterprise) is trusted
-        cfg = cls(
+        return cls(
             github_api_base=settings.github_api_base,
             github_token=settings.github_token,
             allowed_hosts=frozenset(hosts),
@@ -74,16 +72,6 @@ class UpstreamConfig:
             probe_timeout=settings.probe_timeout,
             fetch_timeout=settings.fetch_timeout,
         )
-        if settings.upstream_mirror is None:
-            return cfg
-        from .mirror import build_mirror
-        from .registry import default_registry
-
-        mirror = build_mirror(settings.upstream_mirror, (settings.data_dir / "mirrors").resolve(),
-                              specs=default_registry())
-        log.info("using local upstream mirrors", extra={"mirror": str(mirror.root),
-                                                        "sources": len(mirror.repos)})
-        return cfg.with_mirror(mirror.repos, mirror.feeds, mirror.api_base)
 
     def with_mirror(self, repos: Mapping[str, str], feeds: Mapping[str, str],
                     api_base: str) -> UpstreamConfig:

@@ -12,9 +12,10 @@ import pytest
 from psycopg import sql
 
 from secrag import database, embedded, migrations
+from secrag.package_data import sql_dir
 from secrag.settings import REPO_ROOT
 
-SQL_DIR = REPO_ROOT / "sql"
+SQL_DIR = sql_dir()
 
 
 def _drop(server_url: str, name: str) -> None:

@@ -9,9 +9,9 @@ from pipeline.embedding import embed_pending
 from pipeline.sources.records import Record
 from pipeline.store import SourceRow, Store
 from secrag.embedder import Embedder
-from secrag.settings import REPO_ROOT
+from secrag.package_data import sql_dir
 
-SQL = REPO_ROOT / "sql"
+SQL = sql_dir()
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from pipeline.chunking import ChunkConfig
 from pipeline.sources.records import Record, Skipped
 from pipeline.store import Access, SourceRow, Store
 from secrag import database
-from secrag.settings import REPO_ROOT
+from secrag.package_data import sql_dir
 
 LOOKUP = {"T1003": "OS Credential Dumping", "T1003.001": "OS Credential Dumping: LSASS Memory"}
 
@@ -22,7 +22,7 @@ def rec(i: int, body: str = "", **kw: object) -> Record:
 
 @pytest.fixture
 def store(db: psycopg.Connection) -> Store:
-    s = Store(REPO_ROOT / "sql")
+    s = Store(sql_dir())
     s.register_source(db, SourceRow(name="demo", kind="online", description="demo", tracking="commit"))
     return s
 

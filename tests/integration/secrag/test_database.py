@@ -11,7 +11,7 @@ from secrag import database
 from secrag.errors import DatabaseError
 from secrag.settings import REPO_ROOT
 
-SECRAG = [sys.executable, "-m", "secrag.cli.main"]
+SECRAG = [sys.executable, "-m", "secrag_cli.main"]
 
 
 def test_embedded_server_meets_requirements(db_url: str) -> None:

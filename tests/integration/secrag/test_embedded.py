@@ -68,7 +68,7 @@ def test_cli_reports_bad_data_dir_in_one_line(tmp_path: Path) -> None:
     (data_dir / "pgdata" / "junk").write_text("x")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRAG_DATABASE_URL")}
     env["SECRAG_DATA_DIR"] = str(data_dir)
-    result = subprocess.run([sys.executable, "-m", "secrag.cli.main", "db", "start"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "secrag_cli.main", "db", "start"], capture_output=True,
                             text=True, env=env, cwd=tmp_path, timeout=60, check=False)
     assert result.returncode == 1
     assert result.stderr.strip().startswith("error: ") and "Traceback" not in result.stderr

@@ -10,9 +10,9 @@ import pytest
 
 from secrag import database, migrations, schema
 from secrag.errors import MigrationError
-from secrag.settings import REPO_ROOT
+from secrag.package_data import sql_dir
 
-SQL_DIR = REPO_ROOT / "sql"
+SQL_DIR = sql_dir()
 
 
 def test_all_migrations_match_checked_in_schema(empty_db_url: str) -> None:

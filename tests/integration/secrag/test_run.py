@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-SECRAG = [sys.executable, "-m", "secrag.cli.main"]
+SECRAG = [sys.executable, "-m", "secrag_cli.main"]
 
 
 def _env(tmp_path: Path, db_url: str) -> dict[str, str]:

@@ -11,14 +11,14 @@ from fastapi.testclient import TestClient
 from psycopg import sql
 
 from secrag import database
-from secrag.settings import REPO_ROOT
+from secrag.package_data import sql_dir
 from serving.app import create_app
 from serving.encoder import shared_encoder
 from serving.settings import ServingSettings
 
 from . import corpus
 
-SQL_DIR = REPO_ROOT / "sql"
+SQL_DIR = sql_dir()
 KEYS = {"alice-key": ("acme", "alice", ["blue"]), "bob-key": ("acme", "bob", ["red"]),
         "carol-key": ("acme", "carol", []), "gina-key": ("globex", "gina", [])}
 

@@ -171,11 +171,11 @@ def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
             "EXPLAIN SELECT content_hash FROM embeddings WHERE model_id = 'all-MiniLM-L6-v2' "
             "ORDER BY vector::vector(384) <=> %s::vector LIMIT 5", [probe]))
     assert "embeddings_minilm_hnsw_idx" in plan
+    from secrag.package_data import sql_dir
     from secrag.queries import Queries
-    from secrag.settings import REPO_ROOT
     from serving.statements import compose
 
-    statements = compose(Queries(REPO_ROOT / "sql", "serving"), "all-MiniLM-L6-v2", 384)
+    statements = compose(Queries(sql_dir(), "serving"), "all-MiniLM-L6-v2", 384)
     assert "e.vector::vector(384) <=>" in statements.vec and "e.model_id = 'all-MiniLM-L6-v2'" in statements.vec
     # Within the one UNION ALL statement of a search, the vector leg still walks the index.
     params = {"tenant": None, "user": None, "groups": [], "sources": None, "doc_ids": None, "techniques": None,
@@ -217,14 +217,14 @@ def test_min_score_drops_weak_results(client: TestClient) -> None:
 
 def test_search_runs_as_the_read_only_reader(serving_db_url: str) -> None:
     """The pool's configure hook: role, timeout and read-only transactions."""
+    from secrag.package_data import sql_dir
     from secrag.queries import Queries
-    from secrag.settings import REPO_ROOT
     from serving.app import _reader_setup
     from serving.settings import ServingSettings
 
     settings = ServingSettings(reader_statement_timeout_ms=2000, hnsw_iterative_scan="strict_order")
     with database.connect(serving_db_url) as conn:
-        _reader_setup(Queries(REPO_ROOT / "sql", "serving"), settings)(conn)
+        _reader_setup(Queries(sql_dir(), "serving"), settings)(conn)
         assert conn.execute("SELECT current_user").fetchone()[0] == "secrag_reader"
         assert conn.execute("SHOW statement_timeout").fetchone()[0] == "2s"
         conn.execute("SELECT '[1,2]'::vector")  # loads pgvector, which takes over the session's placeholders

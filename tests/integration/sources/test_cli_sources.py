@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.sources.mirror import Mirror
-from secrag.cli.sources import sources
 from secrag.settings import get_settings
+from secrag_cli.sources import sources
 from tests.plugins.upstream import LoopbackServer
 
 SMALL = ["hijacklibs", "cisa_kev", "stratus_red_team"]

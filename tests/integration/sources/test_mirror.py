@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.sources.configure import upstream_config
 from pipeline.sources.mirror import Mirror, add_commit, build_mirror
 from pipeline.sources.probes import ls_remote, probe
 from pipeline.sources.registry import SourceSpec
@@ -100,17 +101,17 @@ def test_settings_with_a_mirror_point_every_source_at_it(snapshot_dir: Path, tmp
         (snapshot / name).symlink_to(snapshot_dir / name)
     settings = Settings(upstream_mirror=snapshot, data_dir=tmp_path / "data",
                         http_allowed_hosts=["extra.example"])
-    cfg = UpstreamConfig.from_settings(settings)
+    cfg = upstream_config(settings)
     assert cfg.allow_file and not cfg.allow_loopback
     assert {"extra.example", "github.com"} <= cfg.allowed_hosts
     assert cfg.github_api_base == (tmp_path / "data" / "mirrors" / "api").resolve().as_uri()
     assert set(cfg.repo_overrides) == set(SMALL) and set(cfg.feed_overrides) == {"cisa_kev"}
-    again = UpstreamConfig.from_settings(settings)
+    again = upstream_config(settings)
     assert again == cfg
 
 
 def test_settings_without_a_mirror_use_the_real_upstreams() -> None:
-    cfg = UpstreamConfig.from_settings(Settings(github_token="t", http_allowed_hosts=[]))
+    cfg = upstream_config(Settings(github_token="t", http_allowed_hosts=[]))
     assert (cfg.github_api_base, cfg.github_token, cfg.allow_file) == ("https://api.github.com", "t", False)
     assert dict(cfg.repo_overrides) == {} and dict(cfg.feed_overrides) == {}
 

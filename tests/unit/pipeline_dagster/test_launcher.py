@@ -7,9 +7,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from secrag.cli import dagster_launcher as launcher
-from secrag.cli import processes
 from secrag.settings import Settings
+from secrag_cli import dagster_launcher as launcher
+from secrag_cli import processes
 
 
 def _settings(tmp_path: Path, **kw: object) -> Settings:

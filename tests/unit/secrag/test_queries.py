@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from secrag.errors import ConfigError
+from secrag.package_data import sql_dir
 from secrag.queries import Queries, parse_blocks
-from secrag.settings import REPO_ROOT
 
 
 def test_blocks_are_split_by_name() -> None:
@@ -19,8 +19,8 @@ def test_duplicate_names_are_refused() -> None:
 
 
 def test_every_sql_file_parses_and_binds_values_by_name() -> None:
-    for path in (REPO_ROOT / "sql" / "queries").glob("*.sql"):
-        q = Queries(REPO_ROOT / "sql", path.stem)
+    for path in (sql_dir() / "queries").glob("*.sql"):
+        q = Queries(sql_dir(), path.stem)
         assert q._blocks, path
         for name, text in q._blocks.items():
             # values are bound as %(name)s; `{x}` placeholders are only filled through psycopg.sql

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from serving.classify import classify
-from serving.plans import DEFAULT_PLANS_FILE, load_plans
+from serving.plans import default_plans_file, load_plans
 
-RULES = load_plans(DEFAULT_PLANS_FILE).classification
+RULES = load_plans(default_plans_file()).classification
 
 
 @pytest.mark.parametrize("query, query_type, signal", [

@@ -7,9 +7,9 @@ import pytest
 import yaml
 
 from secrag.errors import ConfigError
-from serving.plans import DEFAULT_PLANS_FILE, QUERY_TYPES, load_plans
+from serving.plans import QUERY_TYPES, default_plans_file, load_plans
 
-RAW = yaml.safe_load(DEFAULT_PLANS_FILE.read_text())
+RAW = yaml.safe_load(default_plans_file().read_text())
 
 
 def write(tmp_path: Path, data: object) -> Path:
@@ -19,7 +19,7 @@ def write(tmp_path: Path, data: object) -> Path:
 
 
 def test_shipped_plans_are_valid_for_every_query_type() -> None:
-    config = load_plans(DEFAULT_PLANS_FILE)
+    config = load_plans(default_plans_file())
     for query_type in QUERY_TYPES:
         plan = config.resolve(query_type)
         assert abs(sum(plan.quotas.values()) - 1) < 0.011

@@ -9,24 +9,24 @@ import pytest
 import yaml
 
 from secrag.errors import ConfigError
-from serving.plans import DEFAULT_PLANS_FILE, load_plans
+from serving.plans import default_plans_file, load_plans
 from serving.tuning import LoggedQuery, apply_change, overlay_path, propose, read_overlay
 
 
 @pytest.fixture
 def plans_file(tmp_path: Path) -> Path:
     target = tmp_path / "plans.yaml"
-    shutil.copy(DEFAULT_PLANS_FILE, target)
+    shutil.copy(default_plans_file(), target)
     return target
 
 
 def test_no_proposal_without_enough_samples() -> None:
-    config = load_plans(DEFAULT_PLANS_FILE)
+    config = load_plans(default_plans_file())
     assert propose(config, [LoggedQuery("detection", 0.03, 5)] * 5, {}) == []
 
 
 def test_proposals_move_at_most_one_step_towards_the_target() -> None:
-    config = load_plans(DEFAULT_PLANS_FILE)
+    config = load_plans(default_plans_file())
     log = [LoggedQuery("detection", 0.6, 10)] * 40
     [p] = propose(config, log, {})
     step = config.tuning["max_step"]

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import pytest
 
+from secrag.package_data import sql_dir
 from secrag.queries import Queries
-from secrag.settings import REPO_ROOT
 from serving.statements import LEGS, Statements, compose
 
 
 @pytest.fixture(scope="module")
 def statements() -> Statements:
-    return compose(Queries(REPO_ROOT / "sql", "serving"), "all-MiniLM-L6-v2", 384)
+    return compose(Queries(sql_dir(), "serving"), "all-MiniLM-L6-v2", 384)
 
 
 def test_every_leg_is_filled_with_the_index_expression_and_model(statements: Statements) -> None:
@@ -24,7 +24,7 @@ def test_every_leg_is_filled_with_the_index_expression_and_model(statements: Sta
 
 
 def test_every_read_of_documents_applies_the_one_access_check(statements: Statements) -> None:
-    check = Queries(REPO_ROOT / "sql", "serving").visible
+    check = Queries(sql_dir(), "serving").visible
     for text in (statements.vec, statements.vec_exact, statements.fts, statements.fts_vec, statements.fuzzy,
                  statements.exact, statements.result_rows, statements.documents_by_id, statements.chunks_by_id,
                  statements.upstream_record, statements.known_sources):

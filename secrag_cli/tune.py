@@ -15,9 +15,9 @@ from .errors import SecragGroup
 
 
 def _plans_file(path: str | None) -> Path:
-    from serving.plans import DEFAULT_PLANS_FILE
+    from serving.plans import default_plans_file
 
-    return Path(path) if path else DEFAULT_PLANS_FILE
+    return Path(path) if path else default_plans_file()
 
 
 @click.group(cls=SecragGroup)

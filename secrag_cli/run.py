@@ -62,7 +62,7 @@ def start_api(url: str, host: str, port: int) -> subprocess.Popen[bytes]:
 def run(ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: int, api_port: int) -> None:
     """Set up the store, then run Dagster (sensors on) and the API until Ctrl-C or SIGTERM."""
     from .dagster_launcher import start_dagster
-    from .main import status
+    from .status import status
 
     settings = get_settings()
     if dagster:

@@ -8,9 +8,9 @@ from urllib.parse import urlsplit
 import click
 import psycopg
 
+from pipeline.sources.configure import upstream_config
 from pipeline.sources.probes import UpstreamVersion, probe
 from pipeline.sources.registry import SourceSpec, default_registry
-from pipeline.sources.upstream import UpstreamConfig
 from secrag import database, embedded
 from secrag.errors import ConfigError, SecragError
 from secrag.queries import Queries
@@ -82,7 +82,7 @@ def check(ctx: click.Context, names: tuple[str, ...]) -> None:
     specs = [registry[n] for n in dict.fromkeys(names)] if names else [
         s for s in sorted(registry.values(), key=lambda s: s.name) if s.enabled]
     settings = get_settings()
-    cfg = UpstreamConfig.from_settings(settings)
+    cfg = upstream_config(settings)
     current = _current_versions(settings)
 
     def attempt(spec: SourceSpec) -> UpstreamVersion | SecragError:

@@ -1,0 +1,1 @@
+"""secrag's SQL, installed as the package `secrag.sql`: migrations, named queries and schema.sql."""
