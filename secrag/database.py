@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -38,7 +39,8 @@ def with_database(url: str, dbname: str) -> str:
     return conninfo.make_conninfo(url, dbname=dbname)
 
 
-def connect(url: str, *, timeout: int = 5, autocommit: bool = False, **kwargs: object) -> psycopg.Connection:
+def connect(url: str, *, timeout: int = 5, autocommit: bool = False,
+            **kwargs: Any) -> psycopg.Connection[tuple[Any, ...]]:  # noqa: ANN401 - psycopg's own options
     """A connection, or DatabaseError naming the server and a fix; never a raw traceback."""
     try:
         return psycopg.connect(url, connect_timeout=timeout, autocommit=autocommit, **kwargs)

