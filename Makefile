@@ -28,11 +28,11 @@ test-fast: install
 	$(BIN)/python -m pytest tests/unit
 
 # Static checks: lint rules, the import layers of pyproject.toml ([tool.importlinter]) and types
-# (strict on the core; serving and pipeline join as their findings reach zero).
+# (strict on the core and the API; the pipeline and the command line join as their findings reach zero).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy --strict secrag
+	$(BIN)/mypy --strict secrag serving
 
 schema: install
 	$(BIN)/secrag db dump-schema --output sql/schema.sql

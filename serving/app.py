@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio.to_thread
 import psycopg
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
 
 
-def _reader_setup(queries: Queries, settings: ServingSettings):  # noqa: ANN202 - pool configure hook
+def _reader_setup(queries: Queries, settings: ServingSettings) -> Callable[[psycopg.Connection[Any]], None]:
     def configure(conn: psycopg.Connection) -> None:
         conn.autocommit = True
         conn.execute(queries.session_role)

@@ -96,7 +96,7 @@ def then_vec(candidates: Sequence[Row], fill: Sequence[Row], exact: Sequence[Row
 
 def window(items: Sequence[dict[str, Any]], *, group_by_doc: bool, size: int) -> list[dict[str, Any]]:
     """The best chunk per document (or every chunk), ordered exact, child tier, identifier hit, score."""
-    def best_first(r: Mapping[str, Any]) -> tuple:
+    def best_first(r: Mapping[str, Any]) -> tuple[bool, int, float, str]:
         return (not r["exact"], -r["tier"], -r["score"], r["chunk_id"])
 
     chosen: list[dict[str, Any]]

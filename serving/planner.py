@@ -47,9 +47,9 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
     plan = config.resolve(name)
     total = req.total_chunks or plan.total_chunks
     wanted = min(MAX_CANDIDATES, total * plan.candidates_multiplier)
-    search = SearchRequest(query=req.query, k=min(50, wanted), filters=req.filters,
-                           group_by_doc=plan.max_chunks_per_doc == 1,
-                           **{"return": ReturnOptions(text=True, snippets=False, max_text_chars=MAX_TEXT_CHARS)})
+    search = SearchRequest.model_validate({
+        "query": req.query, "k": min(50, wanted), "filters": req.filters, "group_by_doc": plan.max_chunks_per_doc == 1,
+        "return": ReturnOptions(text=True, snippets=False, max_text_chars=MAX_TEXT_CHARS)})
     search = search.model_copy(update={"k": wanted})  # internal: candidate pools may exceed the public k cap
     hits = service.search(search, principal).results
     sources = {s.name: s for s in service.sources(principal).sources}

@@ -101,7 +101,8 @@ class Service:
     _lexeme_stats: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     # hnsw.ef_search per pooled connection when not the session default (a connection serves one request
     # at a time; entries go with their connection)
-    _ef_by_conn: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary)
+    _ef_by_conn: weakref.WeakKeyDictionary[psycopg.Connection[Any], str] = field(
+        default_factory=weakref.WeakKeyDictionary)
 
     # --- caches -------------------------------------------------------------------------------
 
@@ -151,7 +152,10 @@ class Service:
 
     def _query_lexemes(self, conn: psycopg.Connection, params: dict[str, Any]) -> tuple[list[str], list[str]]:
         """The full-text and identifier lexemes of the query, as PostgreSQL normalises them."""
-        words, idents = conn.execute(self.queries.query_lexemes, params).fetchone()
+        row = conn.execute(self.queries.query_lexemes, params).fetchone()
+        if row is None:  # a SELECT without FROM returns one row; stay total anyway
+            return [], []
+        words, idents = row
         return words or [], idents or []
 
     def _pool_fts(self, conn: psycopg.Connection, req: SearchRequest, analysis: logic.QueryAnalysis,
@@ -183,7 +187,7 @@ class Service:
 
     def _exact_vectors(self, conn: psycopg.Connection, filters: Any) -> bool:  # noqa: ANN401 - SearchFilters
         """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""
-        estimates = []
+        estimates: list[float] = []
         if filters.doc_ids:
             estimates.append(len(filters.doc_ids) * CHUNKS_PER_DOC_BOUND)
         if filters.sources:
@@ -247,7 +251,7 @@ class Service:
                               took_ms=round(took, 2), truncated=truncated)
 
     @staticmethod
-    def _fetch(conn: psycopg.Connection, statement: str | sql.Composable,
+    def _fetch(conn: psycopg.Connection, statement: str | sql.Composed,
                params: dict[str, Any]) -> list[dict[str, Any]]:
         with conn.cursor(row_factory=dict_row) as cur:
             cur.execute(statement, params)

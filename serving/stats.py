@@ -15,9 +15,9 @@ def collect_stats(conn: psycopg.Connection, q: Queries, names: list[str], model_
                   requests: dict[str, Any]) -> dict[str, Any]:
     """Counts, versions, freshness and sizes for the given (visible) sources, plus request metrics."""
     p = {"names": names}
-    documents = dict(conn.execute(q.stats_documents, p).fetchall())
-    chunks = dict(conn.execute(q.stats_chunks, p).fetchall())
-    embedded = dict(conn.execute(q.stats_embedded_chunks, {**p, "model": model_id}).fetchall())
+    documents: dict[str, int] = dict(conn.execute(q.stats_documents, p).fetchall())
+    chunks: dict[str, int] = dict(conn.execute(q.stats_chunks, p).fetchall())
+    embedded: dict[str, int] = dict(conn.execute(q.stats_embedded_chunks, {**p, "model": model_id}).fetchall())
     vectors: dict[str, dict[str, int]] = {}
     for source, model, count in conn.execute(q.stats_embeddings, p).fetchall():
         vectors.setdefault(source, {})[model] = count
@@ -36,7 +36,7 @@ def collect_stats(conn: psycopg.Connection, q: Queries, names: list[str], model_
     models = [{"model_id": m, "dimensions": d, "active": a, "embeddings": n}
               for m, d, a, n in conn.execute(q.stats_models).fetchall()]
     index_bytes = {name: size for name, _table, size in conn.execute(q.stats_index_sizes, {"tables": TABLES})}
-    table_bytes = dict(conn.execute(q.stats_table_sizes, {"tables": TABLES}).fetchall())
+    table_bytes: dict[str, int] = dict(conn.execute(q.stats_table_sizes, {"tables": TABLES}).fetchall())
     totals = {"sources": len(names), "documents": sum(documents.values()), "chunks": sum(chunks.values()),
               "chunks_embedded": sum(embedded.values())}
     return {"totals": totals, "sources": per_source, "models": models, "index_bytes": index_bytes,

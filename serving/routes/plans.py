@@ -1,7 +1,7 @@
 """POST /v1/plan, POST /v1/plan/explain, GET /v1/plans."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
@@ -12,7 +12,8 @@ from ..plans import PlansConfig
 from ..schemas import ErrorResponse
 
 router = APIRouter(tags=["plans"])
-ERRORS = {422: {"model": ErrorResponse}, 503: {"model": ErrorResponse}, 504: {"model": ErrorResponse}}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorResponse}, 503: {"model": ErrorResponse}, 504: {"model": ErrorResponse}}
 
 
 def get_plans(request: Request) -> PlansConfig:
