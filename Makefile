@@ -31,6 +31,7 @@ test-fast: install
 # (strict on the core and the API; the pipeline and the command line join as their findings reach zero).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict secrag serving
 

@@ -67,12 +67,8 @@ def fresh_database(settings: Settings) -> str:
     return url
 
 
-def bench_definitions(
-    settings: Settings, url: str, mirror: Mirror, specs: dict[str, SourceSpec]
-) -> dg.Definitions:
-    cfg = UpstreamConfig(probe_timeout=30, fetch_timeout=900).with_mirror(
-        mirror.repos, mirror.feeds, mirror.api_base
-    )
+def bench_definitions(settings: Settings, url: str, mirror: Mirror, specs: dict[str, SourceSpec]) -> dg.Definitions:
+    cfg = UpstreamConfig(probe_timeout=30, fetch_timeout=900).with_mirror(mirror.repos, mirror.feeds, mirror.api_base)
     resources = {
         "store": StoreResource(database_url=url, work_dir=str((settings.data_dir / "work").resolve())),
         "upstream": UpstreamResource.for_config(cfg),
@@ -96,9 +92,7 @@ def run_graph(
         job = job.get_subset(asset_selection=chosen.resolve(defs.resolve_asset_graph()))
     started = time.monotonic()
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    result = job.execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False, run_config=quiet
-    )
+    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False, run_config=quiet)
     return result, time.monotonic() - started
 
 
@@ -160,8 +154,7 @@ def standalone_embedding(url: str, settings: Settings, sample: int) -> dict[str,
 def store_totals(url: str) -> dict[str, int]:
     with database.connect(url, autocommit=True) as conn:
         docs, chunks, vectors = conn.execute(
-            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), "
-            "(SELECT count(*) FROM embeddings)"
+            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), (SELECT count(*) FROM embeddings)"
         ).fetchone()
     return {"documents": docs, "chunks": chunks, "vectors": vectors}
 

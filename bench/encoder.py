@@ -6,6 +6,7 @@ Encodes 100 short and 100 long distinct queries (from the eval set) and prints m
 
     python bench/encoder.py [--queries /work/shared/eval/dev_queries.jsonl] [--cache-dir .secrag/models]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,10 @@ DEFAULT_QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev
 
 def load_sets(path: Path, n: int = 100) -> dict[str, list[str]]:
     """`short`: the n shortest distinct queries; `long`: n distinct texts of three consecutive long queries."""
-    queries = sorted({json.loads(line)["query"] for line in path.read_text(encoding="utf-8").splitlines() if line},
-                     key=lambda q: (len(q), q))
+    queries = sorted(
+        {json.loads(line)["query"] for line in path.read_text(encoding="utf-8").splitlines() if line},
+        key=lambda q: (len(q), q),
+    )
     longest = queries[-n:]
     long = [" ".join(longest[(i + j) % len(longest)] for j in range(3)) for i in range(len(longest))]
     return {"short": queries[:n], "long": long}
@@ -43,7 +46,7 @@ def ms_per_query(encode: Callable[[Sequence[str]], np.ndarray], texts: list[str]
     for _ in range(repeats):
         started = time.perf_counter()
         for i in range(0, len(texts), batch):
-            encode(texts[i:i + batch])
+            encode(texts[i : i + batch])
         runs.append((time.perf_counter() - started) * 1000 / len(texts))
     return statistics.median(runs)
 
@@ -83,8 +86,10 @@ def main() -> None:
     onnx_models = {threads: OnnxEncoder(MODEL, cache_dir, threads=threads) for threads in (1, 2)}
     for model in onnx_models.values():
         model.load()
-    tokens = {name: statistics.mean(len(onnx_models[1]._tokenizer.encode(t).ids) for t in texts)
-              for name, texts in sets.items()}
+    tokens = {
+        name: statistics.mean(len(onnx_models[1]._tokenizer.encode(t).ids) for t in texts)
+        for name, texts in sets.items()
+    }
     print(f"model {MODEL}; {', '.join(f'{len(v)} {k} queries (mean {tokens[k]:.0f} tokens)' for k, v in sets.items())}")
     print(f"{'backend':8} {'threads':>7} {'batch':>5} {'short ms/q':>10} {'long ms/q':>10}")
     for backend in ("torch", "onnx"):
@@ -99,19 +104,23 @@ def main() -> None:
     for name, texts in sets.items():
         reference = np.concatenate([torch_model.encode([t]) for t in texts])
         singles = np.concatenate([onnx_models[1].encode([t]) for t in texts])
-        batched = np.concatenate([onnx_models[1].encode(texts[i:i + 4]) for i in range(0, len(texts), 4)])
+        batched = np.concatenate([onnx_models[1].encode(texts[i : i + 4]) for i in range(0, len(texts), 4)])
         cosine = float(np.min(np.sum(reference * singles, axis=1)))
-        print(f"{name}: max |onnx - torch| = {np.abs(singles - reference).max():.2e} (batch 1), "
-              f"{np.abs(batched - reference).max():.2e} (batch 4); min cosine {cosine:.6f}")
+        print(
+            f"{name}: max |onnx - torch| = {np.abs(singles - reference).max():.2e} (batch 1), "
+            f"{np.abs(batched - reference).max():.2e} (batch 4); min cosine {cosine:.6f}"
+        )
 
     texts = sets["short"] + sets["long"]
     for clients in (1, 4):
         encoder = QueryEncoder(onnx_models[1], cache_size=0)
         wall = concurrent(encoder, texts, clients)
         info = encoder.cache_info()
-        print(f"QueryEncoder onnx/1 thread, {clients} clients, no cache: {wall:.2f} ms/query wall, "
-              f"{info['runs']} runs for {info['encoded']} queries ({info['encoded'] / info['runs']:.1f}/run), "
-              f"{info['encode_ms'] / info['encoded']:.2f} model ms/query")
+        print(
+            f"QueryEncoder onnx/1 thread, {clients} clients, no cache: {wall:.2f} ms/query wall, "
+            f"{info['runs']} runs for {info['encoded']} queries ({info['encoded'] / info['runs']:.1f}/run), "
+            f"{info['encode_ms'] / info['encoded']:.2f} model ms/query"
+        )
     encoder = QueryEncoder(onnx_models[1], cache_size=1024)
     concurrent(encoder, texts, 4)
     concurrent(encoder, texts, 4)

@@ -1,7 +1,8 @@
 """Parse every registered source from a snapshot folder and print per-source figures.
 
-    python bench/parse_all.py --upstream ../shared/upstream [--json] [--only sigma,atomic]
+python bench/parse_all.py --upstream ../shared/upstream [--json] [--only sigma,atomic]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,16 +32,25 @@ def main() -> int:
         t0 = time.monotonic()
         try:
             outcome = parse_source(spec, args.upstream / name)
-            rows.append({"source": name, "records": len(outcome.records),
-                         "with_techniques": outcome.with_techniques, "skipped_files": len(outcome.skipped),
-                         "files": outcome.files_seen, "seconds": round(time.monotonic() - t0, 2)})
+            rows.append(
+                {
+                    "source": name,
+                    "records": len(outcome.records),
+                    "with_techniques": outcome.with_techniques,
+                    "skipped_files": len(outcome.skipped),
+                    "files": outcome.files_seen,
+                    "seconds": round(time.monotonic() - t0, 2),
+                }
+            )
         except ParseError as exc:
             rows.append({"source": name, "error": str(exc), "seconds": round(time.monotonic() - t0, 2)})
-    total = {"records": sum(r.get("records", 0) for r in rows),
-             "with_techniques": sum(r.get("with_techniques", 0) for r in rows),
-             "skipped_files": sum(r.get("skipped_files", 0) for r in rows),
-             "seconds": round(time.monotonic() - started, 2),
-             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    total = {
+        "records": sum(r.get("records", 0) for r in rows),
+        "with_techniques": sum(r.get("with_techniques", 0) for r in rows),
+        "skipped_files": sum(r.get("skipped_files", 0) for r in rows),
+        "seconds": round(time.monotonic() - started, 2),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
     if args.json:
         print(json.dumps({"sources": rows, "total": total}, indent=2))
     else:
@@ -50,10 +60,14 @@ def main() -> int:
                 print(f"{r['source']:<20} ERROR {r['error']}")
                 continue
             share = r["with_techniques"] / r["records"] if r["records"] else 0
-            print(f"{r['source']:<20} {r['records']:>8} {r['with_techniques']:>8} {share:>6.0%} "
-                  f"{r['skipped_files']:>8} {r['seconds']:>8.2f}")
-        print(f"{'TOTAL':<20} {total['records']:>8} {total['with_techniques']:>8} {'':>6} "
-              f"{total['skipped_files']:>8} {total['seconds']:>8.2f}  peak RSS {total['peak_rss_mib']} MiB")
+            print(
+                f"{r['source']:<20} {r['records']:>8} {r['with_techniques']:>8} {share:>6.0%} "
+                f"{r['skipped_files']:>8} {r['seconds']:>8.2f}"
+            )
+        print(
+            f"{'TOTAL':<20} {total['records']:>8} {total['with_techniques']:>8} {'':>6} "
+            f"{total['skipped_files']:>8} {total['seconds']:>8.2f}  peak RSS {total['peak_rss_mib']} MiB"
+        )
     return 1 if any("error" in r for r in rows) else 0
 
 

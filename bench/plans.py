@@ -3,6 +3,7 @@
 Run against a served store:  secrag serve &  python bench/plans.py --queries ../shared/eval/dev_queries.jsonl
 The overhead of planning is POST /v1/plan minus POST /v1/search with k = the plan's candidate count.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,9 +49,15 @@ def main() -> int:
             for query in queries:
                 p_ms, plan = timed(http, "/v1/plan", {"query": query})
                 candidates = min(50, plan["plan"]["total_chunks"] * plan["plan"]["candidates_multiplier"])
-                s_ms, _ = timed(http, "/v1/search", {"query": query, "k": candidates,
-                                                     "return": {"text": True, "snippets": False,
-                                                                "max_text_chars": 4000}})
+                s_ms, _ = timed(
+                    http,
+                    "/v1/search",
+                    {
+                        "query": query,
+                        "k": candidates,
+                        "return": {"text": True, "snippets": False, "max_text_chars": 4000},
+                    },
+                )
                 if round_no == 0 and args.rounds > 1:
                     continue
                 plan_ms.append(p_ms)
@@ -61,8 +68,9 @@ def main() -> int:
     print(f"{len(plan_ms)} plans over {len(queries)} queries; query types: {by_type}")
     print(f"{'':<22} {'p50':>8} {'p99':>8} {'mean':>8}")
     for name, values in (("plan ms", plan_ms), ("search ms (same k)", search_ms), ("overhead ms", overhead)):
-        print(f"{name:<22} {percentile(values, 50):>8.1f} {percentile(values, 99):>8.1f} "
-              f"{statistics.fmean(values):>8.1f}")
+        print(
+            f"{name:<22} {percentile(values, 50):>8.1f} {percentile(values, 99):>8.1f} {statistics.fmean(values):>8.1f}"
+        )
     print(f"mean confidence {statistics.fmean(confidence):.3f}")
     return 0
 

@@ -4,6 +4,7 @@
 
 Each line: {"task", "query", "filters": {"sources": [...]}, "relevant": [{"doc_id", "grade"}], "qid"}.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ K = 10
 def ndcg(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
     dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
     ideal = sorted(grades.values(), reverse=True)[:k]
-    idcg = sum((2 ** g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg > 0 else 0.0
 
 
@@ -43,8 +44,13 @@ def main() -> None:
     parser.add_argument("--modes", default="hybrid,fts,vector,fuzzy")
     parser.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all).")
     parser.add_argument("--api-key", default=None)
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=JSON",
-                        help="Extra request field, e.g. --param w_fuzzy=0 --param rrf_k0=30 (repeatable).")
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="Extra request field, e.g. --param w_fuzzy=0 --param rrf_k0=30 (repeatable).",
+    )
     args = parser.parse_args()
     items = [json.loads(line) for line in args.queries.read_text(encoding="utf-8").splitlines() if line.strip()]
     if args.limit:
@@ -57,9 +63,14 @@ def main() -> None:
         for item in items:
             grades = {r["doc_id"]: int(r.get("grade", 1)) for r in item["relevant"]}
             for mode in args.modes.split(","):
-                body = {"query": item["query"][:8000], "mode": mode, "k": K,
-                        "filters": {k: v for k, v in (item.get("filters") or {}).items() if v},
-                        "return": {"snippets": False}, **extra}
+                body = {
+                    "query": item["query"][:8000],
+                    "mode": mode,
+                    "k": K,
+                    "filters": {k: v for k, v in (item.get("filters") or {}).items() if v},
+                    "return": {"snippets": False},
+                    **extra,
+                }
                 response = http.post("/v1/search", json=body)
                 if response.status_code != 200:
                     failures += 1

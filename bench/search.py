@@ -10,6 +10,7 @@ The `cache hits` column (from /v1/stats) shows whether any request skipped encod
 thread with one keep-alive connection driven by the standard library's http.client: the clients share the
 2 cores with the server, and httpx spent about 1.5 ms of CPU per request that the server then lacked.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,18 @@ from urllib.parse import urlsplit
 
 import httpx
 
-DEFAULT_QUERIES = ["T1003", "T1059.001", "CVE-2021-44228", "mimikatz", "mimikats", "lsass memory dump",
-                   "powershell encoded command", "scheduled task persistence", "credential dumping from lsass",
-                   "how do attackers abuse rundll32 to proxy execution of malicious code"]
+DEFAULT_QUERIES = [
+    "T1003",
+    "T1059.001",
+    "CVE-2021-44228",
+    "mimikatz",
+    "mimikats",
+    "lsass memory dump",
+    "powershell encoded command",
+    "scheduled task persistence",
+    "credential dumping from lsass",
+    "how do attackers abuse rundll32 to proxy execution of malicious code",
+]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -50,8 +60,9 @@ class Poster:
 
     def post(self, path: str, body: dict) -> int:
         try:
-            self.conn.request("POST", self.prefix + path, body=json.dumps(body).encode(),
-                              headers={"content-type": "application/json"})
+            self.conn.request(
+                "POST", self.prefix + path, body=json.dumps(body).encode(), headers={"content-type": "application/json"}
+            )
             response = self.conn.getresponse()
             response.read()
             return response.status
@@ -101,10 +112,18 @@ def run(url: str, mode: str, clients: int, requests_per_client: int, queries: li
     hits = after.get("hits", 0) - before.get("hits", 0)
     encoded = after.get("encoded", 0) - before.get("encoded", 0)
     runs = after.get("runs", 0) - before.get("runs", 0)
-    return {"mode": mode, "clients": clients, "requests": len(latencies), "errors": errors,
-            "p50_ms": percentile(latencies, 50), "p95_ms": percentile(latencies, 95),
-            "p99_ms": percentile(latencies, 99), "rps": len(latencies) / wall, "cache_hits": hits,
-            "per_run": encoded / runs if runs else 0.0}
+    return {
+        "mode": mode,
+        "clients": clients,
+        "requests": len(latencies),
+        "errors": errors,
+        "p50_ms": percentile(latencies, 50),
+        "p95_ms": percentile(latencies, 95),
+        "p99_ms": percentile(latencies, 99),
+        "rps": len(latencies) / wall,
+        "cache_hits": hits,
+        "per_run": encoded / runs if runs else 0.0,
+    }
 
 
 def load_queries(path: Path | None, filters: bool) -> list[dict]:
@@ -129,8 +148,11 @@ def main() -> None:
     parser.add_argument("--clients", default="1,4,8")
     parser.add_argument("--requests", type=int, default=50, help="Requests per client.")
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--queries", type=Path,
-                        help="JSONL with a `query` (and optional `filters`) per line (default: a built-in set of 10).")
+    parser.add_argument(
+        "--queries",
+        type=Path,
+        help="JSONL with a `query` (and optional `filters`) per line (default: a built-in set of 10).",
+    )
     parser.add_argument("--no-filters", action="store_true", help="Ignore the queries' filters.")
     args = parser.parse_args()
     queries = load_queries(args.queries, not args.no_filters)
@@ -138,16 +160,22 @@ def main() -> None:
         for i in range(10):
             http.post("/v1/search", json={"query": f"warm-up query number {i}", "k": args.k})
         cache = encoder_stats(http)
-    print(f"{len(queries)} distinct queries; encoder {cache.get('backend', '?')}, "
-          f"query cache size {cache.get('max_size', '?')}")
-    print(f"{'mode':<8} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
-          f"{'req/s':>8} {'cache hits':>10} {'q/run':>6}")
+    print(
+        f"{len(queries)} distinct queries; encoder {cache.get('backend', '?')}, "
+        f"query cache size {cache.get('max_size', '?')}"
+    )
+    print(
+        f"{'mode':<8} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
+        f"{'req/s':>8} {'cache hits':>10} {'q/run':>6}"
+    )
     for mode in args.modes.split(","):
         for clients in (int(c) for c in args.clients.split(",")):
             r = run(args.url, mode, clients, args.requests, queries, args.k)
-            print(f"{r['mode']:<8} {r['clients']:>7} {r['requests']:>8} {r['errors']:>6} {r['p50_ms']:>8.1f} "
-                  f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['rps']:>8.1f} {r['cache_hits']:>10} "
-                  f"{r['per_run']:>6.2f}")
+            print(
+                f"{r['mode']:<8} {r['clients']:>7} {r['requests']:>8} {r['errors']:>6} {r['p50_ms']:>8.1f} "
+                f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['rps']:>8.1f} {r['cache_hits']:>10} "
+                f"{r['per_run']:>6.2f}"
+            )
 
 
 if __name__ == "__main__":

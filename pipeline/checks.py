@@ -45,9 +45,7 @@ def build_technique_check(source: str, key: dg.AssetKey | None = None) -> dg.Ass
     return _check
 
 
-def freshness_verdict(
-    state: tuple | None, poll_interval: int, now: datetime
-) -> tuple[bool, dict[str, object]]:
+def freshness_verdict(state: tuple | None, poll_interval: int, now: datetime) -> tuple[bool, dict[str, object]]:
     """Fresh = upstream checked within two poll intervals and the version seen is the one served."""
     if state is None:
         return False, {"reason": "source never registered"}

@@ -1,4 +1,5 @@
 """Deterministic, header-aware chunking of document bodies into `<doc_id>#<n>` pieces."""
+
 from __future__ import annotations
 
 import re

@@ -57,9 +57,7 @@ def build_definitions(
     model_info(settings.embedding_model)  # an unknown model fails the load, naming the allowlist
     chunking = ChunkConfig(settings.chunk_target_chars, settings.chunk_overlap_chars)
     folders = list(folders)
-    graph = build_graph(
-        specs, folders, embed_code=embeddings_code_version(settings.embedding_model, chunking.version)
-    )
+    graph = build_graph(specs, folders, embed_code=embeddings_code_version(settings.embedding_model, chunking.version))
     published = dg.AssetSelection.all() - dg.AssetSelection.key_prefixes("upstream")
     schedules = [build_reconcile_schedule(graph.expected, folders, published)]
     if graph.freshness_checks:

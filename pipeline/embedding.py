@@ -1,4 +1,5 @@
 """Embed the chunks that have no vector for the active model yet; write vectors with binary COPY."""
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,15 @@ class EmbedStats:
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
 
 
-def embed_pending(conn: psycopg.Connection, embedder: Embedder, sql_dir: Path, *, source: str | None = None,
-                  batch_size: int = 256, progress: Callable[[int, int], None] | None = None) -> EmbedStats:
+def embed_pending(
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    sql_dir: Path,
+    *,
+    source: str | None = None,
+    batch_size: int = 256,
+    progress: Callable[[int, int], None] | None = None,
+) -> EmbedStats:
     """Embed every distinct chunk text of `source` (all when None) lacking a vector for the model.
 
     Each batch commits on its own, so an interrupted pass keeps its progress and a retry converges.
@@ -49,7 +57,7 @@ def embed_pending(conn: psycopg.Connection, embedder: Embedder, sql_dir: Path, *
     todo = conn.execute(q.chunks_without_vectors, params).fetchall()
     done = 0
     for start in range(0, len(todo), batch_size):
-        batch = todo[start:start + batch_size]
+        batch = todo[start : start + batch_size]
         vectors = embedder.encode([embedding_input(title, text) for _, title, text in batch])
         with conn.transaction(), conn.cursor() as cur:
             with cur.copy(q.copy_embeddings) as copy:
@@ -60,6 +68,12 @@ def embed_pending(conn: psycopg.Connection, embedder: Embedder, sql_dir: Path, *
         if progress is not None:
             progress(done, len(todo))
     stats = EmbedStats(chunks=total, embedded=done, reused=total - done, seconds=time.monotonic() - started)
-    log.info("embedded %s/%s chunks of %s with %s in %.1fs", done, total, source or "all sources",
-             embedder.model_id, stats.seconds)
+    log.info(
+        "embedded %s/%s chunks of %s with %s in %.1fs",
+        done,
+        total,
+        source or "all sources",
+        embedder.model_id,
+        stats.seconds,
+    )
     return stats

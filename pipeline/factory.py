@@ -40,9 +40,7 @@ def build_graph(specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], 
         graph.assets += [
             build_upstream_asset(spec),
             build_source_asset(spec),
-            build_embeddings_asset(
-                spec.name, source_key(spec.name), group=spec.category, code_version=embed_code
-            ),
+            build_embeddings_asset(spec.name, source_key(spec.name), group=spec.category, code_version=embed_code),
         ]
         graph.checks += [
             build_technique_check(spec.name),
@@ -50,18 +48,14 @@ def build_graph(specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], 
             *build_embedding_checks(spec.name),
         ]
         graph.sensors.append(build_source_sensor(spec))
-        graph.expected[spec.name] = expected_for(
-            spec.name, publish_code=spec.parser_version, embed_code=embed_code
-        )
+        graph.expected[spec.name] = expected_for(spec.name, publish_code=spec.parser_version, embed_code=embed_code)
         graph.freshness_checks.append(dg.AssetCheckKey(source_key(spec.name), FRESHNESS))
     if ATTACK_SOURCE in {s.name for s in enabled}:
         graph.assets.append(build_lookup_asset(specs[ATTACK_SOURCE]))
     for folder in folders:
         graph.assets += [
             build_folder_asset(folder),
-            build_embeddings_asset(
-                folder.name, folder_key(folder.name), group="user_folders", code_version=embed_code
-            ),
+            build_embeddings_asset(folder.name, folder_key(folder.name), group="user_folders", code_version=embed_code),
         ]
         graph.checks += [
             build_technique_check(folder.name, folder_key(folder.name)),

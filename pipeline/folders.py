@@ -107,9 +107,7 @@ def parse_folders(raw: object, base: Path, reserved: frozenset[str] = frozenset(
             raise ConfigError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
         name = str(item.get("name", ""))
         if not _NAME.match(name):
-            raise ConfigError(
-                f"{where}: name {name!r} must match {_NAME.pattern} (it becomes the source name)"
-            )
+            raise ConfigError(f"{where}: name {name!r} must match {_NAME.pattern} (it becomes the source name)")
         if name in reserved or name in {s.name for s in specs}:
             raise ConfigError(f"{where}: name {name!r} is already used by another source or folder")
         if not item.get("path"):
@@ -183,9 +181,7 @@ def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
                 continue
             st = path.stat()
             if st.st_size > spec.max_file_bytes:
-                refused.append(
-                    Skipped(rel, f"file of {st.st_size} bytes exceeds the {spec.max_file_bytes}-byte limit")
-                )
+                refused.append(Skipped(rel, f"file of {st.st_size} bytes exceeds the {spec.max_file_bytes}-byte limit"))
                 continue
             old = (previous or {}).get(rel)
             if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:

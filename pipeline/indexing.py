@@ -1,4 +1,5 @@
 """Records to chunk rows: chunking, enrichment, identifier variants and content hashes."""
+
 from __future__ import annotations
 
 import hashlib
@@ -39,9 +40,17 @@ def chunk_rows(record: Record, lookup: Mapping[str, str], cfg: ChunkConfig) -> l
         enriched = enrich(text, lookup, extra_techniques=record.techniques if ordinal == 0 else ())
         identifiers = " ".join(identifier_variants(f"{doc_level}\n{text}"))
         digest = hashlib.sha256(embedding_input(record.title, enriched).encode("utf-8")).hexdigest()
-        rows.append(ChunkRow(
-            chunk_id=f"{record.doc_id}#{ordinal}", doc_id=record.doc_id, source=record.source,
-            ordinal=ordinal, title=record.title, text=text, enriched_text=enriched,
-            identifiers=identifiers, content_hash=digest,
-        ))
+        rows.append(
+            ChunkRow(
+                chunk_id=f"{record.doc_id}#{ordinal}",
+                doc_id=record.doc_id,
+                source=record.source,
+                ordinal=ordinal,
+                title=record.title,
+                text=text,
+                enriched_text=enriched,
+                identifiers=identifiers,
+                content_hash=digest,
+            )
+        )
     return rows

@@ -73,9 +73,7 @@ class StoreResource(dg.ConfigurableResource):
         s = self._settings()
         return ChunkConfig(
             target=self.chunk_target_chars or s.chunk_target_chars,
-            overlap=self.chunk_overlap_chars
-            if self.chunk_overlap_chars is not None
-            else s.chunk_overlap_chars,
+            overlap=self.chunk_overlap_chars if self.chunk_overlap_chars is not None else s.chunk_overlap_chars,
         )
 
     def work_path(self) -> Path:
@@ -122,15 +120,11 @@ class UpstreamResource(dg.ConfigurableResource):
         elif self.mirror:
             settings = settings.model_copy(update={"upstream_mirror": Path(self.mirror)})
         cfg = _config_from_settings(settings.model_dump_json())
-        updates: dict[str, object] = {
-            "probe_timeout": min(self.probe_timeout or cfg.probe_timeout, MAX_PROBE_SECONDS)
-        }
+        updates: dict[str, object] = {"probe_timeout": min(self.probe_timeout or cfg.probe_timeout, MAX_PROBE_SECONDS)}
         if self.fetch_timeout:
             updates["fetch_timeout"] = self.fetch_timeout
         if self.repo_overrides or self.feed_overrides:
-            cfg = cfg.with_mirror(
-                self.repo_overrides, self.feed_overrides, self.github_api_base or cfg.github_api_base
-            )
+            cfg = cfg.with_mirror(self.repo_overrides, self.feed_overrides, self.github_api_base or cfg.github_api_base)
             updates["allow_loopback"] = self.allow_loopback or cfg.allow_loopback
         return replace(cfg, **updates)
 

@@ -47,9 +47,7 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
             db.record_check(conn, spec.name, seen.version)
         events = [observation(seen)]
         if context.cursor == seen.version:
-            return dg.SensorResult(
-                skip_reason=f"{spec.name} unchanged at {seen.version}", asset_events=events
-            )
+            return dg.SensorResult(skip_reason=f"{spec.name} unchanged at {seen.version}", asset_events=events)
         context.log.info(f"{spec.name}: upstream moved from {context.cursor or 'nothing'} to {seen.version}")
         request = dg.RunRequest(
             run_key=f"{spec.name}@{seen.version}",

@@ -1,4 +1,5 @@
 """What this CPU can run: x86-64 micro-architecture levels as /proc/cpuinfo flags."""
+
 from __future__ import annotations
 
 import platform

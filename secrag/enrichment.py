@@ -1,4 +1,5 @@
 """Text enrichment applied identically at index and query time: ATT&CK names, identifier variants."""
+
 from __future__ import annotations
 
 import re
@@ -7,7 +8,9 @@ from collections.abc import Iterable, Mapping
 _TECHNIQUE = re.compile(r"(?<![A-Za-z0-9])(?<!AML\.)(T\d{4})(?:[./](\d{3}))?(?![0-9])", re.IGNORECASE)
 _FILE_WITH_EXT = re.compile(
     r"(?<![\w.-])([A-Za-z0-9_][\w-]*(?:\.[\w-]+)*)\.(exe|dll|sys|ps1|psm1|bat|cmd|vbs|vbe|js|jse|hta|msi|cpl|"
-    r"scr|com|lnk|sh|py|so|dylib|plist|inf|wsf|xll|ocx|drv|efi)\b", re.IGNORECASE)
+    r"scr|com|lnk|sh|py|so|dylib|plist|inf|wsf|xll|ocx|drv|efi)\b",
+    re.IGNORECASE,
+)
 _CVE = re.compile(r"\bCVE-(\d{4})-(\d{4,7})\b", re.IGNORECASE)
 _CAPEC = re.compile(r"\bCAPEC-(\d+)\b", re.IGNORECASE)
 _DOTTED_ID = re.compile(r"\b(AML\.[A-Z]+\d{4}(?:\.\d{3})?|D3-[A-Z0-9]+|[A-Z]{1,3}\d{4}(?:\.\d{3})?)\b")

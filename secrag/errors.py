@@ -1,4 +1,5 @@
 """One root exception for secrag and its specific subclasses."""
+
 from __future__ import annotations
 
 

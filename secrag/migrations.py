@@ -1,4 +1,5 @@
 """Numbered SQL migrations: ordered, checksummed, one transaction each, under an advisory lock."""
+
 from __future__ import annotations
 
 import hashlib
@@ -39,15 +40,21 @@ def load_migrations(directory: Path) -> list[Migration]:
         if not match:
             raise MigrationError(f"migration file {path.name} is not named NNNN_name.sql")
         text = path.read_text(encoding="utf-8")
-        migrations.append(Migration(
-            version=int(match.group(1)), name=match.group(2), sql=text,
-            checksum=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            transactional=not text.lstrip().startswith(NO_TRANSACTION),
-        ))
+        migrations.append(
+            Migration(
+                version=int(match.group(1)),
+                name=match.group(2),
+                sql=text,
+                checksum=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                transactional=not text.lstrip().startswith(NO_TRANSACTION),
+            )
+        )
     for expected, migration in enumerate(migrations, start=1):
         if migration.version != expected:
-            raise MigrationError(f"migrations must be numbered 0001, 0002, ... without gaps; "
-                                 f"found {migration.version:04d}_{migration.name}.sql at position {expected}")
+            raise MigrationError(
+                f"migrations must be numbered 0001, 0002, ... without gaps; "
+                f"found {migration.version:04d}_{migration.name}.sql at position {expected}"
+            )
     return migrations
 
 
@@ -67,11 +74,15 @@ def pending(conn: psycopg.Connection, sql_dir: Path) -> list[Migration]:
     for version, (name, checksum) in applied.items():
         migration = known.get(version)
         if migration is None:
-            raise MigrationError(f"database has migration {version:04d}_{name} that this secrag does not know",
-                                 hint="upgrade secrag; the database is newer than the code")
+            raise MigrationError(
+                f"database has migration {version:04d}_{name} that this secrag does not know",
+                hint="upgrade secrag; the database is newer than the code",
+            )
         if migration.checksum != checksum:
-            raise MigrationError(f"migration {version:04d}_{name}.sql was edited after it was applied",
-                                 hint="never edit an applied migration; add a new NNNN_*.sql instead")
+            raise MigrationError(
+                f"migration {version:04d}_{name}.sql was edited after it was applied",
+                hint="never edit an applied migration; add a new NNNN_*.sql instead",
+            )
     return [m for m in migrations if m.version not in applied]
 
 
@@ -97,17 +108,24 @@ def migrate(conn: psycopg.Connection, sql_dir: Path) -> list[Migration]:
                         conn.execute(statement)
                     _record(conn, q, migration, started)
             except psycopg.Error as exc:
-                raise MigrationError(f"migration {migration.version:04d}_{migration.name}.sql failed: "
-                                     f"{str(exc).strip().splitlines()[0]}") from exc
+                raise MigrationError(
+                    f"migration {migration.version:04d}_{migration.name}.sql failed: {str(exc).strip().splitlines()[0]}"
+                ) from exc
         return todo
     finally:
         conn.execute(q.unlock, {"key": LOCK_KEY})
 
 
 def _record(conn: psycopg.Connection, q: Queries, migration: Migration, started: float) -> None:
-    conn.execute(q.record, {"version": migration.version, "name": migration.name,
-                            "checksum": migration.checksum,
-                            "execution_ms": int((time.monotonic() - started) * 1000)})
+    conn.execute(
+        q.record,
+        {
+            "version": migration.version,
+            "name": migration.name,
+            "checksum": migration.checksum,
+            "execution_ms": int((time.monotonic() - started) * 1000),
+        },
+    )
 
 
 def current_version(conn: psycopg.Connection, sql_dir: Path) -> int:

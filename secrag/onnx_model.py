@@ -1,4 +1,5 @@
 """The allowlisted embedding model as ONNX (exported once, cached on disk) and an onnxruntime encoder for it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -68,10 +69,16 @@ def _export(info: ModelInfo, out: Path) -> None:
     axes = {0: "batch", 1: "sequence"}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(LastHiddenState(model), (ids, mask, types), str(out), input_names=list(INPUTS),
-                          output_names=["last_hidden_state"],
-                          dynamic_axes={name: axes for name in (*INPUTS, "last_hidden_state")},
-                          opset_version=OPSET, dynamo=False)
+        torch.onnx.export(
+            LastHiddenState(model),
+            (ids, mask, types),
+            str(out),
+            input_names=list(INPUTS),
+            output_names=["last_hidden_state"],
+            dynamic_axes={name: axes for name in (*INPUTS, "last_hidden_state")},
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
 
 def export_onnx(model_id: str, cache_dir: Path) -> Path:
@@ -99,10 +106,10 @@ def export_onnx(model_id: str, cache_dir: Path) -> Path:
         os.replace(tmp, target)
         tmp = None
     except Exception as exc:
-        raise ConfigError(f"cannot export embedding model {model_id} to ONNX in {cache_dir}: "
-                          f"{type(exc).__name__}: {exc}",
-                          hint="check that the folder is writable and torch, transformers and onnx "
-                               "are installed") from exc
+        raise ConfigError(
+            f"cannot export embedding model {model_id} to ONNX in {cache_dir}: {type(exc).__name__}: {exc}",
+            hint="check that the folder is writable and torch, transformers and onnx are installed",
+        ) from exc
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
@@ -154,8 +161,10 @@ class OnnxEncoder(AllowlistedModel):
         except ConfigError:
             raise
         except Exception as exc:
-            raise ConfigError(f"cannot load the ONNX model {path}: {type(exc).__name__}: {exc}",
-                              hint="delete the file to export it again") from exc
+            raise ConfigError(
+                f"cannot load the ONNX model {path}: {type(exc).__name__}: {exc}",
+                hint="delete the file to export it again",
+            ) from exc
         self._inputs = tuple(i.name for i in session.get_inputs())
         if not {"input_ids", "attention_mask"} <= set(self._inputs):
             raise ConfigError(f"ONNX model {path} lacks input_ids/attention_mask inputs: {self._inputs}")
@@ -166,10 +175,14 @@ class OnnxEncoder(AllowlistedModel):
         dims = self._encode(["dimension check"]).shape[1]
         if dims != self.dimensions:
             self._session = None
-            raise ConfigError(f"model {self.model_id} produces {dims} dimensions, "
-                              f"the allowlist says {self.dimensions}")
-        log.info("loaded ONNX model %s from %s in %.2f s (%d threads)", self.model_id, path,
-                 time.perf_counter() - started, self.threads)
+            raise ConfigError(f"model {self.model_id} produces {dims} dimensions, the allowlist says {self.dimensions}")
+        log.info(
+            "loaded ONNX model %s from %s in %.2f s (%d threads)",
+            self.model_id,
+            path,
+            time.perf_counter() - started,
+            self.threads,
+        )
 
     @staticmethod
     def _max_seq_length(model_dir: Path) -> int:

@@ -1,4 +1,5 @@
 """Named SQL blocks loaded from `sql/queries/*.sql` (`-- name: <block>` headers)."""
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ def parse_blocks(text: str) -> dict[str, str]:
     matches = list(_HEADER.finditer(text))
     for i, match in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        body = text[match.end():end].strip()
+        body = text[match.end() : end].strip()
         if match.group(1) in blocks:
             raise ConfigError(f"query block {match.group(1)!r} is defined twice")
         blocks[match.group(1)] = body

@@ -1,4 +1,5 @@
 """A normalised `pg_dump --schema-only` of a database, compared with the checked-in sql/schema.sql."""
+
 from __future__ import annotations
 
 import re
@@ -42,8 +43,13 @@ def normalise(dump: str) -> str:
 
 def dump(url: str) -> str:
     """Normalised schema of the database at url."""
-    result = subprocess.run([pg_dump_binary(), "--schema-only", "--no-owner", "--dbname", url],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [pg_dump_binary(), "--schema-only", "--no-owner", "--dbname", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     if result.returncode != 0:
         raise DatabaseError(f"pg_dump failed: {result.stderr.strip()[:300]}")
     return normalise(result.stdout)

@@ -1,4 +1,5 @@
 """Settings from environment variables (and `.env`), read on first use, never at import."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -19,27 +20,31 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SECRAG_", env_file=".env", extra="ignore")
 
     database_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("DATABASE_URL", "SECRAG_DATABASE_URL"),
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "SECRAG_DATABASE_URL"),
         description="PostgreSQL URL; when unset secrag starts its embedded server in data_dir.",
     )
     data_dir: Path = Field(default=Path(".secrag"), description="Embedded database and caches.")
     database_name: str = Field(default="secrag", description="Database created on the embedded server.")
     dagster_database_name: str = Field(default="secrag_dagster", description="Dagster instance database.")
     embedded_shared_buffers: str = Field(
-        default="512MB", pattern=r"^\d+\s*(kB|MB|GB)$",
-        description="shared_buffers of the embedded server (applied with one restart when it changes).")
+        default="512MB",
+        pattern=r"^\d+\s*(kB|MB|GB)$",
+        description="shared_buffers of the embedded server (applied with one restart when it changes).",
+    )
     sql_dir: Path = Field(default_factory=sql_dir, description="Migrations and named queries (shipped in the package).")
     connect_timeout: int = Field(default=5, ge=1, le=120, description="Seconds to wait for the database.")
     reader_statement_timeout_ms: int = Field(default=2000, ge=100)
 
     # Upstreams (fetchers and probes)
     upstream_mirror: Path | None = Field(
-        default=None, description="Snapshot folder (like ../shared/upstream) to serve as local mirrors.")
+        default=None, description="Snapshot folder (like ../shared/upstream) to serve as local mirrors."
+    )
     github_api_base: str = Field(default="https://api.github.com", description="GitHub releases API base.")
-    github_token: str | None = Field(
-        default=None, validation_alias=AliasChoices("GITHUB_TOKEN", "SECRAG_GITHUB_TOKEN"))
+    github_token: str | None = Field(default=None, validation_alias=AliasChoices("GITHUB_TOKEN", "SECRAG_GITHUB_TOKEN"))
     http_allowed_hosts: list[str] = Field(
-        default_factory=list, description="Hosts allowed in addition to the built-in upstream hosts.")
+        default_factory=list, description="Hosts allowed in addition to the built-in upstream hosts."
+    )
     http_allow_loopback: bool = Field(default=False, description="Allow http(s)://127.0.0.1 / localhost (tests).")
     http_allow_file: bool = Field(default=False, description="Allow file:// URLs (mirrors, tests).")
     http_max_bytes: int = Field(default=100 * 1024 * 1024, ge=1024)
@@ -53,7 +58,8 @@ class Settings(BaseSettings):
     chunk_overlap_chars: int = Field(default=150, ge=0)
 
     folders_file: Path | None = Field(
-        default=None, description="YAML list of user-document folders (default: folders.yaml if present).")
+        default=None, description="YAML list of user-document folders (default: folders.yaml if present)."
+    )
 
     # Embeddings
     embedding_model: str = Field(default="all-MiniLM-L6-v2", description="Must be on the allowlist.")

@@ -37,9 +37,7 @@ def prepare_home(settings: Settings) -> Path:
     return home
 
 
-def dagster_environment(
-    settings: Settings, *, database_url: str, instance_url: str, home: Path
-) -> dict[str, str]:
+def dagster_environment(settings: Settings, *, database_url: str, instance_url: str, home: Path) -> dict[str, str]:
     """The children's environment: resolved URLs (so no child starts a server), offline model."""
     env = dict(os.environ)
     env.update(

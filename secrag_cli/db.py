@@ -1,4 +1,5 @@
 """`secrag db ...`: the embedded server and migrations."""
+
 from __future__ import annotations
 
 import os
@@ -45,16 +46,20 @@ def status() -> None:
     settings = get_settings()
     if not settings.database_url:
         st = embedded.status(settings.pgdata)
-        click.echo(f"embedded: {st.pgdata} initialised={st.initialised} running={st.running}"
-                   + (f" pid={st.pid}" if st.pid else ""))
+        click.echo(
+            f"embedded: {st.pgdata} initialised={st.initialised} running={st.running}"
+            + (f" pid={st.pid}" if st.pid else "")
+        )
         if not st.running:
             return
     url = database.database_url(settings)
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
         version = migrations.current_version(conn, settings.sql_dir)
         todo = len(migrations.pending(conn, settings.sql_dir)) if version else "all"
-        click.echo(f"database: {database.describe(url)} PostgreSQL {conn.info.server_version // 10000} "
-                   f"schema version {version} ({todo} pending)")
+        click.echo(
+            f"database: {database.describe(url)} PostgreSQL {conn.info.server_version // 10000} "
+            f"schema version {version} ({todo} pending)"
+        )
 
 
 @db.command()

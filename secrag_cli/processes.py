@@ -1,4 +1,5 @@
 """Child services of `secrag run`: each in its own process group, stopped group-wide by PID."""
+
 from __future__ import annotations
 
 import logging
@@ -21,8 +22,7 @@ def _default_signals() -> None:  # in the child, between fork and exec
 
 def spawn(command: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
     """Start a command in a new session, so one signal to its group reaches all its children."""
-    return subprocess.Popen(list(command), cwd=cwd, env=dict(env), start_new_session=True,
-                            preexec_fn=_default_signals)
+    return subprocess.Popen(list(command), cwd=cwd, env=dict(env), start_new_session=True, preexec_fn=_default_signals)
 
 
 def stop_group(proc: subprocess.Popen[bytes], grace: float = STOP_GRACE_SECONDS) -> int:

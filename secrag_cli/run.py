@@ -1,4 +1,5 @@
 """`secrag run`: the main job of `make run`: database up and migrated, then Dagster and the API."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,10 @@ def check_port_free(host: str, port: int, flag: str) -> None:
         try:
             sock.bind((host, port))
         except OSError as exc:
-            raise ConfigError(f"port {port} on {host} is in use ({exc.strerror})",
-                              hint=f"stop what uses it or pick another with {flag}") from exc
+            raise ConfigError(
+                f"port {port} on {host} is in use ({exc.strerror})",
+                hint=f"stop what uses it or pick another with {flag}",
+            ) from exc
 
 
 def prepare_database() -> str:
@@ -39,8 +42,10 @@ def prepare_database() -> str:
         database.check_requirements(conn)
         applied = migrations.migrate(conn, settings.sql_dir)
         version = migrations.current_version(conn, settings.sql_dir)
-    click.echo(f"database ready at {database.describe(url)} in {time.monotonic() - started:.1f}s "
-               f"(schema version {version}, {len(applied)} migrations applied)")
+    click.echo(
+        f"database ready at {database.describe(url)} in {time.monotonic() - started:.1f}s "
+        f"(schema version {version}, {len(applied)} migrations applied)"
+    )
     return url
 
 

@@ -1,4 +1,5 @@
 """`secrag sources ...`: the source registry and upstream version checks."""
+
 from __future__ import annotations
 
 import logging
@@ -39,8 +40,10 @@ def list_sources() -> None:
     """Every registered source: name, tracking, upstream, parser, category, enabled."""
     click.echo(f"{'name':<20} {'tracking':<8} {'upstream':<44} {'parser':<22} {'category':<12} enabled")
     for spec in sorted(default_registry().values(), key=lambda s: s.name):
-        click.echo(f"{spec.name:<20} {spec.tracking:<8} {_upstream(spec):<44} {spec.parser:<22} "
-                   f"{spec.category:<12} {'yes' if spec.enabled else 'no'}")
+        click.echo(
+            f"{spec.name:<20} {spec.tracking:<8} {_upstream(spec):<44} {spec.parser:<22} "
+            f"{spec.category:<12} {'yes' if spec.enabled else 'no'}"
+        )
 
 
 def _current_versions(settings: Settings) -> dict[str, str | None]:
@@ -79,8 +82,11 @@ def check(ctx: click.Context, names: tuple[str, ...]) -> None:
     unknown = sorted(set(names) - set(registry))
     if unknown:
         raise ConfigError(f"unknown source(s): {', '.join(unknown)}", hint="see `secrag sources list`")
-    specs = [registry[n] for n in dict.fromkeys(names)] if names else [
-        s for s in sorted(registry.values(), key=lambda s: s.name) if s.enabled]
+    specs = (
+        [registry[n] for n in dict.fromkeys(names)]
+        if names
+        else [s for s in sorted(registry.values(), key=lambda s: s.name) if s.enabled]
+    )
     settings = get_settings()
     cfg = upstream_config(settings)
     current = _current_versions(settings)

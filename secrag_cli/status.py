@@ -1,4 +1,5 @@
 """`secrag status`: a summary of the store."""
+
 from __future__ import annotations
 
 import click
@@ -15,20 +16,26 @@ def status() -> None:
     url = database.database_url(settings)
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
         version = migrations.current_version(conn, settings.sql_dir)
-        click.echo(f"database   {database.describe(url)} (PostgreSQL {conn.info.server_version // 10000}, "
-                   f"schema version {version})")
+        click.echo(
+            f"database   {database.describe(url)} (PostgreSQL {conn.info.server_version // 10000}, "
+            f"schema version {version})"
+        )
         if version == 0:
             click.echo("schema     not migrated: run `secrag db migrate`")
             return
         q = Queries(settings.sql_dir, "status")
         sources, documents, chunks, vectors, model = conn.execute(q.totals).fetchone()
-        click.echo(f"sources    {sources}\ndocuments  {documents}\nchunks     {chunks}\n"
-                   f"embeddings {vectors} (active model {model})")
+        click.echo(
+            f"sources    {sources}\ndocuments  {documents}\nchunks     {chunks}\n"
+            f"embeddings {vectors} (active model {model})"
+        )
         rows = conn.execute(q.sources).fetchall()
         if rows:
             click.echo(f"\n{'source':<22} {'state':<9} {'records':>8}  {'version':<14} last sync")
         for name, _kind, state, current, records, synced, error in rows:
-            line = (f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} "
-                    f"{synced:%Y-%m-%d %H:%M}" if synced else
-                    f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} never")
+            line = (
+                f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} {synced:%Y-%m-%d %H:%M}"
+                if synced
+                else f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} never"
+            )
             click.echo(line + (f"  error: {error[:80]}" if error else ""))

@@ -1,4 +1,5 @@
 """`secrag tune report|apply`: threshold proposals from the opt-in query log, audited changes."""
+
 from __future__ import annotations
 
 import getpass
@@ -67,7 +68,6 @@ def apply(query_type: str, threshold: float, reason: str, who: str | None, plans
     if query_type not in QUERY_TYPES:
         raise click.BadParameter(f"unknown query type; choose one of {', '.join(QUERY_TYPES)}")
     path = _plans_file(plans_path)
-    entry = apply_change(load_plans(path), path, query_type, threshold, who=who or getpass.getuser(),
-                         reason=reason)
+    entry = apply_change(load_plans(path), path, query_type, threshold, who=who or getpass.getuser(), reason=reason)
     load_plans(path)  # the result must still validate
     click.echo(f"{query_type}: score_threshold {entry['old']} -> {entry['new']} (written to {overlay_path(path)})")

@@ -1,4 +1,5 @@
 """The FastAPI application factory: routers under /v1, the pool opened in the lifespan, MCP at /mcp."""
+
 from __future__ import annotations
 
 import logging
@@ -36,11 +37,16 @@ def _reader_setup(queries: Queries, settings: ServingSettings) -> Callable[[psyc
     def configure(conn: psycopg.Connection) -> None:
         conn.autocommit = True
         conn.execute(queries.session_role)
-        conn.execute(queries.session_settings, {
-            "timeout": str(settings.reader_statement_timeout_ms),
-            "iterative_scan": settings.hnsw_iterative_scan,
-            "max_scan_tuples": str(settings.hnsw_max_scan_tuples),
-            "ef_search": str(DEFAULT_EF_SEARCH), "trgm_threshold": str(TRGM_THRESHOLD)})
+        conn.execute(
+            queries.session_settings,
+            {
+                "timeout": str(settings.reader_statement_timeout_ms),
+                "iterative_scan": settings.hnsw_iterative_scan,
+                "max_scan_tuples": str(settings.hnsw_max_scan_tuples),
+                "ef_search": str(DEFAULT_EF_SEARCH),
+                "trgm_threshold": str(TRGM_THRESHOLD),
+            },
+        )
 
     return configure
 
@@ -51,10 +57,17 @@ def open_reader_pool(url: str, settings: ServingSettings, queries: Queries) -> C
     Connections are checked before use and failed connects are retried in the background, so the
     API answers 503 within `pool_timeout` while the database is down and recovers by itself.
     """
-    pool = database.open_pool(url, min_size=settings.pool_min_size, max_size=settings.pool_max_size,
-                              timeout=settings.pool_timeout, name="secrag-serving",
-                              configure=_reader_setup(queries, settings),
-                              check=True, reconnect_timeout=3600, connect_timeout=2)
+    pool = database.open_pool(
+        url,
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
+        timeout=settings.pool_timeout,
+        name="secrag-serving",
+        configure=_reader_setup(queries, settings),
+        check=True,
+        reconnect_timeout=3600,
+        connect_timeout=2,
+    )
     pool.open(wait=False)
     return pool
 
@@ -74,18 +87,28 @@ def start_service(settings: ServingSettings, metrics: Metrics) -> Service:
     url = database.database_url(settings)
     queries = Queries(settings.sql_dir, "serving")
     pool = open_reader_pool(url, settings, queries)
-    encoder = shared_encoder(_active_model(pool, queries, settings.embedding_model), settings.torch_threads,
-                             backend=settings.query_encoder, encoder_threads=settings.query_encoder_threads,
-                             cache_size=settings.query_cache_size,
-                             cache_dir=settings.models_dir)
+    encoder = shared_encoder(
+        _active_model(pool, queries, settings.embedding_model),
+        settings.torch_threads,
+        backend=settings.query_encoder,
+        encoder_threads=settings.query_encoder_threads,
+        cache_size=settings.query_cache_size,
+        cache_dir=settings.models_dir,
+    )
     query_log = None
     if settings.query_log:
         query_log = QueryLog(url, queries, with_text=settings.query_log_text)
         query_log.open()
-    return Service(settings=settings, pool=pool, encoder=encoder, queries=queries,
-                   statements=compose(queries, encoder.model_id, encoder.dimensions),
-                   search_config=load_search_config(settings.search_config), metrics=metrics,
-                   query_log=query_log)
+    return Service(
+        settings=settings,
+        pool=pool,
+        encoder=encoder,
+        queries=queries,
+        statements=compose(queries, encoder.model_id, encoder.dimensions),
+        search_config=load_search_config(settings.search_config),
+        metrics=metrics,
+        query_log=query_log,
+    )
 
 
 def stop_service(service: Service) -> None:
@@ -107,8 +130,11 @@ def create_app(settings: ServingSettings | None = None) -> FastAPI:
 
         mcp_server = build_mcp(lambda: app.state.service, api_keys, plans_config)
         mcp_app = mcp_server.streamable_http_app(
-            streamable_http_path="/", stateless_http=True, json_response=True,
-            transport_security=transport_security(settings.mcp_allowed_hosts))
+            streamable_http_path="/",
+            stateless_http=True,
+            json_response=True,
+            transport_security=transport_security(settings.mcp_allowed_hosts),
+        )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -123,15 +149,22 @@ def create_app(settings: ServingSettings | None = None) -> FastAPI:
         finally:
             await anyio.to_thread.run_sync(stop_service, service)
 
-    app = FastAPI(title="secrag", version="1", lifespan=lifespan, docs_url="/docs", redoc_url=None,
-                  dependencies=[Depends(stamp_route)],
-                  description="Read-only search over security knowledge (ATT&CK, Sigma, Atomic, KEV, ...).")
+    app = FastAPI(
+        title="secrag",
+        version="1",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+        dependencies=[Depends(stamp_route)],
+        description="Read-only search over security knowledge (ATT&CK, Sigma, Atomic, KEV, ...).",
+    )
     app.state.settings = settings
     app.state.api_keys = api_keys
     app.state.plans = plans_config
     app.state.metrics = metrics
-    app.state.expected_schema_version = max((m.version for m in load_migrations(settings.sql_dir / "migrations")),
-                                            default=0)
+    app.state.expected_schema_version = max(
+        (m.version for m in load_migrations(settings.sql_dir / "migrations")), default=0
+    )
     errors.install(app)
     for module in (search, plans, docs, sources, stats):
         app.include_router(module.router, prefix=API_PREFIX)

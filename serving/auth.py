@@ -1,4 +1,5 @@
 """API keys mapped to a tenant, a user and groups (YAML file); anonymous callers see public documents."""
+
 from __future__ import annotations
 
 import hashlib
@@ -68,7 +69,9 @@ def load_api_keys(path: Path | None) -> ApiKeys:
             digest = hashlib.sha256(str(entry["key"]).encode("utf-8")).hexdigest()
         else:
             raise ConfigError(f"{path.name}: key #{i + 1} needs `key` or `key_sha256`")
-        out[digest] = Principal(tenant=str(entry["tenant"]),
-                                user=str(entry["user"]) if entry.get("user") else None,
-                                groups=tuple(str(g) for g in entry.get("groups") or ()))
+        out[digest] = Principal(
+            tenant=str(entry["tenant"]),
+            user=str(entry["user"]) if entry.get("user") else None,
+            groups=tuple(str(g) for g in entry.get("groups") or ()),
+        )
     return ApiKeys(out)

@@ -1,4 +1,5 @@
 """Deterministic query classification: which kind of question is this, and which signals said so."""
+
 from __future__ import annotations
 
 import re

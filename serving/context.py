@@ -1,4 +1,5 @@
 """Render a selection as cited context text, and measure how good it is."""
+
 from __future__ import annotations
 
 import re
@@ -8,12 +9,18 @@ from dataclasses import dataclass
 from .selection import Candidate
 
 CATEGORY_TITLES = {
-    "technique": "Techniques", "detection": "Detections", "test": "Tests", "forensic": "Forensic artifacts",
-    "lolbin": "Living-off-the-land binaries and drivers", "vulnerability": "Vulnerabilities",
+    "technique": "Techniques",
+    "detection": "Detections",
+    "test": "Tests",
+    "forensic": "Forensic artifacts",
+    "lolbin": "Living-off-the-land binaries and drivers",
+    "vulnerability": "Vulnerabilities",
     "user": "Your documents",
 }
-_STOP = frozenset("""a an and are as at be by can do does for from how i in is it of on or the this to
-what when where which who why with my our your me we you vs versus about into""".split())
+_STOP = frozenset(
+    """a an and are as at be by can do does for from how i in is it of on or the this to
+what when where which who why with my our your me we you vs versus about into""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,12 @@ def render(selected: Sequence[Candidate], categories: Sequence[str]) -> tuple[st
         lines.append(f"[{numbers[c.doc_id]}] {c.title}\n{c.text.strip()}\n")
     if citations:
         lines.append("Sources:")
-        lines.extend(f"[{x.number}] {x.doc_id}: {x.title}" + (f" <{x.url}>" if x.url else "")
-                     + (f" (version {x.source_version})" if x.source_version else "") for x in citations)
+        lines.extend(
+            f"[{x.number}] {x.doc_id}: {x.title}"
+            + (f" <{x.url}>" if x.url else "")
+            + (f" (version {x.source_version})" if x.source_version else "")
+            for x in citations
+        )
     return "\n".join(lines).strip() + "\n", citations
 
 
@@ -57,8 +68,9 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in _STOP and len(w) > 1))
 
 
-def metrics(query: str, selected: Sequence[Candidate], quotas: dict[str, int],
-            top_score_scale: float) -> dict[str, float]:
+def metrics(
+    query: str, selected: Sequence[Candidate], quotas: dict[str, int], top_score_scale: float
+) -> dict[str, float]:
     """coverage: share of query terms found in the selected text; balance: 1 - half the L1 distance
     between the selected category shares and the quota shares; mean_score: mean raw score;
     confidence: mean of coverage, balance and the mean score relative to `top_score_scale`."""
@@ -72,5 +84,9 @@ def metrics(query: str, selected: Sequence[Candidate], quotas: dict[str, int],
     mean_score = sum(c.score for c in selected) / len(selected) if selected else 0.0
     relative = min(1.0, mean_score / top_score_scale) if top_score_scale > 0 else 0.0
     confidence = (coverage + balance + relative) / 3 if selected else 0.0
-    return {"coverage": round(coverage, 4), "balance": round(max(0.0, balance), 4),
-            "mean_score": round(mean_score, 6), "confidence": round(confidence, 4)}
+    return {
+        "coverage": round(coverage, 4),
+        "balance": round(max(0.0, balance), 4),
+        "mean_score": round(mean_score, 6),
+        "confidence": round(confidence, 4),
+    }

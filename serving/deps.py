@@ -1,4 +1,5 @@
 """FastAPI dependencies as named Annotated aliases."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -26,9 +27,11 @@ def get_api_keys(request: Request) -> ApiKeys:
     return request.app.state.api_keys  # type: ignore[no-any-return]
 
 
-def get_principal(keys: Annotated[ApiKeys, Depends(get_api_keys)],
-                  api_key: Annotated[str | None, Security(_api_key_header)] = None,
-                  bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None) -> Principal:
+def get_principal(
+    keys: Annotated[ApiKeys, Depends(get_api_keys)],
+    api_key: Annotated[str | None, Security(_api_key_header)] = None,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
+) -> Principal:
     """The caller from X-API-Key or Authorization: Bearer; anonymous callers see public documents only."""
     return keys.resolve(api_key or (bearer.credentials if bearer else None))
 

@@ -1,4 +1,5 @@
 """The query encoder: the active embedding model, loaded once per process, with a query cache and micro-batching."""
+
 from __future__ import annotations
 
 import threading
@@ -52,8 +53,9 @@ class QueryEncoder:
     callers arriving meanwhile queue up and wait for the next run, which one of them leads. No extra threads.
     """
 
-    def __init__(self, model: TextModel, *, cache_size: int = CACHE_SIZE, max_batch: int = MAX_BATCH,
-                 torch_threads: int = 0) -> None:
+    def __init__(
+        self, model: TextModel, *, cache_size: int = CACHE_SIZE, max_batch: int = MAX_BATCH, torch_threads: int = 0
+    ) -> None:
         self.model = model
         self.cache_size = max(0, cache_size)
         self.max_batch = max(1, max_batch)
@@ -92,9 +94,16 @@ class QueryEncoder:
     def cache_info(self) -> dict[str, Any]:
         """Cache hits/misses/size and model runs, texts encoded and milliseconds spent in the model."""
         with self._cond:
-            return {"backend": self.backend, "hits": self._hits, "misses": self._misses, "size": len(self._cache),
-                    "max_size": self.cache_size, "runs": self._runs, "encoded": self._encoded,
-                    "encode_ms": round(self._encode_ms, 3)}
+            return {
+                "backend": self.backend,
+                "hits": self._hits,
+                "misses": self._misses,
+                "size": len(self._cache),
+                "max_size": self.cache_size,
+                "runs": self._runs,
+                "encoded": self._encoded,
+                "encode_ms": round(self._encode_ms, 3),
+            }
 
     def clear_cache(self) -> None:
         """Drop cached vectors and reset the counters."""
@@ -122,8 +131,8 @@ class QueryEncoder:
                 if item.done:
                     break
                 self._running = True  # lead the next run: take the oldest queued queries (ours among them, or later)
-                batch = self._queue[:self.max_batch]
-                del self._queue[:self.max_batch]
+                batch = self._queue[: self.max_batch]
+                del self._queue[: self.max_batch]
             self._run(batch)
         if item.error is not None:
             raise item.error
@@ -169,8 +178,9 @@ class QueryEncoder:
                 self._cond.notify_all()
 
 
-def make_model(model_id: str, backend: str = "onnx", *, threads: int = 1, torch_threads: int = 0,
-               cache_dir: Path | None = None) -> TextModel:
+def make_model(
+    model_id: str, backend: str = "onnx", *, threads: int = 1, torch_threads: int = 0, cache_dir: Path | None = None
+) -> TextModel:
     """The query model for a backend: "onnx" (onnxruntime, `threads` threads) or "torch" (sentence-transformers)."""
     if backend == "torch":
         return Embedder(model_id, batch_size=MAX_BATCH, threads=torch_threads)
@@ -192,8 +202,15 @@ def torch_embedder(model_id: str, threads: int = 0) -> Embedder:
 
 
 @lru_cache(maxsize=4)
-def shared_encoder(model_id: str, threads: int = 0, *, backend: str = "onnx", encoder_threads: int = 1,
-                   cache_size: int = CACHE_SIZE, cache_dir: Path | None = None) -> QueryEncoder:
+def shared_encoder(
+    model_id: str,
+    threads: int = 0,
+    *,
+    backend: str = "onnx",
+    encoder_threads: int = 1,
+    cache_size: int = CACHE_SIZE,
+    cache_dir: Path | None = None,
+) -> QueryEncoder:
     """One loaded encoder per model and options, per process (apps created in the same process share it).
 
     `threads` is torch's thread count (torch backend, `.embedder`); `encoder_threads` onnxruntime's.

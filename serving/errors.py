@@ -1,4 +1,5 @@
 """Errors the API turns into HTTP answers, and the handlers that keep internals out of responses."""
+
 from __future__ import annotations
 
 import logging
@@ -61,8 +62,10 @@ class UpstreamTooLarge(ApiError):
 
 def _clean_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Field errors without the echoed input or internal context (they can be large or sensitive)."""
-    return [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))[:300], "type": e.get("type", "")}
-            for e in errors[:50]]
+    return [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))[:300], "type": e.get("type", "")}
+        for e in errors[:50]
+    ]
 
 
 async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -74,8 +77,7 @@ async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
 
 
 async def _unknown_key(_: Request, __: UnknownApiKey) -> JSONResponse:
-    return JSONResponse(status_code=401, content={"detail": "unknown API key"},
-                        headers={"WWW-Authenticate": "Bearer"})
+    return JSONResponse(status_code=401, content={"detail": "unknown API key"}, headers={"WWW-Authenticate": "Bearer"})
 
 
 async def _timeout(_: Request, exc: psycopg.errors.QueryCanceled) -> JSONResponse:
@@ -85,8 +87,9 @@ async def _timeout(_: Request, exc: psycopg.errors.QueryCanceled) -> JSONRespons
 
 async def _unavailable(_: Request, exc: Exception) -> JSONResponse:
     log.warning("database unavailable", extra={"error": type(exc).__name__})
-    return JSONResponse(status_code=503, content={"detail": "database unavailable, try again shortly"},
-                        headers={"Retry-After": "2"})
+    return JSONResponse(
+        status_code=503, content={"detail": "database unavailable, try again shortly"}, headers={"Retry-After": "2"}
+    )
 
 
 async def _database_error(_: Request, exc: psycopg.Error) -> JSONResponse:

@@ -1,4 +1,5 @@
 """Reciprocal-rank fusion of the search legs' rows, grouping by document and the rerank window."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -7,19 +8,24 @@ from typing import Any
 from .search import Plan
 
 Row = Mapping[str, Any]
-_LEG_FIELDS = {"fts": ("fts_score", "fts_rank"), "vec": ("vec_score", "vec_rank"),
-               "fuzzy": ("fuzzy_score", "fuzzy_rank")}
+_LEG_FIELDS = {
+    "fts": ("fts_score", "fts_rank"),
+    "vec": ("vec_score", "vec_rank"),
+    "fuzzy": ("fuzzy_score", "fuzzy_rank"),
+}
 
 
 def pool_fts(vec_rows: Sequence[Row], limit: int) -> list[dict[str, Any]]:
     """The full-text leg ranked within the vector leg's pool (rows' `pool_fts` score), best first."""
-    matched = sorted((r for r in vec_rows if r.get("pool_fts") is not None),
-                     key=lambda r: (-float(r["pool_fts"]), r["chunk_id"]))
+    matched = sorted(
+        (r for r in vec_rows if r.get("pool_fts") is not None), key=lambda r: (-float(r["pool_fts"]), r["chunk_id"])
+    )
     return [{**r, "score": r["pool_fts"]} for r in matched[:limit]]
 
 
-def fuse(legs: Mapping[str, Sequence[Row]], exact: Sequence[Row], plan: Plan, rrf_k0: int,
-         rrf_max: float) -> list[dict[str, Any]]:
+def fuse(
+    legs: Mapping[str, Sequence[Row]], exact: Sequence[Row], plan: Plan, rrf_k0: int, rrf_max: float
+) -> list[dict[str, Any]]:
     """One item per chunk: leg scores and 1-based ranks, exact/child tier, and the mode's score.
 
     Hybrid scores are sum(w_leg / (rrf_k0 + rank_leg)) / rrf_max; a single-leg mode keeps the
@@ -32,10 +38,22 @@ def fuse(legs: Mapping[str, Sequence[Row]], exact: Sequence[Row], plan: Plan, rr
         found = items.get(row["chunk_id"])
         if found is None:
             found = items[row["chunk_id"]] = {
-                "chunk_id": row["chunk_id"], "doc_id": row["doc_id"], "source": row["source"],
-                "title": row["title"], "identifiers": row.get("identifiers") or "", "ident_hit": False,
-                "exact": False, "tier": 0, "rrf": 0.0, "fts_score": None, "fts_rank": None, "vec_score": None,
-                "vec_rank": None, "fuzzy_score": None, "fuzzy_rank": None}
+                "chunk_id": row["chunk_id"],
+                "doc_id": row["doc_id"],
+                "source": row["source"],
+                "title": row["title"],
+                "identifiers": row.get("identifiers") or "",
+                "ident_hit": False,
+                "exact": False,
+                "tier": 0,
+                "rrf": 0.0,
+                "fts_score": None,
+                "fts_rank": None,
+                "vec_score": None,
+                "vec_rank": None,
+                "fuzzy_score": None,
+                "fuzzy_rank": None,
+            }
         found["ident_hit"] = found["ident_hit"] or bool(row.get("ident_hit"))
         return found
 
@@ -75,17 +93,33 @@ def then_vec(candidates: Sequence[Row], fill: Sequence[Row], exact: Sequence[Row
 
     def item(row: Row, tier: int) -> dict[str, Any]:
         found = items[row["chunk_id"]] = {
-            "chunk_id": row["chunk_id"], "doc_id": row["doc_id"], "source": row["source"], "title": row["title"],
-            "identifiers": row.get("identifiers") or "", "ident_hit": bool(row.get("ident_hit")), "exact": False,
-            "tier": tier, "fts_score": None, "fts_rank": None, "vec_score": None, "vec_rank": None,
-            "fuzzy_score": None, "fuzzy_rank": None}
+            "chunk_id": row["chunk_id"],
+            "doc_id": row["doc_id"],
+            "source": row["source"],
+            "title": row["title"],
+            "identifiers": row.get("identifiers") or "",
+            "ident_hit": bool(row.get("ident_hit")),
+            "exact": False,
+            "tier": tier,
+            "fts_score": None,
+            "fts_rank": None,
+            "vec_score": None,
+            "vec_rank": None,
+            "fuzzy_score": None,
+            "fuzzy_rank": None,
+        }
         return found
 
     fts_ranks = {row["chunk_id"]: rank for rank, row in enumerate(candidates, start=1)}
     for rank, row in enumerate(sorted(candidates, key=lambda r: (-r["vec_score"], r["chunk_id"])), start=1):
         entry = item(row, 1)
-        entry.update(score=row["vec_score"], vec_score=row["vec_score"], vec_rank=rank,
-                     fts_score=float(row["score"]), fts_rank=fts_ranks[row["chunk_id"]])
+        entry.update(
+            score=row["vec_score"],
+            vec_score=row["vec_score"],
+            vec_rank=rank,
+            fts_score=float(row["score"]),
+            fts_rank=fts_ranks[row["chunk_id"]],
+        )
     for rank, row in enumerate((r for r in fill if r["chunk_id"] not in fts_ranks), start=1):
         item(row, 0).update(score=row["score"], vec_score=row["score"], vec_rank=rank)
     for row in exact:  # the exact document's row replaces any other of its chunk
@@ -96,6 +130,7 @@ def then_vec(candidates: Sequence[Row], fill: Sequence[Row], exact: Sequence[Row
 
 def window(items: Sequence[dict[str, Any]], *, group_by_doc: bool, size: int) -> list[dict[str, Any]]:
     """The best chunk per document (or every chunk), ordered exact, child tier, identifier hit, score."""
+
     def best_first(r: Mapping[str, Any]) -> tuple[bool, int, float, str]:
         return (not r["exact"], -r["tier"], -r["score"], r["chunk_id"])
 

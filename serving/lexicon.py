@@ -5,6 +5,7 @@ ANALYZE keeps the most common lexemes of the column with the share of chunks hol
 every match of a query of common words ("user execution" matches ~4,000 chunks) costs tens of
 milliseconds, so such queries rank full text within the vector leg's pool instead.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,7 +16,7 @@ from typing import Any
 def _shares(keys: Sequence[str] | None, freqs: Sequence[float] | None) -> dict[str, float]:
     if not keys or not freqs:
         return {}
-    return {k: float(f) for k, f in zip(keys, freqs[:len(keys)], strict=True)}
+    return {k: float(f) for k, f in zip(keys, freqs[: len(keys)], strict=True)}
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,11 @@ class LexemeStats:
         """From the `lexeme_frequencies` query (as a dict row; None before the first ANALYZE)."""
         if row is None:
             return cls()
-        return cls(shares=_shares(row["lexemes"], row["freqs"]), chunks=float(row["chunks"] or 0),
-                   source_shares=_shares(row["sources"], row["source_freqs"]))
+        return cls(
+            shares=_shares(row["lexemes"], row["freqs"]),
+            chunks=float(row["chunks"] or 0),
+            source_shares=_shares(row["sources"], row["source_freqs"]),
+        )
 
     def share(self, lexeme: str) -> float:
         return self.shares.get(lexeme, self.rare_share)

@@ -1,4 +1,5 @@
 """Request-body and response-size limits."""
+
 from __future__ import annotations
 
 import json
@@ -66,9 +67,13 @@ class BodySizeLimit:
 
     async def _reject(self, send: Send) -> None:
         body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -83,4 +88,3 @@ def cap(items: Sequence[T], max_bytes: int) -> tuple[list[T], bool]:
         budget -= size
         kept.append(item)
     return kept, False
-

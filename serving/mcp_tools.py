@@ -1,8 +1,9 @@
 """The REST operations as MCP tools (streamable HTTP at /mcp), calling the same Service."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import psycopg
 from mcp.server.mcpserver import Context, MCPServer
@@ -30,7 +31,10 @@ def _principal(ctx: Context | None, keys: ApiKeys) -> Principal:
     return keys.resolve(key)
 
 
-def _safe(call: Callable[[], Any]) -> Any:  # noqa: ANN401
+T = TypeVar("T")
+
+
+def _safe(call: Callable[[], T]) -> T:
     """Run a Service call, turning failures into short messages (no SQL, paths or tracebacks)."""
     try:
         return call()
@@ -50,55 +54,80 @@ def _safe(call: Callable[[], Any]) -> Any:  # noqa: ANN401
 
 def build_mcp(get_service: Callable[[], Service], keys: ApiKeys, plans: PlansConfig) -> MCPServer:
     """An MCP server whose tools are search, plan, get_documents, list_sources and stats."""
-    server: MCPServer = MCPServer(name="secrag", instructions=(
-        "Search security knowledge (ATT&CK, Sigma, Atomic Red Team, CISA KEV, LOLBAS, ...). "
-        "Use `search` first, then `get_documents` for full bodies."))
+    server: MCPServer = MCPServer(
+        name="secrag",
+        instructions=(
+            "Search security knowledge (ATT&CK, Sigma, Atomic Red Team, CISA KEV, LOLBAS, ...). "
+            "Use `search` first, then `get_documents` for full bodies."
+        ),
+    )
 
     @server.tool(description="Hybrid/full-text/vector/fuzzy search; returns ranked chunks with scores.")
-    def search(query: str, k: int = 10, mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid",
-               sources: list[str] | None = None, techniques: list[str] | None = None,
-               platforms: list[str] | None = None, ctx: Context | None = None) -> dict[str, Any]:
+    def search(
+        query: str,
+        k: int = 10,
+        mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid",
+        sources: list[str] | None = None,
+        techniques: list[str] | None = None,
+        platforms: list[str] | None = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            req = SearchRequest(query=query, k=k, mode=mode,
-                                filters=SearchFilters(sources=sources, techniques=techniques, platforms=platforms))
+            req = SearchRequest(
+                query=query,
+                k=k,
+                mode=mode,
+                filters=SearchFilters(sources=sources, techniques=techniques, platforms=platforms),
+            )
             return get_service().search(req, _principal(ctx, keys)).model_dump(mode="json")
-        return _safe(run)  # type: ignore[no-any-return]
 
-    @server.tool(description="A balanced, cited context for a question: techniques, detections, tests, "
-                             "forensic artifacts and vulnerabilities mixed by a retrieval plan.")
-    def plan(query: str, plan: str | None = None, total_chunks: int | None = None,
-             sources: list[str] | None = None, ctx: Context | None = None) -> dict[str, Any]:
+        return _safe(run)
+
+    @server.tool(
+        description="A balanced, cited context for a question: techniques, detections, tests, "
+        "forensic artifacts and vulnerabilities mixed by a retrieval plan."
+    )
+    def plan(
+        query: str,
+        plan: str | None = None,
+        total_chunks: int | None = None,
+        sources: list[str] | None = None,
+        ctx: Context | None = None,
+    ) -> dict[str, Any]:
         from .plan_schemas import PlanRequest
         from .planner import plan_context
 
         def run() -> dict[str, Any]:
-            req = PlanRequest(query=query, plan=plan, total_chunks=total_chunks,
-                              filters=SearchFilters(sources=sources))
+            req = PlanRequest(query=query, plan=plan, total_chunks=total_chunks, filters=SearchFilters(sources=sources))
             return plan_context(get_service(), plans, req, _principal(ctx, keys)).model_dump(mode="json")
-        return _safe(run)  # type: ignore[no-any-return]
+
+        return _safe(run)
 
     @server.tool(description="Full documents by id (e.g. mitre_attack:T1003); unknown ids are listed as missing.")
     def get_documents(ids: list[str], ctx: Context | None = None) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             req = IdsRequest(ids=ids)
             return get_service().documents(req.ids, _principal(ctx, keys)).model_dump(mode="json")
-        return _safe(run)  # type: ignore[no-any-return]
+
+        return _safe(run)
 
     @server.tool(description="Every source with its served version, freshness, record count and state.")
     def list_sources(ctx: Context | None = None) -> dict[str, Any]:
-        return _safe(lambda: get_service().sources(_principal(ctx, keys)).model_dump(mode="json"))  # type: ignore[no-any-return]
+        return _safe(lambda: get_service().sources(_principal(ctx, keys)).model_dump(mode="json"))
 
     @server.tool(description="Store statistics: documents, chunks, embeddings per source and model, freshness.")
     def stats(ctx: Context | None = None) -> dict[str, Any]:
         from .schemas import StatsResponse
 
-        return _safe(lambda: StatsResponse.model_validate(  # type: ignore[no-any-return]
-            get_service().stats(_principal(ctx, keys))).model_dump(mode="json"))
+        return _safe(
+            lambda: StatsResponse.model_validate(get_service().stats(_principal(ctx, keys))).model_dump(mode="json")
+        )
 
     return server
 
 
 def transport_security(hosts: list[str]) -> TransportSecuritySettings:
     """DNS-rebinding protection limited to the configured Host headers."""
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=[f"http://{h}" for h in hosts])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=[f"http://{h}" for h in hosts]
+    )

@@ -1,4 +1,5 @@
 """Request counts and latency percentiles since start (in memory, per route template)."""
+
 from __future__ import annotations
 
 import math
@@ -40,17 +41,26 @@ class Metrics:
 
     def summary(self) -> dict[str, object]:
         with self._lock:
-            by_route = {route: self._describe(self._counts[route], list(values))
-                        for route, values in self._latency.items()}
+            by_route = {
+                route: self._describe(self._counts[route], list(values)) for route, values in self._latency.items()
+            }
             everything = [v for values in self._latency.values() for v in values]
-            return {"since": self.since, "total": self._describe(sum(self._counts.values()), everything),
-                    "by_route": by_route, "by_status": dict(self._status)}
+            return {
+                "since": self.since,
+                "total": self._describe(sum(self._counts.values()), everything),
+                "by_route": by_route,
+                "by_status": dict(self._status),
+            }
 
     @staticmethod
     def _describe(count: int, values: list[float]) -> dict[str, object]:
         values.sort()
-        return {"count": count, "p50_ms": percentile(values, 50), "p95_ms": percentile(values, 95),
-                "p99_ms": percentile(values, 99)}
+        return {
+            "count": count,
+            "p50_ms": percentile(values, 50),
+            "p95_ms": percentile(values, 95),
+            "p99_ms": percentile(values, 99),
+        }
 
 
 class MetricsMiddleware:

@@ -1,4 +1,5 @@
 """Request and response models of the retrieval-plan endpoints."""
+
 from __future__ import annotations
 
 from typing import Any

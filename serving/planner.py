@@ -1,4 +1,5 @@
 """POST /v1/plan's implementation: classify, retrieve candidates by hybrid search, select, render."""
+
 from __future__ import annotations
 
 import time
@@ -47,22 +48,37 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
     plan = config.resolve(name)
     total = req.total_chunks or plan.total_chunks
     wanted = min(MAX_CANDIDATES, total * plan.candidates_multiplier)
-    search = SearchRequest.model_validate({
-        "query": req.query, "k": min(50, wanted), "filters": req.filters, "group_by_doc": plan.max_chunks_per_doc == 1,
-        "return": ReturnOptions(text=True, snippets=False, max_text_chars=MAX_TEXT_CHARS)})
+    search = SearchRequest.model_validate(
+        {
+            "query": req.query,
+            "k": min(50, wanted),
+            "filters": req.filters,
+            "group_by_doc": plan.max_chunks_per_doc == 1,
+            "return": ReturnOptions(text=True, snippets=False, max_text_chars=MAX_TEXT_CHARS),
+        }
+    )
     search = search.model_copy(update={"k": wanted})  # internal: candidate pools may exceed the public k cap
     hits = service.search(search, principal).results
     sources = {s.name: s for s in service.sources(principal).sources}
     candidates = []
     for hit in hits:
         info = sources.get(hit.source)
-        candidates.append(Candidate(
-            chunk_id=hit.chunk_id, doc_id=hit.doc_id, source=hit.source,
-            category=config.category_of(hit.source, info.kind if info else "online"),
-            score=hit.score, title=hit.title, text=hit.text or "", url=hit.url or "",
-            source_version=(info.version or "") if info else ""))
-    return _Run(classified.query_type, classified.signals, name, plan, total, candidates,
-                select(candidates, plan, total))
+        candidates.append(
+            Candidate(
+                chunk_id=hit.chunk_id,
+                doc_id=hit.doc_id,
+                source=hit.source,
+                category=config.category_of(hit.source, info.kind if info else "online"),
+                score=hit.score,
+                title=hit.title,
+                text=hit.text or "",
+                url=hit.url or "",
+                source_version=(info.version or "") if info else "",
+            )
+        )
+    return _Run(
+        classified.query_type, classified.signals, name, plan, total, candidates, select(candidates, plan, total)
+    )
 
 
 def plan_context(service: Service, config: PlansConfig, req: PlanRequest, principal: Principal) -> PlanResponse:
@@ -71,32 +87,72 @@ def plan_context(service: Service, config: PlansConfig, req: PlanRequest, princi
     run = _retrieve(service, config, req, principal)
     context, citations = render(run.selection.selected, list(config.categories))
     number = {c.doc_id: c.number for c in citations}
-    selected = [SelectedChunk(citation=number[c.doc_id], chunk_id=c.chunk_id, doc_id=c.doc_id, source=c.source,
-                              category=c.category, title=c.title, url=c.url or None,
-                              source_version=c.source_version or None, score=c.score,
-                              adjusted_score=round(c.adjusted, 6), text=c.text)
-                for c in run.selection.selected]
+    selected = [
+        SelectedChunk(
+            citation=number[c.doc_id],
+            chunk_id=c.chunk_id,
+            doc_id=c.doc_id,
+            source=c.source,
+            category=c.category,
+            title=c.title,
+            url=c.url or None,
+            source_version=c.source_version or None,
+            score=c.score,
+            adjusted_score=round(c.adjusted, 6),
+            text=c.text,
+        )
+        for c in run.selection.selected
+    ]
     m = metrics(req.query, run.selection.selected, run.selection.quotas, top_score_scale=1.0)
     return PlanResponse(
-        query_type=run.query_type, signals=list(run.signals), plan_name=run.name,
-        plan={**run.plan.model_dump(), "total_chunks": run.total}, quotas=run.selection.quotas,
-        selected=selected, context=context,
-        citations=[Citation(number=c.number, doc_id=c.doc_id, title=c.title, url=c.url or None, source=c.source,
-                            source_version=c.source_version or None) for c in citations],
-        metrics=PlanMetrics(**m), candidates=len(run.candidates),
-        took_ms=round((time.perf_counter() - started) * 1000, 2))
+        query_type=run.query_type,
+        signals=list(run.signals),
+        plan_name=run.name,
+        plan={**run.plan.model_dump(), "total_chunks": run.total},
+        quotas=run.selection.quotas,
+        selected=selected,
+        context=context,
+        citations=[
+            Citation(
+                number=c.number,
+                doc_id=c.doc_id,
+                title=c.title,
+                url=c.url or None,
+                source=c.source,
+                source_version=c.source_version or None,
+            )
+            for c in citations
+        ],
+        metrics=PlanMetrics(**m),
+        candidates=len(run.candidates),
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
 
 
 def explain(service: Service, config: PlansConfig, req: PlanRequest, principal: Principal) -> ExplainResponse:
     """Why each candidate was taken or skipped."""
     run = _retrieve(service, config, req, principal)
     return ExplainResponse(
-        query_type=run.query_type, signals=list(run.signals), plan_name=run.name, quotas=run.selection.quotas,
-        decisions=[Decision(chunk_id=d.chunk_id, doc_id=d.doc_id, category=d.category, score=d.score,
-                            adjusted_score=round(d.adjusted, 6), taken=d.taken, reason=d.reason)
-                   for d in run.selection.decisions])
+        query_type=run.query_type,
+        signals=list(run.signals),
+        plan_name=run.name,
+        quotas=run.selection.quotas,
+        decisions=[
+            Decision(
+                chunk_id=d.chunk_id,
+                doc_id=d.doc_id,
+                category=d.category,
+                score=d.score,
+                adjusted_score=round(d.adjusted, 6),
+                taken=d.taken,
+                reason=d.reason,
+            )
+            for d in run.selection.decisions
+        ],
+    )
 
 
 def list_plans(config: PlansConfig) -> PlansResponse:
-    return PlansResponse(categories=config.categories,
-                         plans={name: config.resolve(name).model_dump() for name in QUERY_TYPES})
+    return PlansResponse(
+        categories=config.categories, plans={name: config.resolve(name).model_dump() for name in QUERY_TYPES}
+    )

@@ -1,4 +1,5 @@
 """Retrieval-plan configuration: loading, validation with clear errors, and per-query-type resolution."""
+
 from __future__ import annotations
 
 import re
@@ -15,6 +16,7 @@ from secrag.package_data import package_path
 def default_plans_file() -> Path:
     """The plans shipped with secrag (serving/plans.yaml)."""
     return package_path("serving", "plans.yaml")
+
 
 QUERY_TYPES = ("default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test")
 
@@ -96,8 +98,10 @@ class PlansConfig(BaseModel):
         known = set(self.categories)
         unknown_types = set(self.overrides) - set(QUERY_TYPES)
         if unknown_types:
-            raise ValueError(f"overrides for unknown query types: {', '.join(sorted(unknown_types))} "
-                             f"(known: {', '.join(QUERY_TYPES)})")
+            raise ValueError(
+                f"overrides for unknown query types: {', '.join(sorted(unknown_types))} "
+                f"(known: {', '.join(QUERY_TYPES)})"
+            )
         for name in ("default", *self.overrides):
             plan = self.resolve(name)
             for field in ("quotas", "min_per_category", "category_boosts"):
@@ -144,13 +148,17 @@ def load_plans(path: Path) -> PlansConfig:
     if tuned.exists():  # thresholds approved with `secrag tune apply`
         overlay = yaml.safe_load(tuned.read_text(encoding="utf-8")) or {}
         for query_type, value in (overlay.get("thresholds") or {}).items():
-            target = raw.setdefault("default", {}) if query_type == "default" else \
-                raw.setdefault("overrides", {}).setdefault(query_type, {})
+            target = (
+                raw.setdefault("default", {})
+                if query_type == "default"
+                else raw.setdefault("overrides", {}).setdefault(query_type, {})
+            )
             target["score_threshold"] = value
     try:
         return PlansConfig(**raw)
     except ValidationError as exc:
-        raise ConfigError(f"plans file {path}: {_first_error(exc)}",
-                          hint="see serving/plans.yaml for the expected shape") from exc
+        raise ConfigError(
+            f"plans file {path}: {_first_error(exc)}", hint="see serving/plans.yaml for the expected shape"
+        ) from exc
     except ValueError as exc:
         raise ConfigError(f"plans file {path}: {exc}") from exc

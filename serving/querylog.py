@@ -1,4 +1,5 @@
 """The opt-in query log: one row per search through a separate one-connection writer pool."""
+
 from __future__ import annotations
 
 import logging
@@ -19,8 +20,15 @@ class QueryLog:
     def __init__(self, url: str, queries: Queries, *, with_text: bool) -> None:
         self.queries = queries
         self.with_text = with_text
-        self.pool = ConnectionPool(url, min_size=0, max_size=1, timeout=2.0, open=False, name="secrag-querylog",
-                                   kwargs={"connect_timeout": 3, "autocommit": True})
+        self.pool = ConnectionPool(
+            url,
+            min_size=0,
+            max_size=1,
+            timeout=2.0,
+            open=False,
+            name="secrag-querylog",
+            kwargs={"connect_timeout": 3, "autocommit": True},
+        )
 
     def open(self) -> None:
         self.pool.open(wait=False)
@@ -28,11 +36,26 @@ class QueryLog:
     def close(self) -> None:
         self.pool.close()
 
-    def write(self, *, endpoint: str, query_type: str | None, query_text: str | None, top_score: float | None,
-              result_count: int, latency_ms: float, details: dict[str, Any]) -> None:
-        params = {"endpoint": endpoint, "query_type": query_type,
-                  "query_text": query_text if self.with_text else None, "top_score": top_score,
-                  "result_count": result_count, "latency_ms": latency_ms, "details": Jsonb(details)}
+    def write(
+        self,
+        *,
+        endpoint: str,
+        query_type: str | None,
+        query_text: str | None,
+        top_score: float | None,
+        result_count: int,
+        latency_ms: float,
+        details: dict[str, Any],
+    ) -> None:
+        params = {
+            "endpoint": endpoint,
+            "query_type": query_type,
+            "query_text": query_text if self.with_text else None,
+            "top_score": top_score,
+            "result_count": result_count,
+            "latency_ms": latency_ms,
+            "details": Jsonb(details),
+        }
         try:
             with self.pool.connection() as conn:
                 conn.execute(self.queries.log_query, params)

@@ -1,4 +1,5 @@
 """Pydantic models of the HTTP edge, one per direction; descriptions feed the OpenAPI document."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -45,8 +46,10 @@ class SearchFilters(Strict):
     sources: list[str] | None = Field(default=None, max_length=64, description="Source names (see /v1/sources).")
     doc_ids: list[str] | None = Field(default=None, max_length=1000)
     techniques: list[str] | None = Field(
-        default=None, max_length=100,
-        description="ATT&CK ids; a parent id (T1003) also matches its sub-techniques (T1003.001).")
+        default=None,
+        max_length=100,
+        description="ATT&CK ids; a parent id (T1003) also matches its sub-techniques (T1003.001).",
+    )
     platforms: list[str] | None = Field(default=None, max_length=50)
     tags_any: list[str] | None = Field(default=None, max_length=100)
     tags_all: list[str] | None = Field(default=None, max_length=100)
@@ -96,12 +99,18 @@ class SearchRequest(Strict):
     rrf_k0: int = Field(default=60, ge=1, le=1000, description="Reciprocal-rank constant.")
     w_fts: float = Field(default=1.0, ge=0, le=10)
     w_vec: float = Field(default=1.0, ge=0, le=10)
-    w_fuzzy: float = Field(default=0.5, ge=0, le=10,
-                           description="Weight of the trigram leg (used for queries up to 64 characters).")
-    candidates_k: int = Field(default=100, ge=1, le=1000,
-                              description="fts_then_vec: full-text candidates re-ranked by vector.")
-    rerank_k: int = Field(default=50, ge=1, le=1000,
-                          description="Fused results re-scored (boosts, fuzzy re-scoring, thresholds) before paging.")
+    w_fuzzy: float = Field(
+        default=0.5, ge=0, le=10, description="Weight of the trigram leg (used for queries up to 64 characters)."
+    )
+    candidates_k: int = Field(
+        default=100, ge=1, le=1000, description="fts_then_vec: full-text candidates re-ranked by vector."
+    )
+    rerank_k: int = Field(
+        default=50,
+        ge=1,
+        le=1000,
+        description="Fused results re-scored (boosts, fuzzy re-scoring, thresholds) before paging.",
+    )
     filters: SearchFilters = Field(default_factory=SearchFilters)
     min_score: float | None = Field(default=None, ge=-1, le=100)
     group_by_doc: bool = Field(default=True, description="Best chunk per document.")
@@ -144,8 +153,9 @@ class SearchResult(BaseModel):
 
 class SearchResponse(BaseModel):
     results: list[SearchResult]
-    query_type: str = Field(description="technique, sub_technique, cve, capec, atlas, d3fend, uuid, "
-                                        "identifier, keyword or natural.")
+    query_type: str = Field(
+        description="technique, sub_technique, cve, capec, atlas, d3fend, uuid, identifier, keyword or natural."
+    )
     enriched_query: str = Field(description="The query after ATT&CK enrichment (what the vector leg embeds).")
     took_ms: float
     truncated: bool = Field(description="Results were dropped to keep the response under its size cap.")

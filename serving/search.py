@@ -1,4 +1,5 @@
 """Query analysis (type, identifiers, tsquery text), search parameters and re-scoring of fused rows."""
+
 from __future__ import annotations
 
 import re
@@ -132,9 +133,21 @@ class Plan:
     needs_vector: bool
 
 
-def plan_for(mode: str, *, k: int, offset: int, query: str, fts_k: int | None, vec_k: int | None,
-             w_fts: float, w_vec: float, w_fuzzy: float, rerank_k: int, group_by_doc: bool,
-             query_type: str = "keyword") -> Plan:
+def plan_for(
+    mode: str,
+    *,
+    k: int,
+    offset: int,
+    query: str,
+    fts_k: int | None,
+    vec_k: int | None,
+    w_fts: float,
+    w_vec: float,
+    w_fuzzy: float,
+    rerank_k: int,
+    group_by_doc: bool,
+    query_type: str = "keyword",
+) -> Plan:
     """How many candidates each leg fetches: enough for offset+k distinct documents.
 
     Hybrid search runs the fuzzy leg for short queries that are not a well-formed identifier: a
@@ -152,19 +165,28 @@ def plan_for(mode: str, *, k: int, offset: int, query: str, fts_k: int | None, v
         return Plan(0, 0, max(per_leg, 100), 0, 0, 1, "fuzzy", max(window, 100), False)
     typo_prone = query_type not in IDENTIFIER_TYPES or query_type == "identifier"
     fuzzy_k = per_leg if short and typo_prone and w_fuzzy > 0 else 0
-    return Plan(fts_k or per_leg, vec_k or per_leg, fuzzy_k, w_fts, w_vec, w_fuzzy if fuzzy_k else 0.0, "",
-                window, True)
+    return Plan(
+        fts_k or per_leg, vec_k or per_leg, fuzzy_k, w_fts, w_vec, w_fuzzy if fuzzy_k else 0.0, "", window, True
+    )
 
 
 def rrf_max(plan: Plan, k0: int) -> float:
     """The fused score of a chunk ranked first in every weighted leg (normalises RRF to (0, 1])."""
-    total = (plan.w_fts if plan.fts_k else 0) + (plan.w_vec if plan.vec_k else 0) + \
-        (plan.w_fuzzy if plan.fuzzy_k else 0)
+    total = (
+        (plan.w_fts if plan.fts_k else 0) + (plan.w_vec if plan.vec_k else 0) + (plan.w_fuzzy if plan.fuzzy_k else 0)
+    )
     return total / (k0 + 1) if total > 0 else 1.0
 
 
-def rescore(rows: Sequence[Mapping[str, Any]], *, mode: str, query: str, analysis: QueryAnalysis,
-            config: SearchConfig, min_score: float | None) -> list[dict[str, Any]]:
+def rescore(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    mode: str,
+    query: str,
+    analysis: QueryAnalysis,
+    config: SearchConfig,
+    min_score: float | None,
+) -> list[dict[str, Any]]:
     """Apply fuzzy re-scoring, source boosts, exact pinning and thresholds; ordered best first."""
     threshold = config.threshold(mode, analysis.query_type)
     out: list[dict[str, Any]] = []
@@ -183,6 +205,7 @@ def rescore(rows: Sequence[Mapping[str, Any]], *, mode: str, query: str, analysi
             if score < threshold or (min_score is not None and score < min_score):
                 continue
         out.append(item)
-    out.sort(key=lambda r: (not r["exact"], -int(r.get("tier") or 0), not r.get("ident_hit"), -r["score"],
-                            r["chunk_id"]))
+    out.sort(
+        key=lambda r: (not r["exact"], -int(r.get("tier") or 0), not r.get("ident_hit"), -r["score"], r["chunk_id"])
+    )
     return out

@@ -1,4 +1,5 @@
 """Source boosts and per-query-type score thresholds, read from a YAML file at startup."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -53,5 +54,7 @@ def load_search_config(path: Path) -> SearchConfig:
     if not isinstance(thresholds_raw, Mapping) or set(thresholds_raw) - set(MODES):
         raise ConfigError(f"{path.name}: thresholds must be keyed by mode ({', '.join(MODES)})")
     thresholds = {mode: MappingProxyType(_floats(v, f"thresholds.{mode}")) for mode, v in thresholds_raw.items()}
-    return SearchConfig(source_boosts=MappingProxyType(_floats(raw.get("source_boosts"), "source_boosts")),
-                        thresholds=MappingProxyType(thresholds))
+    return SearchConfig(
+        source_boosts=MappingProxyType(_floats(raw.get("source_boosts"), "source_boosts")),
+        thresholds=MappingProxyType(thresholds),
+    )

@@ -1,4 +1,5 @@
 """Fill a plan's category quotas from ranked candidates: deterministic, budgeted, explained."""
+
 from __future__ import annotations
 
 import math
@@ -52,7 +53,7 @@ def quota_counts(plan: Plan, total: int) -> dict[str, int]:
     raw = {c: ratios[c] * total for c in ratios}
     counts = {c: math.floor(v) for c, v in raw.items()}
     leftover = total - sum(counts.values())
-    for c in sorted(raw, key=lambda c: (-(raw[c] - counts[c]), c))[:max(0, leftover)]:
+    for c in sorted(raw, key=lambda c: (-(raw[c] - counts[c]), c))[: max(0, leftover)]:
         if raw[c] > 0:
             counts[c] += 1
     for c, minimum in plan.min_per_category.items():
@@ -71,8 +72,10 @@ def quota_counts(plan: Plan, total: int) -> dict[str, int]:
 
 
 def _ranked(candidates: Sequence[Candidate], plan: Plan) -> list[Candidate]:
-    scored = [replace(c, adjusted=c.score * plan.category_boosts.get(c.category, 1.0)
-                      * plan.source_boosts.get(c.source, 1.0)) for c in candidates]
+    scored = [
+        replace(c, adjusted=c.score * plan.category_boosts.get(c.category, 1.0) * plan.source_boosts.get(c.source, 1.0))
+        for c in candidates
+    ]
     return sorted(scored, key=lambda c: (-c.adjusted, c.doc_id, c.chunk_id))
 
 
@@ -133,7 +136,15 @@ def select(candidates: Sequence[Candidate], plan: Plan, total: int | None = None
     order = {cid: i for i, cid in enumerate(taken)}
     selected = tuple(sorted((c for c in ranked if c.chunk_id in taken), key=lambda c: order[c.chunk_id]))
     decisions = tuple(
-        Decision(c.chunk_id, c.doc_id, c.category, c.score, c.adjusted, c.chunk_id in taken,
-                 taken.get(c.chunk_id) or skipped.get(c.chunk_id, "not considered"))
-        for c in ranked)
+        Decision(
+            c.chunk_id,
+            c.doc_id,
+            c.category,
+            c.score,
+            c.adjusted,
+            c.chunk_id in taken,
+            taken.get(c.chunk_id) or skipped.get(c.chunk_id, "not considered"),
+        )
+        for c in ranked
+    )
     return Selection(selected=selected, quotas=quotas, decisions=decisions)

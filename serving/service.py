@@ -1,4 +1,5 @@
 """The one implementation behind the REST routes and the MCP tools: search, lookups, sources, stats."""
+
 from __future__ import annotations
 
 import logging
@@ -102,21 +103,25 @@ class Service:
     # hnsw.ef_search per pooled connection when not the session default (a connection serves one request
     # at a time; entries go with their connection)
     _ef_by_conn: weakref.WeakKeyDictionary[psycopg.Connection[Any], str] = field(
-        default_factory=weakref.WeakKeyDictionary)
+        default_factory=weakref.WeakKeyDictionary
+    )
 
     # --- caches -------------------------------------------------------------------------------
 
     def technique_lookup(self) -> dict[str, str]:
         """ATT&CK id -> full name for query-time enrichment (the index-time lookup, cached)."""
+
         def load() -> dict[str, str]:
             with self.pool.connection() as conn:
                 return dict(conn.execute(self.queries.technique_names).fetchall())
+
         return self._lookup.get(load)
 
     def technique_ids(self) -> list[str]:
         def load() -> list[str]:
             with self.pool.connection() as conn:
                 return [r[0] for r in conn.execute(self.queries.technique_ids).fetchall()]
+
         return self._technique_ids.get(load)
 
     def visible_sources(self, conn: psycopg.Connection, principal: Principal) -> list[str]:
@@ -126,19 +131,23 @@ class Service:
     def public_sources(self, conn: psycopg.Connection) -> frozenset[str]:
         """Names of the sources that are not user folders: anyone may filter by them (cached; read on `conn`)."""
         return self._public_sources.get(
-            lambda: frozenset(r[0] for r in conn.execute(self.queries.public_source_names).fetchall()))
+            lambda: frozenset(r[0] for r in conn.execute(self.queries.public_source_names).fetchall())
+        )
 
     # --- search -------------------------------------------------------------------------------
 
     def source_names(self) -> list[str]:
         """Every source name (exact-identifier ids are `<source>:<id>`; the legs apply the ACL)."""
+
         def load() -> list[str]:
             with self.pool.connection() as conn:
                 return [r[0] for r in conn.execute(self.queries.source_names).fetchall()]
+
         return self._source_names.get(load)
 
     def lexeme_stats(self, conn: psycopg.Connection | None = None) -> LexemeStats:
         """Column statistics of chunks (cached), read on `conn` when given: a request never holds two."""
+
         def read(c: psycopg.Connection) -> LexemeStats:
             with c.cursor(row_factory=dict_row) as cur:
                 return LexemeStats.from_row(cur.execute(self.queries.lexeme_frequencies).fetchone())
@@ -148,6 +157,7 @@ class Service:
                 return read(conn)
             with self.pool.connection() as own:
                 return read(own)
+
         return self._lexeme_stats.get(load)
 
     def _query_lexemes(self, conn: psycopg.Connection, params: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -158,8 +168,9 @@ class Service:
         words, idents = row
         return words or [], idents or []
 
-    def _pool_fts(self, conn: psycopg.Connection, req: SearchRequest, analysis: logic.QueryAnalysis,
-                  params: dict[str, Any]) -> bool:
+    def _pool_fts(
+        self, conn: psycopg.Connection, req: SearchRequest, analysis: logic.QueryAnalysis, params: dict[str, Any]
+    ) -> bool:
         """Whether hybrid search ranks full text within the vector pool instead of across the corpus."""
         if req.mode != "hybrid":
             return False
@@ -203,25 +214,49 @@ class Service:
         enriched = enrich(req.query.strip(), lookup)
         filters = req.filters
         techniques = logic.expand_techniques(filters.techniques, self.technique_ids()) if filters.techniques else None
-        plan = logic.plan_for(req.mode, k=req.k, offset=req.offset, query=req.query, fts_k=req.fts_k,
-                              vec_k=req.vec_k, w_fts=req.w_fts, w_vec=req.w_vec, w_fuzzy=req.w_fuzzy,
-                              rerank_k=req.rerank_k, group_by_doc=req.group_by_doc,
-                              query_type=analysis.query_type)
+        plan = logic.plan_for(
+            req.mode,
+            k=req.k,
+            offset=req.offset,
+            query=req.query,
+            fts_k=req.fts_k,
+            vec_k=req.vec_k,
+            w_fts=req.w_fts,
+            w_vec=req.w_vec,
+            w_fuzzy=req.w_fuzzy,
+            rerank_k=req.rerank_k,
+            group_by_doc=req.group_by_doc,
+            query_type=analysis.query_type,
+        )
         qvec = self.encoder.encode(enriched) if plan.needs_vector else None
         pinned = req.mode != "vector"
         names = self.source_names()
         params: dict[str, Any] = {
             **principal.params(),
-            "sources": filters.sources, "doc_ids": filters.doc_ids, "techniques": techniques,
-            "platforms": filters.platforms, "tags_any": filters.tags_any, "tags_all": filters.tags_all,
-            "updated_after": filters.updated_after, "updated_before": filters.updated_before,
-            "fts_text": analysis.fts_text, "ident_text": analysis.ident_text, "fuzzy_text": req.query.strip()[:64],
-            "has_ident": bool(analysis.ident_text), "ident_tier": analysis.is_identifier,
-            "qvec": qvec, "fts_k": plan.fts_k, "vec_k": plan.vec_k, "fuzzy_k": plan.fuzzy_k,
-            "candidates_k": req.candidates_k, "window": plan.window, "group_by_doc": req.group_by_doc,
+            "sources": filters.sources,
+            "doc_ids": filters.doc_ids,
+            "techniques": techniques,
+            "platforms": filters.platforms,
+            "tags_any": filters.tags_any,
+            "tags_all": filters.tags_all,
+            "updated_after": filters.updated_after,
+            "updated_before": filters.updated_before,
+            "fts_text": analysis.fts_text,
+            "ident_text": analysis.ident_text,
+            "fuzzy_text": req.query.strip()[:64],
+            "has_ident": bool(analysis.ident_text),
+            "ident_tier": analysis.is_identifier,
+            "qvec": qvec,
+            "fts_k": plan.fts_k,
+            "vec_k": plan.vec_k,
+            "fuzzy_k": plan.fuzzy_k,
+            "candidates_k": req.candidates_k,
+            "window": plan.window,
+            "group_by_doc": req.group_by_doc,
             "exact_ids": logic.exact_doc_ids(analysis.exact_forms, names) if pinned else [],
             "child_ids": logic.exact_doc_ids(logic.child_forms(analysis, self.technique_ids()), names)
-            if pinned else [],
+            if pinned
+            else [],
             "pool_fts": False,
         }
         use_then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
@@ -236,23 +271,44 @@ class Service:
             if plan.vec_k:
                 self._ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
             window_rows = self._fused(conn, req, plan, params, exact_vectors, then_vec=use_then_vec)
-            ranked = logic.rescore(window_rows, mode=req.mode, query=req.query, analysis=analysis,
-                                   config=self.search_config, min_score=req.min_score)
-            page = ranked[req.offset:req.offset + req.k]
+            ranked = logic.rescore(
+                window_rows,
+                mode=req.mode,
+                query=req.query,
+                analysis=analysis,
+                config=self.search_config,
+                min_score=req.min_score,
+            )
+            page = ranked[req.offset : req.offset + req.k]
             if page:  # display fields (and costly snippets) for this page only
-                display = {r["chunk_id"]: r for r in self._fetch(conn, self.statements.result_rows, {
-                    **params, "ids": [r["chunk_id"] for r in page], "with_metadata": req.return_.metadata,
-                    "with_text": req.return_.text, "max_text_chars": req.return_.max_text_chars,
-                    "with_snippets": req.return_.snippets})}
+                display = {
+                    r["chunk_id"]: r
+                    for r in self._fetch(
+                        conn,
+                        self.statements.result_rows,
+                        {
+                            **params,
+                            "ids": [r["chunk_id"] for r in page],
+                            "with_metadata": req.return_.metadata,
+                            "with_text": req.return_.text,
+                            "max_text_chars": req.return_.max_text_chars,
+                            "with_snippets": req.return_.snippets,
+                        },
+                    )
+                }
                 page = [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
         results, truncated = cap([_result(r) for r in page], self.settings.max_response_bytes)
         took = (time.perf_counter() - started) * 1000
-        return SearchResponse(results=results, query_type=analysis.query_type, enriched_query=enriched,
-                              took_ms=round(took, 2), truncated=truncated)
+        return SearchResponse(
+            results=results,
+            query_type=analysis.query_type,
+            enriched_query=enriched,
+            took_ms=round(took, 2),
+            truncated=truncated,
+        )
 
     @staticmethod
-    def _fetch(conn: psycopg.Connection, statement: str | sql.Composed,
-               params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _fetch(conn: psycopg.Connection, statement: str | sql.Composed, params: dict[str, Any]) -> list[dict[str, Any]]:
         with conn.cursor(row_factory=dict_row) as cur:
             cur.execute(statement, params)
             return cur.fetchall()
@@ -264,18 +320,31 @@ class Service:
             conn.execute(self.queries.search_ef, {"ef_search": value})
             self._ef_by_conn[conn] = value
 
-    def _fused(self, conn: psycopg.Connection, req: SearchRequest, plan: logic.Plan, params: dict[str, Any],
-               exact_vectors: bool, *, then_vec: bool = False) -> list[dict[str, Any]]:
+    def _fused(
+        self,
+        conn: psycopg.Connection,
+        req: SearchRequest,
+        plan: logic.Plan,
+        params: dict[str, Any],
+        exact_vectors: bool,
+        *,
+        then_vec: bool = False,
+    ) -> list[dict[str, Any]]:
         """Run the needed legs as one statement, then fuse them (by reciprocal rank, or fts_then_vec's
         re-ranking) and take the window."""
         if then_vec:
             wanted = {"vec": True, "fts_vec": True, "exact": bool(params["exact_ids"])}
             params = {**params, "child_ids": []}
         else:
-            wanted = {"vec": plan.vec_k > 0, "fts": plan.fts_k > 0 and not params["pool_fts"],
-                      "fuzzy": plan.fuzzy_k > 0, "exact": bool(params["exact_ids"] or params["child_ids"])}
-        statement = self.statements.search([leg for leg, needed in wanted.items() if needed],
-                                           exact_vectors=exact_vectors)
+            wanted = {
+                "vec": plan.vec_k > 0,
+                "fts": plan.fts_k > 0 and not params["pool_fts"],
+                "fuzzy": plan.fuzzy_k > 0,
+                "exact": bool(params["exact_ids"] or params["child_ids"]),
+            }
+        statement = self.statements.search(
+            [leg for leg, needed in wanted.items() if needed], exact_vectors=exact_vectors
+        )
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg, needed in wanted.items() if needed}
         for row in self._fetch(conn, statement, params):
             rows[row["leg"]].append(row)
@@ -297,16 +366,24 @@ class Service:
         valid = set(known)
         for i, name in enumerate(requested):
             if name not in valid:
-                raise InvalidField(["body", "filters", "sources", i],
-                                   f"unknown source {name[:80]!r}; valid sources: {', '.join(known)}")
+                raise InvalidField(
+                    ["body", "filters", "sources", i],
+                    f"unknown source {name[:80]!r}; valid sources: {', '.join(known)}",
+                )
 
     def log_search(self, req: SearchRequest, resp: SearchResponse) -> None:
         if self.query_log is None:
             return
         top = resp.results[0].score if resp.results else None
-        self.query_log.write(endpoint="search", query_type=resp.query_type, query_text=req.query, top_score=top,
-                             result_count=len(resp.results), latency_ms=resp.took_ms,
-                             details={"mode": req.mode, "k": req.k, "strategy": req.strategy})
+        self.query_log.write(
+            endpoint="search",
+            query_type=resp.query_type,
+            query_text=req.query,
+            top_score=top,
+            result_count=len(resp.results),
+            latency_ms=resp.took_ms,
+            details={"mode": req.mode, "k": req.k, "strategy": req.strategy},
+        )
 
     # --- lookups ------------------------------------------------------------------------------
 
@@ -314,10 +391,15 @@ class Service:
         wanted = list(dict.fromkeys(ids))
         ids = [i for i in wanted if "\x00" not in i]  # PostgreSQL text cannot hold NUL: such ids never exist
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            rows = {r["doc_id"]: r for r in cur.execute(self.statements.documents_by_id,
-                                                        {"ids": ids, **principal.params()}).fetchall()}
-        found = [Document(**{**rows[i], "metadata": rows[i]["metadata"] or {},
-                             "chunk_ids": rows[i]["chunk_ids"] or []}) for i in wanted if i in rows]
+            rows = {
+                r["doc_id"]: r
+                for r in cur.execute(self.statements.documents_by_id, {"ids": ids, **principal.params()}).fetchall()
+            }
+        found = [
+            Document(**{**rows[i], "metadata": rows[i]["metadata"] or {}, "chunk_ids": rows[i]["chunk_ids"] or []})
+            for i in wanted
+            if i in rows
+        ]
         kept, truncated = cap(found, self.settings.max_response_bytes)
         return DocumentsResponse(documents=kept, missing=[i for i in wanted if i not in rows], truncated=truncated)
 
@@ -331,8 +413,10 @@ class Service:
         wanted = list(dict.fromkeys(ids))
         ids = [i for i in wanted if "\x00" not in i]
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            rows = {r["chunk_id"]: r for r in cur.execute(self.statements.chunks_by_id,
-                                                          {"ids": ids, **principal.params()}).fetchall()}
+            rows = {
+                r["chunk_id"]: r
+                for r in cur.execute(self.statements.chunks_by_id, {"ids": ids, **principal.params()}).fetchall()
+            }
         found = [Chunk(**{**rows[i], "identifiers": rows[i]["identifiers"].split()}) for i in wanted if i in rows]
         kept, truncated = cap(found, self.settings.max_response_bytes)
         return ChunksResponse(chunks=kept, missing=[i for i in wanted if i not in rows], truncated=truncated)
@@ -353,8 +437,13 @@ class Service:
             row = cur.execute(self.statements.upstream_record, {"doc_id": doc_id, **principal.params()}).fetchone()
         if row is None:
             raise NotFound(f"no document {doc_id[:200]!r}")
-        found = refetch(row, raw_base=self.settings.upstream_raw_base, mirror=self.settings.upstream_mirror,
-                        max_bytes=self.settings.upstream_max_bytes, timeout=self.settings.upstream_timeout)
+        found = refetch(
+            row,
+            raw_base=self.settings.upstream_raw_base,
+            mirror=self.settings.upstream_mirror,
+            max_bytes=self.settings.upstream_max_bytes,
+            timeout=self.settings.upstream_timeout,
+        )
         return found.__dict__
 
     # --- sources and stats --------------------------------------------------------------------
@@ -363,11 +452,27 @@ class Service:
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             names = self.visible_sources(conn, principal)
             rows = cur.execute(self.queries.sources_list, {"names": names}).fetchall()
-        return SourcesResponse(sources=[SourceInfo(
-            name=r["name"], kind=r["kind"], description=r["description"], category=r["category"],
-            upstream=r["upstream"], branch=r["branch"], tracking=r["tracking"], version=r["current_version"],
-            last_seen_version=r["last_seen_version"], last_check=r["last_check_at"], last_sync=r["last_sync_at"],
-            records=r["record_count"], state=r["state"], last_error=r["last_error"]) for r in rows])
+        return SourcesResponse(
+            sources=[
+                SourceInfo(
+                    name=r["name"],
+                    kind=r["kind"],
+                    description=r["description"],
+                    category=r["category"],
+                    upstream=r["upstream"],
+                    branch=r["branch"],
+                    tracking=r["tracking"],
+                    version=r["current_version"],
+                    last_seen_version=r["last_seen_version"],
+                    last_check=r["last_check_at"],
+                    last_sync=r["last_sync_at"],
+                    records=r["record_count"],
+                    state=r["state"],
+                    last_error=r["last_error"],
+                )
+                for r in rows
+            ]
+        )
 
     def stats(self, principal: Principal) -> dict[str, Any]:
         with self.pool.connection() as conn:
@@ -388,12 +493,24 @@ def _leg(score: Any, rank: Any) -> LegScore | None:  # noqa: ANN401
 
 def _result(row: dict[str, Any]) -> SearchResult:
     return SearchResult(
-        doc_id=row["doc_id"], chunk_id=row["chunk_id"], source=row["source"], title=row["title"],
-        url=row["url"], score=round(float(row["score"]), 6), exact=bool(row["exact"]),
-        scores=LegScores(fts=_leg(row["fts_score"], row["fts_rank"]), vector=_leg(row["vec_score"], row["vec_rank"]),
-                         fuzzy=_leg(row["fuzzy_score"], row["fuzzy_rank"])),
-        techniques=list(row["techniques"] or ()), platforms=list(row["platforms"] or ()),
-        snippet=row.get("snippet"), text=row.get("text"), metadata=row.get("metadata"))
+        doc_id=row["doc_id"],
+        chunk_id=row["chunk_id"],
+        source=row["source"],
+        title=row["title"],
+        url=row["url"],
+        score=round(float(row["score"]), 6),
+        exact=bool(row["exact"]),
+        scores=LegScores(
+            fts=_leg(row["fts_score"], row["fts_rank"]),
+            vector=_leg(row["vec_score"], row["vec_rank"]),
+            fuzzy=_leg(row["fuzzy_score"], row["fuzzy_rank"]),
+        ),
+        techniques=list(row["techniques"] or ()),
+        platforms=list(row["platforms"] or ()),
+        snippet=row.get("snippet"),
+        text=row.get("text"),
+        metadata=row.get("metadata"),
+    )
 
 
 def readiness(service: Service, expected_version: int) -> dict[str, Any]:
@@ -408,6 +525,10 @@ def readiness(service: Service, expected_version: int) -> dict[str, Any]:
             checks["schema"] = version == expected_version
     except (psycopg.Error, Exception) as exc:  # noqa: BLE001 - readiness reports, never raises
         log.info("readiness check failed", extra={"error": type(exc).__name__})
-    return {"status": "ready" if all(checks.values()) else "not ready", "checks": checks,
-            "schema_version": version, "expected_schema_version": expected_version,
-            "model": service.encoder.model_id if service.encoder.loaded else None}
+    return {
+        "status": "ready" if all(checks.values()) else "not ready",
+        "checks": checks,
+        "schema_version": version,
+        "expected_schema_version": expected_version,
+        "model": service.encoder.model_id if service.encoder.loaded else None,
+    }

@@ -1,4 +1,5 @@
 """Serving settings: the shared secrag settings plus the API's own knobs (env prefix SECRAG_)."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -18,39 +19,54 @@ def bundled(name: str) -> Path:
 class ServingSettings(Settings):
     """Everything `secrag serve` reads; all fields come from SECRAG_* environment variables."""
 
-    search_config: Path = Field(default_factory=lambda: bundled("search.yaml"),
-                                description="YAML with source boosts and per-query-type score thresholds.")
-    plans_file: Path = Field(default_factory=lambda: bundled("plans.yaml"),
-                             description="Retrieval plans (validated at start-up); see serving/plans.yaml.")
+    search_config: Path = Field(
+        default_factory=lambda: bundled("search.yaml"),
+        description="YAML with source boosts and per-query-type score thresholds.",
+    )
+    plans_file: Path = Field(
+        default_factory=lambda: bundled("plans.yaml"),
+        description="Retrieval plans (validated at start-up); see serving/plans.yaml.",
+    )
     api_keys_file: Path | None = Field(
-        default=None, description="YAML mapping API keys to tenant/user/groups; unset = public documents only.")
-    upstream_raw_base: str = Field(default="https://raw.githubusercontent.com",
-                                   description="Where /v1/docs/{id}/upstream reads repository files.")
-    upstream_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024,
-                                    description="Size cap of one upstream refetch (413 above).")
+        default=None, description="YAML mapping API keys to tenant/user/groups; unset = public documents only."
+    )
+    upstream_raw_base: str = Field(
+        default="https://raw.githubusercontent.com", description="Where /v1/docs/{id}/upstream reads repository files."
+    )
+    upstream_max_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Size cap of one upstream refetch (413 above)."
+    )
     upstream_timeout: float = Field(default=5.0, gt=0, le=60, description="Time cap of one upstream refetch.")
     pool_min_size: int = Field(default=1, ge=0, le=64)
     pool_max_size: int = Field(default=8, ge=1, le=64)
-    pool_timeout: float = Field(default=1.5, gt=0, le=30,
-                                description="Seconds a request waits for a connection before 503.")
+    pool_timeout: float = Field(
+        default=1.5, gt=0, le=30, description="Seconds a request waits for a connection before 503."
+    )
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="Larger request bodies get 413.")
-    max_response_bytes: int = Field(default=5 * 1024 * 1024, ge=4096,
-                                    description="Results past this size are dropped and truncated=true.")
+    max_response_bytes: int = Field(
+        default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and truncated=true."
+    )
     query_log: bool = Field(default=False, description="Write one query_log row per search.")
     query_log_text: bool = Field(default=False, description="Also store the query text in query_log.")
     hnsw_max_scan_tuples: int = Field(default=50000, ge=1000)
     hnsw_iterative_scan: str = Field(default="relaxed_order", pattern="^(relaxed_order|strict_order|off)$")
-    query_encoder: str = Field(default="onnx", pattern="^(onnx|torch)$",
-                               description="Query encoder: onnx (onnxruntime) or torch (sentence-transformers).")
-    query_encoder_threads: int = Field(default=1, ge=1, le=64,
-                                       description="onnxruntime threads per query batch (torch uses torch_threads).")
+    query_encoder: str = Field(
+        default="onnx",
+        pattern="^(onnx|torch)$",
+        description="Query encoder: onnx (onnxruntime) or torch (sentence-transformers).",
+    )
+    query_encoder_threads: int = Field(
+        default=1, ge=1, le=64, description="onnxruntime threads per query batch (torch uses torch_threads)."
+    )
     query_cache_size: int = Field(default=1024, ge=0, description="Query vectors cached in process; 0 = no cache.")
     model_cache_dir: Path | None = Field(
-        default=None, description="Where the ONNX export of the model is kept; unset = <data_dir>/models.")
+        default=None, description="Where the ONNX export of the model is kept; unset = <data_dir>/models."
+    )
     mcp_enabled: bool = Field(default=True, description="Serve the MCP tools at /mcp.")
     mcp_allowed_hosts: list[str] = Field(
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
-        description="Host headers the MCP endpoint accepts (DNS-rebinding protection).")
+        description="Host headers the MCP endpoint accepts (DNS-rebinding protection).",
+    )
 
     @property
     def models_dir(self) -> Path:

@@ -1,5 +1,6 @@
 """The serving reads that are composed once from the named blocks in sql/queries/serving.sql: the search
 legs and every read of documents (all of them share the `visible` access check)."""
+
 from __future__ import annotations
 
 import itertools
@@ -40,8 +41,9 @@ class Statements:
         chosen = tuple(leg for leg in LEGS if leg in set(legs))
         if not chosen:
             raise ValueError("a search needs at least one leg")
-        return self._searches[(*chosen, "exact_vectors")] if exact_vectors and "vec" in chosen \
-            else self._searches[chosen]
+        return (
+            self._searches[(*chosen, "exact_vectors")] if exact_vectors and "vec" in chosen else self._searches[chosen]
+        )
 
 
 def _union(parts: Iterable[str]) -> str:
@@ -67,8 +69,13 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
     def fill(block: str) -> str:
         return sql.SQL(block).format(**parts).as_string()
 
-    legs = {"vec": fill(queries.leg_vec), "fts": fill(queries.leg_fts), "fts_vec": fill(queries.leg_fts_vec),
-            "fuzzy": fill(queries.leg_fuzzy), "exact": fill(queries.leg_exact)}
+    legs = {
+        "vec": fill(queries.leg_vec),
+        "fts": fill(queries.leg_fts),
+        "fts_vec": fill(queries.leg_fts_vec),
+        "fuzzy": fill(queries.leg_fuzzy),
+        "exact": fill(queries.leg_exact),
+    }
     vec_exact = fill(queries.leg_vec_exact)
     searches: dict[tuple[str, ...], str] = {}
     for n in range(1, len(LEGS) + 1):
@@ -76,9 +83,19 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
             searches[chosen] = _union(legs[leg] for leg in chosen)
             if "vec" in chosen:
                 searches[(*chosen, "exact_vectors")] = _union(
-                    vec_exact if leg == "vec" else legs[leg] for leg in chosen)
-    return Statements(vec=legs["vec"], vec_exact=vec_exact, fts=legs["fts"], fts_vec=legs["fts_vec"],
-                      fuzzy=legs["fuzzy"], exact=legs["exact"], result_rows=fill(queries.result_rows),
-                      documents_by_id=fill(queries.documents_by_id), chunks_by_id=fill(queries.chunks_by_id),
-                      upstream_record=fill(queries.upstream_record), known_sources=fill(queries.known_sources),
-                      _searches=searches)
+                    vec_exact if leg == "vec" else legs[leg] for leg in chosen
+                )
+    return Statements(
+        vec=legs["vec"],
+        vec_exact=vec_exact,
+        fts=legs["fts"],
+        fts_vec=legs["fts_vec"],
+        fuzzy=legs["fuzzy"],
+        exact=legs["exact"],
+        result_rows=fill(queries.result_rows),
+        documents_by_id=fill(queries.documents_by_id),
+        chunks_by_id=fill(queries.chunks_by_id),
+        upstream_record=fill(queries.upstream_record),
+        known_sources=fill(queries.known_sources),
+        _searches=searches,
+    )

@@ -1,4 +1,5 @@
 """Store statistics: exact counts per source (one grouped query per table, never a fan-out join)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,12 +8,21 @@ import psycopg
 
 from secrag.queries import Queries
 
-TABLES = ["sources", "source_versions", "documents", "chunks", "embeddings", "embedding_models",
-          "mitre_techniques", "query_log"]
+TABLES = [
+    "sources",
+    "source_versions",
+    "documents",
+    "chunks",
+    "embeddings",
+    "embedding_models",
+    "mitre_techniques",
+    "query_log",
+]
 
 
-def collect_stats(conn: psycopg.Connection, q: Queries, names: list[str], model_id: str,
-                  requests: dict[str, Any]) -> dict[str, Any]:
+def collect_stats(
+    conn: psycopg.Connection, q: Queries, names: list[str], model_id: str, requests: dict[str, Any]
+) -> dict[str, Any]:
     """Counts, versions, freshness and sizes for the given (visible) sources, plus request metrics."""
     p = {"names": names}
     documents: dict[str, int] = dict(conn.execute(q.stats_documents, p).fetchall())
@@ -26,18 +36,35 @@ def collect_stats(conn: psycopg.Connection, q: Queries, names: list[str], model_
         versions.setdefault(source, {})[status] = count
     fresh = {r[0]: r for r in conn.execute(q.stats_freshness, p).fetchall()}
     per_source = {
-        name: {"documents": documents.get(name, 0), "chunks": chunks.get(name, 0),
-               "chunks_embedded": embedded.get(name, 0), "embeddings": vectors.get(name, {}),
-               "versions": versions.get(name, {}), "current_version": fresh[name][1] if name in fresh else None,
-               "last_sync": fresh[name][2] if name in fresh else None,
-               "sync_age_s": fresh[name][4] if name in fresh else None}
+        name: {
+            "documents": documents.get(name, 0),
+            "chunks": chunks.get(name, 0),
+            "chunks_embedded": embedded.get(name, 0),
+            "embeddings": vectors.get(name, {}),
+            "versions": versions.get(name, {}),
+            "current_version": fresh[name][1] if name in fresh else None,
+            "last_sync": fresh[name][2] if name in fresh else None,
+            "sync_age_s": fresh[name][4] if name in fresh else None,
+        }
         for name in names
     }
-    models = [{"model_id": m, "dimensions": d, "active": a, "embeddings": n}
-              for m, d, a, n in conn.execute(q.stats_models).fetchall()]
+    models = [
+        {"model_id": m, "dimensions": d, "active": a, "embeddings": n}
+        for m, d, a, n in conn.execute(q.stats_models).fetchall()
+    ]
     index_bytes = {name: size for name, _table, size in conn.execute(q.stats_index_sizes, {"tables": TABLES})}
     table_bytes: dict[str, int] = dict(conn.execute(q.stats_table_sizes, {"tables": TABLES}).fetchall())
-    totals = {"sources": len(names), "documents": sum(documents.values()), "chunks": sum(chunks.values()),
-              "chunks_embedded": sum(embedded.values())}
-    return {"totals": totals, "sources": per_source, "models": models, "index_bytes": index_bytes,
-            "table_bytes": table_bytes, "requests": requests}
+    totals = {
+        "sources": len(names),
+        "documents": sum(documents.values()),
+        "chunks": sum(chunks.values()),
+        "chunks_embedded": sum(embedded.values()),
+    }
+    return {
+        "totals": totals,
+        "sources": per_source,
+        "models": models,
+        "index_bytes": index_bytes,
+        "table_bytes": table_bytes,
+        "requests": requests,
+    }

@@ -1,4 +1,5 @@
 """Threshold tuning from the opt-in query log: proposals within safe bounds, audited changes."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -81,14 +82,24 @@ def propose(config: PlansConfig, log: Sequence[LoggedQuery], thresholds: dict[st
         proposed = round(min(current + step, max(current - step, target)), 6)
         if abs(proposed - current) < 1e-9:
             continue
-        reason = (f"{len(scores)} queries: p10 top score {_percentile(scores, 0.10):.4f}, "
-                  f"{empty:.0%} returned nothing; target {target:.4f} within [{low}, {high}], step <= {step}")
+        reason = (
+            f"{len(scores)} queries: p10 top score {_percentile(scores, 0.10):.4f}, "
+            f"{empty:.0%} returned nothing; target {target:.4f} within [{low}, {high}], step <= {step}"
+        )
         proposals.append(Proposal(query_type, len(scores), current, proposed, reason))
     return proposals
 
 
-def apply_change(config: PlansConfig, plans_file: Path, query_type: str, new: float, *, who: str,
-                 reason: str, now: dt.datetime | None = None) -> dict[str, Any]:
+def apply_change(
+    config: PlansConfig,
+    plans_file: Path,
+    query_type: str,
+    new: float,
+    *,
+    who: str,
+    reason: str,
+    now: dt.datetime | None = None,
+) -> dict[str, Any]:
     """Record an approved threshold in the overlay with who, when, old, new and reason."""
     low = float(config.tuning.get("threshold_min", 0.0))
     high = float(config.tuning.get("threshold_max", 1.0))
@@ -98,8 +109,15 @@ def apply_change(config: PlansConfig, plans_file: Path, query_type: str, new: fl
         raise ConfigError("a reason is required")
     overlay = read_overlay(plans_file)
     old = overlay["thresholds"].get(query_type, config.resolve(query_type).score_threshold)
-    entry = {"who": who, "when": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
-             "query_type": query_type, "field": "score_threshold", "old": old, "new": new, "reason": reason}
+    entry = {
+        "who": who,
+        "when": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
+        "query_type": query_type,
+        "field": "score_threshold",
+        "old": old,
+        "new": new,
+        "reason": reason,
+    }
     overlay["thresholds"][query_type] = new
     keep = int(config.tuning.get("history", 20))
     overlay["history"] = [*overlay["history"], entry][-keep:]

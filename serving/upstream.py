@@ -4,6 +4,7 @@ Git-backed sources are read as `<raw base>/<owner>/<repo>/<version>/<path>` (the
 commit SHA or release tag the document was published from); feed sources download the feed and
 pick the record by id. With SECRAG_UPSTREAM_MIRROR set, files come from that snapshot folder.
 """
+
 from __future__ import annotations
 
 import json
@@ -92,8 +93,9 @@ def _feed_record(data: bytes, doc_id: str) -> Any:  # noqa: ANN401
     raise UpstreamFailed("the record is no longer in the feed")
 
 
-def refetch(row: dict[str, Any], *, raw_base: str, mirror: Path | None, max_bytes: int,
-            timeout: float) -> UpstreamRecord:
+def refetch(
+    row: dict[str, Any], *, raw_base: str, mirror: Path | None, max_bytes: int, timeout: float
+) -> UpstreamRecord:
     """The upstream bytes of the document described by `row` (documents + sources columns)."""
     path = _safe_path(row["upstream_path"])
     source, version = row["source"], row["source_version"]
@@ -109,10 +111,24 @@ def refetch(row: dict[str, Any], *, raw_base: str, mirror: Path | None, max_byte
         match = _GITHUB.match(str(row["upstream"] or ""))
         if not match:
             raise NotImplementedFeature("refetch supports GitHub-hosted sources and feeds")
-        where = "/".join([raw_base.rstrip("/"), match.group(1), match.group(2), quote(version, safe=""),
-                          *(quote(part) for part in path.parts)])
+        where = "/".join(
+            [
+                raw_base.rstrip("/"),
+                match.group(1),
+                match.group(2),
+                quote(version, safe=""),
+                *(quote(part) for part in path.parts),
+            ]
+        )
         data = _download(where, max_bytes, timeout)
     record = _feed_record(data, row["doc_id"]) if row["tracking"] == "feed" else None
-    return UpstreamRecord(doc_id=row["doc_id"], source=source, version=version, path=str(path),
-                          fetched_from=where, size=len(data), content=data.decode("utf-8", "replace")
-                          if record is None else "", record=record)
+    return UpstreamRecord(
+        doc_id=row["doc_id"],
+        source=source,
+        version=version,
+        path=str(path),
+        fetched_from=where,
+        size=len(data),
+        content=data.decode("utf-8", "replace") if record is None else "",
+        record=record,
+    )

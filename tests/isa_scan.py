@@ -9,6 +9,7 @@ recognised by the name their authors give them (`pg_popcount_avx512`, `BitHammin
 
 prints every function outside the level and exits 1 when there is one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,22 +26,60 @@ from secrag import cpu
 
 # iced-x86's feature for an instruction -> the /proc/cpuinfo flag a CPU must show to run it.
 _FLAG_OF_FEATURE = {
-    "CMOV": "cmov", "CMPXCHG8B": "cx8", "FXSAVE_FXRSTOR": "fxsr", "MMX": "mmx", "SYSCALL": "syscall",
-    "SSE": "sse", "SSE2": "sse2", "SSE3": "pni", "SSSE3": "ssse3", "SSE4_1": "sse4_1", "SSE4_2": "sse4_2",
-    "POPCNT": "popcnt", "CMPXCHG16B": "cx16", "AVX": "avx", "AVX2": "avx2", "BMI1": "bmi1", "BMI2": "bmi2",
-    "F16C": "f16c", "FMA": "fma", "LZCNT": "abm", "MOVBE": "movbe", "XSAVE": "xsave",
-    "AVX512F": "avx512f", "AVX512BW": "avx512bw", "AVX512CD": "avx512cd", "AVX512DQ": "avx512dq",
+    "CMOV": "cmov",
+    "CMPXCHG8B": "cx8",
+    "FXSAVE_FXRSTOR": "fxsr",
+    "MMX": "mmx",
+    "SYSCALL": "syscall",
+    "SSE": "sse",
+    "SSE2": "sse2",
+    "SSE3": "pni",
+    "SSSE3": "ssse3",
+    "SSE4_1": "sse4_1",
+    "SSE4_2": "sse4_2",
+    "POPCNT": "popcnt",
+    "CMPXCHG16B": "cx16",
+    "AVX": "avx",
+    "AVX2": "avx2",
+    "BMI1": "bmi1",
+    "BMI2": "bmi2",
+    "F16C": "f16c",
+    "FMA": "fma",
+    "LZCNT": "abm",
+    "MOVBE": "movbe",
+    "XSAVE": "xsave",
+    "AVX512F": "avx512f",
+    "AVX512BW": "avx512bw",
+    "AVX512CD": "avx512cd",
+    "AVX512DQ": "avx512dq",
     "AVX512VL": "avx512vl",
 }
 # Features every x86-64 CPU has, or instructions that run as no-ops on CPUs without them
 # (CET_IBT is `endbr64`, a NOP before CET; MULTIBYTENOP is `nopl`).
-_EVERYWHERE = {"INTEL8086", "INTEL186", "INTEL286", "INTEL386", "INTEL486", "X64", "CPUID", "FPU", "FPU287",
-               "FPU387", "TSC", "PAUSE", "MULTIBYTENOP", "CET_IBT", "CLFSH", "RDTSCP"}
+_EVERYWHERE = {
+    "INTEL8086",
+    "INTEL186",
+    "INTEL286",
+    "INTEL386",
+    "INTEL486",
+    "X64",
+    "CPUID",
+    "FPU",
+    "FPU287",
+    "FPU387",
+    "TSC",
+    "PAUSE",
+    "MULTIBYTENOP",
+    "CET_IBT",
+    "CLFSH",
+    "RDTSCP",
+}
 # A function whose name says which extension it is for is called only after a run-time CPU check.
 DISPATCHED = re.compile(r"avx512|avx2|f16c|sse4_?2|pclmul", re.IGNORECASE)
 
-_FEATURE_NAMES = {value: name for name, value in vars(CpuidFeature).items()
-                  if name.isupper() and isinstance(value, int)}
+_FEATURE_NAMES = {
+    value: name for name, value in vars(CpuidFeature).items() if name.isupper() and isinstance(value, int)
+}
 
 
 @dataclass(frozen=True)
@@ -66,8 +105,7 @@ def features_of(code: bytes, address: int = 0) -> set[str]:
 def beyond(features: Iterable[str], level: str) -> tuple[str, ...]:
     """The features a CPU of `level` may lack (unknown features count as beyond: stay strict)."""
     allowed = cpu.level_flags(level)
-    return tuple(sorted(f for f in features
-                        if f not in _EVERYWHERE and _FLAG_OF_FEATURE.get(f) not in allowed))
+    return tuple(sorted(f for f in features if f not in _EVERYWHERE and _FLAG_OF_FEATURE.get(f) not in allowed))
 
 
 def scan_functions(binary: str, functions: Iterable[tuple[str, int, bytes]], level: str) -> list[Finding]:
@@ -99,7 +137,7 @@ def elf_functions(path: Path) -> Iterator[tuple[str, int, bytes]]:
                 seen.add((start, size))
                 for base, data in blobs:
                     if base <= start and start + size <= base + len(data):
-                        yield symbol.name, start, data[start - base:start - base + size]
+                        yield symbol.name, start, data[start - base : start - base + size]
                         break
 
 

@@ -15,9 +15,7 @@ def embeddings_code_version(model: str, chunker_version: str) -> str:
     return f"{model}|chunker {chunker_version}"
 
 
-def build_embeddings_asset(
-    source: str, parent: dg.AssetKey, *, group: str, code_version: str
-) -> dg.AssetsDefinition:
+def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code_version: str) -> dg.AssetsDefinition:
     """Embed the pending chunks of one source, then switch the served model if the new one is complete."""
 
     @dg.asset(

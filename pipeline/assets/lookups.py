@@ -63,9 +63,7 @@ def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         context.log.info(f"MITRE lookup: {written} techniques ({active} active) from ATT&CK {version}")
         yield dg.MaterializeResult(
             data_version=dg.DataVersion(version),
-            check_results=[
-                dg.AssetCheckResult(check_name=NON_EMPTY, passed=True, metadata={"techniques": written})
-            ],
+            check_results=[dg.AssetCheckResult(check_name=NON_EMPTY, passed=True, metadata={"techniques": written})],
             metadata={
                 "version": version,
                 "techniques": written,

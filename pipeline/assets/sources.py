@@ -31,8 +31,7 @@ class SourceConfig(dg.Config):
 
     pin: str | None = Field(
         default=None,
-        description="Commit SHA or release tag to publish instead of "
-        "the latest upstream version (not for feeds).",
+        description="Commit SHA or release tag to publish instead of the latest upstream version (not for feeds).",
     )
     force: bool = Field(
         default=False, description="Publish even if the version is empty or shrank by more than max_shrink."
@@ -91,8 +90,11 @@ def publish_fingerprint(spec: SourceSpec, version: str, chunker: str, lookup: Ma
 
     ATT&CK enriches from its own bundle, so its version already covers its lookup (`lookup` None).
     """
-    names = "own-bundle" if lookup is None else hashlib.sha256(
-        json.dumps(sorted(lookup.items()), separators=(",", ":")).encode()).hexdigest()
+    names = (
+        "own-bundle"
+        if lookup is None
+        else hashlib.sha256(json.dumps(sorted(lookup.items()), separators=(",", ":")).encode()).hexdigest()
+    )
     return hashlib.sha256(json.dumps([version, spec.parser_version, chunker, names]).encode()).hexdigest()
 
 
@@ -104,9 +106,18 @@ def _unchanged(
         yield dg.AssetCheckResult(check_name=name, passed=True, metadata={**checks_facts, "unchanged": True})
     yield dg.MaterializeResult(
         data_version=dg.DataVersion(version),
-        metadata={"version": version, "status": "unchanged", "records": checks_facts["records"], "inserted": 0,
-                  "updated": 0, "deleted": 0, "unchanged": checks_facts["records"], "chunks_written": 0,
-                  "fingerprint": fingerprint[:16], "seconds": round(time.monotonic() - started, 3)},
+        metadata={
+            "version": version,
+            "status": "unchanged",
+            "records": checks_facts["records"],
+            "inserted": 0,
+            "updated": 0,
+            "deleted": 0,
+            "unchanged": checks_facts["records"],
+            "chunks_written": 0,
+            "fingerprint": fingerprint[:16],
+            "seconds": round(time.monotonic() - started, 3),
+        },
     )
 
 
@@ -157,10 +168,17 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             if not config.force and last is not None and last[0] == fingerprint:
                 row = conn.execute(q.mark_unchanged, {"source": spec.name, "version": seen.version}).fetchone()
                 if row is not None:
-                    context.log.info(f"{spec.name}@{seen.version}: already published from the same parser, "
-                                     "chunker and ATT&CK names; nothing to do")
-                    yield from _unchanged(spec, seen.version, fingerprint, started,
-                                          {"records": int(row[0]), "previous_records": int(row[0])})
+                    context.log.info(
+                        f"{spec.name}@{seen.version}: already published from the same parser, "
+                        "chunker and ATT&CK names; nothing to do"
+                    )
+                    yield from _unchanged(
+                        spec,
+                        seen.version,
+                        fingerprint,
+                        started,
+                        {"records": int(row[0]), "previous_records": int(row[0])},
+                    )
                     return
             with tempfile.TemporaryDirectory(prefix=f"{spec.name}-", dir=store.work_path()) as tmp:
                 mark = time.monotonic()
@@ -204,14 +222,13 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                     "pin": config.pin,
                     "parser_version": spec.parser_version,
                     "files_seen": outcome.files_seen,
-                    "fingerprint": fingerprint if fetched.version == seen.version
+                    "fingerprint": fingerprint
+                    if fetched.version == seen.version
                     else publish_fingerprint(spec, fetched.version, store.chunking().version, own),
                 },
             )
         timings["publish"] = result.seconds
-        checks = publish_checks(
-            result, previous=previous, max_shrink=store.shrink_limit(), forced=config.force
-        )
+        checks = publish_checks(result, previous=previous, max_shrink=store.shrink_limit(), forced=config.force)
         if result.status == "refused":
             yield from checks
             raise dg.Failure(

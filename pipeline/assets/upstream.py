@@ -50,8 +50,6 @@ def build_upstream_asset(spec: SourceSpec) -> dg.SourceAsset:
     def _observe(context: dg.AssetExecutionContext, upstream: UpstreamResource) -> dg.ObserveResult:
         seen = probe(spec, upstream.config())
         context.log.info(f"{spec.name}: upstream at {seen.version}")
-        return dg.ObserveResult(
-            data_version=dg.DataVersion(seen.version), metadata=observation_metadata(seen)
-        )
+        return dg.ObserveResult(data_version=dg.DataVersion(seen.version), metadata=observation_metadata(seen))
 
     return _observe

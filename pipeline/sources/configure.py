@@ -1,4 +1,5 @@
 """The upstream configuration for the settings: the real upstreams, or a snapshot's local mirrors."""
+
 from __future__ import annotations
 
 import logging
@@ -17,7 +18,6 @@ def upstream_config(settings: Settings) -> UpstreamConfig:
     cfg = UpstreamConfig.online(settings)
     if settings.upstream_mirror is None:
         return cfg
-    mirror = build_mirror(settings.upstream_mirror, (settings.data_dir / "mirrors").resolve(),
-                          specs=default_registry())
+    mirror = build_mirror(settings.upstream_mirror, (settings.data_dir / "mirrors").resolve(), specs=default_registry())
     log.info("using local upstream mirrors", extra={"mirror": str(mirror.root), "sources": len(mirror.repos)})
     return cfg.with_mirror(mirror.repos, mirror.feeds, mirror.api_base)

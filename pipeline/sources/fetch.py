@@ -1,4 +1,5 @@
 """Fetch exactly the probed (or pinned) upstream version of a source into a work folder."""
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,7 @@ class FetchResult:
     commit: str | None
 
 
-def _resolve_pin(spec: SourceSpec, repo_url: str, pin: str, cfg: UpstreamConfig,
-                 timeout: float) -> tuple[str, str]:
+def _resolve_pin(spec: SourceSpec, repo_url: str, pin: str, cfg: UpstreamConfig, timeout: float) -> tuple[str, str]:
     """(version, commit) of a pinned commit SHA or tag."""
     if SHA_RE.match(pin):
         return pin, pin
@@ -44,8 +44,9 @@ def _feed_target(spec: SourceSpec, workdir: Path) -> Path:
     return workdir.joinpath(*rel.parts)
 
 
-def fetch(spec: SourceSpec, version: UpstreamVersion, cfg: UpstreamConfig, workdir: Path,
-          pin: str | None = None) -> FetchResult:
+def fetch(
+    spec: SourceSpec, version: UpstreamVersion, cfg: UpstreamConfig, workdir: Path, pin: str | None = None
+) -> FetchResult:
     """The source's files at `version` (or at `pin`: an older commit SHA or tag) under workdir.
 
     For git sources workdir becomes a sparse checkout of exactly that commit. A feed is
@@ -62,8 +63,9 @@ def fetch(spec: SourceSpec, version: UpstreamVersion, cfg: UpstreamConfig, workd
         target = download(url, _feed_target(spec, workdir), cfg, cfg.fetch_timeout)
         fetched = feed_version(target.read_bytes(), spec.version_field)
         if fetched != version.version:
-            log.info("feed moved since the probe", extra={"source": spec.name, "probed": version.version,
-                                                          "fetched": fetched})
+            log.info(
+                "feed moved since the probe", extra={"source": spec.name, "probed": version.version, "fetched": fetched}
+            )
         result = FetchResult(root=workdir, version=fetched, commit=None)
     else:
         repo_url = cfg.repo_url(spec)
@@ -77,7 +79,13 @@ def fetch(spec: SourceSpec, version: UpstreamVersion, cfg: UpstreamConfig, workd
             raise FetchError(f"{spec.name}: the probe recorded no commit to fetch")
         checkout(repo_url, commit, spec.paths, workdir, cfg.fetch_timeout, cfg)
         result = FetchResult(root=workdir, version=label, commit=commit)
-    log.info("fetched upstream", extra={"source": spec.name, "version": result.version,
-                                        "commit": result.commit,
-                                        "seconds": round(time.monotonic() - started, 2)})
+    log.info(
+        "fetched upstream",
+        extra={
+            "source": spec.name,
+            "version": result.version,
+            "commit": result.commit,
+            "seconds": round(time.monotonic() - started, 2),
+        },
+    )
     return result

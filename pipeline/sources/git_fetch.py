@@ -1,4 +1,5 @@
 """Run git safely (timeouts, no prompts) and check out exactly one commit, sparse and shallow."""
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,17 @@ _GIT_ENV = {
 
 
 # Inherited from a surrounding git process (a hook, say), these would point git at the wrong repo.
-_REPO_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CONFIG_PARAMETERS",
-              "GIT_CONFIG_COUNT")
+_REPO_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_COMMON_DIR",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+)
 
 
 def git_env(cfg: UpstreamConfig | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -41,8 +50,7 @@ def git_env(cfg: UpstreamConfig | None = None, extra: Mapping[str, str] | None =
         protocols += ["file"] if cfg.allow_file else []
         env["GIT_ALLOW_PROTOCOL"] = ":".join(protocols)
         # git would follow HTTP redirects itself, past the URL policy; upstream URLs are canonical.
-        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.followRedirects",
-                    "GIT_CONFIG_VALUE_0": "false"})
+        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.followRedirects", "GIT_CONFIG_VALUE_0": "false"})
     env.update(extra or {})
     return env
 
@@ -52,9 +60,15 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run_git(args: Sequence[str], *, timeout: float, cwd: Path | None = None,
-            env: Mapping[str, str] | None = None, stdin: bytes | None = None,
-            what: str = "git") -> str:
+def run_git(
+    args: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+    what: str = "git",
+) -> str:
     """stdout of `git args`; FetchError with git's last stderr line on failure or timeout.
 
     git runs in its own process group so that a timeout also kills its helpers
@@ -63,17 +77,24 @@ def run_git(args: Sequence[str], *, timeout: float, cwd: Path | None = None,
     if timeout <= 0:
         raise FetchError(f"{what}: no time left")
     try:
-        proc = subprocess.Popen(["git", *args], cwd=cwd, env=dict(env) if env else git_env(),
-                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=dict(env) if env else git_env(),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     except FileNotFoundError as exc:
         raise FetchError("git is not installed", hint="install git (2.27 or newer)") from exc
     try:
         out, err = proc.communicate(input=stdin, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         _kill_group(proc)
-        raise FetchError(f"{what}: timed out after {timeout:g} s",
-                         hint="upstream unreachable or slow; raise the probe/fetch timeout") from exc
+        raise FetchError(
+            f"{what}: timed out after {timeout:g} s", hint="upstream unreachable or slow; raise the probe/fetch timeout"
+        ) from exc
     except BaseException:
         _kill_group(proc)
         raise
@@ -97,8 +118,9 @@ def sparse_patterns(paths: Iterable[str]) -> list[str]:
     return [p if p.startswith("/") else f"/{p}" for p in paths]
 
 
-def checkout(repo_url: str, commit: str, paths: Sequence[str], dest: Path, timeout: float,
-             cfg: UpstreamConfig | None = None) -> Path:
+def checkout(
+    repo_url: str, commit: str, paths: Sequence[str], dest: Path, timeout: float, cfg: UpstreamConfig | None = None
+) -> Path:
     """A sparse, shallow, blobless checkout of exactly `commit` into dest (empty or absent)."""
     cfg = cfg or UpstreamConfig()
     if not SHA_RE.match(commit):
@@ -115,8 +137,9 @@ def checkout(repo_url: str, commit: str, paths: Sequence[str], dest: Path, timeo
     return dest
 
 
-def _checkout(repo_url: str, commit: str, paths: Sequence[str], dest: Path, deadline: float,
-              cfg: UpstreamConfig) -> None:
+def _checkout(
+    repo_url: str, commit: str, paths: Sequence[str], dest: Path, deadline: float, cfg: UpstreamConfig
+) -> None:
     env = git_env(cfg)
     where = f"git checkout of {repo_url} at {commit[:12]}"
 
@@ -128,8 +151,7 @@ def _checkout(repo_url: str, commit: str, paths: Sequence[str], dest: Path, dead
     git("config", "core.sparseCheckout", "true")
     git("config", "core.sparseCheckoutCone", "false")
     (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)
-    (dest / ".git" / "info" / "sparse-checkout").write_text("\n".join(sparse_patterns(paths)) + "\n",
-                                                             encoding="utf-8")
+    (dest / ".git" / "info" / "sparse-checkout").write_text("\n".join(sparse_patterns(paths)) + "\n", encoding="utf-8")
     git("fetch", "-q", "--depth", "1", "--filter=blob:none", "--no-tags", "origin", commit)
     git("-c", "advice.detachedHead=false", "checkout", "-q", "--detach", commit)
     head = git("rev-parse", "HEAD").strip()

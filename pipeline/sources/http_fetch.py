@@ -1,4 +1,5 @@
 """HTTP(S) and file:// downloads with a URL policy, size cap, time budget and bounded retries."""
+
 from __future__ import annotations
 
 import io
@@ -70,14 +71,17 @@ def _retry_after(value: str | None, cap: float) -> float | None:
     return max(0.0, min(seconds, cap))
 
 
-def _copy_capped(chunks: Iterable[bytes], sink: IO[bytes], url: str, cfg: UpstreamConfig,
-                 budget: _Budget | None) -> int:
+def _copy_capped(
+    chunks: Iterable[bytes], sink: IO[bytes], url: str, cfg: UpstreamConfig, budget: _Budget | None
+) -> int:
     size = 0
     for chunk in chunks:
         size += len(chunk)
         if size > cfg.max_bytes:
-            raise FetchError(f"{url}: response exceeds the {cfg.max_bytes}-byte limit",
-                             hint="raise SECRAG_HTTP_MAX_BYTES if this upstream really grew")
+            raise FetchError(
+                f"{url}: response exceeds the {cfg.max_bytes}-byte limit",
+                hint="raise SECRAG_HTTP_MAX_BYTES if this upstream really grew",
+            )
         if budget is not None and budget.remaining() <= 0:
             raise FetchError(f"{url}: download did not finish within {budget.total:.1f} s")
         sink.write(chunk)
@@ -111,8 +115,10 @@ def _check_response(url: str, resp: httpx.Response, cfg: UpstreamConfig) -> None
         raise FetchError(f"{url}: HTTP {status} {resp.reason_phrase}".rstrip())
     length = resp.headers.get("Content-Length")
     if length and length.isdigit() and int(length) > cfg.max_bytes:
-        raise FetchError(f"{url}: response of {length} bytes exceeds the {cfg.max_bytes}-byte limit",
-                         hint="raise SECRAG_HTTP_MAX_BYTES if this upstream really grew")
+        raise FetchError(
+            f"{url}: response of {length} bytes exceeds the {cfg.max_bytes}-byte limit",
+            hint="raise SECRAG_HTTP_MAX_BYTES if this upstream really grew",
+        )
 
 
 def _attempt(client: httpx.Client, url: str, sink: IO[bytes], cfg: UpstreamConfig, budget: _Budget) -> None:
@@ -120,8 +126,9 @@ def _attempt(client: httpx.Client, url: str, sink: IO[bytes], cfg: UpstreamConfi
     for _hop in range(MAX_REDIRECTS + 1):
         check_url(current, cfg)
         try:
-            with client.stream("GET", current, headers=_headers(current, cfg),
-                               timeout=httpx.Timeout(budget.op_timeout())) as resp:
+            with client.stream(
+                "GET", current, headers=_headers(current, cfg), timeout=httpx.Timeout(budget.op_timeout())
+            ) as resp:
                 if resp.status_code in _REDIRECTS:
                     location = resp.headers.get("Location")
                     if not location:
@@ -140,8 +147,9 @@ def _attempt(client: httpx.Client, url: str, sink: IO[bytes], cfg: UpstreamConfi
     raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects")
 
 
-def _fetch(url: str, cfg: UpstreamConfig, timeout: float | None,
-           open_sink: Callable[[], AbstractContextManager[IO[bytes]]]) -> None:
+def _fetch(
+    url: str, cfg: UpstreamConfig, timeout: float | None, open_sink: Callable[[], AbstractContextManager[IO[bytes]]]
+) -> None:
     """Write the body of url to a fresh sink per attempt; FetchError when it cannot be had."""
     parts = check_url(url, cfg)
     if parts.scheme == "file":
@@ -163,10 +171,14 @@ def _fetch(url: str, cfg: UpstreamConfig, timeout: float | None,
                 if wait is None:
                     wait = cfg.retry_base * 2 ** (attempt - 1) + random.uniform(0, cfg.retry_base)
                 if wait >= budget.remaining():
-                    raise FetchError(f"{failure}; no time left to retry within {budget.total:.1f} s",
-                                     hint="raise the probe/fetch timeout or try again later") from exc
-                log.warning("retrying upstream request", extra={"url": url, "reason": exc.reason,
-                                                                "attempt": attempt, "wait_s": round(wait, 2)})
+                    raise FetchError(
+                        f"{failure}; no time left to retry within {budget.total:.1f} s",
+                        hint="raise the probe/fetch timeout or try again later",
+                    ) from exc
+                log.warning(
+                    "retrying upstream request",
+                    extra={"url": url, "reason": exc.reason, "attempt": attempt, "wait_s": round(wait, 2)},
+                )
                 time.sleep(wait)
 
 
@@ -202,4 +214,3 @@ def download(url: str, dest: Path, cfg: UpstreamConfig, timeout: float | None = 
         part.unlink(missing_ok=True)
         raise
     return dest
-

@@ -1,4 +1,5 @@
 """Local upstream mirrors built from a snapshot folder: bare git repos, release JSON and feed files."""
+
 from __future__ import annotations
 
 import fcntl
@@ -57,8 +58,7 @@ class Mirror:
     def head(self, source: str) -> str:
         """Current commit of the source's mirrored branch."""
         ref = f"refs/heads/{self.sources[source].branch}"
-        return run_git(["--git-dir", str(self.git_dir(source)), "rev-parse", ref], timeout=60,
-                       env=_env()).strip()
+        return run_git(["--git-dir", str(self.git_dir(source)), "rev-parse", ref], timeout=60, env=_env()).strip()
 
     def feed_path(self, source: str) -> Path:
         return file_path(self.feeds[source])
@@ -89,12 +89,14 @@ def _git_date(iso: object) -> str:
         return f"{_EPOCH} +0000"
 
 
-def plan(snapshot: Path, specs: Mapping[str, SourceSpec],
-         sources: Iterable[str] | None) -> list[MirrorSource]:
+def plan(snapshot: Path, specs: Mapping[str, SourceSpec], sources: Iterable[str] | None) -> list[MirrorSource]:
     """What to mirror: the given sources (default: every snapshot folder), described by spec or manifest."""
     manifest = _manifest(snapshot)
-    names = sorted(sources) if sources is not None else sorted(
-        p.name for p in snapshot.iterdir() if p.is_dir() and not p.name.startswith("."))
+    names = (
+        sorted(sources)
+        if sources is not None
+        else sorted(p.name for p in snapshot.iterdir() if p.is_dir() and not p.name.startswith("."))
+    )
     planned = []
     for name in names:
         if not (snapshot / name).is_dir():
@@ -102,14 +104,20 @@ def plan(snapshot: Path, specs: Mapping[str, SourceSpec],
         info = manifest.get(name, {})
         spec = specs.get(name)
         if spec is None:
-            planned.append(MirrorSource(name, str(info.get("branch") or "main"),
-                                        date=_git_date(info.get("commit_date"))))
+            planned.append(
+                MirrorSource(name, str(info.get("branch") or "main"), date=_git_date(info.get("commit_date")))
+            )
             continue
-        planned.append(MirrorSource(
-            name, spec.branch, spec.tracking,
-            github=spec.github if spec.tracking == "release" else "",
-            feed_path=spec.paths[0] if spec.tracking == "feed" and spec.paths else "",
-            date=_git_date(info.get("commit_date"))))
+        planned.append(
+            MirrorSource(
+                name,
+                spec.branch,
+                spec.tracking,
+                github=spec.github if spec.tracking == "release" else "",
+                feed_path=spec.paths[0] if spec.tracking == "feed" and spec.paths else "",
+                date=_git_date(info.get("commit_date")),
+            )
+        )
     return planned
 
 
@@ -129,18 +137,26 @@ def _listing_key(folder: Path, source: MirrorSource) -> str:
 
 def _tag_release(git_dir: Path, root: Path, source: MirrorSource, commit: str, date: str) -> None:
     tag = f"mirror-{commit[:12]}"
-    run_git(["--git-dir", str(git_dir), "tag", "-f", "-a", "-m", f"mirror release {tag}", tag, commit],
-            timeout=GIT_TIMEOUT, env=_env(GIT_COMMITTER_DATE=date), what=f"mirror tag {source.name}")
+    run_git(
+        ["--git-dir", str(git_dir), "tag", "-f", "-a", "-m", f"mirror release {tag}", tag, commit],
+        timeout=GIT_TIMEOUT,
+        env=_env(GIT_COMMITTER_DATE=date),
+        what=f"mirror tag {source.name}",
+    )
     api = root / "api" / "repos" / source.github / "releases" / "latest"
     api.parent.mkdir(parents=True, exist_ok=True)
-    api.write_text(json.dumps({"tag_name": tag, "name": tag, "target_commitish": source.branch}),
-                   encoding="utf-8")
+    api.write_text(json.dumps({"tag_name": tag, "name": tag, "target_commitish": source.branch}), encoding="utf-8")
 
 
 def _commit_folder(folder: Path, git_dir: Path, source: MirrorSource) -> str:
     index = git_dir / "secrag-index"
-    env = _env(GIT_DIR=str(git_dir), GIT_WORK_TREE=str(folder), GIT_INDEX_FILE=str(index),
-               GIT_AUTHOR_DATE=source.date, GIT_COMMITTER_DATE=source.date)
+    env = _env(
+        GIT_DIR=str(git_dir),
+        GIT_WORK_TREE=str(folder),
+        GIT_INDEX_FILE=str(index),
+        GIT_AUTHOR_DATE=source.date,
+        GIT_COMMITTER_DATE=source.date,
+    )
     what = f"mirror {source.name}"
 
     def git(*args: str) -> str:
@@ -163,8 +179,9 @@ def _build_one(snapshot: Path, root: Path, source: MirrorSource) -> None:
     if final.is_dir() and state_file.is_file():
         state = json.loads(state_file.read_text(encoding="utf-8"))
         try:
-            head = run_git(["--git-dir", str(final), "rev-parse", f"refs/heads/{source.branch}"],
-                           timeout=60, env=_env()).strip()
+            head = run_git(
+                ["--git-dir", str(final), "rev-parse", f"refs/heads/{source.branch}"], timeout=60, env=_env()
+            ).strip()
         except FetchError:  # an unreadable mirror is simply rebuilt
             head = ""
         if state.get("key") == key and state.get("head") == head:
@@ -209,26 +226,35 @@ def _describe(root: Path, planned: list[MirrorSource]) -> Mirror:
         path = root / "feeds" / s.name / s.feed_path
         if s.feed_path and path.is_file():
             feeds[s.name] = path.as_uri()
-    return Mirror(root=root, repos=MappingProxyType({s.name: (root / "git" / f"{s.name}.git").as_uri()
-                                                     for s in planned}),
-                  feeds=MappingProxyType(feeds), api_base=(root / "api").as_uri(),
-                  sources=MappingProxyType({s.name: s for s in planned}))
+    return Mirror(
+        root=root,
+        repos=MappingProxyType({s.name: (root / "git" / f"{s.name}.git").as_uri() for s in planned}),
+        feeds=MappingProxyType(feeds),
+        api_base=(root / "api").as_uri(),
+        sources=MappingProxyType({s.name: s for s in planned}),
+    )
 
 
-def build_mirror(snapshot: Path, target: Path, specs: Mapping[str, SourceSpec] | None = None,
-                 sources: Iterable[str] | None = None, workers: int | None = None) -> Mirror:
+def build_mirror(
+    snapshot: Path,
+    target: Path,
+    specs: Mapping[str, SourceSpec] | None = None,
+    sources: Iterable[str] | None = None,
+    workers: int | None = None,
+) -> Mirror:
     """Build (or reuse, when the snapshot is unchanged) mirrors of the snapshot's source folders."""
     snapshot, root = snapshot.resolve(), target.resolve()
     if not snapshot.is_dir():
-        raise ConfigError(f"upstream snapshot {snapshot} is not a folder",
-                          hint="check SECRAG_UPSTREAM_MIRROR")
+        raise ConfigError(f"upstream snapshot {snapshot} is not a folder", hint="check SECRAG_UPSTREAM_MIRROR")
     planned = plan(snapshot, specs or {}, sources)
     started = time.monotonic()
     with _locked(root):
         with ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1)) as pool:
             list(pool.map(lambda s: _build_one(snapshot, root, s), planned))
-    log.info("upstream mirror ready", extra={"mirror": str(root), "sources": len(planned),
-                                             "seconds": round(time.monotonic() - started, 2)})
+    log.info(
+        "upstream mirror ready",
+        extra={"mirror": str(root), "sources": len(planned), "seconds": round(time.monotonic() - started, 2)},
+    )
     return _describe(root, planned)
 
 
@@ -239,8 +265,9 @@ def _checked_rel(rel: str) -> str:
     return path.as_posix()
 
 
-def add_commit(mirror: Mirror, source: str, changes: Mapping[str, bytes | None],
-               message: str = "upstream change") -> str:
+def add_commit(
+    mirror: Mirror, source: str, changes: Mapping[str, bytes | None], message: str = "upstream change"
+) -> str:
     """Commit changes (relpath -> new bytes, or None to delete) on the source's branch; the new SHA.
 
     Release sources get a new tag and releases/latest; a changed feed file is republished too.
@@ -256,8 +283,7 @@ def add_commit(mirror: Mirror, source: str, changes: Mapping[str, bytes | None],
     env = {**base, "GIT_AUTHOR_DATE": f"{stamp} +0000", "GIT_COMMITTER_DATE": f"{stamp} +0000"}
 
     def git(*args: str, stdin: bytes | None = None) -> str:
-        return run_git(args, timeout=GIT_TIMEOUT, env=env, stdin=stdin,
-                       what=f"mirror change {source}").strip()
+        return run_git(args, timeout=GIT_TIMEOUT, env=env, stdin=stdin, what=f"mirror change {source}").strip()
 
     git("read-tree", parent)
     entries = []  # `update-index --index-info` lines; mode 0 removes (a bare repo has no work tree)

@@ -1,4 +1,5 @@
 """ATT&CK technique table from a STIX bundle: names, "Parent: Child" names, tactics, redirects."""
+
 from __future__ import annotations
 
 import json
@@ -79,8 +80,11 @@ def attack_platforms(values: Iterable[object]) -> tuple[str, ...]:
 
 def tactics_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
     phases = obj.get("kill_chain_phases") or ()
-    return tuple(p["phase_name"] for p in phases if isinstance(p, Mapping)
-                 and p.get("kill_chain_name") == ATTACK_SOURCE and p.get("phase_name"))
+    return tuple(
+        p["phase_name"]
+        for p in phases
+        if isinstance(p, Mapping) and p.get("kill_chain_name") == ATTACK_SOURCE and p.get("phase_name")
+    )
 
 
 def relationship_map(objects: Iterable[Mapping[str, Any]], kind: str) -> dict[str, str]:
@@ -92,8 +96,7 @@ def relationship_map(objects: Iterable[Mapping[str, Any]], kind: str) -> dict[st
     return out
 
 
-def _replacement(stix_id: str, revoked_by: Mapping[str, str],
-                 patterns: Mapping[str, Mapping[str, Any]]) -> str | None:
+def _replacement(stix_id: str, revoked_by: Mapping[str, str], patterns: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Follow revoked-by links to the first technique that is not itself revoked."""
     current, hops = revoked_by.get(stix_id), 0
     while current and hops < _MAX_REDIRECT_HOPS:
@@ -121,16 +124,19 @@ def techniques_from_objects(objects: list[dict[str, Any]]) -> list[MitreTechniqu
             linked = patterns.get(parent_of.get(stix_id, ""))
             parent = external_id(linked) if linked else tid.split(".", 1)[0]
         parent_name = names.get(parent) if parent else None
-        out.append(MitreTechnique(
-            id=tid, name=name,
-            full_name=f"{parent_name}: {name}" if parent_name else name,
-            tactics=tactics_of(obj),
-            platforms=attack_platforms(obj.get("x_mitre_platforms") or ()),
-            parent=parent if parent != tid else None,
-            revoked=bool(obj.get("revoked")),
-            deprecated=bool(obj.get("x_mitre_deprecated")),
-            replaced_by=_replacement(stix_id, revoked_by, patterns) if obj.get("revoked") else None,
-        ))
+        out.append(
+            MitreTechnique(
+                id=tid,
+                name=name,
+                full_name=f"{parent_name}: {name}" if parent_name else name,
+                tactics=tactics_of(obj),
+                platforms=attack_platforms(obj.get("x_mitre_platforms") or ()),
+                parent=parent if parent != tid else None,
+                revoked=bool(obj.get("revoked")),
+                deprecated=bool(obj.get("x_mitre_deprecated")),
+                replaced_by=_replacement(stix_id, revoked_by, patterns) if obj.get("revoked") else None,
+            )
+        )
     return sorted(out, key=lambda t: t.id)
 
 

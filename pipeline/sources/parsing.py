@@ -1,4 +1,5 @@
 """Run one source's parser over a checkout: file selection, limits, per-file isolation."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -46,13 +47,13 @@ def iter_file_records(spec: SourceSpec, root: Path, path: Path, web_url: str) ->
     """Records of one file; raises ParseError for a bad one."""
     rel = path.relative_to(root).as_posix()
     data = _read(spec, root, path)
-    file = SourceFile(source=spec.name, root=root, rel=rel, data=data, options=spec.options,
-                      web_url=web_url)
+    file = SourceFile(source=spec.name, root=root, rel=rel, data=data, options=spec.options, web_url=web_url)
     yield from spec.parser_module().parse(file)
 
 
-def parse_source(spec: SourceSpec, root: Path, *, version: str = "",
-                 max_error_share: float = DEFAULT_MAX_ERROR_SHARE) -> ParseOutcome:
+def parse_source(
+    spec: SourceSpec, root: Path, *, version: str = "", max_error_share: float = DEFAULT_MAX_ERROR_SHARE
+) -> ParseOutcome:
     """Parse every selected file; bad files are skipped with their reason.
 
     Raises ParseError when no file matches (upstream moved a folder), nothing parses, or the
@@ -61,8 +62,7 @@ def parse_source(spec: SourceSpec, root: Path, *, version: str = "",
     started = time.monotonic()
     files = select_files(spec, root)
     if not files:
-        raise ParseError(f"no files match {', '.join(spec.paths)} (did upstream move its folder?)",
-                         source=spec.name)
+        raise ParseError(f"no files match {', '.join(spec.paths)} (did upstream move its folder?)", source=spec.name)
     web_url = spec.web_url.replace("{version}", version or spec.branch)
     records: dict[str, Record] = {}
     skipped: list[Skipped] = []
@@ -90,8 +90,15 @@ def parse_source(spec: SourceSpec, root: Path, *, version: str = "",
         raise ParseError(f"nothing parsed from {len(files)} files", source=spec.name)
     share = failed_files / len(files)
     if share > max_error_share:
-        raise ParseError(f"{failed_files} of {len(files)} files failed ({share:.0%} > "
-                         f"{max_error_share:.0%}); first: {skipped[0].path}: {skipped[0].reason}",
-                         source=spec.name)
-    return ParseOutcome(source=spec.name, records=tuple(records.values()), skipped=tuple(skipped),
-                        files_seen=len(files), seconds=time.monotonic() - started)
+        raise ParseError(
+            f"{failed_files} of {len(files)} files failed ({share:.0%} > "
+            f"{max_error_share:.0%}); first: {skipped[0].path}: {skipped[0].reason}",
+            source=spec.name,
+        )
+    return ParseOutcome(
+        source=spec.name,
+        records=tuple(records.values()),
+        skipped=tuple(skipped),
+        files_seen=len(files),
+        seconds=time.monotonic() - started,
+    )

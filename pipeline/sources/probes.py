@@ -1,4 +1,5 @@
 """Cheap upstream version probes: a branch's commit, the latest release tag, or a feed's version."""
+
 from __future__ import annotations
 
 import hashlib
@@ -34,8 +35,9 @@ class UpstreamVersion:
 def ls_remote(repo_url: str, refs: list[str], cfg: UpstreamConfig, timeout: float) -> dict[str, str]:
     """{ref: sha} for the refs that exist in the remote repository."""
     check_url(repo_url, cfg)
-    out = run_git(["ls-remote", "--", repo_url, *refs], timeout=timeout, env=git_env(cfg),
-                  what=f"git ls-remote {repo_url}")
+    out = run_git(
+        ["ls-remote", "--", repo_url, *refs], timeout=timeout, env=git_env(cfg), what=f"git ls-remote {repo_url}"
+    )
     found: dict[str, str] = {}
     for line in out.splitlines():
         sha, _, ref = line.partition("\t")
@@ -87,8 +89,7 @@ def feed_version(data: bytes, field: str) -> str:
         raise FetchError(f"feed is not valid JSON ({exc})") from exc
     for key in field.split("."):
         if not isinstance(value, dict) or key not in value:
-            raise FetchError(f"feed has no {field!r} field",
-                             hint="check `version_field` in the source registry")
+            raise FetchError(f"feed has no {field!r} field", hint="check `version_field` in the source registry")
         value = value[key]
     if value is None or isinstance(value, dict | list) or str(value) == "":
         raise FetchError(f"feed field {field!r} holds no usable version: {value!r}")
@@ -128,5 +129,6 @@ def probe(spec: SourceSpec, cfg: UpstreamConfig, timeout: float | None = None) -
         version, commit = feed_version(get_bytes(url, cfg, left()), spec.version_field), None
     else:
         raise FetchError(f"{spec.name}: unknown tracking {spec.tracking!r}")
-    return UpstreamVersion(source=spec.name, tracking=spec.tracking, version=version, commit=commit,
-                           url=url, checked_at=datetime.now(UTC))
+    return UpstreamVersion(
+        source=spec.name, tracking=spec.tracking, version=version, commit=commit, url=url, checked_at=datetime.now(UTC)
+    )

@@ -1,4 +1,5 @@
 """Frozen records that parsers produce and the store publishes."""
+
 from __future__ import annotations
 
 import hashlib
@@ -51,9 +52,19 @@ class Record:
     @property
     def content_hash(self) -> str:
         payload = json.dumps(
-            [self.title, self.url, self.body, list(self.techniques), list(self.platforms),
-             list(self.tags), self.metadata],
-            sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"),
+            [
+                self.title,
+                self.url,
+                self.body,
+                list(self.techniques),
+                list(self.platforms),
+                list(self.tags),
+                self.metadata,
+            ],
+            sort_keys=True,
+            ensure_ascii=False,
+            default=str,
+            separators=(",", ":"),
         )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

@@ -1,4 +1,5 @@
 """The source registry: one YAML file per source in `registry/`, loaded into frozen specs."""
+
 from __future__ import annotations
 
 import importlib

@@ -1,4 +1,5 @@
 """YAML loading with size, alias and depth limits (no YAML bombs, no arbitrary tags)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """How secrag reaches upstreams: hosts, limits, timeouts and per-source URL overrides (mirrors)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -73,11 +74,9 @@ class UpstreamConfig:
             fetch_timeout=settings.fetch_timeout,
         )
 
-    def with_mirror(self, repos: Mapping[str, str], feeds: Mapping[str, str],
-                    api_base: str) -> UpstreamConfig:
+    def with_mirror(self, repos: Mapping[str, str], feeds: Mapping[str, str], api_base: str) -> UpstreamConfig:
         """A copy that reads git repos, feeds and the releases API from a local mirror."""
-        return replace(self, repo_overrides=repos, feed_overrides=feeds, github_api_base=api_base,
-                       allow_file=True)
+        return replace(self, repo_overrides=repos, feed_overrides=feeds, github_api_base=api_base, allow_file=True)
 
     def repo_url(self, spec: SourceSpec) -> str:
         """Git URL of the source's repository, mirror first."""
@@ -93,7 +92,12 @@ class UpstreamConfig:
         for base in {self.github_api_base, DEFAULT_API_BASE}:
             api = urlsplit(base)
             secure = api.scheme == "https" or (self.allow_loopback and api.hostname in LOOPBACK_HOSTS)
-            if (secure and target.scheme == api.scheme and target.hostname == api.hostname
-                    and target.port == api.port and target.path.startswith(api.path)):
+            if (
+                secure
+                and target.scheme == api.scheme
+                and target.hostname == api.hostname
+                and target.port == api.port
+                and target.path.startswith(api.path)
+            ):
                 return True
         return False

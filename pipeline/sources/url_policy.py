@@ -1,4 +1,5 @@
 """Which URLs secrag may request: checked before every request and every redirect it follows."""
+
 from __future__ import annotations
 
 import ipaddress
@@ -35,16 +36,19 @@ def check_url(url: str, cfg: UpstreamConfig) -> SplitResult:
     scheme = parts.scheme.lower()
     if scheme == "file":
         if not cfg.allow_file:
-            raise FetchError(f"refused {url}: file:// URLs are not allowed",
-                             hint="set SECRAG_HTTP_ALLOW_FILE=true for local mirrors")
+            raise FetchError(
+                f"refused {url}: file:// URLs are not allowed", hint="set SECRAG_HTTP_ALLOW_FILE=true for local mirrors"
+            )
         if host not in ("", "localhost"):
             raise FetchError(f"refused {url}: file:// URLs must not name a host")
         return parts
     if scheme not in ("https", "http"):
         raise FetchError(f"refused {url}: scheme {scheme or '(none)'!r} is not allowed; use https")
     if parts.username is not None or parts.password is not None:
-        raise FetchError(f"refused {urlsplit(url)._replace(netloc=host).geturl()}: credentials in URLs "
-                         "are not allowed", hint="set GITHUB_TOKEN instead")
+        raise FetchError(
+            f"refused {urlsplit(url)._replace(netloc=host).geturl()}: credentials in URLs are not allowed",
+            hint="set GITHUB_TOKEN instead",
+        )
     if not host:
         raise FetchError(f"refused {url}: no host")
     loopback = cfg.allow_loopback and host in LOOPBACK_HOSTS

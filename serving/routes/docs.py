@@ -1,4 +1,5 @@
 """Documents and chunks by id."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,9 +13,16 @@ router = APIRouter(tags=["documents"])
 _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
 
 
-@router.get("/docs/{doc_id:path}/upstream", responses={
-    **_404, 413: {"model": ErrorResponse}, 501: {"model": ErrorResponse}, 502: {"model": ErrorResponse},
-    504: {"model": ErrorResponse}})
+@router.get(
+    "/docs/{doc_id:path}/upstream",
+    responses={
+        **_404,
+        413: {"model": ErrorResponse},
+        501: {"model": ErrorResponse},
+        502: {"model": ErrorResponse},
+        504: {"model": ErrorResponse},
+    },
+)
 def get_upstream(doc_id: str, service: ServiceDep, principal: PrincipalDep) -> dict[str, Any]:
     """The authoritative upstream record at the document's recorded version (the repository file at that
     commit or release tag, or the feed entry), read from the upstream or its mirror; capped in size

@@ -1,4 +1,5 @@
 """Liveness and readiness probes (unversioned, outside /v1)."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
@@ -21,5 +22,6 @@ def healthz() -> Health:
 def readyz(request: Request, service: ServiceDep) -> JSONResponse:
     """Database reachable, schema at the expected migration, query model loaded (503 otherwise)."""
     report = readiness(service, request.app.state.expected_schema_version)
-    return JSONResponse(status_code=200 if report["status"] == "ready" else 503,
-                        content=Readiness.model_validate(report).model_dump())
+    return JSONResponse(
+        status_code=200 if report["status"] == "ready" else 503, content=Readiness.model_validate(report).model_dump()
+    )

@@ -1,4 +1,5 @@
 """POST /v1/plan, POST /v1/plan/explain, GET /v1/plans."""
+
 from __future__ import annotations
 
 from typing import Annotated, Any
@@ -13,7 +14,10 @@ from ..schemas import ErrorResponse
 
 router = APIRouter(tags=["plans"])
 ERRORS: dict[int | str, dict[str, Any]] = {
-    422: {"model": ErrorResponse}, 503: {"model": ErrorResponse}, 504: {"model": ErrorResponse}}
+    422: {"model": ErrorResponse},
+    503: {"model": ErrorResponse},
+    504: {"model": ErrorResponse},
+}
 
 
 def get_plans(request: Request) -> PlansConfig:
@@ -23,16 +27,26 @@ def get_plans(request: Request) -> PlansConfig:
 PlansDep = Annotated[PlansConfig, Depends(get_plans)]
 
 
-@router.post("/plan", response_model=PlanResponse, responses=ERRORS, description=(
-    "A balanced, deterministic, cited context for a query: the query is classified, hybrid search "
-    "retrieves candidates, the plan's category quotas are filled by score and backfilled, within the "
-    "score threshold, character budget and total."))
+@router.post(
+    "/plan",
+    response_model=PlanResponse,
+    responses=ERRORS,
+    description=(
+        "A balanced, deterministic, cited context for a query: the query is classified, hybrid search "
+        "retrieves candidates, the plan's category quotas are filled by score and backfilled, within the "
+        "score threshold, character budget and total."
+    ),
+)
 def plan(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> PlanResponse:
     return planner.plan_context(service, plans, body, principal)
 
 
-@router.post("/plan/explain", response_model=ExplainResponse, responses=ERRORS,
-             description="Why each candidate was taken or skipped by the plan.")
+@router.post(
+    "/plan/explain",
+    response_model=ExplainResponse,
+    responses=ERRORS,
+    description="Why each candidate was taken or skipped by the plan.",
+)
 def explain(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> ExplainResponse:
     return planner.explain(service, plans, body, principal)
 

@@ -1,4 +1,5 @@
 """GET /v1/sources."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter

@@ -1,4 +1,5 @@
 """GET /v1/stats."""
+
 from __future__ import annotations
 
 from fastapi import APIRouter

@@ -1,5 +1,6 @@
 """The built wheel is the product: installed into a fresh virtual environment outside the repository,
 it migrates a database and answers a search with only what it ships (SQL and YAML as package data)."""
+
 from __future__ import annotations
 
 import json
@@ -38,23 +39,51 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Build from a clean copy: setuptools reuses an in-tree build/ folder, which may hold files that
     # the package data no longer names.
     source = root / "source"
-    shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(
-        ".git", ".venv", ".secrag", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                    "--quiet", "--wheel-dir", str(root / "dist"), str(source)],
-                   check=True, capture_output=True, timeout=300)
+    shutil.copytree(
+        REPO_ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", ".secrag", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+        ),
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "--wheel-dir",
+            str(root / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     [wheel] = (root / "dist").glob("secrag-*.whl")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
     python = venv / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             check=True, capture_output=True, text=True).stdout.strip()
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     # A .pth line adds this environment's packages after the venv's own; the editable install of the
     # repository is not among them (its own .pth is processed only in a site directory).
     deps = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
     Path(purelib, "secrag-test-deps.pth").write_text("\n".join(sorted(deps)) + "\n", encoding="utf-8")
-    subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--quiet", str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return venv
 
 
@@ -65,13 +94,27 @@ def _env(url: str) -> dict[str, str]:
 
 
 def test_the_installed_wheel_migrates_and_searches(installed: Path, empty_db_url: str, tmp_path: Path) -> None:
-    migrate = subprocess.run([str(installed / "bin" / "secrag"), "db", "migrate"], cwd=tmp_path,
-                             env=_env(empty_db_url), capture_output=True, text=True, timeout=300, check=False)
+    migrate = subprocess.run(
+        [str(installed / "bin" / "secrag"), "db", "migrate"],
+        cwd=tmp_path,
+        env=_env(empty_db_url),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert migrate.returncode == 0, migrate.stderr
     assert "applied 0001_init" in migrate.stdout and "schema at version" in migrate.stdout
 
-    run = subprocess.run([str(installed / "bin" / "python"), "-c", _SEARCH, empty_db_url], cwd=tmp_path,
-                         env=_env(empty_db_url), capture_output=True, text=True, timeout=300, check=False)
+    run = subprocess.run(
+        [str(installed / "bin" / "python"), "-c", _SEARCH, empty_db_url],
+        cwd=tmp_path,
+        env=_env(empty_db_url),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     for module in ("secrag", "serving"):

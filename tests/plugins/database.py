@@ -1,5 +1,6 @@
 """Real PostgreSQL for tests: the embedded server (or TEST_DATABASE_URL), a migrated template
 database per session, and a fresh copy of it per test (CREATE DATABASE ... TEMPLATE, ~0.1 s)."""
+
 from __future__ import annotations
 
 import os

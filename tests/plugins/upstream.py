@@ -1,4 +1,5 @@
 """Offline upstreams for tests: the real snapshot, git mirrors built from it, a loopback HTTP server."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -159,8 +160,9 @@ def source_specs() -> Mapping[str, SourceSpec]:
 
 
 @pytest.fixture(scope="session")
-def mirror_factory(snapshot_dir: Path, source_specs: Mapping[str, SourceSpec],
-                   tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Mirror]:
+def mirror_factory(
+    snapshot_dir: Path, source_specs: Mapping[str, SourceSpec], tmp_path_factory: pytest.TempPathFactory
+) -> Callable[..., Mirror]:
     """`mirror_factory(["hijacklibs", "cisa_kev"], fresh=False)`: local bare repos of those sources.
 
     Cached per subset for the session; ask for `fresh=True` before changing it with `add_commit`.

@@ -1,4 +1,5 @@
 """pyproject.toml ships every package and every data file (SQL, YAML) the code loads."""
+
 from __future__ import annotations
 
 import tomllib
@@ -16,16 +17,22 @@ def _folder(package: str) -> Path:
 
 def test_every_package_folder_is_listed() -> None:
     tops = ("secrag", "secrag_cli", "pipeline", "serving")
-    on_disk = {".".join(p.parent.relative_to(REPO_ROOT).parts)
-               for top in tops for p in (REPO_ROOT / top).rglob("__init__.py")}
+    on_disk = {
+        ".".join(p.parent.relative_to(REPO_ROOT).parts) for top in tops for p in (REPO_ROOT / top).rglob("__init__.py")
+    }
     on_disk.add("secrag.sql")  # the repository's sql/ folder, mapped by package-dir
     assert set(_SETUPTOOLS["packages"]) == on_disk
 
 
 def test_every_sql_and_yaml_file_is_package_data() -> None:
     globs = _SETUPTOOLS["package-data"]
-    shipped = {path for package, patterns in globs.items() for pattern in patterns
-               for path in _folder(package).glob(pattern)}
-    wanted = {p for package in _SETUPTOOLS["packages"] for p in _folder(package).rglob("*")
-              if p.suffix in (".sql", ".yaml") and "__pycache__" not in p.parts}
+    shipped = {
+        path for package, patterns in globs.items() for pattern in patterns for path in _folder(package).glob(pattern)
+    }
+    wanted = {
+        p
+        for package in _SETUPTOOLS["packages"]
+        for p in _folder(package).rglob("*")
+        if p.suffix in (".sql", ".yaml") and "__pycache__" not in p.parts
+    }
     assert wanted and wanted <= shipped, sorted(str(p.relative_to(REPO_ROOT)) for p in wanted - shipped)

@@ -1,4 +1,5 @@
 """MITRE ATLAS compiled release (`dist/ATLAS.yaml`): tactics, techniques, mitigations, case studies."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,8 +13,7 @@ from .. import normalize, safe_yaml
 from ..records import Record, SourceFile
 
 DEFAULT_SITE = "https://atlas.mitre.org"
-_PAGES = {"tactic": "tactics", "technique": "techniques", "mitigation": "mitigations",
-          "case-study": "studies"}
+_PAGES = {"tactic": "tactics", "technique": "techniques", "mitigation": "mitigations", "case-study": "studies"}
 # ATT&CK-reference ids: only technique ids count (tactics carry TA..., mitigations M...).
 _ATTACK_TECHNIQUE = re.compile(r"^T\d{4}(?:\.\d{3})?$")
 
@@ -53,8 +53,11 @@ class _Catalogue:
         for matrix in matrices:
             if not isinstance(matrix, Mapping):
                 raise ParseError("ATLAS matrix is not a mapping")
-            for table, key in ((self.tactics, "tactics"), (self.techniques, "techniques"),
-                               (self.mitigations, "mitigations")):
+            for table, key in (
+                (self.tactics, "tactics"),
+                (self.techniques, "techniques"),
+                (self.mitigations, "mitigations"),
+            ):
                 for entry in _entries(matrix.get(key), key):
                     table.setdefault(str(entry["id"]), entry)
         self.studies = {str(e["id"]): e for e in _entries(doc.get("case-studies"), "case-studies")}
@@ -68,15 +71,33 @@ class _Catalogue:
         return f"{parent['name']}: {entry['name']}" if parent else str(entry["name"])
 
 
-def _record(file: SourceFile, entry: Mapping[str, Any], kind: str, title: str, body: str,
-            techniques: tuple[str, ...], metadata: dict[str, Any]) -> Record:
+def _record(
+    file: SourceFile,
+    entry: Mapping[str, Any],
+    kind: str,
+    title: str,
+    body: str,
+    techniques: tuple[str, ...],
+    metadata: dict[str, Any],
+) -> Record:
     site = str(file.options.get("site_url", DEFAULT_SITE)).rstrip("/")
-    meta = {"kind": kind, "created": _iso(entry.get("created_date")),
-            "modified": _iso(entry.get("modified_date")), **metadata}
-    return Record(source=file.source, upstream_id=str(entry["id"]), title=title, body=body,
-                  url=f"{site}/{_PAGES[kind]}/{entry['id']}", techniques=techniques,
-                  tags=normalize.tags([kind, *metadata.get("tags", ())]), path=file.rel,
-                  metadata={k: v for k, v in meta.items() if v not in (None, "", [], {}) and k != "tags"})
+    meta = {
+        "kind": kind,
+        "created": _iso(entry.get("created_date")),
+        "modified": _iso(entry.get("modified_date")),
+        **metadata,
+    }
+    return Record(
+        source=file.source,
+        upstream_id=str(entry["id"]),
+        title=title,
+        body=body,
+        url=f"{site}/{_PAGES[kind]}/{entry['id']}",
+        techniques=techniques,
+        tags=normalize.tags([kind, *metadata.get("tags", ())]),
+        path=file.rel,
+        metadata={k: v for k, v in meta.items() if v not in (None, "", [], {}) and k != "tags"},
+    )
 
 
 def _tactic(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> Record:
@@ -94,10 +115,23 @@ def _technique(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> R
         f"Sub-technique of {parent} {cat.name(str(parent))}" if parent else None,
         entry.get("description"),
         f"Maturity: {entry['maturity']}" if entry.get("maturity") else None,
-        f"ATT&CK technique: {ref}" if ref else None)
-    return _record(file, entry, "technique", cat.technique_title(entry), body, _attack_techniques([ref]),
-                   {"tactics": tactics, "subtechnique_of": parent, "maturity": entry.get("maturity"),
-                    "attack_reference": ref, "tags": [cat.name(t) for t in tactics]})
+        f"ATT&CK technique: {ref}" if ref else None,
+    )
+    return _record(
+        file,
+        entry,
+        "technique",
+        cat.technique_title(entry),
+        body,
+        _attack_techniques([ref]),
+        {
+            "tactics": tactics,
+            "subtechnique_of": parent,
+            "maturity": entry.get("maturity"),
+            "attack_reference": ref,
+            "tags": [cat.name(t) for t in tactics],
+        },
+    )
 
 
 def _mitigation(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> Record:
@@ -108,12 +142,26 @@ def _mitigation(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> 
     categories = [str(c) for c in normalize.as_list(entry.get("category"))]
     lifecycle = [str(c) for c in normalize.as_list(entry.get("ml-lifecycle"))]
     body = normalize.join_text(
-        entry.get("description"), f"Category: {', '.join(categories)}" if categories else None,
+        entry.get("description"),
+        f"Category: {', '.join(categories)}" if categories else None,
         f"ML lifecycle: {', '.join(lifecycle)}" if lifecycle else None,
-        "Techniques:\n" + "\n".join(lines) if lines else None)
-    return _record(file, entry, "mitigation", str(entry["name"]), body, _attack_techniques(refs),
-                   {"atlas_techniques": ids, "category": categories, "ml_lifecycle": lifecycle,
-                    "attack_reference": _attack_ref(entry), "tags": categories})
+        "Techniques:\n" + "\n".join(lines) if lines else None,
+    )
+    return _record(
+        file,
+        entry,
+        "mitigation",
+        str(entry["name"]),
+        body,
+        _attack_techniques(refs),
+        {
+            "atlas_techniques": ids,
+            "category": categories,
+            "ml_lifecycle": lifecycle,
+            "attack_reference": _attack_ref(entry),
+            "tags": categories,
+        },
+    )
 
 
 def _step(cat: _Catalogue, step: Mapping[str, Any]) -> str:
@@ -131,20 +179,43 @@ def _case_study(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> 
     lines = [_step(cat, s) for s in steps]
     ids = [str(s.get("technique")) for s in steps if s.get("technique")]
     refs = [_attack_ref(cat.techniques.get(i, {})) for i in ids]
-    references = [str(r.get("title") or r.get("url")) for r in normalize.as_list(entry.get("references"))
-                  if isinstance(r, Mapping) and (r.get("title") or r.get("url"))]
+    references = [
+        str(r.get("title") or r.get("url"))
+        for r in normalize.as_list(entry.get("references"))
+        if isinstance(r, Mapping) and (r.get("title") or r.get("url"))
+    ]
     body = normalize.join_text(
         entry.get("summary"),
-        *(f"{label}: {entry[key]}" for label, key in (("Target", "target"), ("Actor", "actor"),
-                                                       ("Reporter", "reporter"), ("Type", "case-study-type"))
-          if entry.get(key)),
+        *(
+            f"{label}: {entry[key]}"
+            for label, key in (
+                ("Target", "target"),
+                ("Actor", "actor"),
+                ("Reporter", "reporter"),
+                ("Type", "case-study-type"),
+            )
+            if entry.get(key)
+        ),
         f"Incident date: {_iso(entry.get('incident-date'))}" if entry.get("incident-date") else None,
         "Procedure:\n" + "\n".join(lines) if lines else None,
-        "References:\n" + "\n".join(f"- {r}" for r in references[:20]) if references else None)
-    return _record(file, entry, "case-study", str(entry["name"]), body, _attack_techniques(refs),
-                   {"atlas_techniques": sorted(set(ids)), "incident_date": _iso(entry.get("incident-date")),
-                    "case_study_type": entry.get("case-study-type"), "target": entry.get("target"),
-                    "actor": entry.get("actor"), "tags": [entry.get("case-study-type") or ""]})
+        "References:\n" + "\n".join(f"- {r}" for r in references[:20]) if references else None,
+    )
+    return _record(
+        file,
+        entry,
+        "case-study",
+        str(entry["name"]),
+        body,
+        _attack_techniques(refs),
+        {
+            "atlas_techniques": sorted(set(ids)),
+            "incident_date": _iso(entry.get("incident-date")),
+            "case_study_type": entry.get("case-study-type"),
+            "target": entry.get("target"),
+            "actor": entry.get("actor"),
+            "tags": [entry.get("case-study-type") or ""],
+        },
+    )
 
 
 def parse(file: SourceFile) -> Iterator[Record]:

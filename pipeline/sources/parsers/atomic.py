@@ -1,4 +1,5 @@
 """Atomic Red Team technique files: one record per entry of `atomic_tests`."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -10,7 +11,9 @@ from secrag.errors import ParseError
 
 # Atomic platform names outside the shared vocabulary (`iaas:aws` names both parts).
 _PLATFORM_ALIASES = {
-    "azure-ad": "entra_id", "office-365": "office365", "google-workspace": "google_workspace",
+    "azure-ad": "entra_id",
+    "office-365": "office365",
+    "google-workspace": "google_workspace",
 }
 
 
@@ -35,8 +38,9 @@ def parse(file: SourceFile) -> Iterator[Record]:
         yield _record(file, test, guid, technique, display_name)
 
 
-def _record(file: SourceFile, test: Mapping[str, Any], guid: str, technique: tuple[str, ...],
-            display_name: str) -> Record:
+def _record(
+    file: SourceFile, test: Mapping[str, Any], guid: str, technique: tuple[str, ...], display_name: str
+) -> Record:
     executor = test.get("executor") if isinstance(test.get("executor"), dict) else {}
     supported = [str(p) for p in normalize.as_list(test.get("supported_platforms"))]
     return Record(
@@ -55,14 +59,18 @@ def _record(file: SourceFile, test: Mapping[str, Any], guid: str, technique: tup
         techniques=technique,
         platforms=normalize.platforms(_platform_names(supported)),
         tags=normalize.tags([executor.get("name")]),
-        metadata={k: v for k, v in {
-            "technique_name": display_name,
-            "executor": executor.get("name"),
-            "elevation_required": bool(executor.get("elevation_required")),
-            "supported_platforms": supported,
-            "input_arguments": sorted(str(k) for k in (test.get("input_arguments") or {})),
-            "dependency_executor": test.get("dependency_executor_name"),
-        }.items() if v not in (None, "", [])},
+        metadata={
+            k: v
+            for k, v in {
+                "technique_name": display_name,
+                "executor": executor.get("name"),
+                "elevation_required": bool(executor.get("elevation_required")),
+                "supported_platforms": supported,
+                "input_arguments": sorted(str(k) for k in (test.get("input_arguments") or {})),
+                "dependency_executor": test.get("dependency_executor_name"),
+            }.items()
+            if v not in (None, "", [])
+        },
         path=file.rel,
     )
 
@@ -101,6 +109,9 @@ def _arguments_text(arguments: object) -> str:
 
 
 def _dependencies_text(dependencies: object) -> str:
-    descriptions = [str(d.get("description")).strip() for d in normalize.as_list(dependencies)
-                    if isinstance(d, dict) and d.get("description")]
+    descriptions = [
+        str(d.get("description")).strip()
+        for d in normalize.as_list(dependencies)
+        if isinstance(d, dict) and d.get("description")
+    ]
     return "Dependencies:\n" + "\n".join(f"- {d}" for d in descriptions) if descriptions else ""

@@ -1,4 +1,5 @@
 """MITRE CAR analytics: one record per `analytics/CAR-*.yaml`, with implementations as text."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -31,16 +32,17 @@ def parse(file: SourceFile) -> Iterator[Record]:
         title=str(doc["title"]).strip(),
         body=normalize.join_text(
             f"Description: {doc['description']}" if doc.get("description") else "",
-            *(_implementation(i) for i in normalize.as_list(doc.get("implementations"))
-              if isinstance(i, dict)),
+            *(_implementation(i) for i in normalize.as_list(doc.get("implementations")) if isinstance(i, dict)),
             *(_unit_test(t) for t in normalize.as_list(doc.get("unit_tests")) if isinstance(t, dict)),
             "Data model references: " + ", ".join(map(str, doc["data_model_references"]))
-            if doc.get("data_model_references") else "",
+            if doc.get("data_model_references")
+            else "",
         ),
         url=page_url.format(id=car_id) if page_url else file.url_for(),
         techniques=normalize.technique_ids(
             [c.get("technique") for c in coverage]
-            + [s for c in coverage for s in normalize.as_list(c.get("subtechniques"))]),
+            + [s for c in coverage for s in normalize.as_list(c.get("subtechniques"))]
+        ),
         platforms=normalize.platforms(normalize.as_list(doc.get("platforms"))),
         tags=normalize.tags(normalize.as_list(doc.get("analytic_types"))),
         metadata=_metadata(doc, coverage),
@@ -71,9 +73,15 @@ def _metadata(doc: Mapping[str, Any], coverage: list[Mapping[str, Any]]) -> dict
         "subtypes": [str(v) for v in normalize.as_list(doc.get("subtypes"))],
         "contributors": [str(v) for v in normalize.as_list(doc.get("contributors"))],
         "tactics": sorted({str(t) for c in coverage for t in normalize.as_list(c.get("tactics"))}),
-        "coverage": {str(c.get("technique")): str(c.get("coverage")) for c in coverage
-                     if c.get("technique") and c.get("coverage")},
-        "d3fend": [str(m.get("id")) for m in normalize.as_list(doc.get("d3fend_mappings"))
-                   if isinstance(m, dict) and m.get("id")],
+        "coverage": {
+            str(c.get("technique")): str(c.get("coverage"))
+            for c in coverage
+            if c.get("technique") and c.get("coverage")
+        },
+        "d3fend": [
+            str(m.get("id"))
+            for m in normalize.as_list(doc.get("d3fend_mappings"))
+            if isinstance(m, dict) and m.get("id")
+        ],
     }
     return {k: v for k, v in out.items() if v not in (None, "", [], {})}

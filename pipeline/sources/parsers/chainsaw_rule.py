@@ -1,4 +1,5 @@
 """Chainsaw's own rule format (kind, fields, filter, aggregate): one record per rule file."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -55,8 +56,7 @@ def _field_line(field: Mapping[str, Any]) -> str:
 
 
 def _dump(value: object) -> str:
-    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False,
-                          width=1000).strip()
+    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000).strip()
 
 
 def _metadata(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,5 +71,4 @@ def _metadata(doc: Mapping[str, Any]) -> dict[str, Any]:
         "version": doc.get("version"),
         "references": [str(r) for r in normalize.as_list(doc.get("references"))],
     }
-    return {k: (v.isoformat() if isinstance(v, dt.date) else v)
-            for k, v in meta.items() if v not in (None, "", [])}
+    return {k: (v.isoformat() if isinstance(v, dt.date) else v) for k, v in meta.items() if v not in (None, "", [])}

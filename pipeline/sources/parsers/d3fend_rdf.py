@@ -1,4 +1,5 @@
 """D3FEND ontology (Turtle, JSON-LD or RDF/XML) to one record per technique with an id and a definition."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,15 @@ from ..records import Record, SourceFile
 
 DEFAULT_NAMESPACE = "http://d3fend.mitre.org/ontologies/d3fend.owl#"
 DEFAULT_SITE = "https://d3fend.mitre.org"
-_FORMATS = {".ttl": "turtle", ".json": "json-ld", ".jsonld": "json-ld", ".owl": "xml", ".rdf": "xml",
-            ".xml": "xml", ".nt": "nt"}
+_FORMATS = {
+    ".ttl": "turtle",
+    ".json": "json-ld",
+    ".jsonld": "json-ld",
+    ".owl": "xml",
+    ".rdf": "xml",
+    ".xml": "xml",
+    ".nt": "nt",
+}
 _MAX_ANCESTORS = 50
 _MAX_ARTICLE_CHARS = 20_000
 
@@ -127,18 +135,33 @@ def _record(file: SourceFile, onto: _Ontology, node: URIRef, d3_id: str, definit
     synonyms = onto.texts(node, "synonym")
     article = onto.text(node, "kb-article")[:_MAX_ARTICLE_CHARS]
     body = normalize.join_text(
-        definition, f"Tactic: {tactic}" if tactic else None,
+        definition,
+        f"Tactic: {tactic}" if tactic else None,
         f"Parent: {', '.join(parent_names)}" if parent_names else None,
         f"Synonyms: {', '.join(synonyms)}" if synonyms else None,
-        "\n".join(f"{prop}: {', '.join(targets)}" for prop, targets in relations.items()), article)
+        "\n".join(f"{prop}: {', '.join(targets)}" for prop, targets in relations.items()),
+        article,
+    )
     site = str(file.options.get("site_url", DEFAULT_SITE)).rstrip("/")
-    metadata = {"kind": "analytic-technique" if d3_id.startswith("D3A-") else "technique", "class": local,
-                "tactic": tactic, "parents": [onto.text(p, "d3fend-id") for p in parents],
-                "synonyms": synonyms, "relations": relations}
-    return Record(source=file.source, upstream_id=d3_id, title=title, body=body,
-                  url=f"{site}{onto.base_url(node)}d3f:{local}/", techniques=normalize.technique_ids(attack),
-                  tags=normalize.tags([tactic] if tactic else []), path=file.rel,
-                  metadata={k: v for k, v in metadata.items() if v not in (None, "", [], {})})
+    metadata = {
+        "kind": "analytic-technique" if d3_id.startswith("D3A-") else "technique",
+        "class": local,
+        "tactic": tactic,
+        "parents": [onto.text(p, "d3fend-id") for p in parents],
+        "synonyms": synonyms,
+        "relations": relations,
+    }
+    return Record(
+        source=file.source,
+        upstream_id=d3_id,
+        title=title,
+        body=body,
+        url=f"{site}{onto.base_url(node)}d3f:{local}/",
+        techniques=normalize.technique_ids(attack),
+        tags=normalize.tags([tactic] if tactic else []),
+        path=file.rel,
+        metadata={k: v for k, v in metadata.items() if v not in (None, "", [], {})},
+    )
 
 
 def parse(file: SourceFile) -> Iterator[Record]:

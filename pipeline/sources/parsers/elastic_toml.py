@@ -1,4 +1,5 @@
 """Elastic detection-rules TOML files: one record per rule, ATT&CK ids from `[[rule.threat]]`."""
+
 from __future__ import annotations
 
 import tomllib
@@ -12,9 +13,15 @@ from secrag.errors import ParseError
 _ATTACK = "MITRE ATT&CK"
 # Integration package names that name a platform but are not in the shared vocabulary.
 _INTEGRATION_ALIASES = {
-    "o365": "office365", "o365_metrics": "office365", "okta": "saas", "github": "saas",
-    "entityanalytics_entra_id": "entra_id", "azure_openai": "azure", "aws_bedrock": "aws",
-    "aws_bedrock_agentcore": "aws", "google_workspace": "google_workspace",
+    "o365": "office365",
+    "o365_metrics": "office365",
+    "okta": "saas",
+    "github": "saas",
+    "entityanalytics_entra_id": "entra_id",
+    "azure_openai": "azure",
+    "aws_bedrock": "aws",
+    "aws_bedrock_agentcore": "aws",
+    "google_workspace": "google_workspace",
 }
 
 
@@ -32,8 +39,11 @@ def parse(file: SourceFile) -> Iterator[Record]:
         raise ParseError("rule has no rule_id or name")
     if str(meta.get("maturity", "")).lower() == "deprecated":
         return
-    threats = [t for t in normalize.as_list(rule.get("threat"))
-               if isinstance(t, dict) and t.get("framework", _ATTACK) == _ATTACK]
+    threats = [
+        t
+        for t in normalize.as_list(rule.get("threat"))
+        if isinstance(t, dict) and t.get("framework", _ATTACK) == _ATTACK
+    ]
     yield Record(
         source=file.source,
         upstream_id=str(rule["rule_id"]).strip(),
@@ -56,14 +66,16 @@ def _threat_technique_ids(threats: list[Mapping[str, Any]]) -> list[str]:
             if not isinstance(technique, dict):
                 continue
             ids.append(str(technique.get("id", "")))
-            ids.extend(str(s.get("id", "")) for s in normalize.as_list(technique.get("subtechnique"))
-                       if isinstance(s, dict))
+            ids.extend(
+                str(s.get("id", "")) for s in normalize.as_list(technique.get("subtechnique")) if isinstance(s, dict)
+            )
     return ids
 
 
 def _platforms(rule: Mapping[str, Any], meta: Mapping[str, Any]) -> tuple[str, ...]:
-    names = [t.split(":", 1)[1] for t in normalize.as_list(rule.get("tags"))
-             if isinstance(t, str) and t.startswith("OS:")]
+    names = [
+        t.split(":", 1)[1] for t in normalize.as_list(rule.get("tags")) if isinstance(t, str) and t.startswith("OS:")
+    ]
     for integration in normalize.as_list(meta.get("integration")):
         name = str(integration).lower()
         names.append(_INTEGRATION_ALIASES.get(name, name))
@@ -97,10 +109,10 @@ def _inline(value: object) -> str:
     return str(value)
 
 
-def _metadata(rule: Mapping[str, Any], meta: Mapping[str, Any],
-              threats: list[Mapping[str, Any]]) -> dict[str, Any]:
-    tactics = sorted({str(t["tactic"].get("id")) for t in threats
-                      if isinstance(t.get("tactic"), dict) and t["tactic"].get("id")})
+def _metadata(rule: Mapping[str, Any], meta: Mapping[str, Any], threats: list[Mapping[str, Any]]) -> dict[str, Any]:
+    tactics = sorted(
+        {str(t["tactic"].get("id")) for t in threats if isinstance(t.get("tactic"), dict) and t["tactic"].get("id")}
+    )
     out = {
         "severity": rule.get("severity"),
         "risk_score": rule.get("risk_score"),

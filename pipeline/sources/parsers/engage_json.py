@@ -1,4 +1,5 @@
 """MITRE Engage JSON data: activities, approaches and goals, with activities' ATT&CK mappings."""
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,10 @@ def _relations(file: SourceFile, kind: str, eid: str) -> dict[str, list[str]]:
     if kind == "goal":
         return {"approaches": _pairs(goal_approach, "goal_id", "approach_id", eid)}
     if kind == "approach":
-        return {"goals": _pairs(goal_approach, "approach_id", "goal_id", eid),
-                "activities": _pairs(approach_activity, "approach_id", "activity_id", eid)}
+        return {
+            "goals": _pairs(goal_approach, "approach_id", "goal_id", eid),
+            "activities": _pairs(approach_activity, "approach_id", "activity_id", eid),
+        }
     approaches = _pairs(approach_activity, "activity_id", "approach_id", eid)
     goals = sorted({g for a in approaches for g in _pairs(goal_approach, "approach_id", "goal_id", a)})
     return {"goals": goals, "approaches": approaches}
@@ -70,27 +73,51 @@ def _names(file: SourceFile, record_files: Mapping[str, str]) -> dict[str, str]:
 def _record(file: SourceFile, kind: str, entry: Mapping[str, Any], names: Mapping[str, str]) -> Record:
     eid = str(entry["id"]).strip()
     relations = _relations(file, kind, eid)
-    mapping = [r for r in _sibling(file, str(file.options.get("attack_mapping", "attack_mapping.json")))
-               if r.get("eac_id") == eid] if kind == "activity" else []
+    mapping = (
+        [
+            r
+            for r in _sibling(file, str(file.options.get("attack_mapping", "attack_mapping.json")))
+            if r.get("eac_id") == eid
+        ]
+        if kind == "activity"
+        else []
+    )
     techniques = normalize.technique_ids(r.get("attack_id") for r in mapping)
     attack_names = {str(r.get("attack_id")): str(r.get("attack_technique", "")) for r in mapping}
     vulnerabilities = sorted({f"{r.get('eav_id')}: {r.get('eav')}" for r in mapping if r.get("eav")})
-    related = [f"{label.capitalize()}: {', '.join(f'{names.get(i, i)} ({i})' for i in ids)}"
-               for label, ids in relations.items() if ids]
+    related = [
+        f"{label.capitalize()}: {', '.join(f'{names.get(i, i)} ({i})' for i in ids)}"
+        for label, ids in relations.items()
+        if ids
+    ]
     body = normalize.join_text(
-        entry.get("description"), _text(entry.get("long_description")), *related,
-        "Adversary vulnerabilities:\n" + "\n".join(f"- {v}" for v in vulnerabilities)
-        if vulnerabilities else None,
+        entry.get("description"),
+        _text(entry.get("long_description")),
+        *related,
+        "Adversary vulnerabilities:\n" + "\n".join(f"- {v}" for v in vulnerabilities) if vulnerabilities else None,
         "ATT&CK techniques: " + ", ".join(f"{t} {attack_names.get(t, '')}".strip() for t in techniques)
-        if techniques else None)
+        if techniques
+        else None,
+    )
     site = str(file.options.get("site_url", DEFAULT_SITE)).rstrip("/")
     engagement = "strategic" if eid.startswith("S") else "engagement"
-    metadata = {"kind": kind, "type": engagement, **{k: v for k, v in relations.items() if v},
-                "vulnerabilities": sorted({str(r.get("eav_id")) for r in mapping if r.get("eav_id")})}
-    return Record(source=file.source, upstream_id=eid, title=str(entry.get("name", "")).strip(), body=body,
-                  url=f"{site}/{_PAGES[kind]}/{eid}/", techniques=techniques,
-                  tags=normalize.tags([kind, engagement]), path=file.rel,
-                  metadata={k: v for k, v in metadata.items() if v not in (None, [], "")})
+    metadata = {
+        "kind": kind,
+        "type": engagement,
+        **{k: v for k, v in relations.items() if v},
+        "vulnerabilities": sorted({str(r.get("eav_id")) for r in mapping if r.get("eav_id")}),
+    }
+    return Record(
+        source=file.source,
+        upstream_id=eid,
+        title=str(entry.get("name", "")).strip(),
+        body=body,
+        url=f"{site}/{_PAGES[kind]}/{eid}/",
+        techniques=techniques,
+        tags=normalize.tags([kind, engagement]),
+        path=file.rel,
+        metadata={k: v for k, v in metadata.items() if v not in (None, [], "")},
+    )
 
 
 def parse(file: SourceFile) -> Iterator[Record]:

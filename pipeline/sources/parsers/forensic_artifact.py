@@ -1,4 +1,5 @@
 """ForensicArtifacts definitions: one record per artifact document of a multi-document file."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -55,13 +56,15 @@ def _record(file: SourceFile, doc: Mapping[str, Any]) -> Record:
         # `Darwin` is macOS; the shared vocabulary already maps it.
         platforms=normalize.platforms(systems),
         tags=normalize.tags([*types, *normalize.as_list(doc.get("labels"))]),
-        metadata=compact({
-            "supported_os": systems,
-            "source_types": types,
-            "aliases": aliases,
-            "labels": texts(normalize.as_list(doc.get("labels"))),
-            "urls": urls,
-        }),
+        metadata=compact(
+            {
+                "supported_os": systems,
+                "source_types": types,
+                "aliases": aliases,
+                "labels": texts(normalize.as_list(doc.get("labels"))),
+                "urls": urls,
+            }
+        ),
         path=file.rel,
     )
 

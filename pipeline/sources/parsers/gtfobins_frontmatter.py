@@ -1,4 +1,5 @@
 """GTFOBins entries: one Unix binary's abusable functions, from its YAML front matter."""
+
 from __future__ import annotations
 
 import re
@@ -49,12 +50,14 @@ def parse(file: SourceFile) -> Iterator[Record]:
         url=web_url(file),
         platforms=normalize.platforms(file.options.get("platforms", ["linux", "unix"])),
         tags=normalize.tags([*function_names, *contexts]),
-        metadata=compact({
-            "functions": function_names,
-            "contexts": sorted(contexts),
-            "examples": len(sections),
-            "comment": text(doc.get("comment")),
-        }),
+        metadata=compact(
+            {
+                "functions": function_names,
+                "contexts": sorted(contexts),
+                "examples": len(sections),
+                "comment": text(doc.get("comment")),
+            }
+        ),
         path=file.rel,
     )
 

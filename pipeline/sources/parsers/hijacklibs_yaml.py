@@ -1,4 +1,5 @@
 """HijackLibs entries: one DLL that Windows executables can be tricked into loading."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -38,17 +39,19 @@ def parse(file: SourceFile) -> Iterator[Record]:
         techniques=normalize.technique_ids(file.options.get("techniques", [])),
         platforms=normalize.platforms(file.options.get("platforms", ["windows"])),
         tags=normalize.tags(kinds),
-        metadata=compact({
-            "vendor": vendor,
-            "author": text(doc.get("Author")),
-            "created": text(doc.get("Created")),
-            "expected_locations": locations,
-            "hijack_types": kinds,
-            "executables": len(executables),
-            "auto_elevate": sorted(texts(e.get("Path") for e in executables if e.get("AutoElevate"))),
-            "cves": cves,
-            "resources": texts(normalize.as_list(doc.get("Resources"))),
-        }),
+        metadata=compact(
+            {
+                "vendor": vendor,
+                "author": text(doc.get("Author")),
+                "created": text(doc.get("Created")),
+                "expected_locations": locations,
+                "hijack_types": kinds,
+                "executables": len(executables),
+                "auto_elevate": sorted(texts(e.get("Path") for e in executables if e.get("AutoElevate"))),
+                "cves": cves,
+                "resources": texts(normalize.as_list(doc.get("Resources"))),
+            }
+        ),
         path=file.rel,
     )
 

@@ -1,4 +1,5 @@
 """KAPE targets (`.tkape`, what to collect) and modules (`.mkape`, how to process it)."""
+
 from __future__ import annotations
 
 import re
@@ -47,16 +48,18 @@ def parse(file: SourceFile) -> Iterator[Record]:
         url=web_url(file),
         platforms=normalize.platforms(file.options.get("platforms", ["windows"])),
         tags=normalize.tags([kind, *categories]),
-        metadata=compact({
-            "kind": kind,
-            "id": text(doc.get("Id")),
-            "author": text(doc.get("Author")),
-            "version": text(doc.get("Version")),
-            "categories": categories,
-            "export_format": text(doc.get("ExportFormat")),
-            "binary_url": text(doc.get("BinaryUrl")),
-            "entries": len(entries),
-        }),
+        metadata=compact(
+            {
+                "kind": kind,
+                "id": text(doc.get("Id")),
+                "author": text(doc.get("Author")),
+                "version": text(doc.get("Version")),
+                "categories": categories,
+                "export_format": text(doc.get("ExportFormat")),
+                "binary_url": text(doc.get("BinaryUrl")),
+                "entries": len(entries),
+            }
+        ),
         path=file.rel,
     )
 
@@ -65,8 +68,7 @@ def _target_line(entry: Mapping[str, Any]) -> str:
     where = text(entry.get("Path"))
     if entry.get("FileMask"):
         where += f" (files: {text(entry['FileMask'])})"
-    flags = [flag for flag, key in (("recursive", "Recursive"), ("always", "AlwaysAddToQueue"))
-             if entry.get(key)]
+    flags = [flag for flag, key in (("recursive", "Recursive"), ("always", "AlwaysAddToQueue")) if entry.get(key)]
     line = f"- {text(entry.get('Name'))} [{text(entry.get('Category'))}]: {where}"
     if flags:
         line += f" ({', '.join(flags)})"

@@ -1,4 +1,5 @@
 """CISA Known Exploited Vulnerabilities feed (JSON) to one record per CVE."""
+
 from __future__ import annotations
 
 import json
@@ -35,16 +36,28 @@ def _record(file: SourceFile, vuln: Mapping[str, Any]) -> Record | None:
         f"Required action: {action}" if action else None,
         f"Known ransomware campaign use: {ransomware}" if ransomware else None,
         f"CWEs: {', '.join(cwes)}" if cwes else None,
-        f"Notes: {notes}" if notes else None)
+        f"Notes: {notes}" if notes else None,
+    )
     template = str(file.options.get("record_url", DEFAULT_RECORD_URL))
-    metadata = {"vendor": vendor, "product": product, "date_added": vuln.get("dateAdded"),
-                "due_date": vuln.get("dueDate"), "known_ransomware_use": ransomware, "cwes": cwes,
-                "references": links[:10]}
-    return Record(source=file.source, upstream_id=cve, title=name or f"{vendor} {product} {cve}".strip(),
-                  body=body, url=template.format(cve=quote(cve)), path=file.rel,
-                  tags=normalize.tags([vendor, product, *cwes,
-                                       "ransomware" if ransomware == "Known" else None]),
-                  metadata={k: v for k, v in metadata.items() if v not in (None, "", [])})
+    metadata = {
+        "vendor": vendor,
+        "product": product,
+        "date_added": vuln.get("dateAdded"),
+        "due_date": vuln.get("dueDate"),
+        "known_ransomware_use": ransomware,
+        "cwes": cwes,
+        "references": links[:10],
+    }
+    return Record(
+        source=file.source,
+        upstream_id=cve,
+        title=name or f"{vendor} {product} {cve}".strip(),
+        body=body,
+        url=template.format(cve=quote(cve)),
+        path=file.rel,
+        tags=normalize.tags([vendor, product, *cwes, "ransomware" if ransomware == "Known" else None]),
+        metadata={k: v for k, v in metadata.items() if v not in (None, "", [])},
+    )
 
 
 def parse(file: SourceFile) -> Iterator[Record]:

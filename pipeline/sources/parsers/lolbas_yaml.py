@@ -1,4 +1,5 @@
 """LOLBAS entries: one Windows binary, script or library with its abusable commands."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -42,16 +43,18 @@ def parse(file: SourceFile) -> Iterator[Record]:
         techniques=normalize.technique_ids(c.get("MitreID") for c in commands),
         platforms=normalize.platforms(file.options.get("platforms", ["windows"])),
         tags=normalize.tags(categories),
-        metadata=compact({
-            "kind": kind,
-            "author": text(doc.get("Author")),
-            "created": text(doc.get("Created")),
-            "categories": categories,
-            "privileges": sorted(set(texts(c.get("Privileges") for c in commands))),
-            "full_paths": paths[:_MAX_PATHS],
-            "commands": len(commands),
-            "resources": texts(r.get("Link") for r in _mappings(doc.get("Resources"))),
-        }),
+        metadata=compact(
+            {
+                "kind": kind,
+                "author": text(doc.get("Author")),
+                "created": text(doc.get("Created")),
+                "categories": categories,
+                "privileges": sorted(set(texts(c.get("Privileges") for c in commands))),
+                "full_paths": paths[:_MAX_PATHS],
+                "commands": len(commands),
+                "resources": texts(r.get("Link") for r in _mappings(doc.get("Resources"))),
+            }
+        ),
         path=file.rel,
     )
 
@@ -61,17 +64,25 @@ def _mappings(value: object) -> list[Mapping[str, Any]]:
 
 
 def _command(command: Mapping[str, Any]) -> str:
-    header = " | ".join(t for t in (
-        text(command.get("Category")),
-        text(command.get("MitreID")),
-        f"privileges: {text(command.get('Privileges'))}" if command.get("Privileges") else "",
-    ) if t)
-    return "\n".join(t for t in (
-        f"- {text(command.get('Description'))} [{header}]",
-        f"  Use case: {text(command.get('Usecase'))}" if command.get("Usecase") else "",
-        f"  Command: {text(command.get('Command'))}",
-        f"  OS: {text(command.get('OperatingSystem'))}" if command.get("OperatingSystem") else "",
-    ) if t)
+    header = " | ".join(
+        t
+        for t in (
+            text(command.get("Category")),
+            text(command.get("MitreID")),
+            f"privileges: {text(command.get('Privileges'))}" if command.get("Privileges") else "",
+        )
+        if t
+    )
+    return "\n".join(
+        t
+        for t in (
+            f"- {text(command.get('Description'))} [{header}]",
+            f"  Use case: {text(command.get('Usecase'))}" if command.get("Usecase") else "",
+            f"  Command: {text(command.get('Command'))}",
+            f"  OS: {text(command.get('OperatingSystem'))}" if command.get("OperatingSystem") else "",
+        )
+        if t
+    )
 
 
 def _aliases(doc: Mapping[str, Any]) -> str:

@@ -1,4 +1,5 @@
 """LOLDrivers entries: one vulnerable or malicious Windows driver with a few sample hashes."""
+
 from __future__ import annotations
 
 import re
@@ -47,19 +48,21 @@ def parse(file: SourceFile) -> Iterator[Record]:
         techniques=normalize.technique_ids(doc.get("MitreID")),
         platforms=normalize.platforms(file.options.get("platforms", ["windows"])),
         tags=normalize.tags([doc.get("Category")]),
-        metadata=compact({
-            "id": text(doc["Id"]),
-            "category": text(doc.get("Category")),
-            "verified": text(doc.get("Verified")).lower() == "true",
-            "author": text(doc.get("Author")),
-            "created": text(doc.get("Created")),
-            "mitre_id": text(doc.get("MitreID")),
-            "cves": cves,
-            "driver_names": names,
-            "samples": sample_count,
-            "sha256": sha256[:limit],
-            "resources": texts(normalize.as_list(doc.get("Resources")))[:limit],
-        }),
+        metadata=compact(
+            {
+                "id": text(doc["Id"]),
+                "category": text(doc.get("Category")),
+                "verified": text(doc.get("Verified")).lower() == "true",
+                "author": text(doc.get("Author")),
+                "created": text(doc.get("Created")),
+                "mitre_id": text(doc.get("MitreID")),
+                "cves": cves,
+                "driver_names": names,
+                "samples": sample_count,
+                "sha256": sha256[:limit],
+                "resources": texts(normalize.as_list(doc.get("Resources")))[:limit],
+            }
+        ),
         path=file.rel,
     )
 
@@ -93,7 +96,7 @@ def _trim_samples(raw: str, keep: int) -> tuple[str, int]:
         return raw, 0
     following = _TOP_LEVEL_LINE.search(raw, key.end())
     end = following.start() if following else len(raw)
-    block = raw[key.end():end]
+    block = raw[key.end() : end]
     first = re.match(r"([ \t]*)- ", block)
     if first is None:
         return raw, 0
@@ -106,15 +109,19 @@ def _trim_samples(raw: str, keep: int) -> tuple[str, int]:
         stop = starts[index + 1] if index + 1 < len(starts) else len(block)
         with_hash += bool(own_sha256.search(block, start, stop))
         if index + 1 >= keep and with_hash >= keep and stop < len(block):
-            return raw[:key.end()] + block[:stop] + raw[end:], len(starts)
+            return raw[: key.end()] + block[:stop] + raw[end:], len(starts)
     return raw, len(starts)
 
 
 def _usage(command: Mapping[str, Any]) -> str:
     lines = [
         f"{label}: {text(command.get(key))}"
-        for label, key in (("Use case", "Usecase"), ("Privileges", "Privileges"),
-                           ("Operating system", "OperatingSystem"), ("Command", "Command"))
+        for label, key in (
+            ("Use case", "Usecase"),
+            ("Privileges", "Privileges"),
+            ("Operating system", "OperatingSystem"),
+            ("Command", "Command"),
+        )
         if text(command.get(key))
     ]
     return "\n".join(lines)
@@ -124,8 +131,11 @@ def _samples(samples: list[Mapping[str, Any]], limit: int, total: int) -> str:
     """The first few samples; drivers with dozens of builds would drown the text otherwise."""
     lines = []
     for sample in samples[:limit]:
-        parts = [f"{k}: {', '.join(texts(normalize.as_list(sample.get(k))))}"
-                 for k in _SAMPLE_FIELDS if texts(normalize.as_list(sample.get(k)))]
+        parts = [
+            f"{k}: {', '.join(texts(normalize.as_list(sample.get(k))))}"
+            for k in _SAMPLE_FIELDS
+            if texts(normalize.as_list(sample.get(k)))
+        ]
         if text(sample.get("SHA256")):
             parts.append(f"SHA256: {text(sample['SHA256'])}")
         if parts:

@@ -1,4 +1,5 @@
 """Markdown documentation pages (e.g. Stratus Red Team techniques): one record per page."""
+
 from __future__ import annotations
 
 import re
@@ -16,14 +17,13 @@ _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$\n?", re.DOTALL 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 # HTML the docs site uses for badges and inline code; stripped, their text kept.
 _HTML_TAG = re.compile(
-    r"</?(?:span|code|pre|a|div|br|p|b|i|em|strong|sup|sub|small|details|summary|img|kbd)\b[^>]*>",
-    re.IGNORECASE)
+    r"</?(?:span|code|pre|a|div|br|p|b|i|em|strong|sup|sub|small|details|summary|img|kbd)\b[^>]*>", re.IGNORECASE
+)
 _STYLE = re.compile(r"<style\b.*?</style>", re.DOTALL | re.IGNORECASE)
 _FOOTNOTE_REF = re.compile(r"\[\^[^\]]+\](?!:)")
 _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 # ATT&CK technique pages linked anywhere in the text are explicit mappings too.
-_ATTACK_URL = re.compile(r"attack\.mitre\.org/(?:versions/v\d+/)?techniques/(T\d{4}(?:/\d{3})?)",
-                         re.IGNORECASE)
+_ATTACK_URL = re.compile(r"attack\.mitre\.org/(?:versions/v\d+/)?techniques/(T\d{4}(?:/\d{3})?)", re.IGNORECASE)
 _BADGE = re.compile(r"<span[^>]*\bw3-badge\b[^>]*>\s*([^<]+?)\s*</span>", re.IGNORECASE)
 
 
@@ -56,12 +56,14 @@ def parse(file: SourceFile) -> Iterator[Record]:
         techniques=normalize.technique_ids([mapping_text, *_ATTACK_URL.findall(content)]),
         platforms=_platforms(file),
         tags=normalize.tags(_tactics(mapping_text) + badges),
-        metadata=compact({
-            "page_id": stem,
-            "platform": _platform_line(content),
-            "tactics": _tactics(mapping_text),
-            "badges": badges,
-        }),
+        metadata=compact(
+            {
+                "page_id": stem,
+                "platform": _platform_line(content),
+                "tactics": _tactics(mapping_text),
+                "badges": badges,
+            }
+        ),
         path=file.rel,
     )
 
@@ -73,7 +75,7 @@ def _split_front_matter(raw: str) -> tuple[Mapping[str, Any], str]:
     front = safe_yaml.load(match.group(1)) if match.group(1).strip() else {}
     if not isinstance(front, dict):
         raise ParseError("front matter is not a mapping")
-    return front, raw[match.end():]
+    return front, raw[match.end() :]
 
 
 def _first_heading(content: str) -> str:
@@ -88,7 +90,7 @@ def _sections(content: str) -> dict[str, str]:
     for index, match in enumerate(matches):
         end = matches[index + 1].start() if index + 1 < len(matches) else len(content)
         heading = re.sub(r"<[^>]+>.*", "", match.group(2)).strip()
-        found[heading] = content[match.end():end]
+        found[heading] = content[match.end() : end]
     return found
 
 

@@ -1,4 +1,5 @@
 """Sigma-format rules (SigmaHQ, Hayabusa): one record per rule or correlation document."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -14,13 +15,26 @@ from secrag.errors import ParseError
 
 # Sigma products and categories outside the shared platform vocabulary, mapped onto it.
 _PRODUCT_ALIASES = {
-    "m365": "office365", "okta": "saas", "onelogin": "saas", "github": "saas",
-    "bitbucket": "saas", "qualys": "saas", "zeek": "network", "cisco": "network",
-    "fortigate": "network", "fortios": "network", "huawei": "network", "juniper": "network",
-    "paloalto": "network", "opencanary": "network",
+    "m365": "office365",
+    "okta": "saas",
+    "onelogin": "saas",
+    "github": "saas",
+    "bitbucket": "saas",
+    "qualys": "saas",
+    "zeek": "network",
+    "cisco": "network",
+    "fortigate": "network",
+    "fortios": "network",
+    "huawei": "network",
+    "juniper": "network",
+    "paloalto": "network",
+    "opencanary": "network",
 }
 _CATEGORY_ALIASES = {
-    "webserver": "web", "proxy": "network", "dns": "network", "firewall": "network",
+    "webserver": "web",
+    "proxy": "network",
+    "dns": "network",
+    "firewall": "network",
 }
 _SERVICE_ALIASES = {"apache": "web", "nginx": "web", "netflow": "network"}
 _SKIP_STATUS = frozenset({"deprecated"})
@@ -90,8 +104,11 @@ def _referenced(doc: Mapping[str, Any], docs: list[Any]) -> list[Mapping[str, An
     """Rules in the same file that a correlation names (by `name` or `id`)."""
     correlation = doc.get("correlation") if isinstance(doc.get("correlation"), dict) else {}
     wanted = {str(r) for r in normalize.as_list(correlation.get("rules"))}
-    return [d for d in docs if d is not doc and "detection" in d
-            and (str(d.get("name")) in wanted or str(d.get("id")) in wanted)]
+    return [
+        d
+        for d in docs
+        if d is not doc and "detection" in d and (str(d.get("name")) in wanted or str(d.get("id")) in wanted)
+    ]
 
 
 def _platforms(logsource: Mapping[str, Any]) -> tuple[str, ...]:
@@ -117,8 +134,9 @@ def _labelled(label: str, value: object) -> str:
 
 
 def _dump(value: object) -> str:
-    return yaml.safe_dump(_plain(value), sort_keys=False, allow_unicode=True,
-                          default_flow_style=False, width=1000).strip()
+    return yaml.safe_dump(
+        _plain(value), sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000
+    ).strip()
 
 
 def _plain(value: Any) -> Any:  # noqa: ANN401 - mirrors arbitrary YAML
@@ -132,8 +150,7 @@ def _plain(value: Any) -> Any:  # noqa: ANN401 - mirrors arbitrary YAML
     return value
 
 
-def _metadata(doc: Mapping[str, Any], logsource: Mapping[str, Any],
-              falsepositives: list[str]) -> dict[str, Any]:
+def _metadata(doc: Mapping[str, Any], logsource: Mapping[str, Any], falsepositives: list[str]) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "level": doc.get("level"),
         "status": doc.get("status"),

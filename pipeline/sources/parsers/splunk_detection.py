@@ -1,4 +1,5 @@
 """Splunk security_content detection YAML: one record per detection, SPL search in the body."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -12,13 +13,29 @@ from secrag.errors import ParseError
 # Data source name prefixes mapped onto the shared platform vocabulary; the first match wins, so
 # specific prefixes come first. CrowdStrike, osquery and the like run anywhere and imply none.
 _DATA_SOURCE_PLATFORMS = (
-    ("sysmon for linux", "linux"), ("sysmon", "windows"), ("windows", "windows"),
-    ("powershell", "windows"), ("ntlm", "windows"), ("linux", "linux"), ("aws", "aws"),
-    ("azure active directory", "entra_id"), ("azure", "azure"), ("o365", "office365"),
-    ("office 365", "office365"), ("g suite", "google_workspace"),
-    ("google workspace", "google_workspace"), ("kubernetes", "kubernetes"), ("okta", "saas"),
-    ("github", "saas"), ("pingid", "saas"), ("circleci", "saas"), ("palo alto", "network"),
-    ("suricata", "network"), ("bro", "network"), ("splunk stream", "network"), ("nginx", "web"),
+    ("sysmon for linux", "linux"),
+    ("sysmon", "windows"),
+    ("windows", "windows"),
+    ("powershell", "windows"),
+    ("ntlm", "windows"),
+    ("linux", "linux"),
+    ("aws", "aws"),
+    ("azure active directory", "entra_id"),
+    ("azure", "azure"),
+    ("o365", "office365"),
+    ("office 365", "office365"),
+    ("g suite", "google_workspace"),
+    ("google workspace", "google_workspace"),
+    ("kubernetes", "kubernetes"),
+    ("okta", "saas"),
+    ("github", "saas"),
+    ("pingid", "saas"),
+    ("circleci", "saas"),
+    ("palo alto", "network"),
+    ("suricata", "network"),
+    ("bro", "network"),
+    ("splunk stream", "network"),
+    ("nginx", "web"),
 )
 
 
@@ -42,8 +59,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
             f"Description: {doc['description']}" if doc.get("description") else "",
             f"Search (SPL):\n{str(doc['search']).strip()}" if doc.get("search") else "",
             f"How to implement: {doc['how_to_implement']}" if doc.get("how_to_implement") else "",
-            f"Known false positives: {doc['known_false_positives']}"
-            if doc.get("known_false_positives") else "",
+            f"Known false positives: {doc['known_false_positives']}" if doc.get("known_false_positives") else "",
             "Data sources: " + ", ".join(data_sources) if data_sources else "",
             "Analytic stories: " + ", ".join(stories) if stories else "",
         ),
@@ -66,8 +82,9 @@ def _platforms(data_sources: list[str]) -> tuple[str, ...]:
     return normalize.platforms(names)
 
 
-def _metadata(doc: Mapping[str, Any], tags: Mapping[str, Any], data_sources: list[str],
-              stories: list[str]) -> dict[str, Any]:
+def _metadata(
+    doc: Mapping[str, Any], tags: Mapping[str, Any], data_sources: list[str], stories: list[str]
+) -> dict[str, Any]:
     date = doc.get("date")
     out = {
         "type": doc.get("type"),

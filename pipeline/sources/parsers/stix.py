@@ -1,4 +1,5 @@
 """STIX 2.0/2.1 bundles (ATT&CK, CAPEC, MBC) to records; `options.scheme` picks the id scheme."""
+
 from __future__ import annotations
 
 import ast
@@ -31,12 +32,25 @@ _MBC_ENHANCED = re.compile(r"^E(\d{4})(?:\.(\d{3}))?")
 _DEFAULT_RELATED_LIMIT = 250
 _MAX_LITERAL = 100_000
 
-_ATTACK_KINDS = {"attack-pattern": "technique", "intrusion-set": "group", "malware": "software",
-                 "tool": "software", "course-of-action": "mitigation", "campaign": "campaign"}
-_MBC_KINDS = {"malware-behavior": "behavior", "malware-method": "method", "malware-objective": "objective",
-              "malware": "malware"}
-_DEFAULT_TYPES = {"attack": tuple(_ATTACK_KINDS), "capec": ("attack-pattern", "course-of-action"),
-                  "mbc": tuple(_MBC_KINDS)}
+_ATTACK_KINDS = {
+    "attack-pattern": "technique",
+    "intrusion-set": "group",
+    "malware": "software",
+    "tool": "software",
+    "course-of-action": "mitigation",
+    "campaign": "campaign",
+}
+_MBC_KINDS = {
+    "malware-behavior": "behavior",
+    "malware-method": "method",
+    "malware-objective": "objective",
+    "malware": "malware",
+}
+_DEFAULT_TYPES = {
+    "attack": tuple(_ATTACK_KINDS),
+    "capec": ("attack-pattern", "course-of-action"),
+    "mbc": tuple(_MBC_KINDS),
+}
 
 
 class _Index:
@@ -44,16 +58,16 @@ class _Index:
 
     def __init__(self, objects: list[dict[str, Any]]) -> None:
         self.by_id = {o["id"]: o for o in objects}
-        self.attack_names = {external_id(o): str(o.get("name", "")) for o in objects
-                             if o.get("type") == "attack-pattern"}
+        self.attack_names = {
+            external_id(o): str(o.get("name", "")) for o in objects if o.get("type") == "attack-pattern"
+        }
         # CAPEC keeps superseded copies of some courses of action under the same name: newest wins.
         self.newest_by_name: dict[str, dict[str, Any]] = {}
         for obj in objects:
             if obj.get("type") == "course-of-action":
                 name = str(obj.get("name", "")).strip()
                 seen = self.newest_by_name.get(name)
-                newer = seen is None or (str(obj.get("modified")), obj["id"]) > (
-                    str(seen.get("modified")), seen["id"])
+                newer = seen is None or (str(obj.get("modified")), obj["id"]) > (str(seen.get("modified")), seen["id"])
                 if newer:
                     self.newest_by_name[name] = obj
         self.out: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -73,8 +87,11 @@ class _Index:
         return pairs
 
     def sources(self, stix_id: str, kind: str) -> list[dict[str, Any]]:
-        found = (self.by_id.get(str(r.get("source_ref"))) for r in self.into.get(stix_id, ())
-                 if r.get("relationship_type") == kind)
+        found = (
+            self.by_id.get(str(r.get("source_ref")))
+            for r in self.into.get(stix_id, ())
+            if r.get("relationship_type") == kind
+        )
         return [o for o in found if o is not None and not is_retired(o)]
 
 
@@ -94,7 +111,7 @@ def _clean(text: object, markup: bool = False) -> str:
 
 
 def _section(label: str, value: object, markup: bool = False) -> str:
-    """"Label: text" for a non-empty value; lists become one item per line."""
+    """ "Label: text" for a non-empty value; lists become one item per line."""
     if isinstance(value, Mapping):
         value = [f"{k}: {', '.join(map(str, normalize.as_list(v)))}" for k, v in value.items()]
     if isinstance(value, (list, tuple)):
@@ -137,28 +154,51 @@ def _attack_record(obj: dict[str, Any], ix: _Index, file: SourceFile) -> Record 
             parent_name = linked[0].get("name") if linked else ix.attack_names.get(parent)
             title = f"{parent_name}: {name}" if parent_name else name
         techniques: tuple[str, ...] = normalize.technique_ids(aid)
-        mitigations = sorted({f"{external_id(m)} {m.get('name')}" for m in ix.sources(obj["id"], "mitigates")
-                              if external_id(m)})
+        mitigations = sorted(
+            {f"{external_id(m)} {m.get('name')}" for m in ix.sources(obj["id"], "mitigates") if external_id(m)}
+        )
         strategies = sorted({str(s.get("name")) for s in ix.sources(obj["id"], "detects")})
-        parts = [_section("Tactics", ", ".join(tactics)),
-                 _section("Platforms", ", ".join(obj.get("x_mitre_platforms") or ())),
-                 _clean(obj.get("description")), _section("Detection", obj.get("x_mitre_detection")),
-                 _section("Mitigations", mitigations), _section("Detection strategies", strategies)]
+        parts = [
+            _section("Tactics", ", ".join(tactics)),
+            _section("Platforms", ", ".join(obj.get("x_mitre_platforms") or ())),
+            _clean(obj.get("description")),
+            _section("Detection", obj.get("x_mitre_detection")),
+            _section("Mitigations", mitigations),
+            _section("Detection strategies", strategies),
+        ]
     else:
         techniques = _attack_related(obj, ix, int(file.options.get("related_limit", _DEFAULT_RELATED_LIMIT)))
-        parts = [_section("Type", obj["type"] if kind == "software" else ""),
-                 _section("Aliases", ", ".join(aliases)),
-                 _section("Platforms", ", ".join(obj.get("x_mitre_platforms") or ())),
-                 _section("First seen", obj.get("first_seen")), _section("Last seen", obj.get("last_seen")),
-                 _clean(obj.get("description"))]
-    metadata = {"kind": kind, "stix_id": obj["id"], "version": obj.get("x_mitre_version"),
-                "modified": obj.get("modified"), "tactics": list(tactics), "aliases": aliases,
-                "platforms": list(obj.get("x_mitre_platforms") or ())}
+        parts = [
+            _section("Type", obj["type"] if kind == "software" else ""),
+            _section("Aliases", ", ".join(aliases)),
+            _section("Platforms", ", ".join(obj.get("x_mitre_platforms") or ())),
+            _section("First seen", obj.get("first_seen")),
+            _section("Last seen", obj.get("last_seen")),
+            _clean(obj.get("description")),
+        ]
+    metadata = {
+        "kind": kind,
+        "stix_id": obj["id"],
+        "version": obj.get("x_mitre_version"),
+        "modified": obj.get("modified"),
+        "tactics": list(tactics),
+        "aliases": aliases,
+        "platforms": list(obj.get("x_mitre_platforms") or ()),
+    }
     if parent:
         metadata["parent"] = parent
-    return Record(source=file.source, upstream_id=aid, title=title, body=normalize.join_text(*parts),
-                  url=str(ref.get("url") or file.url_for()), techniques=techniques, platforms=platforms,
-                  tags=normalize.tags([kind, *tactics]), metadata=_compact(metadata), path=file.rel)
+    return Record(
+        source=file.source,
+        upstream_id=aid,
+        title=title,
+        body=normalize.join_text(*parts),
+        url=str(ref.get("url") or file.url_for()),
+        techniques=techniques,
+        platforms=platforms,
+        tags=normalize.tags([kind, *tactics]),
+        metadata=_compact(metadata),
+        path=file.rel,
+    )
 
 
 # --- CAPEC ------------------------------------------------------------------------------------
@@ -181,28 +221,52 @@ def _capec_record(obj: dict[str, Any], ix: _Index, file: SourceFile) -> Record |
     ref = external_ref(obj, "capec")
     if ref is None:
         return None
-    parents = [external_id(ix.by_id[p], "capec") for p in obj.get("x_capec_child_of_refs") or ()
-               if p in ix.by_id]
-    cwes = [str(r["external_id"]) for r in obj.get("external_references") or ()
-            if r.get("source_name") == "cwe" and r.get("external_id")]
-    fields = (("Alternate terms", "alternate_terms"), ("Abstraction", "abstraction"),
-              ("Likelihood of attack", "likelihood_of_attack"), ("Typical severity", "typical_severity"),
-              ("Prerequisites", "prerequisites"), ("Skills required", "skills_required"),
-              ("Resources required", "resources_required"), ("Consequences", "consequences"))
-    parts = [_clean(obj.get("description"), True), _clean(obj.get("x_capec_extended_description"), True),
-             *(_section(label, obj.get(f"x_capec_{key}"), True) for label, key in fields),
-             _clean(obj.get("x_capec_execution_flow"), True),
-             _section("Example instances", obj.get("x_capec_example_instances"), True)]
-    metadata = {"kind": "attack-pattern", "stix_id": obj["id"], "status": obj.get("x_capec_status"),
-                "abstraction": obj.get("x_capec_abstraction"),
-                "severity": obj.get("x_capec_typical_severity"),
-                "likelihood": obj.get("x_capec_likelihood_of_attack"), "cwes": cwes,
-                "child_of": [p for p in parents if p], "version": obj.get("x_capec_version")}
-    return Record(source=file.source, upstream_id=str(ref["external_id"]), title=str(obj.get("name", "")),
-                  body=normalize.join_text(*parts), url=str(ref.get("url") or file.url_for()),
-                  techniques=_capec_attack_ids(obj, attack_source), platforms=(),
-                  tags=normalize.tags(obj.get("x_capec_domains") or ()), metadata=_compact(metadata),
-                  path=file.rel)
+    parents = [external_id(ix.by_id[p], "capec") for p in obj.get("x_capec_child_of_refs") or () if p in ix.by_id]
+    cwes = [
+        str(r["external_id"])
+        for r in obj.get("external_references") or ()
+        if r.get("source_name") == "cwe" and r.get("external_id")
+    ]
+    fields = (
+        ("Alternate terms", "alternate_terms"),
+        ("Abstraction", "abstraction"),
+        ("Likelihood of attack", "likelihood_of_attack"),
+        ("Typical severity", "typical_severity"),
+        ("Prerequisites", "prerequisites"),
+        ("Skills required", "skills_required"),
+        ("Resources required", "resources_required"),
+        ("Consequences", "consequences"),
+    )
+    parts = [
+        _clean(obj.get("description"), True),
+        _clean(obj.get("x_capec_extended_description"), True),
+        *(_section(label, obj.get(f"x_capec_{key}"), True) for label, key in fields),
+        _clean(obj.get("x_capec_execution_flow"), True),
+        _section("Example instances", obj.get("x_capec_example_instances"), True),
+    ]
+    metadata = {
+        "kind": "attack-pattern",
+        "stix_id": obj["id"],
+        "status": obj.get("x_capec_status"),
+        "abstraction": obj.get("x_capec_abstraction"),
+        "severity": obj.get("x_capec_typical_severity"),
+        "likelihood": obj.get("x_capec_likelihood_of_attack"),
+        "cwes": cwes,
+        "child_of": [p for p in parents if p],
+        "version": obj.get("x_capec_version"),
+    }
+    return Record(
+        source=file.source,
+        upstream_id=str(ref["external_id"]),
+        title=str(obj.get("name", "")),
+        body=normalize.join_text(*parts),
+        url=str(ref.get("url") or file.url_for()),
+        techniques=_capec_attack_ids(obj, attack_source),
+        platforms=(),
+        tags=normalize.tags(obj.get("x_capec_domains") or ()),
+        metadata=_compact(metadata),
+        path=file.rel,
+    )
 
 
 def _capec_mitigation(obj: dict[str, Any], ix: _Index, file: SourceFile, attack_source: str) -> Record | None:
@@ -215,17 +279,26 @@ def _capec_mitigation(obj: dict[str, Any], ix: _Index, file: SourceFile, attack_
     own = next((p for p in patterns if match and external_id(p, "capec") == f"CAPEC-{match.group(1)}"), None)
     main = own or (patterns[0] if patterns else None)
     main_ref = external_ref(main, "capec") if main else None
-    title = (f"Mitigation for {main_ref['external_id']}: {main.get('name')}" if main and main_ref
-             else f"CAPEC mitigation {name}")
+    title = (
+        f"Mitigation for {main_ref['external_id']}: {main.get('name')}"
+        if main and main_ref
+        else f"CAPEC mitigation {name}"
+    )
     mitigated = [f"{external_id(p, 'capec')} {p.get('name')}" for p in patterns]
     techniques = normalize.technique_ids(t for p in patterns for t in _capec_attack_ids(p, attack_source))
-    return Record(source=file.source, upstream_id=name, title=title,
-                  body=normalize.join_text(_clean(obj.get("description"), True),
-                                           _section("Mitigates", mitigated)),
-                  url=str(main_ref.get("url")) if main_ref else file.url_for(), techniques=techniques,
-                  tags=("mitigation",), path=file.rel,
-                  metadata=_compact({"kind": "mitigation", "stix_id": obj["id"],
-                                     "mitigates": [external_id(p, "capec") for p in patterns]}))
+    return Record(
+        source=file.source,
+        upstream_id=name,
+        title=title,
+        body=normalize.join_text(_clean(obj.get("description"), True), _section("Mitigates", mitigated)),
+        url=str(main_ref.get("url")) if main_ref else file.url_for(),
+        techniques=techniques,
+        tags=("mitigation",),
+        path=file.rel,
+        metadata=_compact(
+            {"kind": "mitigation", "stix_id": obj["id"], "mitigates": [external_id(p, "capec") for p in patterns]}
+        ),
+    )
 
 
 # --- MBC --------------------------------------------------------------------------------------
@@ -285,32 +358,51 @@ def _mbc_record(obj: dict[str, Any], ix: _Index, file: SourceFile) -> Record | N
         attack.append(_mbc_attack(mbc_id) or _mbc_attack(str(bdefn.get("external_id") or "")))
     elif kind == "behavior":
         objectives = [str(ix.by_id[o].get("name")) for o in obj.get("objective_refs") or () if o in ix.by_id]
-        methods = sorted(f"{_mbc_id(m)} {m.get('name')}" for m in ix.by_id.values()
-                         if m.get("type") == "malware-method" and m.get("behavior_ref") == obj["id"])
+        methods = sorted(
+            f"{_mbc_id(m)} {m.get('name')}"
+            for m in ix.by_id.values()
+            if m.get("type") == "malware-method" and m.get("behavior_ref") == obj["id"]
+        )
         rules = [r.get("rule_name") for r in obj.get("detection_rules") or () if isinstance(r, Mapping)]
-        parts = [_section("Objectives", ", ".join(objectives)), _section("Methods", methods),
-                 _section("Detection rules", rules)]
+        parts = [
+            _section("Objectives", ", ".join(objectives)),
+            _section("Methods", methods),
+            _section("Detection rules", rules),
+        ]
         metadata.update(objectives=objectives, detection_rules=rules[:20], tags=obj.get("tags"))
     elif kind == "malware":
         used = ix.targets(obj["id"], "uses")
         behaviors = sorted({f"{_mbc_id(t)} {t.get('name')}" for _, t in used if _mbc_id(t)})
         attack += [_mbc_attack(_mbc_id(t)) for _, t in used]
         # ATT&CK targets are not in the MBC bundle; the relationship text names the technique id.
-        attack += [r.get("description") for r in ix.out.get(obj["id"], ())
-                   if r.get("relationship_type") == "uses"
-                   and str(r.get("target_ref")).startswith("attack-pattern--")]
+        attack += [
+            r.get("description")
+            for r in ix.out.get(obj["id"], ())
+            if r.get("relationship_type") == "uses" and str(r.get("target_ref")).startswith("attack-pattern--")
+        ]
         platforms = normalize.platforms(normalize.as_list(ext.get("platforms")))
         aliases = [str(a) for a in normalize.as_list(_literal(obj.get("aliases"))) if str(a) != name]
-        parts = [_section("Aliases", ", ".join(aliases)),
-                 _section("Platforms", ", ".join(map(str, normalize.as_list(ext.get("platforms"))))),
-                 _section("Year", ext.get("year")), _section("Behaviors", behaviors)]
+        parts = [
+            _section("Aliases", ", ".join(aliases)),
+            _section("Platforms", ", ".join(map(str, normalize.as_list(ext.get("platforms"))))),
+            _section("Year", ext.get("year")),
+            _section("Behaviors", behaviors),
+        ]
         year = str(ext.get("year") or "") or None
         metadata.update(aliases=aliases, year=year, is_family=obj.get("is_family"))
     techniques = normalize.technique_ids(a for a in attack if a)
-    return Record(source=file.source, upstream_id=mbc_id, title=title,
-                  body=normalize.join_text(description if description != "[1]" else "", *parts),
-                  url=url or file.url_for(), techniques=techniques, platforms=platforms,
-                  tags=normalize.tags([kind]), metadata=_compact(metadata), path=file.rel)
+    return Record(
+        source=file.source,
+        upstream_id=mbc_id,
+        title=title,
+        body=normalize.join_text(description if description != "[1]" else "", *parts),
+        url=url or file.url_for(),
+        techniques=techniques,
+        platforms=platforms,
+        tags=normalize.tags([kind]),
+        metadata=_compact(metadata),
+        path=file.rel,
+    )
 
 
 # --- driver -----------------------------------------------------------------------------------
@@ -321,7 +413,10 @@ def _compact(metadata: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _SCHEMES: dict[str, Callable[[dict[str, Any], _Index, SourceFile], Record | None]] = {
-    "attack": _attack_record, "capec": _capec_record, "mbc": _mbc_record}
+    "attack": _attack_record,
+    "capec": _capec_record,
+    "mbc": _mbc_record,
+}
 
 
 def parse(file: SourceFile) -> Iterator[Record]:

@@ -1,4 +1,5 @@
 """Velociraptor artifact definitions: description, parameters and the VQL source queries."""
+
 from __future__ import annotations
 
 import re
@@ -47,17 +48,19 @@ def parse(file: SourceFile) -> Iterator[Record]:
         techniques=normalize.technique_ids([description, *references]),
         platforms=_platforms(name, preconditions),
         tags=normalize.tags([kind, name.split(".")[0]]),
-        metadata=compact({
-            "type": kind,
-            "author": text(doc.get("author")),
-            "aliases": texts(normalize.as_list(doc.get("aliases"))),
-            "parameters": texts(p.get("name") for p in _mappings(doc.get("parameters"))),
-            "sources": texts(s.get("name") for s in sources),
-            "tools": texts(t.get("name") for t in _mappings(doc.get("tools"))),
-            "required_permissions": texts(normalize.as_list(doc.get("required_permissions"))),
-            "implied_permissions": texts(normalize.as_list(doc.get("implied_permissions"))),
-            "references": references,
-        }),
+        metadata=compact(
+            {
+                "type": kind,
+                "author": text(doc.get("author")),
+                "aliases": texts(normalize.as_list(doc.get("aliases"))),
+                "parameters": texts(p.get("name") for p in _mappings(doc.get("parameters"))),
+                "sources": texts(s.get("name") for s in sources),
+                "tools": texts(t.get("name") for t in _mappings(doc.get("tools"))),
+                "required_permissions": texts(normalize.as_list(doc.get("required_permissions"))),
+                "implied_permissions": texts(normalize.as_list(doc.get("implied_permissions"))),
+                "references": references,
+            }
+        ),
         path=file.rel,
     )
 
@@ -85,12 +88,16 @@ def _source(source: Mapping[str, Any]) -> str:
     """One source's VQL; older artifacts hold a `queries` list instead of one `query`."""
     queries = texts([source.get("query"), *normalize.as_list(source.get("queries"))])
     header = "Source" + (f" {text(source['name'])}" if source.get("name") else "") + ":"
-    return normalize.join_text(
-        header,
-        text(source.get("description")),
-        "Precondition: " + text(source["precondition"]) if source.get("precondition") else "",
-        *queries,
-    ) if queries or source.get("precondition") else ""
+    return (
+        normalize.join_text(
+            header,
+            text(source.get("description")),
+            "Precondition: " + text(source["precondition"]) if source.get("precondition") else "",
+            *queries,
+        )
+        if queries or source.get("precondition")
+        else ""
+    )
 
 
 def _platforms(name: str, preconditions: list[str]) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
 """Shared pieces of the one-entry-per-YAML-file parsers: loading, plain values, web URLs."""
+
 from __future__ import annotations
 
 import datetime as dt

@@ -1,4 +1,5 @@
 """Embedding pass with the real model on a real store: only missing vectors are computed."""
+
 from __future__ import annotations
 
 import psycopg
@@ -33,8 +34,9 @@ def test_embeds_missing_chunks_once_and_reuses_identical_text(db: psycopg.Connec
     changed = records[:4] + [Record("demo", "r4", "Rule 4", "Now about lateral movement")]
     store.publish(db, source="demo", version="v2", records=changed, lookup={}, chunking=ChunkConfig())
     assert embed_pending(db, embedder, SQL, source="demo").embedded == 1
-    dims, norm = db.execute("SELECT vector_dims(vector), round((vector <#> vector)::numeric * -1, 3) "
-                            "FROM embeddings LIMIT 1").fetchone()
+    dims, norm = db.execute(
+        "SELECT vector_dims(vector), round((vector <#> vector)::numeric * -1, 3) FROM embeddings LIMIT 1"
+    ).fetchone()
     assert dims == 384 and float(norm) == pytest.approx(1.0, abs=0.01)
 
 

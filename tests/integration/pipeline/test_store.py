@@ -1,4 +1,5 @@
 """Atomic publish on a real PostgreSQL: diff by content hash, refusals, readers never see a mix."""
+
 from __future__ import annotations
 
 import threading
@@ -16,8 +17,14 @@ LOOKUP = {"T1003": "OS Credential Dumping", "T1003.001": "OS Credential Dumping:
 
 
 def rec(i: int, body: str = "", **kw: object) -> Record:
-    return Record(source="demo", upstream_id=f"r{i}", title=f"Rule {i}", body=body or f"Body of rule {i}",
-                  url=f"https://example.org/{i}", **kw)  # type: ignore[arg-type]
+    return Record(
+        source="demo",
+        upstream_id=f"r{i}",
+        title=f"Rule {i}",
+        body=body or f"Body of rule {i}",
+        url=f"https://example.org/{i}",
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -28,24 +35,32 @@ def store(db: psycopg.Connection) -> Store:
 
 
 def publish(store: Store, db: psycopg.Connection, version: str, records: list[Record], **kw: object):
-    return store.publish(db, source="demo", version=version, records=records, lookup=LOOKUP,
-                         chunking=ChunkConfig(), **kw)  # type: ignore[arg-type]
+    return store.publish(
+        db, source="demo", version=version, records=records, lookup=LOOKUP, chunking=ChunkConfig(), **kw
+    )  # type: ignore[arg-type]
 
 
 def test_first_publish_inserts_documents_and_chunks(store: Store, db: psycopg.Connection) -> None:
-    records = [rec(i) for i in range(10)] + [rec(99, body="Detects T1003.001 via mimikatz.exe",
-                                                  techniques=("T1003.001",))]
+    records = [rec(i) for i in range(10)] + [
+        rec(99, body="Detects T1003.001 via mimikatz.exe", techniques=("T1003.001",))
+    ]
     result = publish(store, db, "v1", records, skipped=[Skipped("bad.yml", "invalid YAML")])
-    assert (result.status, result.inserted, result.updated, result.deleted, result.skipped) == \
-        ("published", 11, 0, 0, 1)
+    assert (result.status, result.inserted, result.updated, result.deleted, result.skipped) == (
+        "published",
+        11,
+        0,
+        0,
+        1,
+    )
     assert db.execute("SELECT count(*) FROM documents").fetchone()[0] == 11
     row = db.execute("SELECT enriched_text, identifiers FROM chunks WHERE chunk_id = 'demo:r99#0'").fetchone()
     assert "T1003.001 OS Credential Dumping: LSASS Memory" in row[0]
     assert "mimikatz" in row[1].split() and "t1003" in row[1].split()
     src = db.execute("SELECT current_version, state, record_count FROM sources WHERE name='demo'").fetchone()
     assert src == ("v1", "ok", 11)
-    version = db.execute("SELECT status, records_inserted, records_skipped, details->'skipped_sample' "
-                         "FROM source_versions").fetchone()
+    version = db.execute(
+        "SELECT status, records_inserted, records_skipped, details->'skipped_sample' FROM source_versions"
+    ).fetchone()
     assert version == ("published", 11, 1, ["bad.yml: invalid YAML"])
 
 
@@ -66,24 +81,33 @@ def test_republish_diffs_by_content_hash(store: Store, db: psycopg.Connection) -
 def test_unchanged_republish_writes_nothing(store: Store, db: psycopg.Connection) -> None:
     publish(store, db, "v1", [rec(i) for i in range(5)])
     result = publish(store, db, "v2", [rec(i) for i in range(5)])
-    assert (result.inserted, result.updated, result.deleted, result.unchanged, result.chunks_written) == \
-        (0, 0, 0, 5, 0)
+    assert (result.inserted, result.updated, result.deleted, result.unchanged, result.chunks_written) == (0, 0, 0, 5, 0)
 
 
 def test_lookup_change_reindexes_affected_chunks(store: Store, db: psycopg.Connection) -> None:
     records = [rec(1, body="uses T1003"), rec(2)]
     publish(store, db, "v1", records)
-    result = store.publish(db, source="demo", version="v2", records=records,
-                           lookup={"T1003": "Credential Dumping (renamed)"}, chunking=ChunkConfig())
+    result = store.publish(
+        db,
+        source="demo",
+        version="v2",
+        records=records,
+        lookup={"T1003": "Credential Dumping (renamed)"},
+        chunking=ChunkConfig(),
+    )
     assert (result.updated, result.unchanged) == (1, 1)
 
 
-@pytest.mark.parametrize("records, reason", [
-    ([], "empty result"),
-    ([rec(i) for i in range(4)], "shrank from 10 to 4"),
-])
-def test_refused_versions_keep_the_old_one_served(store: Store, db: psycopg.Connection,
-                                                   records: list[Record], reason: str) -> None:
+@pytest.mark.parametrize(
+    "records, reason",
+    [
+        ([], "empty result"),
+        ([rec(i) for i in range(4)], "shrank from 10 to 4"),
+    ],
+)
+def test_refused_versions_keep_the_old_one_served(
+    store: Store, db: psycopg.Connection, records: list[Record], reason: str
+) -> None:
     publish(store, db, "v1", [rec(i) for i in range(10)])
     result = publish(store, db, "v2", records)
     assert result.status == "refused" and reason in (result.reason or "")
@@ -102,8 +126,7 @@ def test_forced_shrink_is_published(store: Store, db: psycopg.Connection) -> Non
 
 def test_access_is_stored_and_part_of_the_diff(store: Store, db: psycopg.Connection) -> None:
     publish(store, db, "v1", [rec(1)], access=Access("acme", ("alice",), ("soc",)))
-    assert db.execute("SELECT tenant, acl_users, acl_groups FROM documents").fetchone() == \
-        ("acme", ["alice"], ["soc"])
+    assert db.execute("SELECT tenant, acl_users, acl_groups FROM documents").fetchone() == ("acme", ["alice"], ["soc"])
     result = publish(store, db, "v2", [rec(1)], access=Access("acme", ("alice", "bob"), ("soc",)))
     assert result.updated == 1
 
@@ -118,9 +141,12 @@ def test_readers_see_old_or_new_never_a_mix(store: Store, db_url: str, db: psyco
     def read() -> None:
         with database.connect(db_url, autocommit=True) as reader:
             while not stop.is_set():
-                seen.add(reader.execute(
-                    "SELECT count(*) FILTER (WHERE body LIKE 'old%%'), count(*) FILTER (WHERE body LIKE 'new%%') "
-                    "FROM documents").fetchone())
+                seen.add(
+                    reader.execute(
+                        "SELECT count(*) FILTER (WHERE body LIKE 'old%%'), count(*) FILTER (WHERE body LIKE 'new%%') "
+                        "FROM documents"
+                    ).fetchone()
+                )
 
     thread = threading.Thread(target=read)
     thread.start()

@@ -60,14 +60,19 @@ class Harness:
     instance: dg.DagsterInstance
 
     def materialize(
-        self, selection: str, run_config: Mapping[str, Any] | None = None, raise_on_error: bool = True,
+        self,
+        selection: str,
+        run_config: Mapping[str, Any] | None = None,
+        raise_on_error: bool = True,
         tags: Mapping[str, str] | None = None,
     ) -> dg.ExecuteInProcessResult:
         job = self.defs.resolve_implicit_global_asset_job_def().get_subset(
             asset_selection=dg.AssetSelection.from_string(selection).resolve(self.defs.resolve_asset_graph())
         )
         return job.execute_in_process(
-            instance=self.instance, run_config=run_config or {}, raise_on_error=raise_on_error,
+            instance=self.instance,
+            run_config=run_config or {},
+            raise_on_error=raise_on_error,
             tags=dict(tags or {}),
         )
 
@@ -104,9 +109,7 @@ def _admin(server_url: str) -> psycopg.Connection:
 def clone(server_url: str, template: str) -> str:
     name = f"secrag_dg_{uuid.uuid4().hex[:10]}"
     with _admin(server_url) as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
-        )
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template)))
     return name
 
 

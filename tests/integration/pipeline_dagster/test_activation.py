@@ -17,9 +17,7 @@ NEW = "next-model"
 def _publish(db: psycopg.Connection) -> list[str]:
     store = Store(SQL)
     store.register_source(db, SourceRow(name="notes", kind="static"))
-    records = [
-        Record(source="notes", upstream_id=f"n{i}", title=f"note {i}", body=f"body {i}") for i in range(3)
-    ]
+    records = [Record(source="notes", upstream_id=f"n{i}", title=f"note {i}", body=f"body {i}") for i in range(3)]
     store.publish(db, source="notes", version="v1", records=records, lookup={}, chunking=ChunkConfig())
     return [h for (h,) in db.execute("SELECT DISTINCT content_hash FROM chunks").fetchall()]
 
@@ -31,16 +29,12 @@ def _active(db: psycopg.Connection) -> list[str]:
 def test_new_model_activates_only_when_every_chunk_has_a_vector(db: psycopg.Connection):
     hashes = _publish(db)
     db.execute("INSERT INTO embedding_models (model_id, dimensions) VALUES (%s, 3)", [NEW])
-    db.execute(
-        "INSERT INTO embeddings (content_hash, model_id, vector) VALUES (%s, %s, '[1,0,0]')", [hashes[0], NEW]
-    )
+    db.execute("INSERT INTO embeddings (content_hash, model_id, vector) VALUES (%s, %s, '[1,0,0]')", [hashes[0], NEW])
     partial = activate_model_if_complete(db, SQL, NEW)
     assert not partial.switched and partial.missing == len(hashes) - 1
     assert _active(db) == ["all-MiniLM-L6-v2"]
     for h in hashes[1:]:
-        db.execute(
-            "INSERT INTO embeddings (content_hash, model_id, vector) VALUES (%s, %s, '[0,1,0]')", [h, NEW]
-        )
+        db.execute("INSERT INTO embeddings (content_hash, model_id, vector) VALUES (%s, %s, '[0,1,0]')", [h, NEW])
     done = activate_model_if_complete(db, SQL, NEW)
     assert done.switched and done.active == NEW
     assert _active(db) == [NEW]

@@ -32,9 +32,7 @@ def test_full_build_publishes_embeds_and_checks_every_asset(built_store, mirror)
     _, result = built_store
     assert result.success
     materialized = {
-        e.asset_key
-        for e in result.get_asset_materialization_events()
-        for e in [e.event_specific_data.materialization]
+        e.asset_key for e in result.get_asset_materialization_events() for e in [e.event_specific_data.materialization]
     }
     expected = {LOOKUP_KEY, *(source_key(s) for s in SOURCES), *(embeddings_key(s) for s in SOURCES)}
     assert materialized == expected
@@ -85,9 +83,7 @@ def test_noop_refresh_embeds_nothing(built: Harness):
 def test_one_changed_record_embeds_only_its_chunks(built: Harness):
     rel = "analytics/CAR-2013-01-002.yaml"
     with built.connect() as conn:
-        before = conn.execute(
-            "SELECT count(*) FROM chunks WHERE doc_id = 'mitre_car:CAR-2013-01-002'"
-        ).fetchone()[0]
+        before = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = 'mitre_car:CAR-2013-01-002'").fetchone()[0]
     data = _snapshot_file(built, rel)
     new_head = add_commit(
         built.mirror, "mitre_car", {rel: data.replace(b"description: ", b"description: Updated. ", 1)}
@@ -110,9 +106,7 @@ def test_pin_publishes_an_older_version(built: Harness):
     meta = _metadata(result, source_key("mitre_car"))
     assert meta["version"] == old and meta["pinned"] is True and meta["inserted"] == 1
     with built.connect() as conn:
-        assert (
-            conn.execute("SELECT current_version FROM sources WHERE name = 'mitre_car'").fetchone()[0] == old
-        )
+        assert conn.execute("SELECT current_version FROM sources WHERE name = 'mitre_car'").fetchone()[0] == old
 
 
 def test_force_republishes_an_unchanged_version(built: Harness):

@@ -39,10 +39,7 @@ def test_first_tick_requests_one_run_and_observes_the_upstream(graph: Harness):
     [event] = result.asset_events
     assert event.asset_key == upstream_key("mitre_car") and event.tags["dagster/data_version"] == head
     with graph.connect() as conn:
-        assert (
-            conn.execute("SELECT last_seen_version FROM sources WHERE name = 'mitre_car'").fetchone()[0]
-            == head
-        )
+        assert conn.execute("SELECT last_seen_version FROM sources WHERE name = 'mitre_car'").fetchone()[0] == head
 
 
 def test_unchanged_upstream_requests_nothing_and_keeps_the_cursor(graph: Harness):
@@ -119,29 +116,21 @@ def test_folder_sensor_sees_new_changed_and_deleted_files(folder):
 def test_folder_asset_publishes_changes_and_deletions_with_access(folder):
     h, root = folder
     (root / "page.html").write_text(
-        "<html><head><title>Runbook</title><script>x()</script></head>"
-        "<body><p>Contain the host.</p></body></html>"
+        "<html><head><title>Runbook</title><script>x()</script></head><body><p>Contain the host.</p></body></html>"
     )
     (root / "bad.json").write_text("{nope")
     result = h.materialize("key:folders/team_docs+")
-    meta = {
-        k: v.value
-        for k, v in result.asset_materializations_for_node("folders__team_docs")[0].metadata.items()
-    }
+    meta = {k: v.value for k, v in result.asset_materializations_for_node("folders__team_docs")[0].metadata.items()}
     assert meta["records"] == 3 and meta["skipped"] == 1 and "bad.json" in meta["file_errors"]
     with h.connect() as conn:
-        rows = conn.execute(
-            "SELECT doc_id, tenant, acl_users, acl_groups FROM documents ORDER BY doc_id"
-        ).fetchall()
+        rows = conn.execute("SELECT doc_id, tenant, acl_users, acl_groups FROM documents ORDER BY doc_id").fetchall()
         kind = conn.execute("SELECT kind FROM sources WHERE name = 'team_docs'").fetchone()[0]
     assert [r[0] for r in rows] == ["team_docs:a.md", "team_docs:b.txt", "team_docs:page.html"]
     assert all(r[1:] == ("acme", ["alice"], ["soc"]) for r in rows) and kind == "user_folder"
     (root / "b.txt").write_text("bravo, changed")
     (root / "page.html").unlink()
     again = h.materialize("key:folders/team_docs+")
-    meta = {
-        k: v.value for k, v in again.asset_materializations_for_node("folders__team_docs")[0].metadata.items()
-    }
+    meta = {k: v.value for k, v in again.asset_materializations_for_node("folders__team_docs")[0].metadata.items()}
     assert (meta["updated"], meta["deleted"], meta["unchanged"]) == (1, 1, 1)
     emb = again.asset_materializations_for_node("embeddings__team_docs")[0].metadata
     assert emb["embedded"].value == 1

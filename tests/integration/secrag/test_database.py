@@ -1,4 +1,5 @@
 """Database requirement checks and connection errors: one clear message, never a traceback."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,10 @@ def test_embedded_server_meets_requirements(db_url: str) -> None:
 
 def test_missing_extension_is_one_clear_error(db_url: str) -> None:
     with database.connect(db_url) as conn:
-        conn.execute("CREATE TEMP VIEW pg_available_extensions AS "
-                     "SELECT 'pg_trgm'::name AS name, '1.6'::text AS default_version, NULL::text AS installed_version")
+        conn.execute(
+            "CREATE TEMP VIEW pg_available_extensions AS "
+            "SELECT 'pg_trgm'::name AS name, '1.6'::text AS default_version, NULL::text AS installed_version"
+        )
         conn.execute("SET search_path = pg_temp, pg_catalog, public")
         with pytest.raises(DatabaseError, match="lacks the pgvector extension") as info:
             database.check_requirements(conn)
@@ -37,14 +40,18 @@ def test_unreachable_server_names_host_and_hint() -> None:
     assert info.value.hint
 
 
-@pytest.mark.parametrize("url, needle", [
-    ("postgresql://secrag@127.0.0.1:9/secrag", "cannot connect to PostgreSQL at 127.0.0.1:9/secrag"),
-    ("not a url at all", "invalid DATABASE_URL"),
-])
+@pytest.mark.parametrize(
+    "url, needle",
+    [
+        ("postgresql://secrag@127.0.0.1:9/secrag", "cannot connect to PostgreSQL at 127.0.0.1:9/secrag"),
+        ("not a url at all", "invalid DATABASE_URL"),
+    ],
+)
 def test_cli_prints_one_line_and_exits_nonzero(url: str, needle: str) -> None:
     env = {**os.environ, "DATABASE_URL": url}
-    result = subprocess.run([*SECRAG, "status"], capture_output=True, text=True, env=env, cwd=REPO_ROOT,
-                            timeout=60, check=False)
+    result = subprocess.run(
+        [*SECRAG, "status"], capture_output=True, text=True, env=env, cwd=REPO_ROOT, timeout=60, check=False
+    )
     assert result.returncode == 1
     assert needle in result.stderr
     assert "Traceback" not in result.stderr

@@ -1,4 +1,5 @@
 """The embedded server: clear one-line errors for bad data directories, reuse when already running."""
+
 from __future__ import annotations
 
 import os
@@ -68,8 +69,15 @@ def test_cli_reports_bad_data_dir_in_one_line(tmp_path: Path) -> None:
     (data_dir / "pgdata" / "junk").write_text("x")
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRAG_DATABASE_URL")}
     env["SECRAG_DATA_DIR"] = str(data_dir)
-    result = subprocess.run([sys.executable, "-m", "secrag_cli.main", "db", "start"], capture_output=True,
-                            text=True, env=env, cwd=tmp_path, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "secrag_cli.main", "db", "start"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 1
     assert result.stderr.strip().startswith("error: ") and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -122,8 +130,23 @@ def test_a_server_left_running_by_another_installation_is_replaced(tmp_path: Pat
         ensure_prefix_permissions(other)
         ensure_folder_permissions(other, 0o055)
         user = embedded.SERVER_USER
-    subprocess.run([str(other / "bin" / "pg_ctl"), "-D", str(pgdata), "-w", "-l", str(pgdata / "log"),
-                    "-o", f'-h "" -k {pgdata}', "start"], check=True, capture_output=True, user=user, timeout=60)
+    subprocess.run(
+        [
+            str(other / "bin" / "pg_ctl"),
+            "-D",
+            str(pgdata),
+            "-w",
+            "-l",
+            str(pgdata / "log"),
+            "-o",
+            f'-h "" -k {pgdata}',
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        user=user,
+        timeout=60,
+    )
     try:
         assert Path(embedded._postmaster(pgdata).process.exe()).parent == other / "bin"
         embedded.start(pgdata, shared_buffers=None)

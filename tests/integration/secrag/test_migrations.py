@@ -1,4 +1,5 @@
 """Migrations on a real PostgreSQL: order, idempotence, checksums, locking, schema.sql."""
+
 from __future__ import annotations
 
 import shutil
@@ -48,7 +49,8 @@ def test_failed_migration_rolls_back_and_is_not_recorded(db_url: str, tmp_path: 
     sql_dir = _copy_sql(tmp_path)
     n = len(migrations.load_migrations(sql_dir / "migrations")) + 1
     (sql_dir / "migrations" / f"{n:04d}_broken.sql").write_text(
-        "CREATE TABLE half_done (id int);\nSELECT * FROM no_such_table;\n")
+        "CREATE TABLE half_done (id int);\nSELECT * FROM no_such_table;\n"
+    )
     with database.connect(db_url, autocommit=True) as conn:
         with pytest.raises(MigrationError, match="broken"):
             migrations.migrate(conn, sql_dir)
@@ -60,7 +62,8 @@ def test_no_transaction_header_allows_concurrent_index(db_url: str, tmp_path: Pa
     sql_dir = _copy_sql(tmp_path)
     n = len(migrations.load_migrations(sql_dir / "migrations")) + 1
     (sql_dir / "migrations" / f"{n:04d}_concurrent_index.sql").write_text(
-        f"{migrations.NO_TRANSACTION}\nCREATE INDEX CONCURRENTLY IF NOT EXISTS docs_title_idx ON documents (title);\n")
+        f"{migrations.NO_TRANSACTION}\nCREATE INDEX CONCURRENTLY IF NOT EXISTS docs_title_idx ON documents (title);\n"
+    )
     with database.connect(db_url, autocommit=True) as conn:
         applied = migrations.migrate(conn, sql_dir)
         assert [m.transactional for m in applied] == [False]
@@ -100,10 +103,12 @@ def test_reader_role_can_select_but_not_write(db_url: str) -> None:
         assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 0
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("INSERT INTO embedding_models (model_id, dimensions) VALUES ('x', 3)")
-        settings = dict(conn.execute(
-            "SELECT split_part(c, '=', 1), split_part(c, '=', 2) FROM pg_db_role_setting s, "
-            "unnest(s.setconfig) c JOIN pg_roles r ON true WHERE r.oid = s.setrole AND r.rolname = 'secrag_reader'"
-        ).fetchall())
+        settings = dict(
+            conn.execute(
+                "SELECT split_part(c, '=', 1), split_part(c, '=', 2) FROM pg_db_role_setting s, "
+                "unnest(s.setconfig) c JOIN pg_roles r ON true WHERE r.oid = s.setrole AND r.rolname = 'secrag_reader'"
+            ).fetchall()
+        )
         assert settings["statement_timeout"] == "2s"
 
 
@@ -121,6 +126,7 @@ def test_migrations_bring_an_older_pgvector_to_the_installed_version(empty_db_ur
         assert [m.name for m in applied] == ["vector_extension_update"]
         installed, default = conn.execute(
             "SELECT e.extversion, a.default_version FROM pg_extension e "
-            "JOIN pg_available_extensions a ON a.name = e.extname WHERE e.extname = 'vector'").fetchone()
+            "JOIN pg_available_extensions a ON a.name = e.extname WHERE e.extname = 'vector'"
+        ).fetchone()
         assert installed == default != "0.8.2"
         assert conn.execute("SELECT '[3,4]'::vector <=> '[4,3]'::vector").fetchone()[0] == pytest.approx(0.04)

@@ -1,4 +1,5 @@
 """The ONNX export of the real model: exported once, reused, and its vectors equal sentence-transformers'."""
+
 from __future__ import annotations
 
 import threading
@@ -14,8 +15,14 @@ from serving.encoder import QueryEncoder, shared_encoder
 
 MODEL = "all-MiniLM-L6-v2"
 LONG = " ".join(f"Step {i}: the adversary dumps LSASS memory with procdump.exe and exfiltrates it." for i in range(40))
-QUERIES = ["T1003", "mimikatz", "lsass memory dump", "how do attackers abuse rundll32 to proxy execution of code",
-           "CVE-2021-44228 log4j JNDI lookup", LONG]
+QUERIES = [
+    "T1003",
+    "mimikatz",
+    "lsass memory dump",
+    "how do attackers abuse rundll32 to proxy execution of code",
+    "CVE-2021-44228 log4j JNDI lookup",
+    LONG,
+]
 
 
 @pytest.fixture(scope="session")

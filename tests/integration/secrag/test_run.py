@@ -1,4 +1,5 @@
 """`secrag run`: one-line errors before anything starts (busy ports), and the plain database path."""
+
 from __future__ import annotations
 
 import os
@@ -21,16 +22,30 @@ def test_busy_port_is_a_one_line_error(tmp_path: Path, db_url: str) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = subprocess.run([*SECRAG, "run", "--no-dagster", "--api-port", str(port)], capture_output=True,
-                                text=True, env=_env(tmp_path, db_url), timeout=120, check=False)
+        result = subprocess.run(
+            [*SECRAG, "run", "--no-dagster", "--api-port", str(port)],
+            capture_output=True,
+            text=True,
+            env=_env(tmp_path, db_url),
+            timeout=120,
+            check=False,
+        )
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"error: port {port} on 127.0.0.1 is in use (Address already in use) "
-                                     f"(hint: stop what uses it or pick another with --api-port)")
+    assert result.stderr.strip() == (
+        f"error: port {port} on 127.0.0.1 is in use (Address already in use) "
+        f"(hint: stop what uses it or pick another with --api-port)"
+    )
 
 
 def test_run_without_services_migrates_and_reports(tmp_path: Path, db_url: str) -> None:
-    result = subprocess.run([*SECRAG, "run", "--no-dagster", "--no-api"], capture_output=True, text=True,
-                            env=_env(tmp_path, db_url), timeout=120, check=False)
+    result = subprocess.run(
+        [*SECRAG, "run", "--no-dagster", "--no-api"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path, db_url),
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "database ready" in result.stdout and "schema version" in result.stdout
     assert "embeddings 0 (active model all-MiniLM-L6-v2)" in result.stdout

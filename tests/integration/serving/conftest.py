@@ -1,4 +1,5 @@
 """Session fixtures for the serving tests: one real store (built once), API clients over it."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,12 @@ from serving.settings import ServingSettings
 from . import corpus
 
 SQL_DIR = sql_dir()
-KEYS = {"alice-key": ("acme", "alice", ["blue"]), "bob-key": ("acme", "bob", ["red"]),
-        "carol-key": ("acme", "carol", []), "gina-key": ("globex", "gina", [])}
+KEYS = {
+    "alice-key": ("acme", "alice", ["blue"]),
+    "bob-key": ("acme", "bob", ["red"]),
+    "carol-key": ("acme", "carol", []),
+    "gina-key": ("globex", "gina", []),
+}
 
 
 @pytest.fixture(scope="session")
@@ -30,8 +35,9 @@ def serving_db_url(pg_server_url: str, template_db: str) -> Iterator[str]:
     admin = database.with_database(pg_server_url, "postgres")
     with database.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name),
-                                                                     sql.Identifier(template_db)))
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db))
+        )
     url = database.with_database(pg_server_url, name)
     with database.connect(url, autocommit=True) as conn:
         corpus.build(conn, SQL_DIR, shared_encoder("all-MiniLM-L6-v2").embedder)
@@ -56,6 +62,7 @@ def settings_for(api_keys_file: Path) -> Callable[..., ServingSettings]:
         values: dict[str, Any] = {"database_url": url, "api_keys_file": api_keys_file, "pool_max_size": 4}
         values.update(overrides)
         return ServingSettings(_env_file=None, **values)  # type: ignore[call-arg]
+
     return make
 
 

@@ -1,4 +1,5 @@
 """A small, real store for the serving tests: subsets of real upstream data, embedded with the real model."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,11 +45,20 @@ def _attack(r: Record) -> bool:
 
 SUBSETS = (
     Subset("mitre_attack", keep=_attack, limit=70, must=("T1003", "T1003.001", "T1059", "T1059.001")),
-    Subset("sigma", limit=80, paths=("rules/windows/**/*mimikatz*.yml", "rules/windows/**/*lsass*.yml",
-                                     "rules/windows/process_creation/proc_creation_win_powershell_[a-e]*.yml",
-                                     "rules/linux/process_creation/proc_creation_lnx_[a-b]*.yml")),
-    Subset("atomic", paths=("atomics/T1003.001/T1003*.yaml", "atomics/T1059.001/T1059*.yaml",
-                            "atomics/T1218.011/T1218*.yaml")),
+    Subset(
+        "sigma",
+        limit=80,
+        paths=(
+            "rules/windows/**/*mimikatz*.yml",
+            "rules/windows/**/*lsass*.yml",
+            "rules/windows/process_creation/proc_creation_win_powershell_[a-e]*.yml",
+            "rules/linux/process_creation/proc_creation_lnx_[a-b]*.yml",
+        ),
+    ),
+    Subset(
+        "atomic",
+        paths=("atomics/T1003.001/T1003*.yaml", "atomics/T1059.001/T1059*.yaml", "atomics/T1218.011/T1218*.yaml"),
+    ),
     Subset("cisa_kev", limit=50, must=("CVE-2021-44228", "CVE-2017-0144")),
     Subset("lolbas", limit=50),
     Subset("capec", limit=12, must=("CAPEC-66",)),
@@ -67,11 +77,19 @@ PRIVATE = {
 
 def private_records(source: str, tenant: str) -> list[Record]:
     """Notes that share words with public data, so every search path can reach them."""
-    return [Record(source=source, upstream_id=f"note-{i}", title=f"{tenant} secret note {i} about mimikatz",
-                   body=f"Internal {tenant} playbook {i}: LSASS credential dumping with mimikatz.exe "
-                        f"(T1003.001) seen on host {tenant}-dc{i}. Codeword zanzibar{tenant}.",
-                   techniques=("T1003.001",), platforms=("windows",), tags=(f"{tenant}-only", "internal"))
-            for i in range(3)]
+    return [
+        Record(
+            source=source,
+            upstream_id=f"note-{i}",
+            title=f"{tenant} secret note {i} about mimikatz",
+            body=f"Internal {tenant} playbook {i}: LSASS credential dumping with mimikatz.exe "
+            f"(T1003.001) seen on host {tenant}-dc{i}. Codeword zanzibar{tenant}.",
+            techniques=("T1003.001",),
+            platforms=("windows",),
+            tags=(f"{tenant}-only", "internal"),
+        )
+        for i in range(3)
+    ]
 
 
 def _select(records: Sequence[Record], subset: Subset) -> list[Record]:
@@ -99,16 +117,31 @@ def build(conn: psycopg.Connection, sql_dir: Path, embedder: Embedder) -> dict[s
         spec = registry[subset.source]
         outcome = parse_source(_spec(spec, subset), UPSTREAM / subset.source, version="test")
         records = _select(outcome.records, subset)
-        store.register_source(conn, SourceRow(name=spec.name, kind="online", description=spec.description,
-                                              category=spec.category, upstream=spec.repo or spec.feed_url,
-                                              branch=spec.branch, tracking=spec.tracking))
-        store.publish(conn, source=spec.name, version="test-v1", records=records, lookup=lookup,
-                      chunking=ChunkConfig())
+        store.register_source(
+            conn,
+            SourceRow(
+                name=spec.name,
+                kind="online",
+                description=spec.description,
+                category=spec.category,
+                upstream=spec.repo or spec.feed_url,
+                branch=spec.branch,
+                tracking=spec.tracking,
+            ),
+        )
+        store.publish(conn, source=spec.name, version="test-v1", records=records, lookup=lookup, chunking=ChunkConfig())
         counts[spec.name] = len(records)
     for source, (access, tenant) in PRIVATE.items():
         store.register_source(conn, SourceRow(name=source, kind="user_folder", description=f"{tenant} notes"))
-        store.publish(conn, source=source, version="v1", records=private_records(source, tenant),
-                      lookup=lookup, chunking=ChunkConfig(), access=access)
+        store.publish(
+            conn,
+            source=source,
+            version="v1",
+            records=private_records(source, tenant),
+            lookup=lookup,
+            chunking=ChunkConfig(),
+            access=access,
+        )
         counts[source] = 3
     stats = embed_pending(conn, embedder, sql_dir, batch_size=128)
     conn.execute("ANALYZE")

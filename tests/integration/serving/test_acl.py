@@ -1,4 +1,5 @@
 """Access control: private user-folder documents never leak to another tenant, user or group."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,8 +7,16 @@ from fastapi.testclient import TestClient
 
 from .conftest import search
 
-QUERIES = ["mimikatz", "zanzibaracme", "zanzibarglobex", "secret note", "T1003.001", "LSASS credential dumping",
-           "acme_notes:note-0", "globex_notes:note-0"]
+QUERIES = [
+    "mimikatz",
+    "zanzibaracme",
+    "zanzibarglobex",
+    "secret note",
+    "T1003.001",
+    "LSASS credential dumping",
+    "acme_notes:note-0",
+    "globex_notes:note-0",
+]
 VISIBLE = {
     None: set(),
     "alice-key": {"acme_notes", "acme_shared"},
@@ -52,7 +61,8 @@ def test_filters_and_lookups_never_leak(client: TestClient, key: str | None) -> 
 
 
 def test_bearer_token_and_unknown_key(client: TestClient) -> None:
-    payload = client.post("/v1/search", json={"query": "zanzibarglobex", "k": 5},
-                          headers={"Authorization": "Bearer gina-key"}).json()
+    payload = client.post(
+        "/v1/search", json={"query": "zanzibarglobex", "k": 5}, headers={"Authorization": "Bearer gina-key"}
+    ).json()
     assert payload["results"] and payload["results"][0]["source"] == "globex_notes"
     assert client.post("/v1/search", json={"query": "x"}, headers={"X-API-Key": "wrong"}).status_code == 401

@@ -1,4 +1,5 @@
 """Documents and chunks by id."""
+
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -43,5 +44,3 @@ def test_chunks(client: TestClient) -> None:
 def test_ids_request_limits(client: TestClient) -> None:
     assert client.post("/v1/docs", json={"ids": []}).status_code == 422
     assert client.post("/v1/docs", json={"ids": [f"a:{i}" for i in range(101)]}).status_code == 422
-
-

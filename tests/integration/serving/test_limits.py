@@ -1,4 +1,5 @@
 """Limits and failures: 413, 422, response cap, statement timeout (504), database down (503) and recovery."""
+
 from __future__ import annotations
 
 import threading
@@ -35,15 +36,18 @@ def test_body_over_one_mib_is_413(client: TestClient) -> None:
     assert streamed.status_code == 413
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"query": ""}, "query"),
-    ({"query": "é" * 4097}, "query"),
-    ({"query": "x", "k": 0}, "k"),
-    ({"query": "x", "k": 51}, "k"),
-    ({"query": "x", "mode": "magic"}, "mode"),
-    ({"query": "x", "filters": {"techniques": ["lsass"]}}, "techniques"),
-    ({"query": "x", "unknown": 1}, "unknown"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"query": ""}, "query"),
+        ({"query": "é" * 4097}, "query"),
+        ({"query": "x", "k": 0}, "k"),
+        ({"query": "x", "k": 51}, "k"),
+        ({"query": "x", "mode": "magic"}, "mode"),
+        ({"query": "x", "filters": {"techniques": ["lsass"]}}, "techniques"),
+        ({"query": "x", "unknown": 1}, "unknown"),
+    ],
+)
 def test_invalid_requests_are_422_with_field_errors(client: TestClient, body: dict, field: str) -> None:
     response = client.post("/v1/search", json=body)
     assert response.status_code == 422
@@ -66,11 +70,14 @@ def test_unknown_source_lists_the_valid_ones(client: TestClient) -> None:
 
 def test_response_cap_truncates(serving_db_url: str, settings_for: Callable[..., ServingSettings]) -> None:
     with TestClient(create_app(settings_for(serving_db_url, max_response_bytes=8192, mcp_enabled=False))) as small:
-        payload = small.post("/v1/search", json={"query": "powershell", "k": 50,
-                                                 "return": {"text": True, "max_text_chars": 2000}}).json()
+        payload = small.post(
+            "/v1/search", json={"query": "powershell", "k": 50, "return": {"text": True, "max_text_chars": 2000}}
+        ).json()
         assert payload["truncated"] is True and 0 < len(payload["results"]) < 50
-        docs = small.post("/v1/docs", json={"ids": ["mitre_attack:T1003", "mitre_attack:T1059",
-                                                    "mitre_attack:T1055", "mitre_attack:T1218"]})
+        docs = small.post(
+            "/v1/docs",
+            json={"ids": ["mitre_attack:T1003", "mitre_attack:T1059", "mitre_attack:T1055", "mitre_attack:T1218"]},
+        )
         assert docs.json()["truncated"] is True and len(docs.content) <= 8192
 
 
@@ -100,15 +107,17 @@ def test_statement_timeout_is_504_within_2_5_s(serving_db_url: str, client: Test
     assert client.post("/v1/search", json={"query": "lsass", "mode": "fts"}).status_code == 200
 
 
-def test_database_down_is_503_fast_and_recovers(db_url: str, pg_server_url: str,
-                                                settings_for: Callable[..., ServingSettings]) -> None:
+def test_database_down_is_503_fast_and_recovers(
+    db_url: str, pg_server_url: str, settings_for: Callable[..., ServingSettings]
+) -> None:
     name = conninfo.conninfo_to_dict(db_url)["dbname"]
     admin = database.with_database(pg_server_url, "postgres")
 
     def allow(flag: bool) -> None:
         with database.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {}").format(
-                sql.Identifier(name), sql.Literal(flag)))
+            conn.execute(
+                sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS {}").format(sql.Identifier(name), sql.Literal(flag))
+            )
             if not flag:
                 conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name])
 
@@ -140,5 +149,3 @@ def test_unexpected_errors_are_generic(serving_db_url: str, settings_for: Callab
         app.state.service.statements = None  # type: ignore[assignment]
         response = api.post("/v1/search", json={"query": "lsass"})
         assert response.status_code == 500 and response.json() == {"detail": "internal error"}
-
-

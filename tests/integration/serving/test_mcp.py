@@ -1,4 +1,5 @@
 """The MCP tools at /mcp/ (streamable HTTP, JSON responses) share the REST implementation."""
+
 from __future__ import annotations
 
 import json
@@ -6,14 +7,18 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
-           "mcp-protocol-version": "2025-06-18"}
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2025-06-18",
+}
 
 
 def rpc(client: TestClient, method: str, params: dict[str, Any], key: str | None = None) -> dict[str, Any]:
     headers = {**HEADERS, **({"x-api-key": key} if key else {})}
-    response = client.post("/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
-                           headers=headers)
+    response = client.post(
+        "/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, headers=headers
+    )
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -25,8 +30,11 @@ def call(client: TestClient, tool: str, key: str | None = None, **arguments: Any
 
 
 def test_tools_are_listed(client: TestClient) -> None:
-    rpc(client, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                               "clientInfo": {"name": "test", "version": "1"}})
+    rpc(
+        client,
+        "initialize",
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+    )
     tools = {t["name"] for t in rpc(client, "tools/list", {})["result"]["tools"]}
     assert {"search", "get_documents", "list_sources", "stats"} <= tools
 

@@ -1,4 +1,5 @@
 """POST /v1/plan, /v1/plan/explain, GET /v1/plans and the MCP plan tool, on the real corpus store."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,7 +25,8 @@ def test_plan_contract_for_a_technique_id(client: TestClient) -> None:
     categories = {c["category"] for c in result["selected"]}
     assert "technique" in categories and "detection" in categories
     assert result["selected"][0]["doc_id"] == "mitre_attack:T1003" or any(
-        c["doc_id"] == "mitre_attack:T1003" for c in result["selected"])
+        c["doc_id"] == "mitre_attack:T1003" for c in result["selected"]
+    )
     context = result["context"]
     assert "## Techniques" in context and "Sources:" in context
     for citation in result["citations"]:
@@ -43,8 +45,13 @@ def test_plans_are_deterministic(client: TestClient) -> None:
 
 
 def test_total_override_forced_plan_and_filters(client: TestClient) -> None:
-    result = plan(client, "credential dumping", total_chunks=3, plan="vulnerability",
-                  filters={"sources": ["mitre_attack", "sigma"]})
+    result = plan(
+        client,
+        "credential dumping",
+        total_chunks=3,
+        plan="vulnerability",
+        filters={"sources": ["mitre_attack", "sigma"]},
+    )
     assert result["plan_name"] == "vulnerability" and result["plan"]["total_chunks"] == 3
     assert len(result["selected"]) <= 3
     assert {c["source"] for c in result["selected"]} <= {"mitre_attack", "sigma"}

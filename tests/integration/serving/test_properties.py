@@ -1,4 +1,5 @@
 """Property tests: arbitrary search bodies never cause a server error; the OpenAPI contract holds."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,27 +11,56 @@ from hypothesis import strategies as st
 
 SOURCES = ["sigma", "mitre_attack", "lolbas", "nope", ""]
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=80)
-QUERIES = st.one_of(TEXT, st.sampled_from(["T1003", "t1059.001", "CVE-2021-44228", "-lsass", '"quoted', "a | b",
-                                           "!!!", "&", "or", "AML.T0051", "D3-AL", "mimikatz.exe", "' OR 1=1 --"]))
-BODIES = st.fixed_dictionaries({"query": QUERIES}, optional={
-    "k": st.integers(-2, 60), "offset": st.integers(-1, 1200),
-    "mode": st.sampled_from(["hybrid", "fts", "vector", "fuzzy", "bogus"]),
-    "strategy": st.sampled_from(["fuse", "fts_then_vec"]),
-    "rrf_k0": st.integers(0, 100), "w_fts": st.floats(-1, 11, allow_nan=False),
-    "min_score": st.one_of(st.none(), st.floats(-2, 2, allow_nan=False)),
-    "group_by_doc": st.booleans(),
-    "filters": st.fixed_dictionaries({}, optional={
-        "sources": st.lists(st.sampled_from(SOURCES), max_size=3),
-        "techniques": st.lists(st.sampled_from(["T1003", "T1059.001", "X1"]), max_size=2),
-        "platforms": st.lists(TEXT, max_size=2), "tags_any": st.lists(TEXT, max_size=2),
-        "doc_ids": st.lists(TEXT, max_size=3), "updated_after": st.sampled_from(["2020-01-01T00:00:00Z", "bad"]),
-    }),
-    "return": st.fixed_dictionaries({}, optional={"text": st.booleans(), "max_text_chars": st.integers(0, 50)}),
-})
+QUERIES = st.one_of(
+    TEXT,
+    st.sampled_from(
+        [
+            "T1003",
+            "t1059.001",
+            "CVE-2021-44228",
+            "-lsass",
+            '"quoted',
+            "a | b",
+            "!!!",
+            "&",
+            "or",
+            "AML.T0051",
+            "D3-AL",
+            "mimikatz.exe",
+            "' OR 1=1 --",
+        ]
+    ),
+)
+BODIES = st.fixed_dictionaries(
+    {"query": QUERIES},
+    optional={
+        "k": st.integers(-2, 60),
+        "offset": st.integers(-1, 1200),
+        "mode": st.sampled_from(["hybrid", "fts", "vector", "fuzzy", "bogus"]),
+        "strategy": st.sampled_from(["fuse", "fts_then_vec"]),
+        "rrf_k0": st.integers(0, 100),
+        "w_fts": st.floats(-1, 11, allow_nan=False),
+        "min_score": st.one_of(st.none(), st.floats(-2, 2, allow_nan=False)),
+        "group_by_doc": st.booleans(),
+        "filters": st.fixed_dictionaries(
+            {},
+            optional={
+                "sources": st.lists(st.sampled_from(SOURCES), max_size=3),
+                "techniques": st.lists(st.sampled_from(["T1003", "T1059.001", "X1"]), max_size=2),
+                "platforms": st.lists(TEXT, max_size=2),
+                "tags_any": st.lists(TEXT, max_size=2),
+                "doc_ids": st.lists(TEXT, max_size=3),
+                "updated_after": st.sampled_from(["2020-01-01T00:00:00Z", "bad"]),
+            },
+        ),
+        "return": st.fixed_dictionaries({}, optional={"text": st.booleans(), "max_text_chars": st.integers(0, 50)}),
+    },
+)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                  HealthCheck.too_slow])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(body=BODIES)
 def test_search_never_fails_on_any_input(client: TestClient, body: dict[str, Any]) -> None:
     response = client.post("/v1/search", json=body)
@@ -58,8 +88,10 @@ def test_openapi_contract(client: TestClient) -> None:
             if response.status_code >= 500 and response.status_code != 501:
                 failures.append(f"{op.label}: {response.status_code} {response.text[:200]}")  # noqa: B023
                 return
-            case.validate_response(response, checks=[schemathesis.checks.not_a_server_error,
-                                                     schemathesis.checks.response_schema_conformance])
+            case.validate_response(
+                response,
+                checks=[schemathesis.checks.not_a_server_error, schemathesis.checks.response_schema_conformance],
+            )
 
         check()
     assert failures == []

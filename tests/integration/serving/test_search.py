@@ -1,4 +1,5 @@
 """POST /v1/search on the real corpus: identifiers, modes, score scales, filters, paging, return options."""
+
 from __future__ import annotations
 
 import psycopg
@@ -10,19 +11,23 @@ from secrag import database
 from .conftest import doc_ids, search
 
 
-@pytest.mark.parametrize(("query", "expected", "query_type"), [
-    ("T1003", "mitre_attack:T1003", "technique"),
-    ("T1003.001", "mitre_attack:T1003.001", "sub_technique"),
-    ("t1059", "mitre_attack:T1059", "technique"),
-    ("CVE-2021-44228", "cisa_kev:CVE-2021-44228", "cve"),
-    ("cve-2017-0144", "cisa_kev:CVE-2017-0144", "cve"),
-    ("CAPEC-66", "capec:CAPEC-66", "capec"),
-    ("AML.T0051", "mitre_atlas:AML.T0051", "atlas"),
-    ("D3-AL", "mitre_d3fend:D3-AL", "d3fend"),
-])
+@pytest.mark.parametrize(
+    ("query", "expected", "query_type"),
+    [
+        ("T1003", "mitre_attack:T1003", "technique"),
+        ("T1003.001", "mitre_attack:T1003.001", "sub_technique"),
+        ("t1059", "mitre_attack:T1059", "technique"),
+        ("CVE-2021-44228", "cisa_kev:CVE-2021-44228", "cve"),
+        ("cve-2017-0144", "cisa_kev:CVE-2017-0144", "cve"),
+        ("CAPEC-66", "capec:CAPEC-66", "capec"),
+        ("AML.T0051", "mitre_atlas:AML.T0051", "atlas"),
+        ("D3-AL", "mitre_d3fend:D3-AL", "d3fend"),
+    ],
+)
 @pytest.mark.parametrize("mode", ["hybrid", "fts"])
-def test_exact_identifier_puts_its_document_first(client: TestClient, query: str, expected: str,
-                                                  query_type: str, mode: str) -> None:
+def test_exact_identifier_puts_its_document_first(
+    client: TestClient, query: str, expected: str, query_type: str, mode: str
+) -> None:
     payload = search(client, query, mode=mode, k=5)
     assert payload["query_type"] == query_type
     first = payload["results"][0]
@@ -32,8 +37,9 @@ def test_exact_identifier_puts_its_document_first(client: TestClient, query: str
 
 def test_rule_uuid_finds_the_rule(client: TestClient, serving_db_url: str) -> None:
     with database.connect(serving_db_url) as conn:
-        doc_id = conn.execute(
-            "SELECT doc_id FROM documents WHERE source = 'sigma' ORDER BY doc_id LIMIT 1").fetchone()[0]
+        doc_id = conn.execute("SELECT doc_id FROM documents WHERE source = 'sigma' ORDER BY doc_id LIMIT 1").fetchone()[
+            0
+        ]
     uuid = doc_id.split(":", 1)[1]
     payload = search(client, uuid.upper(), k=3)
     assert payload["query_type"] == "uuid"
@@ -52,8 +58,12 @@ def test_tool_name_finds_executable_identifiers(client: TestClient, serving_db_u
     payload = search(client, "mimikatz", k=10, mode="fts", **{"return": {"text": True}})
     assert payload["results"]
     with database.connect(serving_db_url) as conn:
-        with_exe = {r[0] for r in conn.execute(
-            "SELECT DISTINCT doc_id FROM chunks WHERE ' ' || identifiers || ' ' LIKE '% mimikatz.exe %'")}
+        with_exe = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT doc_id FROM chunks WHERE ' ' || identifiers || ' ' LIKE '% mimikatz.exe %'"
+            )
+        }
     assert with_exe & set(doc_ids(payload))
 
 
@@ -72,8 +82,9 @@ def test_natural_language_query_ranks_the_technique(client: TestClient) -> None:
     assert "mitre_attack:T1003.001" in doc_ids(payload)
 
 
-@pytest.mark.parametrize(("mode", "low", "high"), [("fts", 0.0, 1.0), ("vector", -1.0, 1.0),
-                                                   ("hybrid", 0.0, 1.0), ("fuzzy", 0.0, 1.0)])
+@pytest.mark.parametrize(
+    ("mode", "low", "high"), [("fts", 0.0, 1.0), ("vector", -1.0, 1.0), ("hybrid", 0.0, 1.0), ("fuzzy", 0.0, 1.0)]
+)
 def test_score_scales_per_mode(client: TestClient, mode: str, low: float, high: float) -> None:
     payload = search(client, "powershell download cradle", mode=mode, k=20)
     scores = [r["score"] for r in payload["results"]]
@@ -109,8 +120,7 @@ def test_enriched_query_names_mentioned_techniques(client: TestClient) -> None:
 
 @pytest.mark.parametrize("mode", ["hybrid", "fts", "vector", "fuzzy"])
 def test_source_filter(client: TestClient, mode: str) -> None:
-    payload = search(client, "mimikatz credential dumping", mode=mode, k=20,
-                     filters={"sources": ["sigma", "lolbas"]})
+    payload = search(client, "mimikatz credential dumping", mode=mode, k=20, filters={"sources": ["sigma", "lolbas"]})
     assert {r["source"] for r in payload["results"]} <= {"sigma", "lolbas"}
 
 
@@ -127,8 +137,14 @@ def test_platform_tag_and_date_filters(client: TestClient) -> None:
     assert linux["results"] and all("linux" in r["platforms"] for r in linux["results"])
     none = search(client, "process execution", k=5, filters={"updated_before": "2000-01-01T00:00:00Z"})
     assert none["results"] == []
-    tags = search(client, "credential", k=10, filters={"tags_all": ["attack.credential-access", "attack.t1003.001"]},
-                  mode="vector", **{"return": {"metadata": True}})
+    tags = search(
+        client,
+        "credential",
+        k=10,
+        filters={"tags_all": ["attack.credential-access", "attack.t1003.001"]},
+        mode="vector",
+        **{"return": {"metadata": True}},
+    )
     assert tags["results"] and all(r["source"] == "sigma" for r in tags["results"])
 
 
@@ -140,22 +156,28 @@ def test_doc_id_filter(client: TestClient) -> None:
 
 @pytest.mark.parametrize("exact_max", [0, 4000], ids=["hnsw-iterative", "exact-distances"])
 @pytest.mark.parametrize("mode", ["vector", "hybrid"])
-def test_selective_filter_still_returns_k(client: TestClient, serving_db_url: str, mode: str, exact_max: int,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_selective_filter_still_returns_k(
+    client: TestClient, serving_db_url: str, mode: str, exact_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A filter matching ~1 % of the chunks still yields every match (iterative HNSW scans or exact distances)."""
     from serving import service as service_module
 
     monkeypatch.setattr(service_module, "EXACT_VECTOR_MAX_CHUNKS", exact_max)
     with database.connect(serving_db_url) as conn:
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        docs = [r[0] for r in conn.execute(
-            "SELECT doc_id FROM documents WHERE source = 'mitre_atlas' AND tenant IS NULL ORDER BY doc_id LIMIT 5")]
+        docs = [
+            r[0]
+            for r in conn.execute(
+                "SELECT doc_id FROM documents WHERE source = 'mitre_atlas' AND tenant IS NULL ORDER BY doc_id LIMIT 5"
+            )
+        ]
         chunks = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = ANY(%s)", [docs]).fetchone()[0]
     assert chunks / total <= 0.015
     payload = search(client, "windows registry persistence", mode=mode, k=len(docs), filters={"doc_ids": docs})
     assert sorted(doc_ids(payload)) == sorted(docs)
-    chunk_payload = search(client, "windows registry persistence", mode="vector", k=chunks, group_by_doc=False,
-                           filters={"doc_ids": docs})
+    chunk_payload = search(
+        client, "windows registry persistence", mode="vector", k=chunks, group_by_doc=False, filters={"doc_ids": docs}
+    )
     assert len(chunk_payload["results"]) == chunks
 
 
@@ -167,9 +189,14 @@ def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
         # 533 rows: the planner prefers a sort; forbid it to prove the expression matches the index.
         conn.execute("SET enable_sort = off")
         probe = conn.execute("SELECT vector FROM embeddings LIMIT 1").fetchone()[0]
-        plan = "\n".join(r[0] for r in conn.execute(
-            "EXPLAIN SELECT content_hash FROM embeddings WHERE model_id = 'all-MiniLM-L6-v2' "
-            "ORDER BY vector::vector(384) <=> %s::vector LIMIT 5", [probe]))
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN SELECT content_hash FROM embeddings WHERE model_id = 'all-MiniLM-L6-v2' "
+                "ORDER BY vector::vector(384) <=> %s::vector LIMIT 5",
+                [probe],
+            )
+        )
     assert "embeddings_minilm_hnsw_idx" in plan
     from secrag.package_data import sql_dir
     from secrag.queries import Queries
@@ -178,10 +205,27 @@ def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
     statements = compose(Queries(sql_dir(), "serving"), "all-MiniLM-L6-v2", 384)
     assert "e.vector::vector(384) <=>" in statements.vec and "e.model_id = 'all-MiniLM-L6-v2'" in statements.vec
     # Within the one UNION ALL statement of a search, the vector leg still walks the index.
-    params = {"tenant": None, "user": None, "groups": [], "sources": None, "doc_ids": None, "techniques": None,
-              "platforms": None, "tags_any": None, "tags_all": None, "updated_after": None, "updated_before": None,
-              "fts_text": "lsass", "ident_text": "", "has_ident": False, "ident_tier": False, "qvec": probe,
-              "fts_k": 5, "vec_k": 5, "pool_fts": True}
+    params = {
+        "tenant": None,
+        "user": None,
+        "groups": [],
+        "sources": None,
+        "doc_ids": None,
+        "techniques": None,
+        "platforms": None,
+        "tags_any": None,
+        "tags_all": None,
+        "updated_after": None,
+        "updated_before": None,
+        "fts_text": "lsass",
+        "ident_text": "",
+        "has_ident": False,
+        "ident_tier": False,
+        "qvec": probe,
+        "fts_k": 5,
+        "vec_k": 5,
+        "pool_fts": True,
+    }
     with database.connect(serving_db_url) as conn:
         register_vector(conn)
         conn.execute("SET enable_sort = off")
@@ -200,8 +244,12 @@ def test_group_by_doc_and_paging(client: TestClient) -> None:
 
 
 def test_return_options(client: TestClient) -> None:
-    payload = search(client, "lsass memory", k=3, **{"return": {"text": True, "metadata": True, "snippets": True,
-                                                                "max_text_chars": 40}})
+    payload = search(
+        client,
+        "lsass memory",
+        k=3,
+        **{"return": {"text": True, "metadata": True, "snippets": True, "max_text_chars": 40}},
+    )
     for r in payload["results"]:
         assert r["text"] is not None and len(r["text"]) <= 40
         assert isinstance(r["metadata"], dict)
@@ -234,8 +282,9 @@ def test_search_runs_as_the_read_only_reader(serving_db_url: str) -> None:
                 conn.execute("DELETE FROM query_log")
 
 
-def test_common_words_rank_full_text_within_the_vector_pool(client: TestClient, serving_db_url: str,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_common_words_rank_full_text_within_the_vector_pool(
+    client: TestClient, serving_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Keyword queries estimated to match many chunks (column statistics) skip the corpus-wide full-text leg."""
     from serving import search as logic
     from serving import service as service_module
@@ -274,7 +323,6 @@ def test_small_filters_use_exact_distances(client: TestClient) -> None:
         assert not service._exact_vectors(conn, SearchFilters(platforms=["windows"]))  # no estimate: the index
 
 
-
 def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, serving_db_url: str) -> None:
     from serving import search as logic
 
@@ -298,6 +346,7 @@ def test_a_wider_hnsw_search_list_is_set_on_the_connection_only_when_needed(clie
 
     service = client.app.state.service  # type: ignore[attr-defined]
     with service.pool.connection() as conn:
+
         def ef() -> str:
             conn.execute("SELECT '[1]'::vector")  # pgvector loaded: SHOW knows the setting
             return conn.execute("SHOW hnsw.ef_search").fetchone()[0]

@@ -1,4 +1,5 @@
 """Sources, stats (exact counts) and the health probes."""
+
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
@@ -21,9 +22,14 @@ def test_stats_counts_are_exact(client: TestClient, serving_db_url: str) -> None
         for source in ("mitre_attack", "sigma", "lolbas"):
             docs, chunks = conn.execute(
                 "SELECT (SELECT count(*) FROM documents WHERE source = %(s)s), "
-                "(SELECT count(*) FROM chunks WHERE source = %(s)s)", {"s": source}).fetchone()
-            vectors = conn.execute("SELECT count(DISTINCT c.content_hash) FROM chunks c JOIN embeddings e "
-                                   "USING (content_hash) WHERE c.source = %s", [source]).fetchone()[0]
+                "(SELECT count(*) FROM chunks WHERE source = %(s)s)",
+                {"s": source},
+            ).fetchone()
+            vectors = conn.execute(
+                "SELECT count(DISTINCT c.content_hash) FROM chunks c JOIN embeddings e "
+                "USING (content_hash) WHERE c.source = %s",
+                [source],
+            ).fetchone()[0]
             got = stats["sources"][source]
             assert (got["documents"], got["chunks"], got["chunks_embedded"]) == (docs, chunks, chunks)
             assert got["embeddings"] == {"all-MiniLM-L6-v2": vectors}

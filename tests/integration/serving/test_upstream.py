@@ -1,4 +1,5 @@
 """GET /v1/docs/{doc_id}/upstream: the authoritative record at the recorded version, capped in size and time."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ SNAPSHOT = Path(__file__).resolve().parents[3].parent / "shared" / "upstream"
 
 def _sigma_doc(url: str) -> tuple[str, str, str]:
     with database.connect(url) as conn:
-        row = conn.execute("SELECT doc_id, source_version, upstream_path FROM documents WHERE source = 'sigma' "
-                           "ORDER BY doc_id LIMIT 1").fetchone()
+        row = conn.execute(
+            "SELECT doc_id, source_version, upstream_path FROM documents WHERE source = 'sigma' ORDER BY doc_id LIMIT 1"
+        ).fetchone()
     assert row is not None
     return row
 
@@ -43,8 +45,10 @@ def app_with(serving_db_url: str, settings_for: Callable[..., Any]) -> Iterator[
 
 def test_every_published_document_records_its_upstream_path(serving_db_url: str) -> None:
     with psycopg.connect(serving_db_url) as conn:
-        missing = conn.execute("SELECT count(*) FROM documents d JOIN sources s ON s.name = d.source "
-                               "WHERE s.kind = 'online' AND d.upstream_path IS NULL").fetchone()[0]
+        missing = conn.execute(
+            "SELECT count(*) FROM documents d JOIN sources s ON s.name = d.source "
+            "WHERE s.kind = 'online' AND d.upstream_path IS NULL"
+        ).fetchone()[0]
     assert missing == 0
 
 
@@ -66,8 +70,9 @@ def test_oversized_upstream_is_413(app_with: Callable[..., TestClient]) -> None:
     assert response.status_code == 413 and "cap" in response.json()["detail"]
 
 
-def test_raw_file_over_http_at_the_recorded_version(app_with: Callable[..., TestClient], serving_db_url: str,
-                                                    http_server: Any) -> None:  # noqa: ANN401
+def test_raw_file_over_http_at_the_recorded_version(
+    app_with: Callable[..., TestClient], serving_db_url: str, http_server: Any
+) -> None:  # noqa: ANN401
     doc_id, version, path = _sigma_doc(serving_db_url)
     data = (SNAPSHOT / "sigma" / path).read_bytes()
     http_server.bytes(f"/SigmaHQ/sigma/{quote(version, safe='')}/{quote(path)}", data)
@@ -76,25 +81,35 @@ def test_raw_file_over_http_at_the_recorded_version(app_with: Callable[..., Test
     assert body["content"].encode() == data and body["fetched_from"].startswith(http_server.base_url)
 
 
-@pytest.mark.parametrize("arrange, status", [
-    (lambda s, p: s.bytes(p, b"gone", status=500), 502),
-    (lambda s, p: s.bytes(p, b"nope", status=404), 502),
-    (lambda s, p: s.redirect(p, "https://elsewhere.example/"), 502),
-    (lambda s, p: s.oversized(p, 64 * 1024), 413),
-    (lambda s, p: s.oversized(p, 64 * 1024, content_length=False), 413),
-])
-def test_upstream_failures_are_clean(app_with: Callable[..., TestClient], serving_db_url: str, http_server: Any,
-                                     arrange: Callable[[Any, str], None], status: int) -> None:  # noqa: ANN401
+@pytest.mark.parametrize(
+    "arrange, status",
+    [
+        (lambda s, p: s.bytes(p, b"gone", status=500), 502),
+        (lambda s, p: s.bytes(p, b"nope", status=404), 502),
+        (lambda s, p: s.redirect(p, "https://elsewhere.example/"), 502),
+        (lambda s, p: s.oversized(p, 64 * 1024), 413),
+        (lambda s, p: s.oversized(p, 64 * 1024, content_length=False), 413),
+    ],
+)
+def test_upstream_failures_are_clean(
+    app_with: Callable[..., TestClient],
+    serving_db_url: str,
+    http_server: Any,
+    arrange: Callable[[Any, str], None],
+    status: int,
+) -> None:  # noqa: ANN401
     doc_id, version, path = _sigma_doc(serving_db_url)
     arrange(http_server, f"/SigmaHQ/sigma/{quote(version, safe='')}/{quote(path)}")
     response = app_with(upstream_raw_base=http_server.base_url, upstream_max_bytes=16 * 1024).get(
-        f"/v1/docs/{doc_id}/upstream")
+        f"/v1/docs/{doc_id}/upstream"
+    )
     assert response.status_code == status
     assert "Traceback" not in response.text and "127.0.0.1" not in json.dumps(response.json())
 
 
-def test_hanging_upstream_is_504_within_the_cap(app_with: Callable[..., TestClient], serving_db_url: str,
-                                                http_server: Any) -> None:  # noqa: ANN401
+def test_hanging_upstream_is_504_within_the_cap(
+    app_with: Callable[..., TestClient], serving_db_url: str, http_server: Any
+) -> None:  # noqa: ANN401
     doc_id, version, path = _sigma_doc(serving_db_url)
     http_server.hang(f"/SigmaHQ/sigma/{quote(version, safe='')}/{quote(path)}", seconds=10)
     client = app_with(upstream_raw_base=http_server.base_url, upstream_timeout=1.0)

@@ -1,4 +1,5 @@
 """`secrag sources list|check` against local mirrors, with and without a database."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -46,8 +47,9 @@ def test_list_shows_every_registered_source(env: pytest.MonkeyPatch) -> None:
     assert by_name["sigma"][1:3] == ["commit", "SigmaHQ/sigma"]
 
 
-def test_check_without_a_database_prints_versions(env: pytest.MonkeyPatch, small_snapshot: Path,
-                                                  mirror_factory: Callable[..., Mirror]) -> None:
+def test_check_without_a_database_prints_versions(
+    env: pytest.MonkeyPatch, small_snapshot: Path, mirror_factory: Callable[..., Mirror]
+) -> None:
     env.setenv("SECRAG_UPSTREAM_MIRROR", str(small_snapshot))
     result = CliRunner().invoke(sources, ["check", *SMALL])
     assert result.exit_code == 0, result.output
@@ -58,12 +60,16 @@ def test_check_without_a_database_prints_versions(env: pytest.MonkeyPatch, small
     assert lines["cisa_kev"] == ["2026.08.07"]
 
 
-def test_check_compares_with_the_stored_versions(env: pytest.MonkeyPatch, small_snapshot: Path,
-                                                 mirror_factory: Callable[..., Mirror], db_url: str) -> None:
+def test_check_compares_with_the_stored_versions(
+    env: pytest.MonkeyPatch, small_snapshot: Path, mirror_factory: Callable[..., Mirror], db_url: str
+) -> None:
     head = mirror_factory(SMALL).head("hijacklibs")
     with psycopg.connect(db_url, autocommit=True) as conn:
-        conn.execute("INSERT INTO sources (name, kind, current_version) VALUES "
-                     "('hijacklibs', 'online', %s), ('cisa_kev', 'online', '2000.01.01')", [head])
+        conn.execute(
+            "INSERT INTO sources (name, kind, current_version) VALUES "
+            "('hijacklibs', 'online', %s), ('cisa_kev', 'online', '2000.01.01')",
+            [head],
+        )
     env.setenv("SECRAG_UPSTREAM_MIRROR", str(small_snapshot))
     env.setenv("DATABASE_URL", db_url)
     result = CliRunner().invoke(sources, ["check", *SMALL])

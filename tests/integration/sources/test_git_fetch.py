@@ -1,4 +1,5 @@
 """Fetching exactly the probed version: sparse shallow git checkouts, pins and feeds."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,14 +33,20 @@ def _files(root: Path) -> set[str]:
 
 
 def _head(root: Path) -> str:
-    return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 @pytest.mark.parametrize("name", ["hijacklibs", "mitre_car"])
 def test_sparse_checkout_holds_only_the_selected_files_at_the_probed_commit(
-        mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec],
-        snapshot_dir: Path, tmp_path: Path, name: str) -> None:
+    mirror: Mirror,
+    upstream_config: ConfigFactory,
+    source_specs: Mapping[str, SourceSpec],
+    snapshot_dir: Path,
+    tmp_path: Path,
+    name: str,
+) -> None:
     spec, cfg = source_specs[name], upstream_config(mirror)
     seen = probe(spec, cfg)
     result = fetch(spec, seen, cfg, tmp_path / "work")
@@ -54,9 +61,9 @@ def test_sparse_checkout_holds_only_the_selected_files_at_the_probed_commit(
     assert (result.root / some).read_bytes() == (snapshot_dir / name / some).read_bytes()
 
 
-def test_release_source_is_fetched_at_the_tagged_commit(mirror: Mirror, upstream_config: ConfigFactory,
-                                                        source_specs: Mapping[str, SourceSpec],
-                                                        tmp_path: Path) -> None:
+def test_release_source_is_fetched_at_the_tagged_commit(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
     spec, cfg = source_specs["stratus_red_team"], upstream_config(mirror)
     seen = probe(spec, cfg)
     result = fetch(spec, seen, cfg, tmp_path / "w")
@@ -66,8 +73,11 @@ def test_release_source_is_fetched_at_the_tagged_commit(mirror: Mirror, upstream
 
 
 def test_upstream_moving_after_the_probe_does_not_change_what_is_fetched(
-        mirror_factory: Callable[..., Mirror], upstream_config: ConfigFactory,
-        source_specs: Mapping[str, SourceSpec], tmp_path: Path) -> None:
+    mirror_factory: Callable[..., Mirror],
+    upstream_config: ConfigFactory,
+    source_specs: Mapping[str, SourceSpec],
+    tmp_path: Path,
+) -> None:
     fresh = mirror_factory(["mitre_car"], fresh=True)
     spec, cfg = source_specs["mitre_car"], upstream_config(fresh)
     seen = probe(spec, cfg)
@@ -77,8 +87,12 @@ def test_upstream_moving_after_the_probe_does_not_change_what_is_fetched(
     assert (result.root / "analytics/CAR-2013-01-002.yaml").is_file()
 
 
-def test_pin_fetches_an_older_commit(mirror_factory: Callable[..., Mirror], upstream_config: ConfigFactory,
-                                     source_specs: Mapping[str, SourceSpec], tmp_path: Path) -> None:
+def test_pin_fetches_an_older_commit(
+    mirror_factory: Callable[..., Mirror],
+    upstream_config: ConfigFactory,
+    source_specs: Mapping[str, SourceSpec],
+    tmp_path: Path,
+) -> None:
     fresh = mirror_factory(["mitre_car"], fresh=True)
     spec, cfg = source_specs["mitre_car"], upstream_config(fresh)
     old = fresh.head("mitre_car")
@@ -90,8 +104,12 @@ def test_pin_fetches_an_older_commit(mirror_factory: Callable[..., Mirror], upst
     assert (result.root / "analytics/CAR-2013-01-002.yaml").is_file()
 
 
-def test_pin_by_tag_on_a_release_source(mirror_factory: Callable[..., Mirror], upstream_config: ConfigFactory,
-                                        source_specs: Mapping[str, SourceSpec], tmp_path: Path) -> None:
+def test_pin_by_tag_on_a_release_source(
+    mirror_factory: Callable[..., Mirror],
+    upstream_config: ConfigFactory,
+    source_specs: Mapping[str, SourceSpec],
+    tmp_path: Path,
+) -> None:
     fresh = mirror_factory(["stratus_red_team"], fresh=True)
     spec, cfg = source_specs["stratus_red_team"], upstream_config(fresh)
     first = probe(spec, cfg)
@@ -104,32 +122,50 @@ def test_pin_by_tag_on_a_release_source(mirror_factory: Callable[..., Mirror], u
 def test_unknown_commit_fails_with_gits_reason(mirror: Mirror, tmp_path: Path) -> None:
     cfg = UpstreamConfig(allow_file=True)
     with pytest.raises(FetchError, match="git checkout of .* at 0123456789ab: .*"):
-        checkout(mirror.repos["mitre_car"], "0123456789abcdef0123456789abcdef01234567", ["analytics/*.yaml"],
-                 tmp_path / "w", timeout=30, cfg=cfg)
+        checkout(
+            mirror.repos["mitre_car"],
+            "0123456789abcdef0123456789abcdef01234567",
+            ["analytics/*.yaml"],
+            tmp_path / "w",
+            timeout=30,
+            cfg=cfg,
+        )
 
 
 @pytest.mark.parametrize("commit", ["main", "HEAD", "abc123", "--upload-pack=x"])
 def test_checkout_wants_a_full_sha(mirror: Mirror, tmp_path: Path, commit: str) -> None:
     with pytest.raises(FetchError, match="not a full 40-hex commit SHA"):
-        checkout(mirror.repos["mitre_car"], commit, ["analytics/*.yaml"], tmp_path / "w", timeout=30,
-                 cfg=UpstreamConfig(allow_file=True))
+        checkout(
+            mirror.repos["mitre_car"],
+            commit,
+            ["analytics/*.yaml"],
+            tmp_path / "w",
+            timeout=30,
+            cfg=UpstreamConfig(allow_file=True),
+        )
 
 
 def test_checkout_refuses_a_non_empty_folder(mirror: Mirror, tmp_path: Path) -> None:
     (tmp_path / "w").mkdir()
     (tmp_path / "w" / "old.txt").write_text("x")
     with pytest.raises(FetchError, match="not empty"):
-        checkout(mirror.repos["mitre_car"], mirror.head("mitre_car"), ["analytics/*.yaml"], tmp_path / "w",
-                 timeout=30, cfg=UpstreamConfig(allow_file=True))
+        checkout(
+            mirror.repos["mitre_car"],
+            mirror.head("mitre_car"),
+            ["analytics/*.yaml"],
+            tmp_path / "w",
+            timeout=30,
+            cfg=UpstreamConfig(allow_file=True),
+        )
 
 
 def test_sparse_patterns_are_anchored_globs() -> None:
     assert sparse_patterns(["rules*/**/*.yml", "/x/y.json"]) == ["/rules*/**/*.yml", "/x/y.json"]
 
 
-def test_feed_is_downloaded_to_the_registry_path(mirror: Mirror, upstream_config: ConfigFactory,
-                                                 source_specs: Mapping[str, SourceSpec],
-                                                 tmp_path: Path) -> None:
+def test_feed_is_downloaded_to_the_registry_path(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
     spec, cfg = source_specs["cisa_kev"], upstream_config(mirror, via_http=True)
     seen = probe(spec, cfg)
     result = fetch(spec, seen, cfg, tmp_path / "w")
@@ -139,10 +175,12 @@ def test_feed_is_downloaded_to_the_registry_path(mirror: Mirror, upstream_config
     assert [p.relative_to(result.root) for p in select_files(spec, result.root)] == [Path(spec.paths[0])]
 
 
-def test_feed_version_is_read_from_the_downloaded_bytes(mirror_factory: Callable[..., Mirror],
-                                                        upstream_config: ConfigFactory,
-                                                        source_specs: Mapping[str, SourceSpec],
-                                                        tmp_path: Path) -> None:
+def test_feed_version_is_read_from_the_downloaded_bytes(
+    mirror_factory: Callable[..., Mirror],
+    upstream_config: ConfigFactory,
+    source_specs: Mapping[str, SourceSpec],
+    tmp_path: Path,
+) -> None:
     fresh = mirror_factory(["cisa_kev"], fresh=True)
     spec, cfg = source_specs["cisa_kev"], upstream_config(fresh, via_http=True)
     seen = probe(spec, cfg)
@@ -153,16 +191,17 @@ def test_feed_version_is_read_from_the_downloaded_bytes(mirror_factory: Callable
     assert seen.version != result.version == "2099.01.01"  # what was fetched is what gets recorded
 
 
-def test_feeds_cannot_be_pinned(mirror: Mirror, upstream_config: ConfigFactory,
-                                source_specs: Mapping[str, SourceSpec], tmp_path: Path) -> None:
+def test_feeds_cannot_be_pinned(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
     spec, cfg = source_specs["cisa_kev"], upstream_config(mirror)
     with pytest.raises(FetchError, match="cannot be pinned"):
         fetch(spec, probe(spec, cfg), cfg, tmp_path / "w", pin="2025.01.01")
 
 
-def test_feed_path_must_stay_inside_the_workdir(mirror: Mirror, upstream_config: ConfigFactory,
-                                                source_specs: Mapping[str, SourceSpec],
-                                                tmp_path: Path) -> None:
+def test_feed_path_must_stay_inside_the_workdir(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
     cfg = upstream_config(mirror)
     spec = dataclasses.replace(source_specs["cisa_kev"], paths=("../escape.json",))
     with pytest.raises(FetchError, match="plain relative file path"):
@@ -171,6 +210,12 @@ def test_feed_path_must_stay_inside_the_workdir(mirror: Mirror, upstream_config:
 
 def test_failed_checkout_leaves_nothing_behind(mirror: Mirror, tmp_path: Path) -> None:
     with pytest.raises(FetchError):
-        checkout(mirror.repos["mitre_car"], "0" * 40, ["analytics/*.yaml"], tmp_path / "w", timeout=30,
-                 cfg=UpstreamConfig(allow_file=True))
+        checkout(
+            mirror.repos["mitre_car"],
+            "0" * 40,
+            ["analytics/*.yaml"],
+            tmp_path / "w",
+            timeout=30,
+            cfg=UpstreamConfig(allow_file=True),
+        )
     assert not (tmp_path / "w").exists()

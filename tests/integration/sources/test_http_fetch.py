@@ -1,4 +1,5 @@
 """The fetcher against a loopback server: retries, limits, redirects, timeouts, file://."""
+
 from __future__ import annotations
 
 import socket
@@ -83,12 +84,15 @@ def test_redirect_on_the_same_host_is_followed(http_server: LoopbackServer) -> N
     assert get_bytes(http_server.url("/old"), CFG, timeout=5) == b"moved"
 
 
-@pytest.mark.parametrize("location", [
-    "https://evil.example.com/feed.json",
-    "http://169.254.169.254/latest/meta-data/",
-    "https://10.0.0.1/x",
-    "file:///etc/passwd",
-])
+@pytest.mark.parametrize(
+    "location",
+    [
+        "https://evil.example.com/feed.json",
+        "http://169.254.169.254/latest/meta-data/",
+        "https://10.0.0.1/x",
+        "file:///etc/passwd",
+    ],
+)
 def test_redirect_to_a_disallowed_target_is_refused(http_server: LoopbackServer, location: str) -> None:
     url = http_server.redirect("/r", location)
     with pytest.raises(FetchError, match="refused"):
@@ -103,8 +107,7 @@ def test_redirect_loop_is_bounded(http_server: LoopbackServer) -> None:
     assert len(http_server.requests) == 6
 
 
-def test_oversized_with_content_length_is_refused_up_front(http_server: LoopbackServer,
-                                                           tmp_path: Path) -> None:
+def test_oversized_with_content_length_is_refused_up_front(http_server: LoopbackServer, tmp_path: Path) -> None:
     url = http_server.oversized("/big", size=1024 * 1024)
     dest = tmp_path / "big.json"
     with pytest.raises(FetchError, match="1048576 bytes exceeds the 65536-byte limit"):
@@ -112,8 +115,7 @@ def test_oversized_with_content_length_is_refused_up_front(http_server: Loopback
     assert list(tmp_path.iterdir()) == []
 
 
-def test_oversized_stream_is_cut_and_the_partial_file_deleted(http_server: LoopbackServer,
-                                                               tmp_path: Path) -> None:
+def test_oversized_stream_is_cut_and_the_partial_file_deleted(http_server: LoopbackServer, tmp_path: Path) -> None:
     url = http_server.oversized("/big", size=1024 * 1024, content_length=False)
     dest = tmp_path / "sub" / "big.json"
     with pytest.raises(FetchError, match="exceeds the 65536-byte limit"):
@@ -166,5 +168,9 @@ def test_token_only_sent_to_the_api_base(http_server: LoopbackServer) -> None:
     get_json(http_server.url("/api/repos/a/b/moved"), cfg, timeout=5)
     get_json(http_server.url("/feed.json"), cfg, timeout=5)
     auth = {r.path: r.headers.get("Authorization") for r in http_server.requests}
-    assert auth == {"/api/repos/a/b/releases/latest": "Bearer s3cret",
-                    "/api/repos/a/b/moved": "Bearer s3cret", "/elsewhere": None, "/feed.json": None}
+    assert auth == {
+        "/api/repos/a/b/releases/latest": "Bearer s3cret",
+        "/api/repos/a/b/moved": "Bearer s3cret",
+        "/elsewhere": None,
+        "/feed.json": None,
+    }

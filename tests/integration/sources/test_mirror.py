@@ -1,4 +1,5 @@
 """Local mirrors: deterministic, reused while the snapshot is unchanged, changeable for tests."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,14 @@ SMALL = ["hijacklibs", "cisa_kev", "stratus_red_team"]
 
 
 def _git(git_dir: Path, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
-def test_mirror_layout(mirror_factory: Callable[..., Mirror], snapshot_dir: Path,
-                       source_specs: Mapping[str, SourceSpec]) -> None:
+def test_mirror_layout(
+    mirror_factory: Callable[..., Mirror], snapshot_dir: Path, source_specs: Mapping[str, SourceSpec]
+) -> None:
     mirror = mirror_factory(SMALL)
     assert set(mirror.repos) == set(SMALL)
     git_dir = mirror.git_dir("hijacklibs")
@@ -33,8 +36,11 @@ def test_mirror_layout(mirror_factory: Callable[..., Mirror], snapshot_dir: Path
     assert _git(git_dir, "config", "uploadpack.allowAnySHA1InWant") == "true"
     branch = source_specs["hijacklibs"].branch
     tracked = set(_git(git_dir, "ls-tree", "-r", "--name-only", f"refs/heads/{branch}").splitlines())
-    on_disk = {p.relative_to(snapshot_dir / "hijacklibs").as_posix()
-               for p in (snapshot_dir / "hijacklibs").rglob("*") if p.is_file()}
+    on_disk = {
+        p.relative_to(snapshot_dir / "hijacklibs").as_posix()
+        for p in (snapshot_dir / "hijacklibs").rglob("*")
+        if p.is_file()
+    }
     assert tracked == on_disk
     assert _git(git_dir, "symbolic-ref", "HEAD") == f"refs/heads/{branch}"
     assert "cisa_kev" in mirror.feeds and "hijacklibs" not in mirror.feeds
@@ -43,8 +49,9 @@ def test_mirror_layout(mirror_factory: Callable[..., Mirror], snapshot_dir: Path
     assert latest["tag_name"] == f"mirror-{mirror.head('stratus_red_team')[:12]}"
 
 
-def test_builds_are_deterministic_and_reused(snapshot_dir: Path, source_specs: Mapping[str, SourceSpec],
-                                             tmp_path: Path) -> None:
+def test_builds_are_deterministic_and_reused(
+    snapshot_dir: Path, source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
     first = build_mirror(snapshot_dir, tmp_path / "a", specs=source_specs, sources=["mitre_car"])
     second = build_mirror(snapshot_dir, tmp_path / "b", specs=source_specs, sources=["mitre_car"])
     assert first.head("mitre_car") == second.head("mitre_car")
@@ -55,9 +62,9 @@ def test_builds_are_deterministic_and_reused(snapshot_dir: Path, source_specs: M
     assert objects.stat().st_ino == before  # reused, not rebuilt
 
 
-def test_a_changed_mirror_is_rebuilt_from_the_snapshot(snapshot_dir: Path,
-                                                       source_specs: Mapping[str, SourceSpec],
-                                                       tmp_path: Path) -> None:
+def test_a_changed_mirror_is_rebuilt_from_the_snapshot(
+    snapshot_dir: Path, source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
     mirror = build_mirror(snapshot_dir, tmp_path, specs=source_specs, sources=["mitre_car"])
     original = mirror.head("mitre_car")
     add_commit(mirror, "mitre_car", {"analytics/extra.yaml": b"title: x\n"})
@@ -70,8 +77,9 @@ def test_add_commit_changes_adds_and_removes(mirror_factory: Callable[..., Mirro
     parent = mirror.head("hijacklibs")
     tree_before = set(_git(mirror.git_dir("hijacklibs"), "ls-tree", "-r", "--name-only", parent).splitlines())
     victim = sorted(t for t in tree_before if t.endswith(".yml"))[0]
-    sha = add_commit(mirror, "hijacklibs", {victim: None, "yml/new/added.yml": b"Name: added.dll\n",
-                                            "LICENSE": b"changed\n"})
+    sha = add_commit(
+        mirror, "hijacklibs", {victim: None, "yml/new/added.yml": b"Name: added.dll\n", "LICENSE": b"changed\n"}
+    )
     git_dir = mirror.git_dir("hijacklibs")
     assert mirror.head("hijacklibs") == sha
     assert _git(git_dir, "rev-parse", f"{sha}^") == parent
@@ -99,8 +107,7 @@ def test_settings_with_a_mirror_point_every_source_at_it(snapshot_dir: Path, tmp
     snapshot.mkdir()
     for name in SMALL:  # a small snapshot keeps this fast; the layout is the real one
         (snapshot / name).symlink_to(snapshot_dir / name)
-    settings = Settings(upstream_mirror=snapshot, data_dir=tmp_path / "data",
-                        http_allowed_hosts=["extra.example"])
+    settings = Settings(upstream_mirror=snapshot, data_dir=tmp_path / "data", http_allowed_hosts=["extra.example"])
     cfg = upstream_config(settings)
     assert cfg.allow_file and not cfg.allow_loopback
     assert {"extra.example", "github.com"} <= cfg.allowed_hosts
@@ -117,8 +124,7 @@ def test_settings_without_a_mirror_use_the_real_upstreams() -> None:
 
 
 @pytest.mark.slow
-def test_whole_snapshot_mirror(snapshot_dir: Path, source_specs: Mapping[str, SourceSpec],
-                               tmp_path: Path) -> None:
+def test_whole_snapshot_mirror(snapshot_dir: Path, source_specs: Mapping[str, SourceSpec], tmp_path: Path) -> None:
     mirror = build_mirror(snapshot_dir, tmp_path, specs=source_specs)
     manifest = json.loads((snapshot_dir / "MANIFEST.json").read_text())
     assert set(mirror.repos) == set(manifest["sources"])

@@ -1,4 +1,5 @@
 """Version probes against local mirrors and the loopback server: commit, release, feed."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,8 +26,9 @@ def mirror(mirror_factory: Callable[..., Mirror]) -> Mirror:
     return mirror_factory(SOURCES)
 
 
-def test_commit_probe_returns_the_exact_head(mirror: Mirror, upstream_config: ConfigFactory,
-                                             source_specs: Mapping[str, SourceSpec]) -> None:
+def test_commit_probe_returns_the_exact_head(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec]
+) -> None:
     seen = probe(source_specs["hijacklibs"], upstream_config(mirror))
     assert re.fullmatch(r"[0-9a-f]{40}", seen.version)
     assert seen.version == seen.commit == mirror.head("hijacklibs")
@@ -34,9 +36,9 @@ def test_commit_probe_returns_the_exact_head(mirror: Mirror, upstream_config: Co
     assert seen.checked_at.tzinfo is not None
 
 
-def test_a_new_commit_changes_the_version(mirror_factory: Callable[..., Mirror],
-                                          upstream_config: ConfigFactory,
-                                          source_specs: Mapping[str, SourceSpec]) -> None:
+def test_a_new_commit_changes_the_version(
+    mirror_factory: Callable[..., Mirror], upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec]
+) -> None:
     fresh = mirror_factory(["mitre_car"], fresh=True)
     cfg = upstream_config(fresh)
     before = probe(source_specs["mitre_car"], cfg)
@@ -46,9 +48,9 @@ def test_a_new_commit_changes_the_version(mirror_factory: Callable[..., Mirror],
 
 
 @pytest.mark.parametrize("via_http", [False, True], ids=["file-api", "loopback-api"])
-def test_release_probe_reads_the_latest_tag_and_its_commit(mirror: Mirror, upstream_config: ConfigFactory,
-                                                           source_specs: Mapping[str, SourceSpec],
-                                                           via_http: bool) -> None:
+def test_release_probe_reads_the_latest_tag_and_its_commit(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec], via_http: bool
+) -> None:
     spec = source_specs["stratus_red_team"]
     assert spec.tracking == "release"
     seen = probe(spec, upstream_config(mirror, via_http=via_http))
@@ -57,9 +59,9 @@ def test_release_probe_reads_the_latest_tag_and_its_commit(mirror: Mirror, upstr
     assert seen.commit == head  # the annotated tag is peeled to its commit
 
 
-def test_release_probe_follows_a_new_release(mirror_factory: Callable[..., Mirror],
-                                             upstream_config: ConfigFactory,
-                                             source_specs: Mapping[str, SourceSpec]) -> None:
+def test_release_probe_follows_a_new_release(
+    mirror_factory: Callable[..., Mirror], upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec]
+) -> None:
     fresh = mirror_factory(["stratus_red_team"], fresh=True)
     cfg = upstream_config(fresh, via_http=True)
     before = probe(source_specs["stratus_red_team"], cfg)
@@ -69,9 +71,9 @@ def test_release_probe_follows_a_new_release(mirror_factory: Callable[..., Mirro
     assert after.version != before.version
 
 
-def test_release_whose_tag_is_missing_fails(mirror: Mirror, upstream_config: ConfigFactory,
-                                            http_server: LoopbackServer,
-                                            source_specs: Mapping[str, SourceSpec]) -> None:
+def test_release_whose_tag_is_missing_fails(
+    mirror: Mirror, upstream_config: ConfigFactory, http_server: LoopbackServer, source_specs: Mapping[str, SourceSpec]
+) -> None:
     spec = source_specs["stratus_red_team"]
     http_server.json(f"/api/repos/{spec.github}/releases/latest", {"tag_name": "v9.9.9"})
     cfg = upstream_config(mirror, github_api_base=http_server.url("/api"))
@@ -80,9 +82,13 @@ def test_release_whose_tag_is_missing_fails(mirror: Mirror, upstream_config: Con
 
 
 @pytest.mark.parametrize("body", [{"name": "x"}, [], {"tag_name": "--upload-pack=evil"}])
-def test_release_without_a_usable_tag_fails(mirror: Mirror, upstream_config: ConfigFactory,
-                                            http_server: LoopbackServer, body: object,
-                                            source_specs: Mapping[str, SourceSpec]) -> None:
+def test_release_without_a_usable_tag_fails(
+    mirror: Mirror,
+    upstream_config: ConfigFactory,
+    http_server: LoopbackServer,
+    body: object,
+    source_specs: Mapping[str, SourceSpec],
+) -> None:
     spec = source_specs["stratus_red_team"]
     http_server.json(f"/api/repos/{spec.github}/releases/latest", body)
     cfg = upstream_config(mirror, github_api_base=http_server.url("/api"))
@@ -91,16 +97,17 @@ def test_release_without_a_usable_tag_fails(mirror: Mirror, upstream_config: Con
 
 
 @pytest.mark.parametrize("via_http", [False, True], ids=["file-feed", "loopback-feed"])
-def test_feed_probe_reads_catalog_version(mirror: Mirror, upstream_config: ConfigFactory,
-                                          source_specs: Mapping[str, SourceSpec], via_http: bool) -> None:
+def test_feed_probe_reads_catalog_version(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec], via_http: bool
+) -> None:
     seen = probe(source_specs["cisa_kev"], upstream_config(mirror, via_http=via_http))
     expected = json.loads(mirror.feed_path("cisa_kev").read_bytes())["catalogVersion"]
     assert (seen.version, seen.commit, seen.tracking) == (expected, None, "feed")
 
 
-def test_feed_probe_retries_a_server_error(mirror: Mirror, upstream_config: ConfigFactory,
-                                           http_server: LoopbackServer,
-                                           source_specs: Mapping[str, SourceSpec]) -> None:
+def test_feed_probe_retries_a_server_error(
+    mirror: Mirror, upstream_config: ConfigFactory, http_server: LoopbackServer, source_specs: Mapping[str, SourceSpec]
+) -> None:
     from tests.plugins.upstream import Reply
 
     url = http_server.route("/kev.json", Reply(500), Reply(200, b'{"catalogVersion": "2026.09.01"}'))
@@ -108,8 +115,9 @@ def test_feed_probe_retries_a_server_error(mirror: Mirror, upstream_config: Conf
     assert probe(source_specs["cisa_kev"], cfg).version == "2026.09.01"
 
 
-def test_feed_without_version_field_uses_a_content_hash(mirror: Mirror, upstream_config: ConfigFactory,
-                                                        source_specs: Mapping[str, SourceSpec]) -> None:
+def test_feed_without_version_field_uses_a_content_hash(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec]
+) -> None:
     spec = dataclasses.replace(source_specs["cisa_kev"], version_field="")
     seen = probe(spec, upstream_config(mirror))
     assert seen.version == feed_version(mirror.feed_path("cisa_kev").read_bytes(), "")
@@ -118,22 +126,26 @@ def test_feed_without_version_field_uses_a_content_hash(mirror: Mirror, upstream
 
 def test_feed_version_field_rules() -> None:
     assert feed_version(b'{"meta": {"v": 3}}', "meta.v") == "3"
-    for data, match in [(b'{"v": null}', "no usable version"), (b'{"x": 1}', "no 'v' field"),
-                        (b"<html>", "not valid JSON")]:
+    for data, match in [
+        (b'{"v": null}', "no usable version"),
+        (b'{"x": 1}', "no 'v' field"),
+        (b"<html>", "not valid JSON"),
+    ]:
         with pytest.raises(FetchError, match=match):
             feed_version(data, "v")
 
 
-def test_missing_branch_is_reported(mirror: Mirror, upstream_config: ConfigFactory,
-                                    source_specs: Mapping[str, SourceSpec]) -> None:
+def test_missing_branch_is_reported(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec]
+) -> None:
     spec = dataclasses.replace(source_specs["hijacklibs"], branch="no-such-branch")
     with pytest.raises(FetchError, match="no branch 'no-such-branch'"):
         probe(spec, upstream_config(mirror))
 
 
-def test_probe_of_a_hanging_repo_is_bounded(mirror: Mirror, upstream_config: ConfigFactory,
-                                            http_server: LoopbackServer,
-                                            source_specs: Mapping[str, SourceSpec]) -> None:
+def test_probe_of_a_hanging_repo_is_bounded(
+    mirror: Mirror, upstream_config: ConfigFactory, http_server: LoopbackServer, source_specs: Mapping[str, SourceSpec]
+) -> None:
     url = http_server.hang("/hijacklibs.git/info/refs", seconds=30)
     cfg = upstream_config(mirror, repo_overrides={"hijacklibs": url.removesuffix("/info/refs")})
     started = time.monotonic()
@@ -143,8 +155,9 @@ def test_probe_of_a_hanging_repo_is_bounded(mirror: Mirror, upstream_config: Con
     assert http_server.hits("/hijacklibs.git/info/refs")  # git really was waiting on the server
 
 
-def test_probe_of_an_unknown_repo_fails_clearly(mirror: Mirror, upstream_config: ConfigFactory,
-                                                source_specs: Mapping[str, SourceSpec], tmp_path) -> None:
+def test_probe_of_an_unknown_repo_fails_clearly(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec], tmp_path
+) -> None:
     cfg = upstream_config(mirror, repo_overrides={"hijacklibs": (tmp_path / "absent.git").as_uri()})
     with pytest.raises(FetchError, match="git ls-remote .*absent.git"):
         probe(source_specs["hijacklibs"], cfg)

@@ -1,4 +1,5 @@
 """Chunking: deterministic, header-aware, sizes respected."""
+
 from __future__ import annotations
 
 from pipeline.chunking import ChunkConfig, chunk_text

@@ -1,4 +1,5 @@
 """Normalisation tables: technique ids and platforms."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,25 +7,31 @@ import pytest
 from pipeline.sources.normalize import platforms, technique_ids
 
 
-@pytest.mark.parametrize("values, expected", [
-    (["attack.t1003.001", "attack.credential_access"], ("T1003.001",)),
-    ("T1059", ("T1059",)),
-    (["t1059/001", "T1059.001"], ("T1059.001",)),
-    (["no id", None, 42], ()),
-    (["T10031"], ()),
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        (["attack.t1003.001", "attack.credential_access"], ("T1003.001",)),
+        ("T1059", ("T1059",)),
+        (["t1059/001", "T1059.001"], ("T1059.001",)),
+        (["no id", None, 42], ()),
+        (["T10031"], ()),
+    ],
+)
 def test_technique_ids(values: object, expected: tuple[str, ...]) -> None:
     assert technique_ids(values) == expected
 
 
-@pytest.mark.parametrize("values, expected", [
-    (["Windows", "windows"], ("windows",)),
-    (["Darwin"], ("macos",)),
-    (["macOS", "Linux"], ("linux", "macos")),
-    (["Azure AD"], ("entra_id",)),
-    (["Office 365", "IaaS"], ("iaas", "office365")),
-    (["unknown-os"], ()),
-])
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        (["Windows", "windows"], ("windows",)),
+        (["Darwin"], ("macos",)),
+        (["macOS", "Linux"], ("linux", "macos")),
+        (["Azure AD"], ("entra_id",)),
+        (["Office 365", "IaaS"], ("iaas", "office365")),
+        (["unknown-os"], ()),
+    ],
+)
 def test_platforms(values: list[str], expected: tuple[str, ...]) -> None:
     assert platforms(values) == expected
 

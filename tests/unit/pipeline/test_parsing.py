@@ -1,4 +1,5 @@
 """The parse driver: file selection, limits and per-file isolation on real parser modules."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,13 +28,16 @@ def tree(tmp_path: Path, files: dict[str, bytes]) -> Path:
 
 
 def test_good_and_bad_files_are_isolated(tmp_path: Path) -> None:
-    files = {f"yml/OSBinaries/Good{i}.yml": GOOD.replace(b"Name: Certutil.exe", f"Name: Good{i}.exe".encode())
-             for i in range(9)}
+    files = {
+        f"yml/OSBinaries/Good{i}.yml": GOOD.replace(b"Name: Certutil.exe", f"Name: Good{i}.exe".encode())
+        for i in range(9)
+    }
     files["yml/OSBinaries/Broken.yml"] = b"Name: [unclosed\n"
     outcome = parse_source(spec(), tree(tmp_path, files))
     assert len(outcome.records) == 9
-    assert [(s.path, s.reason.split(" at ")[0]) for s in outcome.skipped] == \
-        [("yml/OSBinaries/Broken.yml", "invalid YAML")]
+    assert [(s.path, s.reason.split(" at ")[0]) for s in outcome.skipped] == [
+        ("yml/OSBinaries/Broken.yml", "invalid YAML")
+    ]
 
 
 def test_symlinks_are_refused(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
 """The source registry: all 22 sources of SOURCES.md, valid specs, importable parsers."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,9 +10,28 @@ from pipeline.sources.registry import default_registry, load_registry, parse_dur
 from secrag.errors import ConfigError
 
 EXPECTED = {
-    "sigma", "mitre_attack", "atomic", "elastic", "cisa_kev", "capec", "splunk_security", "kape",
-    "forensic_artifacts", "mbc", "hijacklibs", "loldrivers", "mitre_d3fend", "gtfobins", "velociraptor",
-    "hayabusa", "lolbas", "chainsaw", "mitre_car", "stratus_red_team", "mitre_atlas", "mitre_engage",
+    "sigma",
+    "mitre_attack",
+    "atomic",
+    "elastic",
+    "cisa_kev",
+    "capec",
+    "splunk_security",
+    "kape",
+    "forensic_artifacts",
+    "mbc",
+    "hijacklibs",
+    "loldrivers",
+    "mitre_d3fend",
+    "gtfobins",
+    "velociraptor",
+    "hayabusa",
+    "lolbas",
+    "chainsaw",
+    "mitre_car",
+    "stratus_red_team",
+    "mitre_atlas",
+    "mitre_engage",
 }
 CATEGORIES = {"technique", "detection", "test", "forensic", "lolbin", "vulnerability"}
 

@@ -1,4 +1,5 @@
 """YAML limits: bombs, depth, size, bad syntax."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,7 +14,8 @@ def test_multi_document_files() -> None:
 
 def test_billion_laughs_is_refused() -> None:
     bomb = 'a: &a ["lol","lol"]\nb: &b [*a,*a,*a]\nc: &c [*b,*b,*b]\n' + "".join(
-        f"x{i}: &x{i} [*c,*c,*c]\n" for i in range(60))
+        f"x{i}: &x{i} [*c,*c,*c]\n" for i in range(60)
+    )
     with pytest.raises(ParseError, match="aliases"):
         safe_yaml.load(bomb)
 

@@ -1,4 +1,5 @@
 """CPU levels read from /proc/cpuinfo text."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,9 +17,16 @@ def _cpuinfo(model: str, flags: str) -> str:
     return block + block.replace("processor\t: 0", "processor\t: 1")
 
 
-@pytest.mark.parametrize(("flags", "level"), [
-    (_BASE, "x86-64"), (_V2, "x86-64-v2"), (_V3, "x86-64-v3"), (_V4, "x86-64-v4"), ("fpu", None),
-])
+@pytest.mark.parametrize(
+    ("flags", "level"),
+    [
+        (_BASE, "x86-64"),
+        (_V2, "x86-64-v2"),
+        (_V3, "x86-64-v3"),
+        (_V4, "x86-64-v4"),
+        ("fpu", None),
+    ],
+)
 def test_level_is_the_highest_one_met(flags: str, level: str | None) -> None:
     assert cpu.parse_cpuinfo(_cpuinfo("Some CPU", flags)).level() == level
 

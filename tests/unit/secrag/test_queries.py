@@ -1,4 +1,5 @@
 """Named SQL blocks."""
+
 from __future__ import annotations
 
 import pytest

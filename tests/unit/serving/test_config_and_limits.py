@@ -1,4 +1,5 @@
 """Search config, API keys, response cap and latency percentiles (no database)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,7 @@ def test_shipped_search_config_loads() -> None:
     assert config.threshold("vector", "natural") == -1.0
 
 
-@pytest.mark.parametrize("text", ["thresholds: {magic: {default: 1}}", "surprise: 1",
-                                  "source_boosts: {sigma: lots}"])
+@pytest.mark.parametrize("text", ["thresholds: {magic: {default: 1}}", "surprise: 1", "source_boosts: {sigma: lots}"])
 def test_bad_search_config_is_refused(tmp_path: Path, text: str) -> None:
     path = tmp_path / "search.yaml"
     path.write_text(text)
@@ -34,8 +34,10 @@ def test_bad_search_config_is_refused(tmp_path: Path, text: str) -> None:
 def test_api_keys(tmp_path: Path) -> None:
     digest = hashlib.sha256(b"s3cret").hexdigest()
     path = tmp_path / "keys.yaml"
-    path.write_text(f"keys:\n  - {{key: plain, tenant: acme, user: al, groups: [red]}}\n"
-                    f"  - {{key_sha256: {digest}, tenant: globex}}\n")
+    path.write_text(
+        f"keys:\n  - {{key: plain, tenant: acme, user: al, groups: [red]}}\n"
+        f"  - {{key_sha256: {digest}, tenant: globex}}\n"
+    )
     keys = load_api_keys(path)
     assert keys.resolve("plain") == Principal("acme", "al", ("red",))
     assert keys.resolve("s3cret") == Principal("globex", None, ())

@@ -1,4 +1,5 @@
 """The query encoder's cache, counters and micro-batching, over a fast deterministic stand-in model."""
+
 from __future__ import annotations
 
 import threading
@@ -73,8 +74,14 @@ def test_cache_hits_misses_and_eviction() -> None:
     encoder.encode("c")  # evicts "a", the least recently used
     encoder.encode("a")
     info = encoder.cache_info()
-    assert {k: info[k] for k in ("hits", "misses", "size", "max_size", "runs", "encoded")} == \
-        {"hits": 1, "misses": 4, "size": 2, "max_size": 2, "runs": 4, "encoded": 4}
+    assert {k: info[k] for k in ("hits", "misses", "size", "max_size", "runs", "encoded")} == {
+        "hits": 1,
+        "misses": 4,
+        "size": 2,
+        "max_size": 2,
+        "runs": 4,
+        "encoded": 4,
+    }
     assert info["encode_ms"] >= 0 and info["backend"] == "onnx"
     encoder.clear_cache()
     assert encoder.cache_info()["size"] == encoder.cache_info()["misses"] == 0
@@ -121,7 +128,7 @@ def test_many_threads_get_their_own_vectors_in_fewer_runs() -> None:
     results: dict[int, list[tuple[str, np.ndarray]]] = {}
 
     def worker(n: int) -> None:
-        mine = texts[n * 12:(n + 1) * 12]
+        mine = texts[n * 12 : (n + 1) * 12]
         results[n] = [(t, encoder.encode(t)) for t in mine]
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
@@ -176,12 +183,20 @@ def test_a_wrong_shape_from_the_model_is_an_error() -> None:
 
 
 def test_settings_defaults_and_unknown_backend(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("SECRAG_QUERY_ENCODER", "SECRAG_QUERY_ENCODER_THREADS", "SECRAG_QUERY_CACHE_SIZE",
-                 "SECRAG_MODEL_CACHE_DIR"):
+    for name in (
+        "SECRAG_QUERY_ENCODER",
+        "SECRAG_QUERY_ENCODER_THREADS",
+        "SECRAG_QUERY_CACHE_SIZE",
+        "SECRAG_MODEL_CACHE_DIR",
+    ):
         monkeypatch.delenv(name, raising=False)
     settings = ServingSettings(_env_file=None)  # type: ignore[call-arg]
-    assert (settings.query_encoder, settings.query_encoder_threads, settings.query_cache_size,
-            settings.model_cache_dir) == ("onnx", 1, 1024, None)
+    assert (
+        settings.query_encoder,
+        settings.query_encoder_threads,
+        settings.query_cache_size,
+        settings.model_cache_dir,
+    ) == ("onnx", 1, 1024, None)
     monkeypatch.setenv("SECRAG_QUERY_ENCODER", "tensorflow")
     with pytest.raises(ValueError, match="query_encoder"):
         ServingSettings(_env_file=None)  # type: ignore[call-arg]

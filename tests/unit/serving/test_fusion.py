@@ -1,4 +1,5 @@
 """Reciprocal-rank fusion of leg rows, grouping by document and the window order."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,20 +9,42 @@ from serving import search as logic
 
 
 def _row(chunk: str, score: float, **extra: object) -> dict:
-    return {"chunk_id": chunk, "doc_id": chunk.split("#")[0], "source": "sigma", "title": chunk,
-            "identifiers": "", "score": score, "ident_hit": False, **extra}
+    return {
+        "chunk_id": chunk,
+        "doc_id": chunk.split("#")[0],
+        "source": "sigma",
+        "title": chunk,
+        "identifiers": "",
+        "score": score,
+        "ident_hit": False,
+        **extra,
+    }
 
 
 def _plan(mode: str = "hybrid", **kw: object) -> logic.Plan:
-    args = {"k": 10, "offset": 0, "query": "lsass", "fts_k": None, "vec_k": None, "w_fts": 1.0, "w_vec": 1.0,
-            "w_fuzzy": 0.5, "rerank_k": 50, "group_by_doc": True, **kw}
+    args = {
+        "k": 10,
+        "offset": 0,
+        "query": "lsass",
+        "fts_k": None,
+        "vec_k": None,
+        "w_fts": 1.0,
+        "w_vec": 1.0,
+        "w_fuzzy": 0.5,
+        "rerank_k": 50,
+        "group_by_doc": True,
+        **kw,
+    }
     return logic.plan_for(mode, **args)  # type: ignore[arg-type]
 
 
 def test_hybrid_score_is_normalised_rrf_with_leg_ranks() -> None:
     plan = _plan()
-    legs = {"fts": [_row("a#0", 0.9), _row("b#0", 0.5)], "vec": [_row("b#0", 0.8), _row("a#0", 0.7)],
-            "fuzzy": [_row("c#0", 0.6)]}
+    legs = {
+        "fts": [_row("a#0", 0.9), _row("b#0", 0.5)],
+        "vec": [_row("b#0", 0.8), _row("a#0", 0.7)],
+        "fuzzy": [_row("c#0", 0.6)],
+    }
     items = {i["chunk_id"]: i for i in fusion.fuse(legs, [], plan, 60, logic.rrf_max(plan, 60))}
     top = logic.rrf_max(plan, 60)
     assert items["a#0"]["score"] == pytest.approx((1 / 61 + 1 / 62) / top)
@@ -68,8 +91,12 @@ def test_fts_then_vec_reranks_candidates_by_cosine_then_fills_from_the_vector_le
     fill = [_row("b#0", 0.8), _row("c#0", 0.95), _row("d#0", 0.2)]
     exact = [_row("x#0", 1.0, is_exact=True), _row("y#0", 1.0, is_exact=False)]
     items = {i["chunk_id"]: i for i in fusion.then_vec(candidates, fill, exact)}
-    assert (items["b#0"]["tier"], items["b#0"]["score"], items["b#0"]["vec_rank"], items["b#0"]["fts_rank"]) == \
-        (1, 0.8, 1, 2)
+    assert (items["b#0"]["tier"], items["b#0"]["score"], items["b#0"]["vec_rank"], items["b#0"]["fts_rank"]) == (
+        1,
+        0.8,
+        1,
+        2,
+    )
     assert (items["a#0"]["vec_rank"], items["a#0"]["fts_rank"], items["a#0"]["fts_score"]) == (2, 1, 0.9)
     assert (items["c#0"]["tier"], items["c#0"]["vec_rank"], items["c#0"]["fts_rank"]) == (0, 1, None)
     assert items["d#0"]["vec_rank"] == 2  # ranks among the fill-ins only

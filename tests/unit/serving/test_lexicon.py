@@ -1,4 +1,5 @@
 """Match-count estimates from the column statistics of chunks.tsv."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,15 @@ from serving.lexicon import LexemeStats
 
 
 def _stats() -> LexemeStats:
-    return LexemeStats.from_row({"lexemes": ["user", "execut", "powershel"], "freqs": [0.2, 0.1, 0.05, 0.05, 0.2, 0],
-                                 "chunks": 10_000, "sources": ["sigma", "atomic"], "source_freqs": [0.6, 0.4]})
+    return LexemeStats.from_row(
+        {
+            "lexemes": ["user", "execut", "powershel"],
+            "freqs": [0.2, 0.1, 0.05, 0.05, 0.2, 0],
+            "chunks": 10_000,
+            "sources": ["sigma", "atomic"],
+            "source_freqs": [0.6, 0.4],
+        }
+    )
 
 
 def test_all_of_takes_the_rarest_word_and_unknown_words_are_rare() -> None:
@@ -27,8 +35,7 @@ def test_any_of_adds_up_and_sources_scale() -> None:
 
 def test_no_statistics_yet() -> None:
     assert LexemeStats.from_row(None).estimate(["user"], []) == 0
-    empty = LexemeStats.from_row({"lexemes": None, "freqs": None, "chunks": 5, "sources": None,
-                                  "source_freqs": None})
+    empty = LexemeStats.from_row({"lexemes": None, "freqs": None, "chunks": 5, "sources": None, "source_freqs": None})
     assert not empty.shares and empty.chunks == 5
 
 

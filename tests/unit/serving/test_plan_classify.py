@@ -1,4 +1,5 @@
 """Query classification table."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,17 +10,20 @@ from serving.plans import default_plans_file, load_plans
 RULES = load_plans(default_plans_file()).classification
 
 
-@pytest.mark.parametrize("query, query_type, signal", [
-    ("T1003", "mitre_id", "mitre_id:T1003"),
-    ("what is t1059.001 used for", "mitre_id", "mitre_id:t1059.001"),
-    ("CVE-2021-44228 exploitation", "vulnerability", "vulnerability:CVE-2021-44228"),
-    ("how do I detect credential dumping on Windows", "detection", "keyword:detection:detect"),
-    ("prefetch evidence of execution", "forensic", "keyword:forensic:prefetch"),
-    ("certutil lolbin download", "lolbin", "keyword:lolbin:lolbin"),
-    ("simulate kerberoasting with atomic", "test", "keyword:test:atomic"),
-    ("credential dumping", "default", None),
-    ("AML.T0051 prompt injection", "default", None),
-])
+@pytest.mark.parametrize(
+    "query, query_type, signal",
+    [
+        ("T1003", "mitre_id", "mitre_id:T1003"),
+        ("what is t1059.001 used for", "mitre_id", "mitre_id:t1059.001"),
+        ("CVE-2021-44228 exploitation", "vulnerability", "vulnerability:CVE-2021-44228"),
+        ("how do I detect credential dumping on Windows", "detection", "keyword:detection:detect"),
+        ("prefetch evidence of execution", "forensic", "keyword:forensic:prefetch"),
+        ("certutil lolbin download", "lolbin", "keyword:lolbin:lolbin"),
+        ("simulate kerberoasting with atomic", "test", "keyword:test:atomic"),
+        ("credential dumping", "default", None),
+        ("AML.T0051 prompt injection", "default", None),
+    ],
+)
 def test_classification_table(query: str, query_type: str, signal: str | None) -> None:
     result = classify(query, RULES)
     assert result.query_type == query_type

@@ -1,4 +1,5 @@
 """Plan file validation: clear errors naming the failing field."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,17 +37,20 @@ def mutate(path: list[str], value: object) -> dict:
     return data
 
 
-@pytest.mark.parametrize("data, message", [
-    (mutate(["default", "quotas"], {"technique": 0.5, "detection": 0.2}), "sum to 1"),
-    (mutate(["default", "total_chunks"], 0), "total_chunks"),
-    (mutate(["default", "quotas"], {"technique": 0.5, "nonsense": 0.5}), "unknown categories nonsense"),
-    (mutate(["default", "min_per_category"], {"technique": 20}), "more than total_chunks"),
-    (mutate(["default", "surprise"], 1), "surprise"),
-    (mutate(["overrides", "weather"], {}), "unknown query types: weather"),
-    (mutate(["overrides", "mitre_id", "quotas"], {"technique": 2.0}), "mitre_id"),
-    (mutate(["classification", "id_rules", "mitre_id"], "(unclosed"), "not a valid regex"),
-    (mutate(["default", "source_boosts"], {"sigma": -1}), "boosts"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (mutate(["default", "quotas"], {"technique": 0.5, "detection": 0.2}), "sum to 1"),
+        (mutate(["default", "total_chunks"], 0), "total_chunks"),
+        (mutate(["default", "quotas"], {"technique": 0.5, "nonsense": 0.5}), "unknown categories nonsense"),
+        (mutate(["default", "min_per_category"], {"technique": 20}), "more than total_chunks"),
+        (mutate(["default", "surprise"], 1), "surprise"),
+        (mutate(["overrides", "weather"], {}), "unknown query types: weather"),
+        (mutate(["overrides", "mitre_id", "quotas"], {"technique": 2.0}), "mitre_id"),
+        (mutate(["classification", "id_rules", "mitre_id"], "(unclosed"), "not a valid regex"),
+        (mutate(["default", "source_boosts"], {"sigma": -1}), "boosts"),
+    ],
+)
 def test_invalid_plans_are_clear_errors(tmp_path: Path, data: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_plans(write(tmp_path, data))

@@ -1,4 +1,5 @@
 """Quota arithmetic and selection: determinism, tiny totals, empty categories, thresholds, budgets."""
+
 from __future__ import annotations
 
 import random
@@ -9,8 +10,15 @@ from serving.context import metrics, render
 from serving.plans import Plan
 from serving.selection import Candidate, quota_counts, select
 
-QUOTAS = {"technique": 0.25, "detection": 0.30, "test": 0.15, "forensic": 0.10, "lolbin": 0.10,
-          "vulnerability": 0.05, "user": 0.05}
+QUOTAS = {
+    "technique": 0.25,
+    "detection": 0.30,
+    "test": 0.15,
+    "forensic": 0.10,
+    "lolbin": 0.10,
+    "vulnerability": 0.05,
+    "user": 0.05,
+}
 
 
 def plan(**kw: object) -> Plan:
@@ -19,8 +27,15 @@ def plan(**kw: object) -> Plan:
 
 
 def cand(i: int, category: str, score: float, doc: str | None = None, text: str = "x" * 100) -> Candidate:
-    return Candidate(chunk_id=f"{doc or category + str(i)}#0", doc_id=doc or f"{category}{i}",
-                     source=category, category=category, score=score, title=f"{category} {i}", text=text)
+    return Candidate(
+        chunk_id=f"{doc or category + str(i)}#0",
+        doc_id=doc or f"{category}{i}",
+        source=category,
+        category=category,
+        score=score,
+        title=f"{category} {i}",
+        text=text,
+    )
 
 
 def pool() -> list[Candidate]:
@@ -39,8 +54,15 @@ def test_quotas_never_exceed_total_and_honour_minimums(total: int) -> None:
 
 
 def test_quota_ratios_become_integer_counts() -> None:
-    assert quota_counts(plan(), 20) == {"technique": 5, "detection": 6, "test": 3, "forensic": 2,
-                                        "lolbin": 2, "vulnerability": 1, "user": 1}
+    assert quota_counts(plan(), 20) == {
+        "technique": 5,
+        "detection": 6,
+        "test": 3,
+        "forensic": 2,
+        "lolbin": 2,
+        "vulnerability": 1,
+        "user": 1,
+    }
 
 
 def test_selection_fills_quotas_then_backfills() -> None:
@@ -92,8 +114,9 @@ def test_boosts_change_the_order() -> None:
     only_user = {"user": 1.0}
     plain = select([a, b], plan(total_chunks=1, quotas=only_user, min_per_category={}))
     assert plain.selected[0].category == "detection"
-    boosted = select([a, b], plan(total_chunks=1, quotas=only_user, min_per_category={},
-                                  category_boosts={"technique": 2.0}))
+    boosted = select(
+        [a, b], plan(total_chunks=1, quotas=only_user, min_per_category={}, category_boosts={"technique": 2.0})
+    )
     assert boosted.selected[0].category == "technique"
 
 

@@ -1,4 +1,5 @@
 """Threshold tuning: proposals within bounds, audited and bounded history."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -38,8 +39,15 @@ def test_apply_writes_audit_entry_and_is_loaded(plans_file: Path) -> None:
     config = load_plans(plans_file)
     when = dt.datetime(2026, 11, 22, tzinfo=dt.UTC)
     entry = apply_change(config, plans_file, "detection", 0.004, who="ana", reason="fewer weak hits", now=when)
-    assert entry == {"who": "ana", "when": "2026-11-22T00:00:00+00:00", "query_type": "detection",
-                     "field": "score_threshold", "old": 0.0, "new": 0.004, "reason": "fewer weak hits"}
+    assert entry == {
+        "who": "ana",
+        "when": "2026-11-22T00:00:00+00:00",
+        "query_type": "detection",
+        "field": "score_threshold",
+        "old": 0.0,
+        "new": 0.004,
+        "reason": "fewer weak hits",
+    }
     assert load_plans(plans_file).resolve("detection").score_threshold == 0.004
     assert "# Retrieval plans" in plans_file.read_text()  # the hand-written file is untouched
 

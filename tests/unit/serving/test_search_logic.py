@@ -1,4 +1,5 @@
 """Query analysis, planning and re-scoring (no database)."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,12 +8,23 @@ from serving import search
 from serving.search_config import SearchConfig
 
 
-@pytest.mark.parametrize(("query", "kind"), [
-    ("T1003", "technique"), ("t1003.001", "sub_technique"), ("CVE-2021-44228", "cve"), ("capec-66", "capec"),
-    ("AML.T0051", "atlas"), ("D3-AL", "d3fend"), ("195e1b9d-bfc2-4ffa-ab4e-35aef69815f8", "uuid"),
-    ("mimikatz.exe", "identifier"), ("G0007", "identifier"), ("mimikatz", "keyword"),
-    ("lsass memory dump", "keyword"), ("how do attackers dump lsass memory", "natural"),
-])
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("T1003", "technique"),
+        ("t1003.001", "sub_technique"),
+        ("CVE-2021-44228", "cve"),
+        ("capec-66", "capec"),
+        ("AML.T0051", "atlas"),
+        ("D3-AL", "d3fend"),
+        ("195e1b9d-bfc2-4ffa-ab4e-35aef69815f8", "uuid"),
+        ("mimikatz.exe", "identifier"),
+        ("G0007", "identifier"),
+        ("mimikatz", "keyword"),
+        ("lsass memory dump", "keyword"),
+        ("how do attackers dump lsass memory", "natural"),
+    ],
+)
 def test_classify(query: str, kind: str) -> None:
     assert search.classify(query) == kind
 
@@ -29,7 +41,8 @@ def test_identifier_queries_have_exact_forms() -> None:
     assert search.analyse(" t1003.001 ").exact_forms == ("T1003.001",)
     assert search.analyse("aml.t0051").exact_forms == ("AML.T0051",)
     assert search.analyse("195E1B9D-BFC2-4FFA-AB4E-35AEF69815F8").exact_forms == (
-        "195e1b9d-bfc2-4ffa-ab4e-35aef69815f8",)
+        "195e1b9d-bfc2-4ffa-ab4e-35aef69815f8",
+    )
     assert search.exact_doc_ids(["T1003"], ["sigma", "mitre_attack"]) == ["mitre_attack:T1003", "sigma:T1003"]
 
 
@@ -47,28 +60,73 @@ def test_fuzzy_score_tolerates_typos() -> None:
 
 
 def test_plans() -> None:
-    fused = search.plan_for("hybrid", k=10, offset=0, query="lsass", fts_k=None, vec_k=None, w_fts=1, w_vec=1,
-                            w_fuzzy=0.5, rerank_k=50, group_by_doc=True)
+    fused = search.plan_for(
+        "hybrid",
+        k=10,
+        offset=0,
+        query="lsass",
+        fts_k=None,
+        vec_k=None,
+        w_fts=1,
+        w_vec=1,
+        w_fuzzy=0.5,
+        rerank_k=50,
+        group_by_doc=True,
+    )
     assert (fused.fts_k, fused.vec_k, fused.fuzzy_k, fused.single_leg, fused.needs_vector) == (60, 60, 60, "", True)
     assert search.rrf_max(fused, 60) == pytest.approx(2.5 / 61)
-    long = search.plan_for("hybrid", k=50, offset=100, query="x" * 100, fts_k=None, vec_k=None, w_fts=1, w_vec=1,
-                           w_fuzzy=0.5, rerank_k=50, group_by_doc=True)
+    long = search.plan_for(
+        "hybrid",
+        k=50,
+        offset=100,
+        query="x" * 100,
+        fts_k=None,
+        vec_k=None,
+        w_fts=1,
+        w_vec=1,
+        w_fuzzy=0.5,
+        rerank_k=50,
+        group_by_doc=True,
+    )
     assert (long.fuzzy_k, long.w_fuzzy, long.fts_k, long.window) == (0, 0.0, 450, 150)
-    fts = search.plan_for("fts", k=5, offset=0, query="x", fts_k=None, vec_k=None, w_fts=1, w_vec=1, w_fuzzy=1,
-                          rerank_k=10, group_by_doc=False)
+    fts = search.plan_for(
+        "fts",
+        k=5,
+        offset=0,
+        query="x",
+        fts_k=None,
+        vec_k=None,
+        w_fts=1,
+        w_vec=1,
+        w_fuzzy=1,
+        rerank_k=10,
+        group_by_doc=False,
+    )
     assert (fts.vec_k, fts.needs_vector, fts.single_leg) == (0, False, "fts")
 
 
-def _row(chunk: str, score: float, source: str = "sigma", exact: bool = False, tier: int = 0,
-         ident: bool = False) -> dict:
-    return {"chunk_id": chunk, "doc_id": chunk.split("#")[0], "source": source, "title": chunk, "identifiers": "",
-            "score": score, "exact": exact, "tier": tier, "ident_hit": ident, "fuzzy_score": None}
+def _row(
+    chunk: str, score: float, source: str = "sigma", exact: bool = False, tier: int = 0, ident: bool = False
+) -> dict:
+    return {
+        "chunk_id": chunk,
+        "doc_id": chunk.split("#")[0],
+        "source": source,
+        "title": chunk,
+        "identifiers": "",
+        "score": score,
+        "exact": exact,
+        "tier": tier,
+        "ident_hit": ident,
+        "fuzzy_score": None,
+    }
 
 
 def test_rescore_orders_exact_children_identifiers_then_score() -> None:
     rows = [_row("a#0", 0.9), _row("b#0", 0.1, exact=True), _row("c#0", 0.2, tier=1), _row("d#0", 0.3, ident=True)]
-    out = search.rescore(rows, mode="hybrid", query="T1003", analysis=search.analyse("T1003"),
-                         config=SearchConfig(), min_score=None)
+    out = search.rescore(
+        rows, mode="hybrid", query="T1003", analysis=search.analyse("T1003"), config=SearchConfig(), min_score=None
+    )
     assert [r["chunk_id"] for r in out] == ["b#0", "c#0", "d#0", "a#0"]
     assert out[0]["score"] == 1.0
 
@@ -76,9 +134,11 @@ def test_rescore_orders_exact_children_identifiers_then_score() -> None:
 def test_rescore_applies_boosts_and_thresholds() -> None:
     config = SearchConfig(source_boosts={"lolbas": 2.0}, thresholds={"vector": {"keyword": 0.3, "default": 0.0}})
     rows = [_row("a#0", 0.5), _row("b#0", 0.4, source="lolbas"), _row("c#0", 0.2)]
-    out = search.rescore(rows, mode="vector", query="x y", analysis=search.analyse("x y"), config=config,
-                         min_score=None)
+    out = search.rescore(
+        rows, mode="vector", query="x y", analysis=search.analyse("x y"), config=config, min_score=None
+    )
     assert [(r["chunk_id"], r["score"]) for r in out] == [("b#0", 0.8), ("a#0", 0.5)]
-    strict = search.rescore(rows, mode="vector", query="x y", analysis=search.analyse("x y"), config=config,
-                            min_score=0.6)
+    strict = search.rescore(
+        rows, mode="vector", query="x y", analysis=search.analyse("x y"), config=config, min_score=0.6
+    )
     assert [r["chunk_id"] for r in strict] == ["b#0"]

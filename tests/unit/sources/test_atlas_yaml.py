@@ -1,4 +1,5 @@
 """The ATLAS parser on the compiled dist/ATLAS.yaml, plus inline edge cases."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,12 @@ def atlas() -> dict[str, Record]:
 
 def test_kinds(atlas: dict[str, Record]) -> None:
     kinds = [r.metadata["kind"] for r in atlas.values()]
-    assert {k: kinds.count(k) for k in set(kinds)} == {"tactic": 16, "technique": 170, "mitigation": 35,
-                                                       "case-study": 57}
+    assert {k: kinds.count(k) for k in set(kinds)} == {
+        "tactic": 16,
+        "technique": 170,
+        "mitigation": 35,
+        "case-study": 57,
+    }
     with_refs = [r for r in atlas.values() if r.metadata["kind"] == "technique" and r.techniques]
     assert len(with_refs) == 34
 
@@ -53,7 +58,10 @@ def test_sub_technique_title_and_no_borrowed_ids(atlas: dict[str, Record]) -> No
 def test_tactic_mitigation_case_study(atlas: dict[str, Record]) -> None:
     tactic = atlas["mitre_atlas:AML.TA0002"]
     assert (tactic.title, tactic.url, tactic.techniques) == (
-        "Reconnaissance", "https://atlas.mitre.org/tactics/AML.TA0002", ())
+        "Reconnaissance",
+        "https://atlas.mitre.org/tactics/AML.TA0002",
+        (),
+    )
     assert tactic.metadata["attack_reference"] == "TA0043"
     mitigation = atlas["mitre_atlas:AML.M0000"]
     assert mitigation.title == "Limit Public Release of Information"
@@ -78,8 +86,9 @@ def test_source_yaml_with_include_tags_is_refused() -> None:
         list(atlas_yaml.parse(file))
 
 
-@pytest.mark.parametrize("text", ["- a\n- b\n", "id: ATLAS\n", "matrices: 3\n", "matrices: [1]\n",
-                                  "matrices:\n- techniques: 5\n"])
+@pytest.mark.parametrize(
+    "text", ["- a\n- b\n", "id: ATLAS\n", "matrices: 3\n", "matrices: [1]\n", "matrices:\n- techniques: 5\n"]
+)
 def test_structurally_bad_files_raise(text: str) -> None:
     file = SourceFile(source="mitre_atlas", root=ROOT, rel="dist/ATLAS.yaml", data=text.encode())
     with pytest.raises(ParseError):

@@ -1,4 +1,5 @@
 """The Atomic Red Team parser on the real snapshot, plus format quirks."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,13 @@ def _by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "atomics/T1059.001/T1059.001.yaml") -> SourceFile:
-    return SourceFile(source="atomic", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      web_url="https://example.test/blob/master/{path}")
+    return SourceFile(
+        source="atomic",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        web_url="https://example.test/blob/master/{path}",
+    )
 
 
 TECHNIQUE = """\
@@ -71,14 +77,15 @@ def test_counts(atomics: ParseOutcome) -> None:
 def test_procdump_lsass(atomics: ParseOutcome) -> None:
     r = _by_id(atomics)["atomic:0be2230c-9ab3-4ac2-8826-3199b9a0ebf8"]
     assert r.title == "Dump LSASS.exe Memory using ProcDump"
-    assert r.url == ("https://github.com/redcanaryco/atomic-red-team/blob/master/atomics/T1003.001/"
-                     "T1003.001.yaml")
+    assert r.url == ("https://github.com/redcanaryco/atomic-red-team/blob/master/atomics/T1003.001/T1003.001.yaml")
     assert r.techniques == ("T1003.001",)
     assert r.platforms == ("windows",)
     # `#{arg}` placeholders stay as text, with the argument defaults listed.
     assert '"#{procdump_exe}" -accepteula -ma lsass.exe #{output_file}' in r.body
-    assert "- output_file (path): Path where resulting dump should be placed " \
-           "[default: C:\\Windows\\Temp\\lsass_dump.dmp]" in r.body
+    assert (
+        "- output_file (path): Path where resulting dump should be placed "
+        "[default: C:\\Windows\\Temp\\lsass_dump.dmp]" in r.body
+    )
     assert "Executor: command_prompt (elevation required)" in r.body
     assert "Technique: T1003.001 OS Credential Dumping: LSASS Memory" in r.body
     assert r.metadata["executor"] == "command_prompt"
@@ -114,15 +121,20 @@ def test_inline_file_yields_one_record_per_test() -> None:
     assert first.url == "https://example.test/blob/master/atomics/T1059.001/T1059.001.yaml"
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("attack_technique: [unclosed\n", "invalid YAML"),
-    ("- a list\n", "not a mapping"),
-    ("display_name: x\natomic_tests: []\n", "no attack_technique"),
-    ("attack_technique: T1059\natomic_tests: {}\n", "atomic_tests is not a list"),
-    (TECHNIQUE.replace("  auto_generated_guid: 00000000-1111-2222-3333-444444444444\n", ""),
-     "has no auto_generated_guid"),
-    ("attack_technique: T1059\natomic_tests:\n- just text\n", "not a mapping with a name"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("attack_technique: [unclosed\n", "invalid YAML"),
+        ("- a list\n", "not a mapping"),
+        ("display_name: x\natomic_tests: []\n", "no attack_technique"),
+        ("attack_technique: T1059\natomic_tests: {}\n", "atomic_tests is not a list"),
+        (
+            TECHNIQUE.replace("  auto_generated_guid: 00000000-1111-2222-3333-444444444444\n", ""),
+            "has no auto_generated_guid",
+        ),
+        ("attack_technique: T1059\natomic_tests:\n- just text\n", "not a mapping with a name"),
+    ],
+)
 def test_bad_files_raise_parse_error(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(atomic.parse(_file(text)))

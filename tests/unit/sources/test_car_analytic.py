@@ -1,4 +1,5 @@
 """The MITRE CAR analytic parser on the real snapshot, plus format quirks."""
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,14 @@ def _by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "analytics/CAR-2099-01-001.yaml", page_url: str = "") -> SourceFile:
-    return SourceFile(source="mitre_car", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      options={"page_url": page_url} if page_url else {},
-                      web_url="https://example.test/blob/master/{path}")
+    return SourceFile(
+        source="mitre_car",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        options={"page_url": page_url} if page_url else {},
+        web_url="https://example.test/blob/master/{path}",
+    )
 
 
 ANALYTIC = """\
@@ -99,22 +105,28 @@ def test_without_page_url_the_repository_url_is_used() -> None:
     assert r.url == "https://example.test/blob/master/analytics/CAR-2099-01-001.yaml"
 
 
-@pytest.mark.parametrize(("platforms", "expected"), [
-    ("[N/A]", ()),
-    ("[Windows, Linux, macOS]", ("linux", "macos", "windows")),
-    ("null", ()),
-])
+@pytest.mark.parametrize(
+    ("platforms", "expected"),
+    [
+        ("[N/A]", ()),
+        ("[Windows, Linux, macOS]", ("linux", "macos", "windows")),
+        ("null", ()),
+    ],
+)
 def test_platforms(platforms: str, expected: tuple[str, ...]) -> None:
     [r] = car_analytic.parse(_file(ANALYTIC.replace("[Windows]", platforms)))
     assert r.platforms == expected
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("title: [unclosed\n", "invalid YAML"),
-    ("- a list\n", "not a mapping"),
-    (ANALYTIC.replace("CAR-2099-01-001", "CAR-99-1"), "not CAR-yyyy-mm-nnn"),
-    (ANALYTIC.replace("title: Test Analytic\n", ""), "no title"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("title: [unclosed\n", "invalid YAML"),
+        ("- a list\n", "not a mapping"),
+        (ANALYTIC.replace("CAR-2099-01-001", "CAR-99-1"), "not CAR-yyyy-mm-nnn"),
+        (ANALYTIC.replace("title: Test Analytic\n", ""), "no title"),
+    ],
+)
 def test_bad_files_raise_parse_error(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(car_analytic.parse(_file(text)))

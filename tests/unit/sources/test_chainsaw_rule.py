@@ -1,4 +1,5 @@
 """The Chainsaw rule parser on the real snapshot, including the upstream file that is not YAML."""
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,14 @@ def _by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "rules/evtx/test.yml") -> SourceFile:
-    return SourceFile(source="chainsaw", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      options={"platforms": ["windows"]},
-                      web_url="https://example.test/blob/master/{path}")
+    return SourceFile(
+        source="chainsaw",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        options={"platforms": ["windows"]},
+        web_url="https://example.test/blob/master/{path}",
+    )
 
 
 RULE = """\
@@ -69,8 +75,7 @@ def test_invalid_upstream_file_is_skipped_and_counted(chainsaw: ParseOutcome) ->
 def test_invalid_upstream_file_raises_parse_error_alone() -> None:
     data = (UPSTREAM / "chainsaw" / BROKEN).read_bytes()
     with pytest.raises(ParseError, match="invalid YAML"):
-        list(chainsaw_rule.parse(SourceFile(source="chainsaw", root=UPSTREAM / "chainsaw", rel=BROKEN,
-                                            data=data)))
+        list(chainsaw_rule.parse(SourceFile(source="chainsaw", root=UPSTREAM / "chainsaw", rel=BROKEN, data=data)))
 
 
 def test_ids_are_paths_because_rules_have_no_id(chainsaw: ParseOutcome) -> None:
@@ -88,8 +93,10 @@ def test_yaml_suffix_rules_are_included(chainsaw: ParseOutcome) -> None:
 def test_kerberoasting_rule(chainsaw: ParseOutcome) -> None:
     r = _by_id(chainsaw)["chainsaw:rules/evtx/credential_access/kerberoasting_administrator.yml"]
     assert r.title == "Kerberos service ticket requested for Administrator"
-    assert r.url == ("https://github.com/WithSecureLabs/chainsaw/blob/master/"
-                     "rules/evtx/credential_access/kerberoasting_administrator.yml")
+    assert r.url == (
+        "https://github.com/WithSecureLabs/chainsaw/blob/master/"
+        "rules/evtx/credential_access/kerberoasting_administrator.yml"
+    )
     assert r.techniques == ()
     assert r.platforms == ("windows",)
     assert "Event.System.EventID: 4769" in r.body
@@ -123,12 +130,15 @@ def test_inline_rule_and_date_metadata() -> None:
     assert r.platforms == ("windows",)
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("title: [unclosed\n", "invalid YAML"),
-    ("- a list\n", "not a mapping"),
-    ("group: x\nfilter: {}\n", "no title"),
-    ("title: x\nkind: evtx\n", "no filter"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("title: [unclosed\n", "invalid YAML"),
+        ("- a list\n", "not a mapping"),
+        ("group: x\nfilter: {}\n", "no title"),
+        ("title: x\nkind: evtx\n", "no filter"),
+    ],
+)
 def test_bad_files_raise_parse_error(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(chainsaw_rule.parse(_file(text)))

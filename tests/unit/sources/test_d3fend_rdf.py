@@ -1,4 +1,5 @@
 """The D3FEND parser on the real Turtle ontology, plus Turtle/JSON-LD equivalence and edge cases."""
+
 from __future__ import annotations
 
 import json
@@ -101,7 +102,8 @@ def test_turtle_and_json_ld_give_the_same_records() -> None:
     from_json = _records("d3fend.json", json_ld)
     assert sorted(from_ttl) == ["D3-FA", "D3-FH"]
     assert {k: replace(r, path="") for k, r in from_ttl.items()} == {
-        k: replace(r, path="") for k, r in from_json.items()}
+        k: replace(r, path="") for k, r in from_json.items()
+    }
     hashing = from_ttl["D3-FH"]
     assert hashing.techniques == ("T1003",)
     assert hashing.tags == ("detect",)  # tactic inherited from the parent technique
@@ -114,11 +116,14 @@ def test_json_ld_with_remote_context_is_refused() -> None:
         _records("d3fend.json", json.dumps(doc).encode())
 
 
-@pytest.mark.parametrize(("rel", "data"), [
-    ("src/ontology/bad.ttl", b"@prefix : <x> .\n:a :b"),
-    ("d3fend.json", b"{nope"),
-    ("src/ontology/unknown.txt", b"anything"),
-])
+@pytest.mark.parametrize(
+    ("rel", "data"),
+    [
+        ("src/ontology/bad.ttl", b"@prefix : <x> .\n:a :b"),
+        ("d3fend.json", b"{nope"),
+        ("src/ontology/unknown.txt", b"anything"),
+    ],
+)
 def test_malformed_files_raise(rel: str, data: bytes) -> None:
     with pytest.raises(ParseError):
         _records(rel, data)

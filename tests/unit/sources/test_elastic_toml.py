@@ -1,4 +1,5 @@
 """The Elastic detection-rules TOML parser on the real snapshot, plus format quirks."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,13 @@ def _by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "rules/windows/test.toml") -> SourceFile:
-    return SourceFile(source="elastic", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      web_url="https://example.test/blob/v1/{path}")
+    return SourceFile(
+        source="elastic",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        web_url="https://example.test/blob/v1/{path}",
+    )
 
 
 RULE = """\
@@ -84,8 +90,10 @@ def test_deprecated_folder_is_excluded_but_deprecated_in_a_name_is_not() -> None
 def test_outlook_com_rule(elastic: ParseOutcome) -> None:
     r = _by_id(elastic)["elastic:1dee0500-4aeb-44ca-b24b-4a285d7b6ba1"]
     assert r.title == "Suspicious Inter-Process Communication via Outlook"
-    assert r.url == ("https://github.com/elastic/detection-rules/blob/main/rules/windows/"
-                     "collection_email_outlook_mailbox_via_com.toml")
+    assert r.url == (
+        "https://github.com/elastic/detection-rules/blob/main/rules/windows/"
+        "collection_email_outlook_mailbox_via_com.toml"
+    )
     assert r.techniques == ("T1114", "T1114.001", "T1559", "T1559.001")
     assert r.platforms == ("windows",)
     assert 'process.name : "OUTLOOK.EXE"' in r.body
@@ -133,7 +141,8 @@ def test_other_frameworks_are_ignored() -> None:
 
 def test_threshold_rule_body() -> None:
     text = RULE.replace('type = "eql"', 'type = "threshold"') + (
-        '\n[rule.threshold]\nfield = ["host.id"]\nvalue = 25\n')
+        '\n[rule.threshold]\nfield = ["host.id"]\nvalue = 25\n'
+    )
     [r] = elastic_toml.parse(_file(text))
     assert "Threshold: field: host.id, value: 25" in r.body
 
@@ -142,11 +151,14 @@ def test_deprecated_maturity_yields_nothing() -> None:
     assert list(elastic_toml.parse(_file(RULE.replace('"production"', '"deprecated"')))) == []
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("[rule\nname = 1", "invalid TOML"),
-    ("[metadata]\nmaturity = 'production'\n", "no \\[rule\\] table"),
-    ("[rule]\nname = 'x'\n", "no rule_id"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("[rule\nname = 1", "invalid TOML"),
+        ("[metadata]\nmaturity = 'production'\n", "no \\[rule\\] table"),
+        ("[rule]\nname = 'x'\n", "no rule_id"),
+    ],
+)
 def test_bad_files_raise_parse_error(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(elastic_toml.parse(_file(text)))

@@ -1,4 +1,5 @@
 """The Engage parser on the real Data/json files, plus inline edge cases."""
+
 from __future__ import annotations
 
 import json
@@ -49,15 +50,19 @@ def test_approach_and_goal(engage: dict[str, Record]) -> None:
     assert (approach.title, approach.url) == ("Collect", "https://engage.mitre.org/approaches/EAP0001/")
     assert "API Monitoring (EAC0001)" in approach.body
     goal = engage["mitre_engage:EGO0001"]
-    assert (goal.title, goal.url, goal.techniques) == (
-        "Expose", "https://engage.mitre.org/goals/EGO0001/", ())
+    assert (goal.title, goal.url, goal.techniques) == ("Expose", "https://engage.mitre.org/goals/EGO0001/", ())
     assert "<br>" not in goal.body
 
 
 def test_mapping_file_itself_yields_no_records() -> None:
     rel = "Data/json/attack_mapping.json"
-    file = SourceFile(source="mitre_engage", root=ROOT, rel=rel, data=(ROOT / rel).read_bytes(),
-                      options=default_registry()["mitre_engage"].options)
+    file = SourceFile(
+        source="mitre_engage",
+        root=ROOT,
+        rel=rel,
+        data=(ROOT / rel).read_bytes(),
+        options=default_registry()["mitre_engage"].options,
+    )
     assert list(engage_json.parse(file)) == []
 
 
@@ -78,8 +83,13 @@ def test_missing_mapping_file_means_no_techniques(tmp_path: Path) -> None:
 
 
 def test_mapping_is_reread_when_the_checkout_changes(tmp_path: Path) -> None:
-    row = {"attack_id": "T1003", "attack_technique": "OS Credential Dumping", "eac_id": "EAC0100",
-           "eav_id": "EAV0001", "eav": "v"}
+    row = {
+        "attack_id": "T1003",
+        "attack_technique": "OS Credential Dumping",
+        "eac_id": "EAC0100",
+        "eav_id": "EAV0001",
+        "eav": "v",
+    }
     file = _tree(tmp_path, [{"id": "EAC0100", "name": "New", "description": "d"}], [row])
     assert next(engage_json.parse(file)).techniques == ("T1003",)
     changed = [{**row, "attack_id": "T1059.001"}]

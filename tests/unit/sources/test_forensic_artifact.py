@@ -1,4 +1,5 @@
 """The ForensicArtifacts parser on the real snapshot, plus multi-document and OS quirks."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,13 @@ def by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "artifacts/data/test.yaml") -> SourceFile:
-    return SourceFile(source="forensic_artifacts", root=Path("/nonexistent"), rel=rel,
-                      data=text.encode(), web_url="https://example.test/blob/main/{path}")
+    return SourceFile(
+        source="forensic_artifacts",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        web_url="https://example.test/blob/main/{path}",
+    )
 
 
 TWO_ARTIFACTS = """\
@@ -59,6 +65,7 @@ supported_os: [ESXi]
 
 # --- whole snapshot -------------------------------------------------------------------------
 
+
 def test_counts(outcome: ParseOutcome) -> None:
     # 32 multi-document files hold 731 artifact definitions.
     assert outcome.files_seen == 32
@@ -85,8 +92,7 @@ def test_darwin_means_macos(outcome: ParseOutcome) -> None:
 def test_prefetch(by_id: dict[str, Record]) -> None:
     r = by_id["forensic_artifacts:WindowsPrefetchFiles"]
     assert r.title == "WindowsPrefetchFiles"
-    assert r.url == ("https://github.com/ForensicArtifacts/artifacts/blob/main/"
-                     "artifacts/data/windows.yaml")
+    assert r.url == ("https://github.com/ForensicArtifacts/artifacts/blob/main/artifacts/data/windows.yaml")
     assert r.path == "artifacts/data/windows.yaml"
     assert r.platforms == ("windows",)
     assert "WindowsPrefetchFiles: Windows Prefetch files." in r.body
@@ -109,6 +115,7 @@ def test_metadata_is_json_serialisable(outcome: ParseOutcome) -> None:
 
 # --- quirks ---------------------------------------------------------------------------------
 
+
 def test_multi_document_file() -> None:
     mac, command = forensic_artifact.parse(_file(TWO_ARTIFACTS))
     assert mac.doc_id == "forensic_artifacts:TestMacFile"
@@ -122,17 +129,19 @@ def test_multi_document_file() -> None:
 def test_ids_do_not_depend_on_document_order() -> None:
     first, second = TWO_ARTIFACTS.split("---\n")[1:]
     forward = {r.doc_id: r.content_hash for r in forensic_artifact.parse(_file(TWO_ARTIFACTS))}
-    swapped = {r.doc_id: r.content_hash
-               for r in forensic_artifact.parse(_file(f"---\n{second}---\n{first}"))}
+    swapped = {r.doc_id: r.content_hash for r in forensic_artifact.parse(_file(f"---\n{second}---\n{first}"))}
     assert forward == swapped
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("# only a comment\n", "no artifact definition"),
-    ("---\ndoc: no name\nsources: []\n", "with a name"),
-    ("---\nname: X\ndoc: no sources\n", "no sources"),
-    ("---\n- a list\n", "with a name"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("# only a comment\n", "no artifact definition"),
+        ("---\ndoc: no name\nsources: []\n", "with a name"),
+        ("---\nname: X\ndoc: no sources\n", "no sources"),
+        ("---\n- a list\n", "with a name"),
+    ],
+)
 def test_bad_files_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(forensic_artifact.parse(_file(text)))

@@ -1,4 +1,5 @@
 """The GTFOBins parser on the real snapshot, plus front-matter, alias and context quirks."""
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,18 @@ def by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "_gtfobins/tool") -> SourceFile:
-    return SourceFile(source="gtfobins", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      options={"platforms": ["linux", "unix"]},
-                      web_url="https://example.test/blob/master/{path}")
+    return SourceFile(
+        source="gtfobins",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        options={"platforms": ["linux", "unix"]},
+        web_url="https://example.test/blob/master/{path}",
+    )
 
 
 # --- whole snapshot -------------------------------------------------------------------------
+
 
 def test_counts(outcome: ParseOutcome) -> None:
     assert outcome.files_seen == 478  # files have no suffix; `_gtfobins/*` finds them all
@@ -120,12 +127,15 @@ def test_contexts_render_with_their_notes() -> None:
     assert record.metadata["contexts"] == ["sudo", "suid", "unprivileged"]
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("functions: {}\n", "front matter"),
-    ("---\nfunctions: {}\n...\n", "neither functions nor alias"),
-    ("---\n- a list\n...\n", "not a mapping"),
-    ("---\nfunctions:\n  shell:\n  - just text\n...\n", "non-mapping example"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("functions: {}\n", "front matter"),
+        ("---\nfunctions: {}\n...\n", "neither functions nor alias"),
+        ("---\n- a list\n...\n", "not a mapping"),
+        ("---\nfunctions:\n  shell:\n  - just text\n...\n", "non-mapping example"),
+    ],
+)
 def test_bad_files_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(gtfobins_frontmatter.parse(_file(text)))

@@ -1,4 +1,5 @@
 """The HijackLibs parser on the real snapshot, plus the format's quirks."""
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,14 @@ def by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, options: dict | None = None) -> SourceFile:
-    return SourceFile(source="hijacklibs", root=Path("/nonexistent"), rel="yml/test/test.yml",
-                      data=text.encode(), options=options or {},
-                      web_url="https://example.test/blob/main/{path}")
+    return SourceFile(
+        source="hijacklibs",
+        root=Path("/nonexistent"),
+        rel="yml/test/test.yml",
+        data=text.encode(),
+        options=options or {},
+        web_url="https://example.test/blob/main/{path}",
+    )
 
 
 ENTRY = """\
@@ -45,6 +51,7 @@ VulnerableExecutables:
 
 
 # --- whole snapshot -------------------------------------------------------------------------
+
 
 def test_counts(outcome: ParseOutcome) -> None:
     assert outcome.files_seen == 598
@@ -94,6 +101,7 @@ def test_metadata_is_json_serialisable(outcome: ParseOutcome) -> None:
 
 # --- quirks ---------------------------------------------------------------------------------
 
+
 def test_techniques_come_from_the_registry_options() -> None:
     (without,) = hijacklibs_yaml.parse(_file(ENTRY))
     assert without.techniques == ()
@@ -108,11 +116,14 @@ def test_environment_variable_entry() -> None:
     assert record.metadata["created"] == "2024-01-02"
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("Name: x.dll\nVulnerableExecutables: []\n", "lacks"),
-    ("Vendor: X\n", "lacks"),
-    ("just text\n", "mapping"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("Name: x.dll\nVulnerableExecutables: []\n", "lacks"),
+        ("Vendor: X\n", "lacks"),
+        ("just text\n", "mapping"),
+    ],
+)
 def test_bad_files_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(hijacklibs_yaml.parse(_file(text)))

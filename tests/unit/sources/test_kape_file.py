@@ -1,4 +1,5 @@
 """The KAPE target/module parser on the real KapeFiles snapshot, plus the format's quirks."""
+
 from __future__ import annotations
 
 import json
@@ -26,9 +27,14 @@ def by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "Targets/Test/Test.tkape") -> SourceFile:
-    return SourceFile(source="kape", root=Path("/nonexistent"), rel=rel, data=text.encode("utf-8"),
-                      options={"platforms": ["windows"]},
-                      web_url="https://example.test/blob/master/{path}")
+    return SourceFile(
+        source="kape",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode("utf-8"),
+        options={"platforms": ["windows"]},
+        web_url="https://example.test/blob/master/{path}",
+    )
 
 
 TARGET = """\
@@ -52,6 +58,7 @@ Targets:
 
 
 # --- whole snapshot -------------------------------------------------------------------------
+
 
 def test_counts(outcome: ParseOutcome) -> None:
     # 377 targets + 453 modules upstream; 11 targets and 13 modules sit under `!Disabled`.
@@ -104,6 +111,7 @@ def test_metadata_is_json_serialisable(outcome: ParseOutcome) -> None:
 
 # --- quirks ---------------------------------------------------------------------------------
 
+
 def test_target_file() -> None:
     (record,) = kape_file.parse(_file(TARGET))
     assert record.upstream_id == "Targets/Test/Test.tkape"
@@ -114,18 +122,27 @@ def test_target_file() -> None:
 
 def test_byte_order_mark_is_accepted() -> None:
     file = _file(TARGET)
-    with_bom = SourceFile(source=file.source, root=file.root, rel=file.rel,
-                          data=b"\xef\xbb\xbf" + file.data, options=file.options, web_url=file.web_url)
+    with_bom = SourceFile(
+        source=file.source,
+        root=file.root,
+        rel=file.rel,
+        data=b"\xef\xbb\xbf" + file.data,
+        options=file.options,
+        web_url=file.web_url,
+    )
     (record,) = kape_file.parse(with_bom)
     assert record.title == "Test"
 
 
-@pytest.mark.parametrize("text, rel, reason", [
-    (TARGET, "Targets/Test/Test.yaml", "suffix"),
-    ("Description: x\nTargets: []\n", "Targets/T.tkape", "no Targets"),
-    ("Description: x\nProcessors:\n", "Modules/M.mkape", "no Processors"),
-    ("Description: [unclosed\n", "Targets/T.tkape", "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, rel, reason",
+    [
+        (TARGET, "Targets/Test/Test.yaml", "suffix"),
+        ("Description: x\nTargets: []\n", "Targets/T.tkape", "no Targets"),
+        ("Description: x\nProcessors:\n", "Modules/M.mkape", "no Processors"),
+        ("Description: [unclosed\n", "Targets/T.tkape", "invalid YAML"),
+    ],
+)
 def test_bad_files_raise(text: str, rel: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(kape_file.parse(_file(text, rel)))

@@ -1,4 +1,5 @@
 """The KEV parser on the real feed snapshot, plus inline edge cases."""
+
 from __future__ import annotations
 
 import json
@@ -30,16 +31,14 @@ def test_registry_is_a_feed() -> None:
     spec = default_registry()["cisa_kev"]
     assert spec.tracking == "feed"
     assert spec.version_field == "catalogVersion"
-    assert spec.feed_url == (
-        "https://www.cisa.gov/sites/default/files/feeds/known_exploited_vulnerabilities.json")
+    assert spec.feed_url == ("https://www.cisa.gov/sites/default/files/feeds/known_exploited_vulnerabilities.json")
     assert spec.paths == ("data/known_exploited_vulnerabilities.json",)
 
 
 def test_log4shell(kev: dict[str, Record]) -> None:
     r = kev["cisa_kev:CVE-2021-44228"]
     assert r.title == "Apache Log4j2 Remote Code Execution Vulnerability"
-    assert r.url == ("https://www.cisa.gov/known-exploited-vulnerabilities-catalog"
-                     "?search_api_fulltext=CVE-2021-44228")
+    assert r.url == ("https://www.cisa.gov/known-exploited-vulnerabilities-catalog?search_api_fulltext=CVE-2021-44228")
     assert "JNDI features" in r.body
     assert r.metadata["known_ransomware_use"] == "Known"
     assert r.metadata["cwes"] == ["CWE-20", "CWE-400", "CWE-502"]
@@ -54,8 +53,14 @@ def test_newest_entry(kev: dict[str, Record]) -> None:
 
 
 def test_catalog_version_does_not_change_record_hashes() -> None:
-    vuln = {"cveID": "CVE-2024-0001", "vendorProject": "V", "product": "P", "vulnerabilityName": "N",
-            "shortDescription": "d", "cwes": []}
+    vuln = {
+        "cveID": "CVE-2024-0001",
+        "vendorProject": "V",
+        "product": "P",
+        "vulnerabilityName": "N",
+        "shortDescription": "d",
+        "cwes": [],
+    }
     hashes = set()
     for version in ("2024.01.01", "2024.01.02"):
         feed = {"catalogVersion": version, "vulnerabilities": [vuln]}

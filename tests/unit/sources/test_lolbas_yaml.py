@@ -1,4 +1,5 @@
 """The LOLBAS parser on the real snapshot, plus the format's quirks."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,13 @@ def by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "yml/OSBinaries/Test.yml") -> SourceFile:
-    return SourceFile(source="lolbas", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      web_url="https://example.test/blob/master/{path}")
+    return SourceFile(
+        source="lolbas",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        web_url="https://example.test/blob/master/{path}",
+    )
 
 
 ENTRY = """\
@@ -49,6 +55,7 @@ Full_Path:
 
 
 # --- whole snapshot -------------------------------------------------------------------------
+
 
 def test_counts(outcome: ParseOutcome) -> None:
     # 243 entries upstream; the 3 HonorableMentions are excluded by the registry.
@@ -103,8 +110,7 @@ def test_version_is_pinned_in_urls() -> None:
 
 def test_reparse_gives_same_ids_and_hashes(outcome: ParseOutcome) -> None:
     again = parse_source(default_registry()["lolbas"], UPSTREAM / "lolbas")
-    assert {r.doc_id: r.content_hash for r in again.records} == {
-        r.doc_id: r.content_hash for r in outcome.records}
+    assert {r.doc_id: r.content_hash for r in again.records} == {r.doc_id: r.content_hash for r in outcome.records}
 
 
 def test_empty_checkout_fails_the_source(tmp_path: Path) -> None:
@@ -114,6 +120,7 @@ def test_empty_checkout_fails_the_source(tmp_path: Path) -> None:
 
 # --- quirks ---------------------------------------------------------------------------------
 
+
 def test_techniques_only_from_command_mitre_ids() -> None:
     (record,) = lolbas_yaml.parse(_file(ENTRY))
     assert record.techniques == ("T1105",)
@@ -121,13 +128,16 @@ def test_techniques_only_from_command_mitre_ids() -> None:
     assert record.metadata["created"] == "2024-01-02"  # a YAML date, stored as ISO text
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("- just a list\n", "mapping"),
-    ("Name: X.exe\nCommands: []\n", "Commands"),
-    ("Description: no name\nCommands:\n  - Command: x\n", "Name"),
-    ("Name: [unclosed\n", "invalid YAML"),
-    ("Name: caf\xe9.exe\n", "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("- just a list\n", "mapping"),
+        ("Name: X.exe\nCommands: []\n", "Commands"),
+        ("Description: no name\nCommands:\n  - Command: x\n", "Name"),
+        ("Name: [unclosed\n", "invalid YAML"),
+        ("Name: caf\xe9.exe\n", "UTF-8"),
+    ],
+)
 def test_bad_files_raise(text: str, reason: str) -> None:
     file = _file(text)
     if reason == "UTF-8":  # Latin-1 bytes, as a mis-saved upstream file would hold

@@ -1,4 +1,5 @@
 """The LOLDrivers parser on the real snapshot, plus sample trimming and other quirks."""
+
 from __future__ import annotations
 
 import json
@@ -28,12 +29,18 @@ def by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "yaml/test.yaml", max_samples: int = 5) -> SourceFile:
-    return SourceFile(source="loldrivers", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      options={"platforms": ["windows"], "max_samples": max_samples},
-                      web_url="https://example.test/blob/main/{path}")
+    return SourceFile(
+        source="loldrivers",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        options={"platforms": ["windows"], "max_samples": max_samples},
+        web_url="https://example.test/blob/main/{path}",
+    )
 
 
 # --- whole snapshot -------------------------------------------------------------------------
+
 
 def test_counts(outcome: ParseOutcome) -> None:
     assert outcome.files_seen == 661
@@ -52,8 +59,9 @@ def test_technique_spread(outcome: ParseOutcome) -> None:
 def test_malicious_driver(by_id: dict[str, Record]) -> None:
     r = by_id["loldrivers:yaml/00561455-9da1-4f0c-8564-e4c99b716a74.yaml"]
     assert r.title == "driver_090d409f.sys"
-    assert r.url == ("https://github.com/magicsword-io/LOLDrivers/blob/main/"
-                     "yaml/00561455-9da1-4f0c-8564-e4c99b716a74.yaml")
+    assert r.url == (
+        "https://github.com/magicsword-io/LOLDrivers/blob/main/yaml/00561455-9da1-4f0c-8564-e4c99b716a74.yaml"
+    )
     assert r.techniques == ("T1068",)
     assert r.platforms == ("windows",)
     assert r.tags == ("malicious",)
@@ -97,6 +105,7 @@ def test_metadata_is_json_serialisable(outcome: ParseOutcome) -> None:
 
 # --- quirks ---------------------------------------------------------------------------------
 
+
 def _entry(samples: str) -> str:
     return f"""\
 Id: 11111111-2222-3333-4444-555555555555
@@ -120,8 +129,7 @@ KnownVulnerableSamples:
 
 def _sample(n: int, sha256: bool = True) -> str:
     digest = f"  SHA256: '{n:064x}'\n" if sha256 else "  SHA256: ''\n"
-    return (f"- Filename: t{n}.sys\n{digest}  Authentihash:\n    SHA256: {'f' * 64}\n"
-            f"  Imports:\n  - ntoskrnl.exe\n")
+    return f"- Filename: t{n}.sys\n{digest}  Authentihash:\n    SHA256: {'f' * 64}\n  Imports:\n  - ntoskrnl.exe\n"
 
 
 def test_hashes_skip_samples_without_sha256() -> None:
@@ -141,11 +149,14 @@ def test_few_samples_are_loaded_whole() -> None:
     assert record.upstream_id == "yaml/test.yaml"
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("Tags: [x.sys]\n", "lacks an Id"),
-    ("- a list\n", "mapping"),
-    ("Id: [unclosed\n", "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("Tags: [x.sys]\n", "lacks an Id"),
+        ("- a list\n", "mapping"),
+        ("Id: [unclosed\n", "invalid YAML"),
+    ],
+)
 def test_bad_files_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(loldrivers_yaml.parse(_file(text)))

@@ -1,4 +1,5 @@
 """The Markdown page parser on the real Stratus Red Team docs, plus page-shape quirks."""
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,14 @@ def by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "docs/attack-techniques/AWS/aws.test.page.md") -> SourceFile:
-    return SourceFile(source="stratus_red_team", root=Path("/nonexistent"), rel=rel,
-                      data=text.encode(), options=OPTIONS,
-                      web_url="https://example.test/blob/v1/{path}")
+    return SourceFile(
+        source="stratus_red_team",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        options=OPTIONS,
+        web_url="https://example.test/blob/v1/{path}",
+    )
 
 
 PAGE = """\
@@ -81,6 +87,7 @@ Does a <code>thing</code>[^1]. Not a mapping: T1105 in prose.
 
 # --- whole snapshot -------------------------------------------------------------------------
 
+
 def test_counts(outcome: ParseOutcome) -> None:
     # 112 pages: 101 techniques plus 11 index and overview pages, which yield nothing.
     assert outcome.files_seen == 112
@@ -92,16 +99,27 @@ def test_counts(outcome: ParseOutcome) -> None:
 
 def test_index_pages_are_not_records(outcome: ParseOutcome) -> None:
     names = {Path(r.path).name for r in outcome.records}
-    assert not names & {"index.md", "list.md", "philosophy.md", "supported-platforms.md",
-                        "mitre-attack-coverage-matrices.md"}
+    assert not names & {
+        "index.md",
+        "list.md",
+        "philosophy.md",
+        "supported-platforms.md",
+        "mitre-attack-coverage-matrices.md",
+    }
 
 
 def test_platform_from_folder(outcome: ParseOutcome) -> None:
     counts: dict[tuple[str, ...], int] = {}
     for record in outcome.records:
         counts[record.platforms] = counts.get(record.platforms, 0) + 1
-    assert counts == {("aws",): 44, ("gcp",): 25, ("azure",): 15, ("kubernetes",): 8,
-                      ("entra_id",): 7, ("aws", "kubernetes"): 2}
+    assert counts == {
+        ("aws",): 44,
+        ("gcp",): 25,
+        ("azure",): 15,
+        ("kubernetes",): 8,
+        ("entra_id",): 7,
+        ("aws", "kubernetes"): 2,
+    }
 
 
 def test_every_page_has_tactics(outcome: ParseOutcome) -> None:
@@ -111,8 +129,10 @@ def test_every_page_has_tactics(outcome: ParseOutcome) -> None:
 def test_ec2_password_data(by_id: dict[str, Record]) -> None:
     r = by_id[f"{DOCS}/AWS/aws.credential-access.ec2-get-password-data.md"]
     assert r.title == "Retrieve EC2 Password Data"
-    assert r.url == ("https://github.com/DataDog/stratus-red-team/blob/main/docs/attack-techniques/"
-                     "AWS/aws.credential-access.ec2-get-password-data.md")
+    assert r.url == (
+        "https://github.com/DataDog/stratus-red-team/blob/main/docs/attack-techniques/"
+        "AWS/aws.credential-access.ec2-get-password-data.md"
+    )
     assert r.platforms == ("aws",)
     assert r.techniques == ()
     assert r.metadata["tactics"] == ["Credential Access"]
@@ -145,6 +165,7 @@ def test_metadata_is_json_serialisable(outcome: ParseOutcome) -> None:
 
 # --- quirks ---------------------------------------------------------------------------------
 
+
 def test_technique_page() -> None:
     (record,) = markdown_page.parse(_file(PAGE))
     assert record.title == "Test Technique"
@@ -164,16 +185,20 @@ def test_index_page_yields_nothing() -> None:
 
 
 def test_heading_is_the_title_without_front_matter() -> None:
-    (record,) = markdown_page.parse(_file("# From Heading\n\nPlatform: Entra ID\n",
-                                          "docs/attack-techniques/entra-id/x.md"))
+    (record,) = markdown_page.parse(
+        _file("# From Heading\n\nPlatform: Entra ID\n", "docs/attack-techniques/entra-id/x.md")
+    )
     assert record.title == "From Heading"
     assert record.platforms == ("entra_id",)
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("---\n- a\n---\nPlatform: AWS\n", "front matter"),
-    ("Platform: AWS\nno heading\n", "neither"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("---\n- a\n---\nPlatform: AWS\n", "front matter"),
+        ("Platform: AWS\nno heading\n", "neither"),
+    ],
+)
 def test_bad_pages_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(markdown_page.parse(_file(text)))

@@ -1,4 +1,5 @@
 """The ATT&CK technique table built from the real Enterprise bundle and from tiny inline bundles."""
+
 from __future__ import annotations
 
 import json
@@ -58,25 +59,55 @@ def test_deprecated_technique_kept_as_flagged_entry(table: dict[str, MitreTechni
 
 def test_platform_names_outside_the_vocabulary_are_mapped(table: dict[str, MitreTechnique]) -> None:
     assert attack_platforms(["Office Suite", "Identity Provider", "PRE", "Network Devices"]) == (
-        "entra_id", "network", "office365")
+        "entra_id",
+        "network",
+        "office365",
+    )
     assert "office365" in table["T1114.002"].platforms
 
 
 def _tiny_bundle(spec: str) -> bytes:
-    parent = {"type": "attack-pattern", "id": "attack-pattern--p", "name": "Parent Thing",
-              "external_references": [{"source_name": "mitre-attack", "external_id": "T9000"}],
-              "kill_chain_phases": [{"kill_chain_name": "mitre-attack", "phase_name": "execution"},
-                                    {"kill_chain_name": "other", "phase_name": "ignored"}],
-              "x_mitre_platforms": ["Linux"]}
-    child = {"type": "attack-pattern", "id": "attack-pattern--c", "name": "Child Thing",
-             "x_mitre_is_subtechnique": True,
-             "external_references": [{"source_name": "mitre-attack", "external_id": "T9000.001"}]}
-    old = {"type": "attack-pattern", "id": "attack-pattern--o", "name": "Old Thing", "revoked": True,
-           "external_references": [{"source_name": "mitre-attack", "external_id": "T8999"}]}
-    rels = [{"type": "relationship", "id": "relationship--1", "relationship_type": "subtechnique-of",
-             "source_ref": "attack-pattern--c", "target_ref": "attack-pattern--p"},
-            {"type": "relationship", "id": "relationship--2", "relationship_type": "revoked-by",
-             "source_ref": "attack-pattern--o", "target_ref": "attack-pattern--c"}]
+    parent = {
+        "type": "attack-pattern",
+        "id": "attack-pattern--p",
+        "name": "Parent Thing",
+        "external_references": [{"source_name": "mitre-attack", "external_id": "T9000"}],
+        "kill_chain_phases": [
+            {"kill_chain_name": "mitre-attack", "phase_name": "execution"},
+            {"kill_chain_name": "other", "phase_name": "ignored"},
+        ],
+        "x_mitre_platforms": ["Linux"],
+    }
+    child = {
+        "type": "attack-pattern",
+        "id": "attack-pattern--c",
+        "name": "Child Thing",
+        "x_mitre_is_subtechnique": True,
+        "external_references": [{"source_name": "mitre-attack", "external_id": "T9000.001"}],
+    }
+    old = {
+        "type": "attack-pattern",
+        "id": "attack-pattern--o",
+        "name": "Old Thing",
+        "revoked": True,
+        "external_references": [{"source_name": "mitre-attack", "external_id": "T8999"}],
+    }
+    rels = [
+        {
+            "type": "relationship",
+            "id": "relationship--1",
+            "relationship_type": "subtechnique-of",
+            "source_ref": "attack-pattern--c",
+            "target_ref": "attack-pattern--p",
+        },
+        {
+            "type": "relationship",
+            "id": "relationship--2",
+            "relationship_type": "revoked-by",
+            "source_ref": "attack-pattern--o",
+            "target_ref": "attack-pattern--c",
+        },
+    ]
     objects = [parent, child, old, *rels]
     if spec == "2.1":
         objects = [{**o, "spec_version": "2.1"} for o in objects]

@@ -1,4 +1,5 @@
 """The Sigma-format parser on the real SigmaHQ and Hayabusa snapshots, plus format quirks."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,13 @@ def _by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "rules/test/rule.yml", source: str = "sigma") -> SourceFile:
-    return SourceFile(source=source, root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      web_url="https://example.test/blob/master/{path}")
+    return SourceFile(
+        source=source,
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        web_url="https://example.test/blob/master/{path}",
+    )
 
 
 RULE = """\
@@ -60,6 +66,7 @@ level: high
 
 
 # --- whole snapshot -------------------------------------------------------------------------
+
 
 def test_sigma_counts(sigma: ParseOutcome) -> None:
     assert sigma.files_seen == 3780
@@ -92,8 +99,10 @@ def test_metadata_is_json_serialisable(sigma: ParseOutcome, hayabusa: ParseOutco
 def test_sigma_procdump_lsass(sigma: ParseOutcome) -> None:
     r = _by_id(sigma)["sigma:5afee48e-67dd-4e03-a783-f74259dcf998"]
     assert r.title == "Potential LSASS Process Dump Via Procdump"
-    assert r.url == ("https://github.com/SigmaHQ/sigma/blob/master/rules/windows/process_creation/"
-                     "proc_creation_win_sysinternals_procdump_lsass.yml")
+    assert r.url == (
+        "https://github.com/SigmaHQ/sigma/blob/master/rules/windows/process_creation/"
+        "proc_creation_win_sysinternals_procdump_lsass.yml"
+    )
     assert r.techniques == ("T1003.001", "T1036")
     assert r.platforms == ("windows",)
     assert "CommandLine|contains|windash:" in r.body
@@ -129,8 +138,10 @@ def test_hayabusa_correlation_rule(hayabusa: ParseOutcome) -> None:
     records = _by_id(hayabusa)
     corr = records["hayabusa:0ae09af3-f30f-47c2-a31c-83e0b918eeee"]
     assert corr.title == "User Guessing"
-    assert corr.url == ("https://github.com/Yamato-Security/hayabusa-rules/blob/main/hayabusa/builtin/"
-                        "Security/LogonLogoff/Logon/Sec_4625_Med_LogonFail_UserGuessing_Correlation.yml")
+    assert corr.url == (
+        "https://github.com/Yamato-Security/hayabusa-rules/blob/main/hayabusa/builtin/"
+        "Security/LogonLogoff/Logon/Sec_4625_Med_LogonFail_UserGuessing_Correlation.yml"
+    )
     assert corr.techniques == ("T1110.003",)
     assert corr.platforms == ("windows",)  # inherited from the correlated rule's logsource
     assert "type: value_count" in corr.body
@@ -164,6 +175,7 @@ def test_empty_checkout_fails_the_source(tmp_path: Path) -> None:
 
 # --- format quirks on tiny inputs -----------------------------------------------------------
 
+
 def test_inline_rule() -> None:
     [r] = sigma_rule.parse(_file(RULE))
     assert r.doc_id == "sigma:11111111-2222-3333-4444-555555555555"
@@ -196,28 +208,34 @@ def test_deprecated_rule_yields_nothing(status: str) -> None:
     assert list(sigma_rule.parse(_file(RULE.replace("status: test", f"status: {status}")))) == []
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("", "no YAML document"),
-    ("title: [unclosed\n", "invalid YAML"),
-    ("- just\n- a list\n", "not a mapping"),
-    ("title: No logic\nid: x\n", "neither detection nor correlation"),
-    ("id: x\ndetection:\n  condition: x\n", "no title"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "no YAML document"),
+        ("title: [unclosed\n", "invalid YAML"),
+        ("- just\n- a list\n", "not a mapping"),
+        ("title: No logic\nid: x\n", "neither detection nor correlation"),
+        ("id: x\ndetection:\n  condition: x\n", "no title"),
+    ],
+)
 def test_bad_files_raise_parse_error(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(sigma_rule.parse(_file(text)))
 
 
-@pytest.mark.parametrize(("logsource", "expected"), [
-    ("product: windows", ("windows",)),
-    ("product: m365", ("office365",)),
-    ("product: okta", ("saas",)),
-    ("product: zeek", ("network",)),
-    ("category: webserver", ("web",)),
-    ("category: proxy", ("network",)),
-    ("service: nginx", ("web",)),
-    ("product: jvm", ()),
-])
+@pytest.mark.parametrize(
+    ("logsource", "expected"),
+    [
+        ("product: windows", ("windows",)),
+        ("product: m365", ("office365",)),
+        ("product: okta", ("saas",)),
+        ("product: zeek", ("network",)),
+        ("category: webserver", ("web",)),
+        ("category: proxy", ("network",)),
+        ("service: nginx", ("web",)),
+        ("product: jvm", ()),
+    ],
+)
 def test_logsource_platforms(logsource: str, expected: tuple[str, ...]) -> None:
     text = RULE.replace("  product: windows\n  category: process_creation\n", f"  {logsource}\n")
     [r] = sigma_rule.parse(_file(text))

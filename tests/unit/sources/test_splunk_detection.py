@@ -1,4 +1,5 @@
 """The Splunk security_content detection parser on the real snapshot, plus format quirks."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,13 @@ def _by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "detections/endpoint/test.yml") -> SourceFile:
-    return SourceFile(source="splunk_security", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      web_url="https://example.test/blob/v4/{path}")
+    return SourceFile(
+        source="splunk_security",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        web_url="https://example.test/blob/v4/{path}",
+    )
 
 
 DETECTION = """\
@@ -71,16 +77,17 @@ def test_deprecated_folder_is_excluded(tmp_path: Path) -> None:
     for folder in ("endpoint", "deprecated"):
         (tmp_path / "detections" / folder).mkdir(parents=True)
         (tmp_path / "detections" / folder / "x.yml").write_text(DETECTION)
-    rels = [p.relative_to(tmp_path).as_posix()
-            for p in select_files(default_registry()["splunk_security"], tmp_path)]
+    rels = [p.relative_to(tmp_path).as_posix() for p in select_files(default_registry()["splunk_security"], tmp_path)]
     assert rels == ["detections/endpoint/x.yml"]
 
 
 def test_3cx_detection(splunk: ParseOutcome) -> None:
     r = _by_id(splunk)["splunk_security:791b727c-deec-4fbe-a732-756131b3c5a1"]
     assert r.title == "3CX Supply Chain Attack Network Indicators"
-    assert r.url == ("https://github.com/splunk/security_content/blob/develop/detections/endpoint/"
-                     "3cx_supply_chain_attack_network_indicators.yml")
+    assert r.url == (
+        "https://github.com/splunk/security_content/blob/develop/detections/endpoint/"
+        "3cx_supply_chain_attack_network_indicators.yml"
+    )
     assert r.techniques == ("T1195.002",)
     assert r.platforms == ("windows",)  # from the data source "Sysmon EventID 22"
     assert "lookup 3cx_ioc_domains domain as query" in r.body
@@ -116,26 +123,32 @@ def test_deprecated_status_yields_nothing() -> None:
     assert list(splunk_detection.parse(_file(DETECTION.replace("production", "deprecated")))) == []
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("Sysmon for Linux EventID 1", ("linux",)),
-    ("Sysmon EventID 13", ("windows",)),
-    ("Windows Event Log Security 4688", ("windows",)),
-    ("Azure Active Directory Add member to role", ("entra_id",)),
-    ("Azure Audit Create or Update an Azure Automation account", ("azure",)),
-    ("O365 UserLoggedIn", ("office365",)),
-    ("G Suite Gmail", ("google_workspace",)),
-    ("CrowdStrike ProcessRollup2", ()),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("Sysmon for Linux EventID 1", ("linux",)),
+        ("Sysmon EventID 13", ("windows",)),
+        ("Windows Event Log Security 4688", ("windows",)),
+        ("Azure Active Directory Add member to role", ("entra_id",)),
+        ("Azure Audit Create or Update an Azure Automation account", ("azure",)),
+        ("O365 UserLoggedIn", ("office365",)),
+        ("G Suite Gmail", ("google_workspace",)),
+        ("CrowdStrike ProcessRollup2", ()),
+    ],
+)
 def test_data_source_platforms(source: str, expected: tuple[str, ...]) -> None:
     [r] = splunk_detection.parse(_file(DETECTION.replace("Sysmon EventID 1", source)))
     assert r.platforms == expected
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ("name: [unclosed\n", "invalid YAML"),
-    ("- a list\n", "not a mapping"),
-    ("name: No id\nsearch: x\n", "no id or name"),
-])
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("name: [unclosed\n", "invalid YAML"),
+        ("- a list\n", "not a mapping"),
+        ("name: No id\nsearch: x\n", "no id or name"),
+    ],
+)
 def test_bad_files_raise_parse_error(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(splunk_detection.parse(_file(text)))

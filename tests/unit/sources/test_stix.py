@@ -1,4 +1,5 @@
 """The STIX parser on the real ATT&CK, CAPEC and MBC bundles, plus inline edge cases."""
+
 from __future__ import annotations
 
 import json
@@ -51,9 +52,14 @@ def mbc() -> dict[str, Record]:
 def _file(source: str, objects: list[dict[str, Any]], **extra: Any) -> SourceFile:
     bundle = {"type": "bundle", "id": "bundle--t", "objects": objects, **extra}
     spec = default_registry()[source]
-    return SourceFile(source=source, root=Path("/nonexistent"), rel=spec.paths[0],
-                      data=json.dumps(bundle).encode(), options=spec.options,
-                      web_url=spec.web_url.replace("{version}", "main"))
+    return SourceFile(
+        source=source,
+        root=Path("/nonexistent"),
+        rel=spec.paths[0],
+        data=json.dumps(bundle).encode(),
+        options=spec.options,
+        web_url=spec.web_url.replace("{version}", "main"),
+    )
 
 
 # --- mitre_attack -------------------------------------------------------------------------------
@@ -63,8 +69,14 @@ def test_attack_kinds(attack: dict[str, Record]) -> None:
     kinds: dict[str, int] = {}
     for record in attack.values():
         kinds[record.metadata["kind"]] = kinds.get(record.metadata["kind"], 0) + 1
-    assert kinds == {"technique": 216, "sub-technique": 475, "group": 172, "software": 784,
-                     "mitigation": 44, "campaign": 52}
+    assert kinds == {
+        "technique": 216,
+        "sub-technique": 475,
+        "group": 172,
+        "software": 784,
+        "mitigation": 44,
+        "campaign": 52,
+    }
 
 
 def test_attack_sub_technique(attack: dict[str, Record]) -> None:
@@ -86,8 +98,7 @@ def test_attack_technique_body_names_mitigations(attack: dict[str, Record]) -> N
 
 
 def test_attack_group_software_mitigation_carry_related_techniques(attack: dict[str, Record]) -> None:
-    group, tool, mitigation = (attack["mitre_attack:G0007"], attack["mitre_attack:S0002"],
-                               attack["mitre_attack:M1026"])
+    group, tool, mitigation = (attack["mitre_attack:G0007"], attack["mitre_attack:S0002"], attack["mitre_attack:M1026"])
     assert (group.title, group.url) == ("APT28", "https://attack.mitre.org/groups/G0007")
     assert "Fancy Bear" in group.body and "T1003.001" in group.techniques
     assert len(group.techniques) == 91
@@ -107,25 +118,44 @@ def test_attack_skips_revoked_and_deprecated(attack: dict[str, Record]) -> None:
 def test_attack_reads_enterprise_bundle_only() -> None:
     files = select_files(default_registry()["mitre_attack"], UPSTREAM / "mitre_attack")
     assert [f.relative_to(UPSTREAM / "mitre_attack").as_posix() for f in files] == [
-        "enterprise-attack/enterprise-attack.json"]
+        "enterprise-attack/enterprise-attack.json"
+    ]
     assert default_registry()["mitre_attack"].max_file_bytes == 209715200
 
 
 def _pattern(stix_id: str, ext: str, name: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "attack-pattern", "id": stix_id, "name": name, "description": "Text (Citation: X).",
-            "external_references": [{"source_name": "mitre-attack", "external_id": ext,
-                                     "url": f"https://attack.mitre.org/techniques/{ext.replace('.', '/')}"}],
-            "x_mitre_platforms": ["Windows", "Office Suite"], **extra}
+    return {
+        "type": "attack-pattern",
+        "id": stix_id,
+        "name": name,
+        "description": "Text (Citation: X).",
+        "external_references": [
+            {
+                "source_name": "mitre-attack",
+                "external_id": ext,
+                "url": f"https://attack.mitre.org/techniques/{ext.replace('.', '/')}",
+            }
+        ],
+        "x_mitre_platforms": ["Windows", "Office Suite"],
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("spec", ["2.0", "2.1"])
 def test_attack_accepts_both_spec_versions(spec: str) -> None:
-    objects = [_pattern("attack-pattern--p", "T9000", "Parent"),
-               _pattern("attack-pattern--c", "T9000.001", "Child", x_mitre_is_subtechnique=True),
-               _pattern("attack-pattern--r", "T9001", "Gone", revoked=True),
-               _pattern("attack-pattern--d", "T9002", "Old", x_mitre_deprecated=True),
-               {"type": "relationship", "id": "relationship--1", "relationship_type": "subtechnique-of",
-                "source_ref": "attack-pattern--c", "target_ref": "attack-pattern--p"}]
+    objects = [
+        _pattern("attack-pattern--p", "T9000", "Parent"),
+        _pattern("attack-pattern--c", "T9000.001", "Child", x_mitre_is_subtechnique=True),
+        _pattern("attack-pattern--r", "T9001", "Gone", revoked=True),
+        _pattern("attack-pattern--d", "T9002", "Old", x_mitre_deprecated=True),
+        {
+            "type": "relationship",
+            "id": "relationship--1",
+            "relationship_type": "subtechnique-of",
+            "source_ref": "attack-pattern--c",
+            "target_ref": "attack-pattern--p",
+        },
+    ]
     if spec == "2.1":
         objects = [{**o, "spec_version": "2.1"} for o in objects]
         file = _file("mitre_attack", objects)
@@ -139,23 +169,25 @@ def test_attack_accepts_both_spec_versions(spec: str) -> None:
 
 
 def test_attack_sub_technique_parent_from_id_prefix_without_relationship() -> None:
-    objects = [_pattern("attack-pattern--p", "T9000", "Parent"),
-               _pattern("attack-pattern--c", "T9000.001", "Child", x_mitre_is_subtechnique=True)]
+    objects = [
+        _pattern("attack-pattern--p", "T9000", "Parent"),
+        _pattern("attack-pattern--c", "T9000.001", "Child", x_mitre_is_subtechnique=True),
+    ]
     records = {r.upstream_id: r for r in stix.parse(_file("mitre_attack", objects))}
     assert records["T9000.001"].title == "Parent: Child"
 
 
 @pytest.mark.parametrize("data", [b"{", b"[1, 2]", b'{"type": "bundle", "objects": 3}'])
 def test_malformed_bundle_raises(data: bytes) -> None:
-    file = SourceFile(source="mitre_attack", root=Path("/x"), rel="a.json", data=data,
-                      options={"scheme": "attack"})
+    file = SourceFile(source="mitre_attack", root=Path("/x"), rel="a.json", data=data, options={"scheme": "attack"})
     with pytest.raises(ParseError):
         list(stix.parse(file))
 
 
 def test_unknown_scheme_raises() -> None:
-    file = SourceFile(source="x", root=Path("/x"), rel="a.json", data=b'{"type": "bundle", "objects": []}',
-                      options={"scheme": "nope"})
+    file = SourceFile(
+        source="x", root=Path("/x"), rel="a.json", data=b'{"type": "bundle", "objects": []}', options={"scheme": "nope"}
+    )
     with pytest.raises(ParseError, match="unknown stix scheme"):
         list(stix.parse(file))
 
@@ -192,15 +224,31 @@ def test_capec_skips_deprecated_and_obsolete(capec: dict[str, Record]) -> None:
     assert not any(r.title.startswith("DEPRECATED") for r in capec.values())
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("1574.010", ("T1574.010",)), ("T1499", ("T1499",)), ("1003", ("T1003",)), ("t1059.001", ("T1059.001",)),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("1574.010", ("T1574.010",)),
+        ("T1499", ("T1499",)),
+        ("1003", ("T1003",)),
+        ("t1059.001", ("T1059.001",)),
+    ],
+)
 def test_capec_attack_ids_with_or_without_t(raw: str, expected: tuple[str, ...]) -> None:
-    pattern = {"type": "attack-pattern", "id": "attack-pattern--a", "name": "A", "spec_version": "2.1",
-               "x_capec_status": "Draft",
-               "external_references": [{"source_name": "capec", "external_id": "CAPEC-9",
-                                        "url": "https://capec.mitre.org/data/definitions/9.html"},
-                                       {"source_name": "ATTACK", "external_id": raw}]}
+    pattern = {
+        "type": "attack-pattern",
+        "id": "attack-pattern--a",
+        "name": "A",
+        "spec_version": "2.1",
+        "x_capec_status": "Draft",
+        "external_references": [
+            {
+                "source_name": "capec",
+                "external_id": "CAPEC-9",
+                "url": "https://capec.mitre.org/data/definitions/9.html",
+            },
+            {"source_name": "ATTACK", "external_id": raw},
+        ],
+    }
     deprecated = {**pattern, "id": "attack-pattern--b", "x_capec_status": "Deprecated"}
     [record] = stix.parse(_file("capec", [pattern, deprecated]))
     assert record.techniques == expected
@@ -212,8 +260,7 @@ def test_capec_attack_ids_with_or_without_t(raw: str, expected: tuple[str, ...])
 def test_mbc_behavior_method_objective(mbc: dict[str, Record]) -> None:
     behavior = mbc["mbc:B0043"]
     assert behavior.title == "Taskbar Discovery"
-    assert behavior.url == ("https://github.com/MBCProject/mbc-markdown/blob/main/"
-                            "discovery/taskbar-discovery.md")
+    assert behavior.url == ("https://github.com/MBCProject/mbc-markdown/blob/main/discovery/taskbar-discovery.md")
     assert "find taskbar" in behavior.body and behavior.metadata["objectives"] == ["Discovery"]
     method = mbc["mbc:B0029.002"]
     assert method.title == "Polymorphic Code: Call Indirections"
@@ -237,14 +284,28 @@ def test_mbc_malware(mbc: dict[str, Record]) -> None:
 
 
 def test_mbc_python_literal_strings_are_parsed_without_eval() -> None:
-    malware = {"type": "malware", "id": "malware--m", "name": "Evil", "spec_version": "2.1",
-               "aliases": "['Evil', 'EvilBot']",
-               "extensions": {"extension-definition--x": {
-                   "extension_type": "property-extension",
-                   "obj_defn": "{'external_id': 'X9999', 'description': 'Bad. See T1059.', 'url': ''}",
-                   "platforms": "['Windows', 'Linux']", "year": "2020"}}}
-    weird = {**malware, "id": "malware--w", "name": "Weird", "aliases": "__import__('os')",
-             "extensions": {"e": {"obj_defn": "{'external_id': 'X9998'", "platforms": "[broken"}}}
+    malware = {
+        "type": "malware",
+        "id": "malware--m",
+        "name": "Evil",
+        "spec_version": "2.1",
+        "aliases": "['Evil', 'EvilBot']",
+        "extensions": {
+            "extension-definition--x": {
+                "extension_type": "property-extension",
+                "obj_defn": "{'external_id': 'X9999', 'description': 'Bad. See T1059.', 'url': ''}",
+                "platforms": "['Windows', 'Linux']",
+                "year": "2020",
+            }
+        },
+    }
+    weird = {
+        **malware,
+        "id": "malware--w",
+        "name": "Weird",
+        "aliases": "__import__('os')",
+        "extensions": {"e": {"obj_defn": "{'external_id': 'X9998'", "platforms": "[broken"}},
+    }
     records = {r.upstream_id: r for r in stix.parse(_file("mbc", [malware, weird]))}
     evil = records["X9999"]
     assert evil.platforms == ("linux", "windows")
@@ -255,7 +316,6 @@ def test_mbc_python_literal_strings_are_parsed_without_eval() -> None:
 
 
 def test_mbc_object_without_obj_defn_uses_stix_id() -> None:
-    objective = {"type": "malware-objective", "id": "malware-objective--z", "name": "Zed",
-                 "spec_version": "2.1"}
+    objective = {"type": "malware-objective", "id": "malware-objective--z", "name": "Zed", "spec_version": "2.1"}
     [record] = stix.parse(_file("mbc", [objective]))
     assert record.upstream_id == "malware-objective--z"

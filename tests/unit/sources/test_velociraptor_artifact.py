@@ -1,4 +1,5 @@
 """The Velociraptor artifact parser on the real snapshot, plus the format's quirks."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,13 @@ def by_id(outcome: ParseOutcome) -> dict[str, Record]:
 
 
 def _file(text: str, rel: str = "artifacts/definitions/Generic/Test.yaml") -> SourceFile:
-    return SourceFile(source="velociraptor", root=Path("/nonexistent"), rel=rel, data=text.encode(),
-                      web_url="https://example.test/blob/master/{path}")
+    return SourceFile(
+        source="velociraptor",
+        root=Path("/nonexistent"),
+        rel=rel,
+        data=text.encode(),
+        web_url="https://example.test/blob/master/{path}",
+    )
 
 
 OLD_STYLE = """\
@@ -49,6 +55,7 @@ sources:
 
 # --- whole snapshot -------------------------------------------------------------------------
 
+
 def test_counts(outcome: ParseOutcome) -> None:
     assert outcome.files_seen == 421
     assert len(outcome.records) == 421
@@ -68,8 +75,9 @@ def test_platform_spread(outcome: ParseOutcome) -> None:
 def test_prefetch_keeps_the_vql(by_id: dict[str, Record]) -> None:
     r = by_id[f"{DEFS}/Windows/Forensics/Prefetch.yaml"]
     assert r.title == "Windows.Forensics.Prefetch"
-    assert r.url == ("https://github.com/Velocidex/velociraptor/blob/master/"
-                     "artifacts/definitions/Windows/Forensics/Prefetch.yaml")
+    assert r.url == (
+        "https://github.com/Velocidex/velociraptor/blob/master/artifacts/definitions/Windows/Forensics/Prefetch.yaml"
+    )
     assert r.platforms == ("windows",)
     assert r.techniques == ()
     assert "SELECT * FROM glob(globs=prefetchGlobs)" in r.body  # the source query
@@ -97,6 +105,7 @@ def test_metadata_is_json_serialisable(outcome: ParseOutcome) -> None:
 
 # --- quirks ---------------------------------------------------------------------------------
 
+
 def test_older_queries_list_precondition_os_and_long_defaults() -> None:
     rows = "\n      ".join(f"row{n},value{n}" for n in range(40))
     (record,) = velociraptor_artifact.parse(_file(OLD_STYLE.replace("{rows}", rows)))
@@ -107,11 +116,14 @@ def test_older_queries_list_precondition_os_and_long_defaults() -> None:
     assert record.metadata["type"] == "CLIENT"
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("description: no name\n", "no name"),
-    ("- a list\n", "mapping"),
-    ("name: X\nsources: [\n", "invalid YAML"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("description: no name\n", "no name"),
+        ("- a list\n", "mapping"),
+        ("name: X\nsources: [\n", "invalid YAML"),
+    ],
+)
 def test_bad_files_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(velociraptor_artifact.parse(_file(text)))
