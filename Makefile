@@ -28,12 +28,13 @@ test-fast: install
 	$(BIN)/python -m pytest tests/unit
 
 # Static checks: lint rules, the import layers of pyproject.toml ([tool.importlinter]) and types
-# (strict on the core and the API; the pipeline and the command line join as their findings reach zero).
+# (strict on the core and the API, the default checks on the pipeline and the command line).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict secrag serving
+	$(BIN)/mypy pipeline secrag_cli
 
 schema: install
 	$(BIN)/secrag db dump-schema --output sql/schema.sql

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psycopg
 
+from secrag.database import one_row
 from secrag.queries import Queries
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ def activate_model_if_complete(conn: psycopg.Connection, sql_dir: Path, model: s
             return Activation(model, active, 0, switched=False)
         if model not in {m for m, _ in rows}:
             return Activation(model, active, -1, switched=False)
-        missing = int(conn.execute(q.chunks_missing_model, {"model": model}).fetchone()[0])
+        missing = int(one_row(conn.execute(q.chunks_missing_model, {"model": model}))[0])
         if missing:
             return Activation(model, active, missing, switched=False)
         conn.execute(q.deactivate_models, {"model": model})

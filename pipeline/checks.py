@@ -5,9 +5,11 @@ assets themselves (assets/publishing.py): the store evaluates them inside the pu
 """
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import dagster as dg
 
+from secrag.database import one_row
 from secrag.queries import Queries
 
 from .assets.keys import COVERAGE, DIMENSIONS, FRESHNESS, TECHNIQUES_RESOLVE, embeddings_key, source_key
@@ -28,8 +30,8 @@ def build_technique_check(source: str, key: dg.AssetKey | None = None) -> dg.Ass
     def _check(store: StoreResource) -> dg.AssetCheckResult:
         q = Queries(store.sql_path(), "pipeline")
         with store.connect() as conn:
-            references = int(conn.execute(q.technique_reference_count, {"source": source}).fetchone()[0])
-            lookup = conn.execute(q.lookup_size).fetchone()[0]
+            references = int(one_row(conn.execute(q.technique_reference_count, {"source": source}))[0])
+            lookup = one_row(conn.execute(q.lookup_size))[0]
             unresolved = conn.execute(q.unresolved_techniques, {"source": source}).fetchall()
         return dg.AssetCheckResult(
             passed=not unresolved,
@@ -45,7 +47,7 @@ def build_technique_check(source: str, key: dg.AssetKey | None = None) -> dg.Ass
     return _check
 
 
-def freshness_verdict(state: tuple | None, poll_interval: int, now: datetime) -> tuple[bool, dict[str, object]]:
+def freshness_verdict(state: tuple[Any, ...] | None, poll_interval: int, now: datetime) -> tuple[bool, dict[str, Any]]:
     """Fresh = upstream checked within two poll intervals and the version seen is the one served."""
     if state is None:
         return False, {"reason": "source never registered"}
@@ -104,19 +106,19 @@ def build_embedding_checks(source: str) -> list[dg.AssetChecksDefinition]:
         q = Queries(store.sql_path(), "pipeline")
         with store.connect() as conn:
             active = (conn.execute(q.active_model).fetchone() or [None])[0]
-            chunks, missing = conn.execute(
-                q.source_chunk_coverage, {"source": source, "model": embedder.model}
-            ).fetchone()
-            facts: dict[str, object] = {
+            chunks, missing = one_row(
+                conn.execute(q.source_chunk_coverage, {"source": source, "model": embedder.model})
+            )
+            facts: dict[str, Any] = {
                 "model": embedder.model,
                 "active_model": active or "",
                 "chunks": chunks,
                 "missing": missing,
             }
             if active and active != embedder.model:
-                facts["missing_for_active_model"] = conn.execute(
-                    q.source_chunk_coverage, {"source": source, "model": active}
-                ).fetchone()[1]
+                facts["missing_for_active_model"] = one_row(
+                    conn.execute(q.source_chunk_coverage, {"source": source, "model": active})
+                )[1]
         return dg.AssetCheckResult(passed=missing == 0, metadata=facts)
 
     @dg.asset_check(
@@ -128,9 +130,9 @@ def build_embedding_checks(source: str) -> list[dg.AssetChecksDefinition]:
         q = Queries(store.sql_path(), "pipeline")
         dims = embedder.dimensions()
         with store.connect() as conn:
-            wrong = conn.execute(
-                q.source_wrong_dimensions, {"source": source, "model": embedder.model, "dimensions": dims}
-            ).fetchone()[0]
+            wrong = one_row(
+                conn.execute(q.source_wrong_dimensions, {"source": source, "model": embedder.model, "dimensions": dims})
+            )[0]
         return dg.AssetCheckResult(
             passed=wrong == 0,
             metadata={"model": embedder.model, "dimensions": dims, "wrong_dimension_vectors": wrong},

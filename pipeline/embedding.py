@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psycopg
 
+from secrag.database import one_row
 from secrag.embedder import Embedder
 from secrag.queries import Queries
 
@@ -53,7 +54,7 @@ def embed_pending(
     params = {"source": source, "model": embedder.model_id}
     with conn.transaction():
         conn.execute(q.ensure_model, {"model": embedder.model_id, "dimensions": embedder.dimensions})
-    total = int(conn.execute(q.count_chunks, params).fetchone()[0])
+    total = int(one_row(conn.execute(q.count_chunks, params))[0])
     todo = conn.execute(q.chunks_without_vectors, params).fetchall()
     done = 0
     for start in range(0, len(todo), batch_size):

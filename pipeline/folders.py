@@ -242,7 +242,7 @@ def _pdf(data: bytes, stem: str) -> tuple[str, str]:
         if reader.is_encrypted:
             raise ParseError("encrypted PDF")
         pages = [(page.extract_text() or "").strip() for page in reader.pages]
-        title = str((reader.metadata or {}).get("/Title") or "").strip()
+        title = str((reader.metadata.get("/Title") if reader.metadata else None) or "").strip()
     except ParseError:
         raise
     except (PdfReadError, Exception) as exc:  # noqa: BLE001 - any pypdf failure is one bad file

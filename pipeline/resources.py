@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import psycopg
@@ -120,7 +121,7 @@ class UpstreamResource(dg.ConfigurableResource):
         elif self.mirror:
             settings = settings.model_copy(update={"upstream_mirror": Path(self.mirror)})
         cfg = _config_from_settings(settings.model_dump_json())
-        updates: dict[str, object] = {"probe_timeout": min(self.probe_timeout or cfg.probe_timeout, MAX_PROBE_SECONDS)}
+        updates: dict[str, Any] = {"probe_timeout": min(self.probe_timeout or cfg.probe_timeout, MAX_PROBE_SECONDS)}
         if self.fetch_timeout:
             updates["fetch_timeout"] = self.fetch_timeout
         if self.repo_overrides or self.feed_overrides:

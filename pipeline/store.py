@@ -306,7 +306,7 @@ class Store:
                         )
                         written += 1
         conn.execute(self.q.mark_published, {"source": source, "version": version, "records": len(records)})
-        counts = {
+        counts: dict[str, Any] = {
             "parsed": len(records),
             "inserted": len(inserted),
             "updated": len(updated),

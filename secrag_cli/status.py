@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from secrag import database, migrations
+from secrag.database import one_row
 from secrag.queries import Queries
 from secrag.settings import get_settings
 
@@ -24,7 +25,7 @@ def status() -> None:
             click.echo("schema     not migrated: run `secrag db migrate`")
             return
         q = Queries(settings.sql_dir, "status")
-        sources, documents, chunks, vectors, model = conn.execute(q.totals).fetchone()
+        sources, documents, chunks, vectors, model = one_row(conn.execute(q.totals))
         click.echo(
             f"sources    {sources}\ndocuments  {documents}\nchunks     {chunks}\n"
             f"embeddings {vectors} (active model {model})"

@@ -39,7 +39,7 @@ def publish_checks(
     refused = result.status == "refused"
     empty = result.parsed == 0
     shrank = bool(previous) and result.parsed < previous * (1 - max_shrink)
-    facts = {
+    facts: dict[str, Any] = {
         "records": result.parsed,
         "previous_records": previous,
         "max_shrink": max_shrink,

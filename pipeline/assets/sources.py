@@ -12,6 +12,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
+from secrag.database import one_row
 from secrag.errors import ParseError
 from secrag.queries import Queries
 
@@ -205,7 +206,7 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                     ) from exc
                 timings["parse"] = time.monotonic() - mark
                 lookup = enrichment_lookup(spec, fetched.root, published)
-            previous = int(conn.execute(q.source_state, {"source": spec.name}).fetchone()[5])
+            previous = int(one_row(conn.execute(q.source_state, {"source": spec.name}))[5])
             result = db.publish(
                 conn,
                 source=spec.name,

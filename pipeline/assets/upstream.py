@@ -1,5 +1,7 @@
 """`upstream/<source>`: observable source assets whose data version is the upstream's version."""
 
+from typing import Any
+
 import dagster as dg
 
 from ..resources import UpstreamResource
@@ -11,7 +13,7 @@ _KINDS = {"commit": "git", "release": "github", "feed": "json"}
 _VERSION_NAMES = {"commit": "commit SHA", "release": "release tag", "feed": "feed version"}
 
 
-def observation_metadata(seen: UpstreamVersion) -> dict[str, object]:
+def observation_metadata(seen: UpstreamVersion) -> dict[str, Any]:
     return {
         "version": seen.version,
         "commit": seen.commit or "",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from secrag.enrichment import technique_mentions
 
@@ -121,6 +122,16 @@ def tags(values: Iterable[object] | object) -> tuple[str, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         values = [values]
     return tuple(sorted({str(v).strip().lower() for v in values if v is not None and str(v).strip()}))
+
+
+def as_mapping(value: object) -> Mapping[str, Any]:
+    """The value when it is a mapping, else an empty one (upstream fields are sometimes absent or scalar)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_mappings(value: object) -> list[Mapping[str, Any]]:
+    """The mappings among a scalar, a list or None; other items are dropped."""
+    return [v for v in as_list(value) if isinstance(v, dict)]
 
 
 def as_list(value: object) -> list[object]:

@@ -41,7 +41,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
 def _record(
     file: SourceFile, test: Mapping[str, Any], guid: str, technique: tuple[str, ...], display_name: str
 ) -> Record:
-    executor = test.get("executor") if isinstance(test.get("executor"), dict) else {}
+    executor = normalize.as_mapping(test.get("executor"))
     supported = [str(p) for p in normalize.as_list(test.get("supported_platforms"))]
     return Record(
         source=file.source,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pipeline.sources import normalize, safe_yaml
@@ -64,7 +64,7 @@ def _unit_test(test: Mapping[str, Any]) -> str:
     )
 
 
-def _metadata(doc: Mapping[str, Any], coverage: list[Mapping[str, Any]]) -> dict[str, Any]:
+def _metadata(doc: Mapping[str, Any], coverage: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     submitted = doc.get("submission_date")
     out = {
         "submission_date": submitted.isoformat() if isinstance(submitted, dt.date) else submitted,

@@ -94,7 +94,7 @@ class _Ontology:
 
     def ancestors(self, node: Node) -> Iterator[URIRef]:
         """Superclasses breadth-first (bounded: ontologies can have cycles)."""
-        queue, seen = self.parents(node), set()
+        queue, seen = self.parents(node), set[URIRef]()
         while queue and len(seen) < _MAX_ANCESTORS:
             current = queue.pop(0)
             if current not in seen:
@@ -167,7 +167,7 @@ def _record(file: SourceFile, onto: _Ontology, node: URIRef, d3_id: str, definit
 def parse(file: SourceFile) -> Iterator[Record]:
     """One record per class carrying both a `d3fend-id` and a `definition`."""
     onto = _Ontology(_graph(file), str(file.options.get("namespace", DEFAULT_NAMESPACE)))
-    for node in sorted(set(onto.g.subjects(onto.ns["d3fend-id"], None))):
+    for node in sorted(set(onto.g.subjects(onto.ns["d3fend-id"], None)), key=str):
         d3_id, definition = onto.text(node, "d3fend-id"), onto.text(node, "definition")
         if isinstance(node, URIRef) and d3_id and definition:
             yield _record(file, onto, node, d3_id, definition)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pipeline.sources import normalize
@@ -32,7 +32,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
     except tomllib.TOMLDecodeError as exc:
         raise ParseError(f"invalid TOML: {exc}") from exc
     rule = doc.get("rule")
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta = normalize.as_mapping(doc.get("metadata"))
     if not isinstance(rule, dict):
         raise ParseError("no [rule] table")
     if not rule.get("rule_id") or not rule.get("name"):
@@ -58,7 +58,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
     )
 
 
-def _threat_technique_ids(threats: list[Mapping[str, Any]]) -> list[str]:
+def _threat_technique_ids(threats: Sequence[Mapping[str, Any]]) -> list[str]:
     """Technique and sub-technique ids of the ATT&CK threat entries (tags are not trusted)."""
     ids: list[str] = []
     for threat in threats:
@@ -109,7 +109,7 @@ def _inline(value: object) -> str:
     return str(value)
 
 
-def _metadata(rule: Mapping[str, Any], meta: Mapping[str, Any], threats: list[Mapping[str, Any]]) -> dict[str, Any]:
+def _metadata(rule: Mapping[str, Any], meta: Mapping[str, Any], threats: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     tactics = sorted(
         {str(t["tactic"].get("id")) for t in threats if isinstance(t.get("tactic"), dict) and t["tactic"].get("id")}
     )

@@ -70,7 +70,7 @@ def _record(file: SourceFile, doc: Mapping[str, Any]) -> Record:
 
 
 def _source_lines(source: Mapping[str, Any]) -> str:
-    attributes = source.get("attributes") if isinstance(source.get("attributes"), dict) else {}
+    attributes = normalize.as_mapping(source.get("attributes"))
     kind = text(source.get("type"))
     only = texts(normalize.as_list(source.get("supported_os")))
     header = f"- {kind}" + (f" ({', '.join(only)})" if only else "")

@@ -25,7 +25,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
     if not commands:
         raise ParseError("LOLBAS entry has no Commands")
     kind = PurePosixPath(file.rel).parent.name
-    paths = texts(p.get("Path") for p in _mappings(doc.get("Full_Path")))
+    paths = texts(p.get("Path") for p in normalize.as_mappings(doc.get("Full_Path")))
     categories = sorted(set(texts(c.get("Category") for c in commands)))
     yield Record(
         source=file.source,
@@ -37,7 +37,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
             "Commands:\n" + "\n\n".join(_command(c) for c in commands),
             _listed("Paths", paths[:_MAX_PATHS]),
             _listed("Detection", _detections(doc)),
-            _listed("Code samples", texts(c.get("Code") for c in _mappings(doc.get("Code_Sample")))),
+            _listed("Code samples", texts(c.get("Code") for c in normalize.as_mappings(doc.get("Code_Sample")))),
         ),
         url=web_url(file),
         techniques=normalize.technique_ids(c.get("MitreID") for c in commands),
@@ -52,15 +52,11 @@ def parse(file: SourceFile) -> Iterator[Record]:
                 "privileges": sorted(set(texts(c.get("Privileges") for c in commands))),
                 "full_paths": paths[:_MAX_PATHS],
                 "commands": len(commands),
-                "resources": texts(r.get("Link") for r in _mappings(doc.get("Resources"))),
+                "resources": texts(r.get("Link") for r in normalize.as_mappings(doc.get("Resources"))),
             }
         ),
         path=file.rel,
     )
-
-
-def _mappings(value: object) -> list[Mapping[str, Any]]:
-    return [v for v in normalize.as_list(value) if isinstance(v, dict)]
 
 
 def _command(command: Mapping[str, Any]) -> str:
@@ -86,14 +82,14 @@ def _command(command: Mapping[str, Any]) -> str:
 
 
 def _aliases(doc: Mapping[str, Any]) -> str:
-    names = texts(a.get("Alias") for a in _mappings(doc.get("Aliases")))
+    names = texts(a.get("Alias") for a in normalize.as_mappings(doc.get("Aliases")))
     return "Aliases: " + ", ".join(names) if names else ""
 
 
 def _detections(doc: Mapping[str, Any]) -> list[str]:
     """IOCs and links to Sigma/Elastic/Splunk rules, as `Kind: value` lines."""
     lines = []
-    for item in _mappings(doc.get("Detection")):
+    for item in normalize.as_mappings(doc.get("Detection")):
         for kind, value in item.items():
             lines.append(f"{kind}: {text(value)}")
     return lines

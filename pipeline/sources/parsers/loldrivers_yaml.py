@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pipeline.sources import normalize, safe_yaml
@@ -29,7 +29,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
     if not doc.get("Id") or not (names or samples):
         raise ParseError("LOLDrivers entry lacks an Id or any driver name and sample")
     title = names[0] if names else text(samples[0].get("OriginalFilename")) or text(doc["Id"])
-    command = doc.get("Commands") if isinstance(doc.get("Commands"), dict) else {}
+    command = normalize.as_mapping(doc.get("Commands"))
     cves = texts([*normalize.as_list(doc.get("CVE")), *normalize.as_list(doc.get("CVEs"))])
     sha256 = texts(s.get("SHA256") for s in samples)
     yield Record(
@@ -127,7 +127,7 @@ def _usage(command: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _samples(samples: list[Mapping[str, Any]], limit: int, total: int) -> str:
+def _samples(samples: Sequence[Mapping[str, Any]], limit: int, total: int) -> str:
     """The first few samples; drivers with dozens of builds would drown the text otherwise."""
     lines = []
     for sample in samples[:limit]:

@@ -61,7 +61,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
 
 def _record(file: SourceFile, doc: Mapping[str, Any], docs: list[Any]) -> Record:
     raw_tags = [str(t) for t in normalize.as_list(doc.get("tags")) if t is not None]
-    logsource = doc.get("logsource") if isinstance(doc.get("logsource"), dict) else {}
+    logsource = normalize.as_mapping(doc.get("logsource"))
     plats = _platforms(logsource)
     body_parts = [
         _labelled("Description", doc.get("description")),
@@ -102,7 +102,7 @@ def _upstream_id(file: SourceFile, doc: Mapping[str, Any], docs: list[Any]) -> s
 
 def _referenced(doc: Mapping[str, Any], docs: list[Any]) -> list[Mapping[str, Any]]:
     """Rules in the same file that a correlation names (by `name` or `id`)."""
-    correlation = doc.get("correlation") if isinstance(doc.get("correlation"), dict) else {}
+    correlation = normalize.as_mapping(doc.get("correlation"))
     wanted = {str(r) for r in normalize.as_list(correlation.get("rules"))}
     return [
         d

@@ -48,7 +48,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
         raise ParseError("detection has no id or name")
     if str(doc.get("status", "")).lower() == "deprecated":
         return
-    tags = doc.get("tags") if isinstance(doc.get("tags"), dict) else {}
+    tags = normalize.as_mapping(doc.get("tags"))
     data_sources = [str(d) for d in normalize.as_list(doc.get("data_source") or doc.get("data_sources"))]
     stories = [str(s) for s in normalize.as_list(tags.get("analytic_story"))]
     yield Record(

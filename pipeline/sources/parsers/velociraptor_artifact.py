@@ -53,9 +53,9 @@ def parse(file: SourceFile) -> Iterator[Record]:
                 "type": kind,
                 "author": text(doc.get("author")),
                 "aliases": texts(normalize.as_list(doc.get("aliases"))),
-                "parameters": texts(p.get("name") for p in _mappings(doc.get("parameters"))),
+                "parameters": texts(p.get("name") for p in normalize.as_mappings(doc.get("parameters"))),
                 "sources": texts(s.get("name") for s in sources),
-                "tools": texts(t.get("name") for t in _mappings(doc.get("tools"))),
+                "tools": texts(t.get("name") for t in normalize.as_mappings(doc.get("tools"))),
                 "required_permissions": texts(normalize.as_list(doc.get("required_permissions"))),
                 "implied_permissions": texts(normalize.as_list(doc.get("implied_permissions"))),
                 "references": references,
@@ -65,13 +65,9 @@ def parse(file: SourceFile) -> Iterator[Record]:
     )
 
 
-def _mappings(value: object) -> list[Mapping[str, Any]]:
-    return [v for v in normalize.as_list(value) if isinstance(v, dict)]
-
-
 def _parameters(value: object) -> str:
     lines = []
-    for param in _mappings(value):
+    for param in normalize.as_mappings(value):
         line = f"- {text(param.get('name'))}"
         if param.get("type"):
             line += f" ({text(param['type'])})"
