@@ -5,16 +5,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-_TECHNIQUE = re.compile(r"(?<![A-Za-z0-9])(?<!AML\.)(T\d{4})(?:[./](\d{3}))?(?![0-9])", re.IGNORECASE)
+from . import identifiers as ids
+
+# In running text: not inside a longer word or an ATLAS id; `T1003/001` (ATT&CK URLs) counts as well.
+_TECHNIQUE = re.compile(rf"(?<![A-Za-z0-9])(?<!AML\.)({ids.TECHNIQUE})(?:[./](\d{{3}}))?(?![0-9])", re.IGNORECASE)
 _FILE_WITH_EXT = re.compile(
     r"(?<![\w.-])([A-Za-z0-9_][\w-]*(?:\.[\w-]+)*)\.(exe|dll|sys|ps1|psm1|bat|cmd|vbs|vbe|js|jse|hta|msi|cpl|"
     r"scr|com|lnk|sh|py|so|dylib|plist|inf|wsf|xll|ocx|drv|efi)\b",
     re.IGNORECASE,
 )
-_CVE = re.compile(r"\bCVE-(\d{4})-(\d{4,7})\b", re.IGNORECASE)
-_CAPEC = re.compile(r"\bCAPEC-(\d+)\b", re.IGNORECASE)
-_DOTTED_ID = re.compile(r"\b(AML\.[A-Z]+\d{4}(?:\.\d{3})?|D3-[A-Z0-9]+|[A-Z]{1,3}\d{4}(?:\.\d{3})?)\b")
-_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
+_CVE = re.compile(rf"\b{ids.CVE}\b", re.IGNORECASE)
+_CAPEC = re.compile(rf"\b{ids.CAPEC}\b", re.IGNORECASE)
+# Upper case only in running text: lower-case look-alikes are words, not ids.
+_DOTTED_ID = re.compile(rf"\b(?:{ids.ATLAS}|{ids.D3FEND}|{ids.MBC})\b")
+_UUID = re.compile(rf"\b{ids.UUID}\b", re.IGNORECASE)
 
 
 def technique_mentions(text: str) -> list[str]:
@@ -58,11 +62,12 @@ def identifier_variants(text: str) -> list[str]:
     for stem, ext in _FILE_WITH_EXT.findall(text):
         out.add(f"{stem}.{ext}".lower())
         out.add(stem.lower())
-    for year, number in _CVE.findall(text):
+    for cve in _CVE.findall(text):
+        _prefix, year, number = cve.lower().split("-")
         out.add(f"cve-{year}-{number}")
         out.add(f"{year}-{number}")
-    for number in _CAPEC.findall(text):
-        out.add(f"capec-{number}")
+    for capec in _CAPEC.findall(text):
+        out.add(capec.lower())
     for ident in _DOTTED_ID.findall(text):
         out.add(ident.lower())
     for uid in _UUID.findall(text):

@@ -9,18 +9,14 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from secrag import identifiers
 from secrag.enrichment import identifier_variants
 
 from .search_config import SearchConfig
 
 _ID_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("sub_technique", re.compile(r"T\d{4}\.\d{3}", re.IGNORECASE)),
-    ("technique", re.compile(r"T\d{4}", re.IGNORECASE)),
-    ("cve", re.compile(r"CVE-\d{4}-\d{4,7}", re.IGNORECASE)),
-    ("capec", re.compile(r"CAPEC-\d+", re.IGNORECASE)),
-    ("atlas", re.compile(r"AML\.[A-Z]+\d{4}(\.\d{3})?", re.IGNORECASE)),
-    ("d3fend", re.compile(r"D3[A-Z]?-[A-Z0-9]+", re.IGNORECASE)),
-    ("uuid", re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)),
+    *identifiers.KINDS,
+    # any other token with a digit or separator: a hash, a file name, a rule or event id
     ("identifier", re.compile(r"(?=[\w.\-]*[\d._-])[A-Za-z0-9][\w.\-]{1,126}")),
 )
 IDENTIFIER_TYPES = frozenset(t for t, _ in _ID_PATTERNS)

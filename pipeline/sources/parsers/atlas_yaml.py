@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from secrag.errors import ParseError
+from secrag.identifiers import is_technique_id
 
 from .. import normalize, safe_yaml
 from ..records import Record, SourceFile
 
 DEFAULT_SITE = "https://atlas.mitre.org"
 _PAGES = {"tactic": "tactics", "technique": "techniques", "mitigation": "mitigations", "case-study": "studies"}
-# ATT&CK-reference ids: only technique ids count (tactics carry TA..., mitigations M...).
-_ATTACK_TECHNIQUE = re.compile(r"^T\d{4}(?:\.\d{3})?$")
 
 
 def _iso(value: object) -> object:
@@ -29,7 +27,7 @@ def _attack_ref(entry: Mapping[str, Any]) -> str | None:
 
 
 def _attack_techniques(ids: list[str | None]) -> tuple[str, ...]:
-    return normalize.technique_ids(i for i in ids if i and _ATTACK_TECHNIQUE.match(i))
+    return normalize.technique_ids(i for i in ids if i and is_technique_id(i))  # not TA.., M..
 
 
 def _entries(value: object, what: str) -> list[Mapping[str, Any]]:

@@ -9,18 +9,18 @@ from typing import Any
 from urllib.parse import quote
 
 from secrag.errors import ParseError
+from secrag.identifiers import is_cve_id
 
 from .. import normalize
 from ..records import Record, SourceFile
 
 DEFAULT_RECORD_URL = "https://www.cisa.gov/known-exploited-vulnerabilities-catalog?search_api_fulltext={cve}"
-_CVE = re.compile(r"^CVE-\d{4}-\d{4,}$", re.IGNORECASE)
 _URL = re.compile(r"https?://\S+")
 
 
 def _record(file: SourceFile, vuln: Mapping[str, Any]) -> Record | None:
     cve = str(vuln.get("cveID") or "").strip().upper()
-    if not _CVE.match(cve):
+    if not is_cve_id(cve):
         return None
     vendor, product = str(vuln.get("vendorProject") or "").strip(), str(vuln.get("product") or "").strip()
     name = str(vuln.get("vulnerabilityName") or "").strip()

@@ -10,6 +10,7 @@ from typing import Any
 from pipeline.sources import normalize, safe_yaml
 from pipeline.sources.records import Record, SourceFile
 from secrag.errors import ParseError
+from secrag.identifiers import TECHNIQUE
 
 from .yaml_entry import compact, text, web_url
 
@@ -23,7 +24,7 @@ _STYLE = re.compile(r"<style\b.*?</style>", re.DOTALL | re.IGNORECASE)
 _FOOTNOTE_REF = re.compile(r"\[\^[^\]]+\](?!:)")
 _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+\n")
 # ATT&CK technique pages linked anywhere in the text are explicit mappings too.
-_ATTACK_URL = re.compile(r"attack\.mitre\.org/(?:versions/v\d+/)?techniques/(T\d{4}(?:/\d{3})?)", re.IGNORECASE)
+_ATTACK_URL = re.compile(rf"attack\.mitre\.org/(?:versions/v\d+/)?techniques/({TECHNIQUE}(?:/\d{{3}})?)", re.IGNORECASE)
 _BADGE = re.compile(r"<span[^>]*\bw3-badge\b[^>]*>\s*([^<]+?)\s*</span>", re.IGNORECASE)
 
 
