@@ -28,13 +28,12 @@ test-fast: install
 	$(BIN)/python -m pytest tests/unit
 
 # Static checks: lint rules, the import layers of pyproject.toml ([tool.importlinter]) and types
-# (strict on the core and the API, the default checks on the pipeline and the command line).
+# ([tool.mypy]: strict on the core and the API, the default checks on the pipeline and the command line).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
-	$(BIN)/mypy --strict secrag serving
-	$(BIN)/mypy pipeline secrag_cli
+	$(BIN)/mypy
 
 schema: install
 	$(BIN)/secrag db dump-schema --output sql/schema.sql

@@ -18,6 +18,10 @@ import time
 from pathlib import Path
 
 import dagster as dg
+
+from pipeline.sources.mirror import add_commit
+from secrag import database
+
 from build import (
     bench_definitions,
     failures,
@@ -27,9 +31,6 @@ from build import (
     select_specs,
     settings_for,
 )
-
-from pipeline.sources.mirror import add_commit
-from secrag import database
 
 
 def embedded(mats: dict) -> int:
