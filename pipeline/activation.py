@@ -8,8 +8,7 @@ from pathlib import Path
 
 import psycopg
 
-from secrag.database import one_row
-from secrag.queries import Queries
+from secrag.queries import Queries, one_row
 
 log = logging.getLogger(__name__)
 

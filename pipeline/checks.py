@@ -9,8 +9,7 @@ from typing import Any
 
 import dagster as dg
 
-from secrag.database import one_row
-from secrag.queries import Queries
+from secrag.queries import Queries, one_row
 
 from .assets.keys import COVERAGE, DIMENSIONS, FRESHNESS, TECHNIQUES_RESOLVE, embeddings_key, source_key
 from .resources import EmbedderResource, StoreResource

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import psycopg
 
-from secrag.database import one_row
 from secrag.embedder import Embedder
-from secrag.queries import Queries
+from secrag.queries import Queries, one_row
 
 from .indexing import embedding_input
 

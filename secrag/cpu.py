@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 # The x86-64 psABI levels, each adding to the one before, named by the flags Linux shows in
@@ -59,6 +60,7 @@ def parse_cpuinfo(text: str) -> CpuInfo:
     return CpuInfo(model=model or "unknown", flags=frozenset(flags.split()))
 
 
+@cache
 def read_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> CpuInfo | None:
     """This machine's CPU on x86-64 Linux; None elsewhere (other architectures have no levels)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):

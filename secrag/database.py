@@ -63,14 +63,6 @@ def connect(
         ) from exc
 
 
-def one_row(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
-    """The row of a query that always returns exactly one (an aggregate, a SELECT without FROM)."""
-    row = cursor.fetchone()
-    if row is None:
-        raise DatabaseError("a query that always returns one row returned none")
-    return row
-
-
 def check_requirements(conn: psycopg.Connection) -> None:
     """PostgreSQL >= 15 with pgvector >= 0.7 and pg_trgm available, or one clear DatabaseError."""
     where = describe(conn.info.dsn)

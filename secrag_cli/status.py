@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from secrag import database, migrations
-from secrag.database import one_row
-from secrag.queries import Queries
+from secrag.queries import Queries, one_row
 from secrag.settings import get_settings
 
 

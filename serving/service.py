@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from secrag.enrichment import enrich
-from secrag.queries import Queries
+from secrag.queries import Queries, one_row
 
 from . import fusion
 from . import search as logic
@@ -162,10 +162,7 @@ class Service:
 
     def _query_lexemes(self, conn: psycopg.Connection, params: dict[str, Any]) -> tuple[list[str], list[str]]:
         """The full-text and identifier lexemes of the query, as PostgreSQL normalises them."""
-        row = conn.execute(self.queries.query_lexemes, params).fetchone()
-        if row is None:  # a SELECT without FROM returns one row; stay total anyway
-            return [], []
-        words, idents = row
+        words, idents = one_row(conn.execute(self.queries.query_lexemes, params))
         return words or [], idents or []
 
     def _pool_fts(

@@ -10,21 +10,18 @@ from pydantic import Field
 from secrag.package_data import package_path
 from secrag.settings import Settings
 
-
-def bundled(name: str) -> Path:
-    """A configuration file shipped in the serving package (search.yaml, plans.yaml)."""
-    return package_path("serving", name)
+from .plans import default_plans_file
 
 
 class ServingSettings(Settings):
     """Everything `secrag serve` reads; all fields come from SECRAG_* environment variables."""
 
     search_config: Path = Field(
-        default_factory=lambda: bundled("search.yaml"),
+        default_factory=lambda: package_path("serving", "search.yaml"),
         description="YAML with source boosts and per-query-type score thresholds.",
     )
     plans_file: Path = Field(
-        default_factory=lambda: bundled("plans.yaml"),
+        default_factory=default_plans_file,
         description="Retrieval plans (validated at start-up); see serving/plans.yaml.",
     )
     api_keys_file: Path | None = Field(

@@ -158,10 +158,10 @@ def elf_files(roots: Iterable[Path]) -> list[Path]:
     return found
 
 
-def scan(roots: Iterable[Path], level: str) -> list[Finding]:
-    """Findings over every ELF file under the roots."""
+def scan(files: Iterable[Path], level: str) -> list[Finding]:
+    """Findings over ELF files (see elf_files)."""
     findings: list[Finding] = []
-    for path in elf_files(roots):
+    for path in files:
         findings.extend(scan_functions(path.name, elf_functions(path), level))
     return findings
 

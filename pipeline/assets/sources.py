@@ -12,9 +12,8 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from secrag.database import one_row
 from secrag.errors import ParseError
-from secrag.queries import Queries
+from secrag.queries import Queries, one_row
 
 from ..resources import StoreResource, UpstreamResource
 from ..sources.fetch import FetchResult, fetch

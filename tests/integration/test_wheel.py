@@ -93,28 +93,16 @@ def _env(url: str) -> dict[str, str]:
     return env | {"DATABASE_URL": url, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
+def _run(command: list[str], url: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=cwd, env=_env(url), capture_output=True, text=True, timeout=300, check=False)
+
+
 def test_the_installed_wheel_migrates_and_searches(installed: Path, empty_db_url: str, tmp_path: Path) -> None:
-    migrate = subprocess.run(
-        [str(installed / "bin" / "secrag"), "db", "migrate"],
-        cwd=tmp_path,
-        env=_env(empty_db_url),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    migrate = _run([str(installed / "bin" / "secrag"), "db", "migrate"], empty_db_url, tmp_path)
     assert migrate.returncode == 0, migrate.stderr
     assert "applied 0001_init" in migrate.stdout and "schema at version" in migrate.stdout
 
-    run = subprocess.run(
-        [str(installed / "bin" / "python"), "-c", _SEARCH, empty_db_url],
-        cwd=tmp_path,
-        env=_env(empty_db_url),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    run = _run([str(installed / "bin" / "python"), "-c", _SEARCH, empty_db_url], empty_db_url, tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     for module in ("secrag", "serving"):

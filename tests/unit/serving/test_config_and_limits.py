@@ -9,15 +9,15 @@ import pytest
 from pydantic import BaseModel
 
 from secrag.errors import ConfigError
+from secrag.package_data import package_path
 from serving.auth import ANONYMOUS, Principal, UnknownApiKey, load_api_keys
 from serving.limits import cap
 from serving.metrics import Metrics, percentile
 from serving.search_config import load_search_config
-from serving.settings import bundled
 
 
 def test_shipped_search_config_loads() -> None:
-    config = load_search_config(bundled("search.yaml"))
+    config = load_search_config(package_path("serving", "search.yaml"))
     assert config.boost("mitre_attack") == 1.0 and config.boost("unknown") == 1.0
     assert config.threshold("fuzzy", "keyword") == 0.45
     assert config.threshold("vector", "natural") == -1.0
