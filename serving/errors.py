@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -10,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from psycopg_pool import PoolTimeout
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from secrag.errors import SecragError
@@ -60,7 +63,7 @@ class UpstreamTooLarge(ApiError):
     status = 413
 
 
-def _clean_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _clean_errors(errors: list[Any]) -> list[dict[str, Any]]:
     """Field errors without the echoed input or internal context (they can be large or sensitive)."""
     return [
         {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))[:300], "type": e.get("type", "")}
@@ -68,54 +71,69 @@ def _clean_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-    return JSONResponse(status_code=422, content={"detail": _clean_errors(list(exc.errors()))})
+@dataclass(frozen=True)
+class PublicError:
+    """What a caller may see of a failure: a status, a safe detail and headers (REST and MCP alike)."""
+
+    status: int
+    detail: Any
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def message(self) -> str:
+        """The detail as one line (field errors as `loc: msg; ...`)."""
+        if isinstance(self.detail, list):
+            return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in self.detail[:5])
+        return str(self.detail)
 
 
-async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-    return JSONResponse(status_code=exc.status, content={"detail": exc.detail})
+_UNAVAILABLE = PublicError(503, "database unavailable, try again shortly", {"Retry-After": "2"})
+_INTERNAL = PublicError(500, "internal error")
 
 
-async def _unknown_key(_: Request, __: UnknownApiKey) -> JSONResponse:
-    return JSONResponse(status_code=401, content={"detail": "unknown API key"}, headers={"WWW-Authenticate": "Bearer"})
+def public_error(exc: BaseException) -> PublicError:
+    """The one mapping from an exception to its public form; no traceback, SQL or file path gets out.
 
-
-async def _timeout(_: Request, exc: psycopg.errors.QueryCanceled) -> JSONResponse:
-    log.warning("statement timeout", extra={"error": type(exc).__name__})
-    return JSONResponse(status_code=504, content={"detail": "the query took too long and was cancelled"})
-
-
-async def _unavailable(_: Request, exc: Exception) -> JSONResponse:
-    log.warning("database unavailable", extra={"error": type(exc).__name__})
-    return JSONResponse(
-        status_code=503, content={"detail": "database unavailable, try again shortly"}, headers={"Retry-After": "2"}
-    )
-
-
-async def _database_error(_: Request, exc: psycopg.Error) -> JSONResponse:
-    log.error("database error", extra={"error": type(exc).__name__, "sqlstate": exc.sqlstate})
-    return JSONResponse(status_code=500, content={"detail": "internal error"})
-
-
-async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-    detail = exc.detail if isinstance(exc.detail, str) else "error"
-    return JSONResponse(status_code=exc.status_code, content={"detail": detail}, headers=exc.headers)
-
-
-async def _internal(_: Request, exc: Exception) -> JSONResponse:
+    One branch per failure kind the API knows; everything else is an internal error, logged in full.
+    """
+    if isinstance(exc, ApiError):
+        return PublicError(exc.status, exc.detail)
+    if isinstance(exc, RequestValidationError | ValidationError):
+        return PublicError(422, _clean_errors(list(exc.errors())))
+    if isinstance(exc, UnknownApiKey):
+        return PublicError(401, "unknown API key", {"WWW-Authenticate": "Bearer"})
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        log.warning("statement timeout", extra={"error": type(exc).__name__})
+        return PublicError(504, "the query took too long and was cancelled")
+    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
+        log.warning("database unavailable", extra={"error": type(exc).__name__})
+        return _UNAVAILABLE
+    if isinstance(exc, psycopg.Error):
+        log.error("database error", extra={"error": type(exc).__name__, "sqlstate": exc.sqlstate})
+        return _INTERNAL
+    if isinstance(exc, StarletteHTTPException):
+        detail = exc.detail if isinstance(exc.detail, str) else "error"
+        return PublicError(exc.status_code, detail, dict(exc.headers or {}))
     log.error("unhandled error", exc_info=exc)
-    return JSONResponse(status_code=500, content={"detail": "internal error"})
+    return _INTERNAL
+
+
+async def _respond(_: Request, exc: Exception) -> JSONResponse:
+    error = public_error(exc)
+    return JSONResponse(status_code=error.status, content={"detail": error.detail}, headers=dict(error.headers))
+
+
+_HANDLED: tuple[type[Exception], ...] = (
+    RequestValidationError,
+    ApiError,
+    UnknownApiKey,
+    PoolTimeout,
+    psycopg.Error,
+    StarletteHTTPException,
+    Exception,
+)
 
 
 def install(app: FastAPI) -> None:
-    """Register every handler; no response ever carries a traceback, SQL or a file path."""
-    app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
-    app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
-    app.add_exception_handler(UnknownApiKey, _unknown_key)  # type: ignore[arg-type]
-    app.add_exception_handler(psycopg.errors.QueryCanceled, _timeout)  # type: ignore[arg-type]
-    app.add_exception_handler(PoolTimeout, _unavailable)
-    app.add_exception_handler(psycopg.OperationalError, _unavailable)
-    app.add_exception_handler(psycopg.InterfaceError, _unavailable)
-    app.add_exception_handler(psycopg.Error, _database_error)  # type: ignore[arg-type]
-    app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
-    app.add_exception_handler(Exception, _internal)
+    """Answer every failure through public_error; no response ever carries a traceback, SQL or a file path."""
+    for kind in _HANDLED:
+        app.add_exception_handler(kind, _respond)

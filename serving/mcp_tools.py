@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-import psycopg
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from psycopg_pool import PoolTimeout
-from pydantic import ValidationError
 
-from .auth import ANONYMOUS, ApiKeys, Principal, UnknownApiKey
-from .errors import ApiError
+from .auth import ANONYMOUS, ApiKeys, Principal
+from .errors import public_error
 from .plans import PlansConfig
 from .schemas import IdsRequest, SearchFilters, SearchRequest
 from .service import Service
@@ -35,21 +32,13 @@ T = TypeVar("T")
 
 
 def _safe(call: Callable[[], T]) -> T:
-    """Run a Service call, turning failures into short messages (no SQL, paths or tracebacks)."""
+    """Run a Service call; a failure becomes its public message (serving.errors.public_error)."""
     try:
         return call()
-    except ApiError as exc:
-        raise ToolError(str(exc)) from None
-    except ValidationError as exc:
-        raise ToolError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])) from None
-    except UnknownApiKey:
-        raise ToolError("unknown API key") from None
-    except psycopg.errors.QueryCanceled:
-        raise ToolError("the query took too long and was cancelled") from None
-    except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError):
-        raise ToolError("database unavailable, try again shortly") from None
-    except psycopg.Error:
-        raise ToolError("internal error") from None
+    except ToolError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure is mapped, none leaks internals
+        raise ToolError(public_error(exc).message()) from None
 
 
 def build_mcp(get_service: Callable[[], Service], keys: ApiKeys, plans: PlansConfig) -> MCPServer:

@@ -1,0 +1,55 @@
+"""One mapping from failures to what callers see, shared by REST and MCP."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg_pool import PoolTimeout
+from pydantic import BaseModel, ValidationError
+
+from serving.auth import UnknownApiKey
+from serving.errors import InvalidField, NotFound, UpstreamTooLarge, public_error
+
+
+class _Model(BaseModel):
+    k: int
+
+
+def _validation_error() -> ValidationError:
+    try:
+        _Model.model_validate({"k": "many"})
+    except ValidationError as exc:
+        return exc
+    raise AssertionError("expected a validation error")
+
+
+@pytest.mark.parametrize(
+    ("exc", "status", "message"),
+    [
+        (NotFound("no document 'x'"), 404, "no document 'x'"),
+        (UpstreamTooLarge("over the cap"), 413, "over the cap"),
+        (InvalidField(["body", "sources"], "unknown source"), 422, "body.sources: unknown source"),
+        (UnknownApiKey(), 401, "unknown API key"),
+        (psycopg.errors.QueryCanceled("canceling statement"), 504, "the query took too long and was cancelled"),
+        (PoolTimeout("no connection"), 503, "database unavailable, try again shortly"),
+        (psycopg.OperationalError("server closed the connection at /var/run/x"), 503, "database unavailable"),
+        (psycopg.errors.SyntaxError("syntax error at SELECT"), 500, "internal error"),
+        (RuntimeError("/etc/secret path"), 500, "internal error"),
+    ],
+)
+def test_each_failure_kind_has_one_public_form(exc: Exception, status: int, message: str) -> None:
+    error = public_error(exc)
+    assert error.status == status
+    assert error.message().startswith(message)
+    assert "SELECT" not in error.message() and "/etc" not in error.message() and "/var" not in error.message()
+
+
+def test_validation_errors_drop_the_input_and_name_the_field() -> None:
+    error = public_error(_validation_error())
+    assert error.status == 422
+    assert error.detail == [{"loc": ["k"], "msg": error.detail[0]["msg"], "type": "int_parsing"}]
+    assert "many" not in str(error.detail) and error.message().startswith("k: ")
+
+
+def test_unavailable_asks_to_retry() -> None:
+    assert public_error(PoolTimeout("x")).headers == {"Retry-After": "2"}
