@@ -19,10 +19,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from pipeline.sources.mirror import add_commit
 from secrag import database
 
-from build import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for the tests' mirror helper
+from tests.plugins.mirror_changes import add_commit  # noqa: E402
+
+from build import (  # noqa: E402
     bench_definitions,
     failures,
     materializations,

@@ -1,4 +1,4 @@
-"""Typed Dagster resources: the store (database), the upstreams (UpstreamConfig) and the embedder.
+"""Typed Dagster resources: the store (database), the upstream (online or snapshot) and the embedder.
 
 Every field defaults to None = "take it from secrag settings at run time", so building the
 resources in `definitions.py` reads no configuration; tests pass explicit values.
@@ -22,7 +22,9 @@ from secrag.embedder import Embedder, model_info
 from secrag.settings import Settings, get_settings
 
 from .chunking import ChunkConfig
-from .sources.configure import upstream_config
+from .sources.configure import upstream_for
+from .sources.interface import Upstream
+from .sources.online import OnlineUpstream
 from .sources.upstream import UpstreamConfig
 from .store import Store
 
@@ -84,50 +86,51 @@ class StoreResource(dg.ConfigurableResource):
 
 
 @lru_cache(maxsize=4)
-def _config_from_settings(settings_json: str) -> UpstreamConfig:
+def _upstream_from_settings(settings_json: str) -> Upstream:
     # Building mirrors verifies every snapshot folder; do it once per process, not once per tick.
-    return upstream_config(Settings.model_validate_json(settings_json))
+    return upstream_for(Settings.model_validate_json(settings_json))
 
 
 class UpstreamResource(dg.ConfigurableResource):
-    """How probes and fetches reach upstreams: real hosts, or local mirrors of a snapshot."""
+    """Where probes and fetches go: the real upstreams, or local mirrors of a snapshot."""
 
     mirror: str | None = None  # snapshot folder; None: SECRAG_UPSTREAM_MIRROR (unset = real upstreams)
-    repo_overrides: dict[str, str] = {}  # source -> git URL of an already built mirror (tests, benches)
+    repo_overrides: dict[str, str] = {}  # source -> git URL, e.g. of an already built mirror (benches, tests)
     feed_overrides: dict[str, str] = {}
     github_api_base: str | None = None
-    allow_file: bool = False
-    allow_loopback: bool = False
     probe_timeout: float | None = None  # seconds per probe, capped at MAX_PROBE_SECONDS
     fetch_timeout: float | None = None  # seconds per fetch
 
     @classmethod
     def for_config(cls, cfg: UpstreamConfig) -> UpstreamResource:
-        """A resource serving exactly this configuration (e.g. a mirror built by a test)."""
+        """A resource reading the URLs of this configuration (e.g. a mirror built by a bench)."""
         return cls(
             repo_overrides=dict(cfg.repo_overrides),
             feed_overrides=dict(cfg.feed_overrides),
             github_api_base=cfg.github_api_base,
-            allow_file=cfg.allow_file,
-            allow_loopback=cfg.allow_loopback,
             probe_timeout=cfg.probe_timeout,
             fetch_timeout=cfg.fetch_timeout,
         )
 
-    def config(self) -> UpstreamConfig:
+    def upstream(self) -> Upstream:
         settings = get_settings()
-        if self.repo_overrides or self.feed_overrides:
+        overridden = bool(self.repo_overrides or self.feed_overrides)
+        if overridden:
             settings = settings.model_copy(update={"upstream_mirror": None})
         elif self.mirror:
             settings = settings.model_copy(update={"upstream_mirror": Path(self.mirror)})
-        cfg = _config_from_settings(settings.model_dump_json())
+        upstream = _upstream_from_settings(settings.model_dump_json())
+        cfg = upstream.config
+        if overridden:
+            cfg = cfg.with_mirror(self.repo_overrides, self.feed_overrides, self.github_api_base or cfg.github_api_base)
         updates: dict[str, Any] = {"probe_timeout": min(self.probe_timeout or cfg.probe_timeout, MAX_PROBE_SECONDS)}
         if self.fetch_timeout:
             updates["fetch_timeout"] = self.fetch_timeout
-        if self.repo_overrides or self.feed_overrides:
-            cfg = cfg.with_mirror(self.repo_overrides, self.feed_overrides, self.github_api_base or cfg.github_api_base)
-            updates["allow_loopback"] = self.allow_loopback or cfg.allow_loopback
-        return replace(cfg, **updates)
+        cfg = replace(cfg, **updates)
+        return OnlineUpstream(cfg) if overridden else upstream.with_config(cfg)
+
+    def config(self) -> UpstreamConfig:
+        return self.upstream().config
 
 
 @lru_cache(maxsize=2)

@@ -13,7 +13,6 @@ from .assets.sources import REQUESTED_VERSION_TAG, source_row
 from .assets.upstream import observation
 from .folders import FileEntry, FolderScan, FolderSpec, scan_folder
 from .resources import StoreResource, UpstreamResource
-from .sources.probes import probe
 from .sources.registry import SourceSpec
 
 FOLDER_INTERVAL = 60  # seconds between folder scans
@@ -40,7 +39,7 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
     def _sensor(
         context: dg.SensorEvaluationContext, upstream: UpstreamResource, store: StoreResource
     ) -> dg.SensorResult:
-        seen = probe(spec, upstream.config())
+        seen = upstream.upstream().probe(spec)
         with store.connect() as conn:
             db = store.store()
             db.register_source(conn, source_row(spec))

@@ -38,6 +38,14 @@ class FetchError(SecragError):
     """An upstream could not be probed or downloaded."""
 
 
+class FetchTooLarge(FetchError):
+    """An upstream answer (or file) is over its size cap."""
+
+
+class FetchTimeout(FetchError):
+    """An upstream did not answer within its time budget."""
+
+
 class ParseError(SecragError):
     """One upstream file could not be parsed; the run skips it and records why."""
 

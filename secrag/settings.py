@@ -45,7 +45,6 @@ class Settings(BaseSettings):
     http_allowed_hosts: list[str] = Field(
         default_factory=list, description="Hosts allowed in addition to the built-in upstream hosts."
     )
-    http_allow_loopback: bool = Field(default=False, description="Allow http(s)://127.0.0.1 / localhost (tests).")
     http_allow_file: bool = Field(default=False, description="Allow file:// URLs (mirrors, tests).")
     http_max_bytes: int = Field(default=100 * 1024 * 1024, ge=1024)
     probe_timeout: float = Field(default=20.0, gt=0, description="Seconds per upstream version probe.")

@@ -89,9 +89,9 @@ def start_dagster(
     )
     home = prepare_home(settings)
     if settings.upstream_mirror is not None:
-        from pipeline.sources.configure import upstream_config
+        from pipeline.sources.configure import upstream_for
 
-        upstream_config(settings)  # build the mirrors once, not in every sensor at startup
+        upstream_for(settings)  # build the mirrors once, not in every sensor at startup
     env = dagster_environment(settings, database_url=database_url, instance_url=instance_url, home=home)
     write_env_file(home, env)
     command = dagster_command(host, port)

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 import click
 import psycopg
 
-from pipeline.sources.configure import upstream_config
-from pipeline.sources.probes import UpstreamVersion, probe
+from pipeline.sources.configure import upstream_for
+from pipeline.sources.interface import UpstreamVersion
 from pipeline.sources.registry import SourceSpec, default_registry
 from secrag import database, embedded
 from secrag.errors import ConfigError, SecragError
@@ -88,12 +88,12 @@ def check(ctx: click.Context, names: tuple[str, ...]) -> None:
         else [s for s in sorted(registry.values(), key=lambda s: s.name) if s.enabled]
     )
     settings = get_settings()
-    cfg = upstream_config(settings)
+    upstream = upstream_for(settings)
     current = _current_versions(settings)
 
     def attempt(spec: SourceSpec) -> UpstreamVersion | SecragError:
         try:
-            return probe(spec, cfg)
+            return upstream.probe(spec)
         except SecragError as exc:
             return exc
 

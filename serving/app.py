@@ -15,6 +15,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from secrag import database
 from secrag.migrations import load_migrations
 from secrag.queries import Queries
+from secrag.url_policy import UrlPolicy
 
 from . import errors
 from .auth import load_api_keys
@@ -28,6 +29,7 @@ from .search_config import load_search_config
 from .service import DEFAULT_EF_SEARCH, TRGM_THRESHOLD, Service
 from .settings import ServingSettings, get_serving_settings
 from .statements import compose
+from .upstream import Refetcher
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
@@ -82,7 +84,7 @@ def _active_model(pool: ConnectionPool, queries: Queries, fallback: str) -> str:
         return fallback
 
 
-def start_service(settings: ServingSettings, metrics: Metrics) -> Service:
+def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPolicy | None = None) -> Service:
     """Open the pool, load the active model's encoder, read the search config."""
     url = database.database_url(settings)
     queries = Queries(settings.sql_dir, "serving")
@@ -107,6 +109,7 @@ def start_service(settings: ServingSettings, metrics: Metrics) -> Service:
         statements=compose(queries, encoder.model_id, encoder.dimensions),
         search_config=load_search_config(settings.search_config),
         metrics=metrics,
+        refetcher=Refetcher.from_settings(settings, url_policy),
         query_log=query_log,
     )
 
@@ -117,8 +120,11 @@ def stop_service(service: Service) -> None:
         service.query_log.close()
 
 
-def create_app(settings: ServingSettings | None = None) -> FastAPI:
-    """The secrag API. Nothing connects until the lifespan starts."""
+def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy | None = None) -> FastAPI:
+    """The secrag API. Nothing connects until the lifespan starts.
+
+    url_policy replaces the outbound URL policy of the upstream refetch (default: the settings').
+    """
     settings = settings or get_serving_settings()
     metrics = Metrics()
     api_keys = load_api_keys(settings.api_keys_file)
@@ -138,7 +144,7 @@ def create_app(settings: ServingSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = await anyio.to_thread.run_sync(start_service, settings, metrics)
+        service = await anyio.to_thread.run_sync(start_service, settings, metrics, url_policy)
         app.state.service = service
         try:
             if mcp_server is not None:

@@ -44,6 +44,7 @@ from .search_config import SearchConfig
 from .settings import ServingSettings
 from .statements import Statements
 from .stats import collect_stats
+from .upstream import Refetcher
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -94,6 +95,7 @@ class Service:
     statements: Statements
     search_config: SearchConfig
     metrics: Metrics
+    refetcher: Refetcher
     query_log: QueryLog | None = None
     _lookup: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     _technique_ids: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
@@ -426,22 +428,13 @@ class Service:
 
     def upstream(self, doc_id: str, principal: Principal) -> dict[str, Any]:
         """The authoritative upstream record for the document's recorded version (size and time capped)."""
-        from .upstream import refetch
-
         if "\x00" in doc_id:
             raise NotFound("no such document")
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             row = cur.execute(self.statements.upstream_record, {"doc_id": doc_id, **principal.params()}).fetchone()
         if row is None:
             raise NotFound(f"no document {doc_id[:200]!r}")
-        found = refetch(
-            row,
-            raw_base=self.settings.upstream_raw_base,
-            mirror=self.settings.upstream_mirror,
-            max_bytes=self.settings.upstream_max_bytes,
-            timeout=self.settings.upstream_timeout,
-        )
-        return found.__dict__
+        return self.refetcher.refetch(row).__dict__
 
     # --- sources and stats --------------------------------------------------------------------
 

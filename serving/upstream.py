@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+from secrag.downloads import DownloadLimits, get_bytes
+from secrag.errors import FetchError, FetchTimeout, FetchTooLarge
+from secrag.safe_files import FileTooLarge, UnsafeFile, read_capped
+from secrag.url_policy import UrlPolicy
 
 from .errors import NotImplementedFeature, UpstreamFailed, UpstreamTimeout, UpstreamTooLarge
+from .settings import ServingSettings
 
 _GITHUB = re.compile(r"^https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 
@@ -45,39 +48,6 @@ def _safe_path(path: str | None) -> PurePosixPath:
     return pure
 
 
-def _download(url: str, max_bytes: int, timeout: float) -> bytes:
-    deadline = time.monotonic() + timeout
-    try:
-        with httpx.stream("GET", url, timeout=timeout, follow_redirects=False) as response:
-            if response.status_code != 200:
-                raise UpstreamFailed(f"upstream answered {response.status_code}")
-            declared = int(response.headers.get("content-length") or 0)
-            if declared > max_bytes:
-                raise UpstreamTooLarge(f"the upstream file is {declared} bytes, over the {max_bytes}-byte cap")
-            body = bytearray()
-            for part in response.iter_bytes():
-                body.extend(part)
-                if len(body) > max_bytes:
-                    raise UpstreamTooLarge(f"the upstream file is over the {max_bytes}-byte cap")
-                if time.monotonic() > deadline:
-                    raise UpstreamTimeout(f"the upstream did not answer within {timeout:g} s")
-            return bytes(body)
-    except httpx.TimeoutException as exc:
-        raise UpstreamTimeout(f"the upstream did not answer within {timeout:g} s") from exc
-    except httpx.HTTPError as exc:
-        raise UpstreamFailed(f"the upstream could not be reached ({type(exc).__name__})") from exc
-
-
-def _read_mirror(mirror: Path, source: str, path: PurePosixPath, max_bytes: int) -> bytes:
-    base = (mirror / source).resolve()
-    target = (base / Path(*path.parts)).resolve()
-    if not target.is_relative_to(base) or not target.is_file():
-        raise UpstreamFailed("the record is not in the mirror")
-    if target.stat().st_size > max_bytes:
-        raise UpstreamTooLarge(f"the upstream file is {target.stat().st_size} bytes, over the {max_bytes}-byte cap")
-    return target.read_bytes()
-
-
 def _feed_record(data: bytes, doc_id: str) -> Any:  # noqa: ANN401
     """The entry of a JSON feed whose id value equals the document's upstream id (e.g. cveID)."""
     wanted = doc_id.split(":", 1)[1]
@@ -93,42 +63,76 @@ def _feed_record(data: bytes, doc_id: str) -> Any:  # noqa: ANN401
     raise UpstreamFailed("the record is no longer in the feed")
 
 
-def refetch(
-    row: dict[str, Any], *, raw_base: str, mirror: Path | None, max_bytes: int, timeout: float
-) -> UpstreamRecord:
-    """The upstream bytes of the document described by `row` (documents + sources columns)."""
-    path = _safe_path(row["upstream_path"])
-    source, version = row["source"], row["source_version"]
-    if row["kind"] != "online":
-        raise NotImplementedFeature("only online sources have an upstream")
-    if mirror is not None:
-        where = f"mirror:{source}/{path}"
-        data = _read_mirror(mirror, source, path, max_bytes)
-    elif row["tracking"] == "feed":
-        where = str(row["upstream"])
-        data = _download(where, max_bytes, timeout)
-    else:
-        match = _GITHUB.match(str(row["upstream"] or ""))
+@dataclass(frozen=True)
+class Refetcher:
+    """Reads upstream records for the API: one attempt, the shared URL policy, size and time caps."""
+
+    raw_base: str
+    mirror: Path | None
+    policy: UrlPolicy
+    max_bytes: int
+    timeout: float
+
+    @classmethod
+    def from_settings(cls, settings: ServingSettings, policy: UrlPolicy | None = None) -> Refetcher:
+        """The settings' caps; the policy of the pipeline's fetches, trusting an https raw base too."""
+        return cls(
+            raw_base=settings.upstream_raw_base.rstrip("/"),
+            mirror=settings.upstream_mirror,
+            policy=policy or UrlPolicy.from_settings(settings, extra_bases=[settings.upstream_raw_base]),
+            max_bytes=settings.upstream_max_bytes,
+            timeout=settings.upstream_timeout,
+        )
+
+    def _download(self, url: str) -> bytes:
+        # The API answers one caller: no retries, and no detail (URLs, addresses) in the message.
+        limits = DownloadLimits(max_bytes=self.max_bytes, max_attempts=1)
+        try:
+            return get_bytes(url, self.policy, limits, self.timeout)
+        except FetchTooLarge as exc:
+            raise UpstreamTooLarge(f"the upstream file is over the {self.max_bytes}-byte cap") from exc
+        except FetchTimeout as exc:
+            raise UpstreamTimeout(f"the upstream did not answer within {self.timeout:g} s") from exc
+        except FetchError as exc:
+            raise UpstreamFailed("the upstream did not give the record") from exc
+
+    def _read_mirror(self, mirror: Path, source: str, path: PurePosixPath) -> bytes:
+        base = mirror / source
+        try:
+            return read_capped(base.joinpath(*path.parts), self.max_bytes, within=base)
+        except FileTooLarge as exc:
+            raise UpstreamTooLarge(f"the upstream file is over the {self.max_bytes}-byte cap") from exc
+        except UnsafeFile as exc:
+            raise UpstreamFailed("the record is not in the mirror") from exc
+
+    def _raw_url(self, upstream: str, version: str, path: PurePosixPath) -> str:
+        match = _GITHUB.match(upstream)
         if not match:
             raise NotImplementedFeature("refetch supports GitHub-hosted sources and feeds")
-        where = "/".join(
-            [
-                raw_base.rstrip("/"),
-                match.group(1),
-                match.group(2),
-                quote(version, safe=""),
-                *(quote(part) for part in path.parts),
-            ]
+        parts = [self.raw_base, match.group(1), match.group(2), quote(version, safe="")]
+        return "/".join([*parts, *(quote(part) for part in path.parts)])
+
+    def refetch(self, row: dict[str, Any]) -> UpstreamRecord:
+        """The upstream bytes of the document described by `row` (documents + sources columns)."""
+        path = _safe_path(row["upstream_path"])
+        source, version = row["source"], row["source_version"]
+        if row["kind"] != "online":
+            raise NotImplementedFeature("only online sources have an upstream")
+        if self.mirror is not None:
+            where = f"mirror:{source}/{path}"
+            data = self._read_mirror(self.mirror, source, path)
+        else:
+            feed = row["tracking"] == "feed"
+            where = str(row["upstream"]) if feed else self._raw_url(str(row["upstream"] or ""), version, path)
+            data = self._download(where)
+        record = _feed_record(data, row["doc_id"]) if row["tracking"] == "feed" else None
+        return UpstreamRecord(
+            doc_id=row["doc_id"],
+            source=source,
+            version=version,
+            path=str(path),
+            fetched_from=where,
+            size=len(data),
+            content=data.decode("utf-8", "replace") if record is None else "",
+            record=record,
         )
-        data = _download(where, max_bytes, timeout)
-    record = _feed_record(data, row["doc_id"]) if row["tracking"] == "feed" else None
-    return UpstreamRecord(
-        doc_id=row["doc_id"],
-        source=source,
-        version=version,
-        path=str(path),
-        fetched_from=where,
-        size=len(data),
-        content=data.decode("utf-8", "replace") if record is None else "",
-        record=record,
-    )

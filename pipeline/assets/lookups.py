@@ -9,7 +9,6 @@ import dagster as dg
 from secrag.queries import Queries
 
 from ..resources import StoreResource, UpstreamResource
-from ..sources.fetch import fetch
 from ..sources.mitre_lookup import techniques_from_bundle
 from ..sources.registry import SourceSpec
 from .keys import ATTACK_SOURCE, LOOKUP_KEY, NON_EMPTY, source_key
@@ -47,12 +46,8 @@ def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             if not version:
                 raise dg.Failure("sources/mitre_attack has no published version yet; materialize it first")
             with tempfile.TemporaryDirectory(prefix="mitre-lookup-", dir=store.work_path()) as tmp:
-                fetched = fetch(
-                    spec,
-                    pinned_version(spec, version),
-                    upstream.config(),
-                    Path(tmp) / "checkout",
-                    pin=version,
+                fetched = upstream.upstream().fetch(
+                    spec, pinned_version(spec, version), Path(tmp) / "checkout", pin=version
                 )
                 techniques = techniques_from_bundle(fetched.root / spec.paths[0])
             if not techniques:

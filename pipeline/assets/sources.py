@@ -16,10 +16,9 @@ from secrag.errors import ParseError
 from secrag.queries import Queries, one_row
 
 from ..resources import StoreResource, UpstreamResource
-from ..sources.fetch import FetchResult, fetch
+from ..sources.interface import FetchResult, UpstreamVersion
 from ..sources.mitre_lookup import techniques_from_bundle
 from ..sources.parsing import parse_source
-from ..sources.probes import UpstreamVersion, probe
 from ..sources.registry import SourceSpec
 from ..store import SourceRow
 from .keys import ATTACK_SOURCE, LOOKUP_KEY, NO_SHRINK, NON_EMPTY, source_key, upstream_key
@@ -145,7 +144,7 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         upstream: UpstreamResource,
         store: StoreResource,
     ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
-        cfg = upstream.config()
+        source = upstream.upstream()
         db = store.store()
         q = Queries(store.sql_path(), "pipeline")
         timings: dict[str, float] = {}
@@ -158,7 +157,7 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             if pin:
                 seen = pinned_version(spec, pin)
             else:
-                seen = probe(spec, cfg)
+                seen = source.probe(spec)
                 db.record_check(conn, spec.name, seen.version)
             timings["probe"] = time.monotonic() - started
             published = db.technique_names(conn)
@@ -182,7 +181,7 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                     return
             with tempfile.TemporaryDirectory(prefix=f"{spec.name}-", dir=store.work_path()) as tmp:
                 mark = time.monotonic()
-                fetched = fetch(spec, seen, cfg, Path(tmp) / "checkout", pin=pin)
+                fetched = source.fetch(spec, seen, Path(tmp) / "checkout", pin=pin)
                 timings["fetch"] = time.monotonic() - mark
                 context.log.info(f"{spec.name}: fetched {fetched.version} in {timings['fetch']:.1f}s")
                 version_id = db.begin_version(conn, spec.name, fetched.version)

@@ -5,7 +5,7 @@ from typing import Any
 import dagster as dg
 
 from ..resources import UpstreamResource
-from ..sources.probes import UpstreamVersion, probe
+from ..sources.interface import UpstreamVersion
 from ..sources.registry import SourceSpec
 from .keys import upstream_key
 
@@ -50,7 +50,7 @@ def build_upstream_asset(spec: SourceSpec) -> dg.SourceAsset:
         tags={f"dagster/kind/{_KINDS[spec.tracking]}": ""},
     )
     def _observe(context: dg.AssetExecutionContext, upstream: UpstreamResource) -> dg.ObserveResult:
-        seen = probe(spec, upstream.config())
+        seen = upstream.upstream().probe(spec)
         context.log.info(f"{spec.name}: upstream at {seen.version}")
         return dg.ObserveResult(data_version=dg.DataVersion(seen.version), metadata=observation_metadata(seen))
 

@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from secrag.errors import FetchError
 
 from .git_fetch import SHA_RE, checkout
 from .http_fetch import download
-from .probes import UpstreamVersion, feed_version, tag_commit
+from .interface import FetchResult, UpstreamVersion
+from .probes import feed_version, tag_commit
 from .registry import SourceSpec
 from .upstream import UpstreamConfig
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class FetchResult:
-    """Where the fetched files are and which upstream version they are (what gets recorded)."""
-
-    root: Path
-    version: str
-    commit: str | None
 
 
 def _resolve_pin(spec: SourceSpec, repo_url: str, pin: str, cfg: UpstreamConfig, timeout: float) -> tuple[str, str]:
@@ -35,7 +26,8 @@ def _resolve_pin(spec: SourceSpec, repo_url: str, pin: str, cfg: UpstreamConfig,
     return (pin if spec.tracking == "release" else commit), commit
 
 
-def _feed_target(spec: SourceSpec, workdir: Path) -> Path:
+def feed_target(spec: SourceSpec, workdir: Path) -> Path:
+    """Where a feed source's file goes in the work folder (its path in the registry)."""
     if not spec.paths:
         raise FetchError(f"{spec.name}: a feed source needs its file path in `paths`")
     rel = PurePosixPath(spec.paths[0])
@@ -60,7 +52,7 @@ def fetch(
         url = cfg.feed_url(spec)
         if not url:
             raise FetchError(f"{spec.name}: feed tracking needs `feed_url` in the registry")
-        target = download(url, _feed_target(spec, workdir), cfg, cfg.fetch_timeout)
+        target = download(url, feed_target(spec, workdir), cfg, cfg.fetch_timeout)
         fetched = feed_version(target.read_bytes(), spec.version_field)
         if fetched != version.version:
             log.info(
@@ -77,7 +69,7 @@ def fetch(
             label, commit = version.version, version.commit
         else:
             raise FetchError(f"{spec.name}: the probe recorded no commit to fetch")
-        checkout(repo_url, commit, spec.paths, workdir, cfg.fetch_timeout, cfg)
+        checkout(repo_url, commit, spec.paths, workdir, cfg.fetch_timeout, cfg.policy)
         result = FetchResult(root=workdir, version=label, commit=commit)
     log.info(
         "fetched upstream",

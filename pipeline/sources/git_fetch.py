@@ -12,9 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from secrag.errors import FetchError
-
-from .upstream import UpstreamConfig
-from .url_policy import check_url
+from secrag.url_policy import UrlPolicy
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _GIT_ENV = {
@@ -40,15 +38,12 @@ _REPO_VARS = (
 )
 
 
-def git_env(cfg: UpstreamConfig | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def git_env(policy: UrlPolicy | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for git: never prompt, and only the transports the URL policy allows."""
     env = {k: v for k, v in os.environ.items() if k not in _REPO_VARS}
     env.update(_GIT_ENV)
-    if cfg is not None:
-        protocols = ["https"]
-        protocols += ["http"] if cfg.allow_loopback else []
-        protocols += ["file"] if cfg.allow_file else []
-        env["GIT_ALLOW_PROTOCOL"] = ":".join(protocols)
+    if policy is not None:
+        env["GIT_ALLOW_PROTOCOL"] = ":".join(policy.git_protocols())
         # git would follow HTTP redirects itself, past the URL policy; upstream URLs are canonical.
         env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.followRedirects", "GIT_CONFIG_VALUE_0": "false"})
     env.update(extra or {})
@@ -119,28 +114,26 @@ def sparse_patterns(paths: Iterable[str]) -> list[str]:
 
 
 def checkout(
-    repo_url: str, commit: str, paths: Sequence[str], dest: Path, timeout: float, cfg: UpstreamConfig | None = None
+    repo_url: str, commit: str, paths: Sequence[str], dest: Path, timeout: float, policy: UrlPolicy | None = None
 ) -> Path:
     """A sparse, shallow, blobless checkout of exactly `commit` into dest (empty or absent)."""
-    cfg = cfg or UpstreamConfig()
+    policy = policy or UrlPolicy()
     if not SHA_RE.match(commit):
         raise FetchError(f"refusing to check out {commit!r}: not a full 40-hex commit SHA")
-    check_url(repo_url, cfg)
+    policy.check(repo_url)
     if dest.exists() and any(dest.iterdir()):
         raise FetchError(f"checkout folder {dest} is not empty")
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        _checkout(repo_url, commit, paths, dest, time.monotonic() + timeout, cfg)
+        _checkout(repo_url, commit, paths, dest, time.monotonic() + timeout, policy)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)  # a half checkout must never be parsed
         raise
     return dest
 
 
-def _checkout(
-    repo_url: str, commit: str, paths: Sequence[str], dest: Path, deadline: float, cfg: UpstreamConfig
-) -> None:
-    env = git_env(cfg)
+def _checkout(repo_url: str, commit: str, paths: Sequence[str], dest: Path, deadline: float, policy: UrlPolicy) -> None:
+    env = git_env(policy)
     where = f"git checkout of {repo_url} at {commit[:12]}"
 
     def git(*args: str) -> str:

@@ -13,14 +13,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import MappingProxyType
 
 from secrag.errors import ConfigError, FetchError
+from secrag.safe_files import UnsafeFile, read_capped
+from secrag.url_policy import file_path
 
 from .git_fetch import git_env, run_git
 from .registry import SourceSpec
-from .url_policy import file_path
 
 log = logging.getLogger(__name__)
 
@@ -58,13 +59,36 @@ class Mirror:
     def head(self, source: str) -> str:
         """Current commit of the source's mirrored branch."""
         ref = f"refs/heads/{self.sources[source].branch}"
-        return run_git(["--git-dir", str(self.git_dir(source)), "rev-parse", ref], timeout=60, env=_env()).strip()
+        return run_git(["--git-dir", str(self.git_dir(source)), "rev-parse", ref], timeout=60, env=mirror_env()).strip()
 
     def feed_path(self, source: str) -> Path:
         return file_path(self.feeds[source])
 
+    def rev_parse(self, source: str, rev: str) -> str:
+        """Full SHA of the commit rev (a SHA, tag or branch) names in the source's mirror."""
+        git_dir = str(self.git_dir(source))
+        return run_git(
+            ["--git-dir", git_dir, "rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"],
+            timeout=60,
+            env=mirror_env(),
+            what=f"{source}: no commit {rev!r} in the mirror",
+        ).strip()
 
-def _env(**extra: str) -> dict[str, str]:
+    def latest_release(self, source: str) -> str:
+        """Tag name of the source's latest release, as the mirror's releases API file states it."""
+        info = self.sources[source]
+        latest = self.root / "api" / "repos" / info.github / "releases" / "latest"
+        try:
+            tag = json.loads(read_capped(latest, 1024 * 1024)).get("tag_name")
+        except (UnsafeFile, ValueError, AttributeError) as exc:
+            raise FetchError(f"{source}: the mirror has no readable latest release ({exc})") from exc
+        if not isinstance(tag, str) or not tag:
+            raise FetchError(f"{source}: the mirror's latest release names no tag")
+        return tag
+
+
+def mirror_env(**extra: str) -> dict[str, str]:
+    """The environment for git on mirrors: no user or system config, a fixed identity."""
     env = git_env(extra={"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
     for role in ("AUTHOR", "COMMITTER"):
         for key, value in _IDENTITY.items():
@@ -135,12 +159,13 @@ def _listing_key(folder: Path, source: MirrorSource) -> str:
     return digest.hexdigest()
 
 
-def _tag_release(git_dir: Path, root: Path, source: MirrorSource, commit: str, date: str) -> None:
+def tag_release(git_dir: Path, root: Path, source: MirrorSource, commit: str, date: str) -> None:
+    """Tag commit as a release and write the mirror's releases/latest file for it."""
     tag = f"mirror-{commit[:12]}"
     run_git(
         ["--git-dir", str(git_dir), "tag", "-f", "-a", "-m", f"mirror release {tag}", tag, commit],
         timeout=GIT_TIMEOUT,
-        env=_env(GIT_COMMITTER_DATE=date),
+        env=mirror_env(GIT_COMMITTER_DATE=date),
         what=f"mirror tag {source.name}",
     )
     api = root / "api" / "repos" / source.github / "releases" / "latest"
@@ -150,7 +175,7 @@ def _tag_release(git_dir: Path, root: Path, source: MirrorSource, commit: str, d
 
 def _commit_folder(folder: Path, git_dir: Path, source: MirrorSource) -> str:
     index = git_dir / "secrag-index"
-    env = _env(
+    env = mirror_env(
         GIT_DIR=str(git_dir),
         GIT_WORK_TREE=str(folder),
         GIT_INDEX_FILE=str(index),
@@ -180,7 +205,7 @@ def _build_one(snapshot: Path, root: Path, source: MirrorSource) -> None:
         state = json.loads(state_file.read_text(encoding="utf-8"))
         try:
             head = run_git(
-                ["--git-dir", str(final), "rev-parse", f"refs/heads/{source.branch}"], timeout=60, env=_env()
+                ["--git-dir", str(final), "rev-parse", f"refs/heads/{source.branch}"], timeout=60, env=mirror_env()
             ).strip()
         except FetchError:  # an unreadable mirror is simply rebuilt
             head = ""
@@ -189,14 +214,14 @@ def _build_one(snapshot: Path, root: Path, source: MirrorSource) -> None:
             return
     tmp = root / "git" / f".{source.name}.git.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    run_git(["init", "-q", "--bare", str(tmp)], timeout=GIT_TIMEOUT, env=_env(), what=f"mirror {source.name}")
+    run_git(["init", "-q", "--bare", str(tmp)], timeout=GIT_TIMEOUT, env=mirror_env(), what=f"mirror {source.name}")
     for setting in ("uploadpack.allowFilter", "uploadpack.allowAnySHA1InWant"):
-        run_git(["--git-dir", str(tmp), "config", setting, "true"], timeout=60, env=_env())
+        run_git(["--git-dir", str(tmp), "config", setting, "true"], timeout=60, env=mirror_env())
     commit = _commit_folder(folder, tmp, source)
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     if source.tracking == "release" and source.github:
-        _tag_release(final, root, source, commit, source.date)
+        tag_release(final, root, source, commit, source.date)
     if source.feed_path:
         _copy_feed(folder / source.feed_path, root, source)
     state_file.parent.mkdir(parents=True, exist_ok=True)
@@ -256,55 +281,3 @@ def build_mirror(
         extra={"mirror": str(root), "sources": len(planned), "seconds": round(time.monotonic() - started, 2)},
     )
     return _describe(root, planned)
-
-
-def _checked_rel(rel: str) -> str:
-    path = PurePosixPath(rel)
-    if path.is_absolute() or not path.parts or ".." in path.parts or any(c in rel for c in "\t\n\r\0"):
-        raise ConfigError(f"mirror change path {rel!r} must be relative and stay inside the repository")
-    return path.as_posix()
-
-
-def add_commit(
-    mirror: Mirror, source: str, changes: Mapping[str, bytes | None], message: str = "upstream change"
-) -> str:
-    """Commit changes (relpath -> new bytes, or None to delete) on the source's branch; the new SHA.
-
-    Release sources get a new tag and releases/latest; a changed feed file is republished too.
-    """
-    checked = {_checked_rel(rel): data for rel, data in changes.items()}
-    info = mirror.sources[source]
-    git_dir = mirror.git_dir(source)
-    index = git_dir / "secrag-change-index"
-    ref = f"refs/heads/{info.branch}"
-    parent = mirror.head(source)
-    base = _env(GIT_DIR=str(git_dir), GIT_INDEX_FILE=str(index))
-    stamp = int(run_git(["show", "-s", "--format=%ct", parent], timeout=60, env=base).strip()) + 3600
-    env = {**base, "GIT_AUTHOR_DATE": f"{stamp} +0000", "GIT_COMMITTER_DATE": f"{stamp} +0000"}
-
-    def git(*args: str, stdin: bytes | None = None) -> str:
-        return run_git(args, timeout=GIT_TIMEOUT, env=env, stdin=stdin, what=f"mirror change {source}").strip()
-
-    git("read-tree", parent)
-    entries = []  # `update-index --index-info` lines; mode 0 removes (a bare repo has no work tree)
-    for rel, data in sorted(checked.items()):
-        if data is None:
-            entries.append(f"0 {'0' * 40}\t{rel}\n")
-        else:
-            blob = git("hash-object", "-w", "--stdin", stdin=data)
-            entries.append(f"100644 {blob}\t{rel}\n")
-    git("update-index", "--index-info", stdin="".join(entries).encode())
-    commit = git("commit-tree", git("write-tree"), "-p", parent, "-m", message)
-    git("update-ref", ref, commit, parent)
-    index.unlink(missing_ok=True)
-    if info.tracking == "release" and info.github:
-        _tag_release(git_dir, mirror.root, info, commit, f"{stamp} +0000")
-    if info.feed_path and info.feed_path in checked:
-        feed = mirror.root / "feeds" / source / info.feed_path
-        data = checked[info.feed_path]
-        if data is None:
-            feed.unlink(missing_ok=True)
-        else:
-            feed.parent.mkdir(parents=True, exist_ok=True)
-            feed.write_bytes(data)
-    return commit

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from secrag.errors import ParseError
+from secrag.safe_files import UnsafeFile, read_capped
 
 from .records import ParseOutcome, Record, Skipped, SourceFile
 from .registry import SourceSpec
@@ -32,15 +33,10 @@ def select_files(spec: SourceSpec, root: Path) -> list[Path]:
 
 
 def _read(spec: SourceSpec, root: Path, path: Path) -> bytes:
-    if path.is_symlink():
-        raise ParseError("symlinks are refused")
-    resolved = path.resolve()
-    if not resolved.is_relative_to(root.resolve()):
-        raise ParseError("path escapes the checkout")
-    size = resolved.stat().st_size
-    if size > spec.max_file_bytes:
-        raise ParseError(f"file of {size} bytes exceeds the {spec.max_file_bytes}-byte limit")
-    return resolved.read_bytes()
+    try:
+        return read_capped(path, spec.max_file_bytes, within=root)
+    except UnsafeFile as exc:
+        raise ParseError(exc.reason) from exc
 
 
 def iter_file_records(spec: SourceSpec, root: Path, path: Path, web_url: str) -> Iterator[Record]:

@@ -6,37 +6,24 @@ import hashlib
 import json
 import re
 import time
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from secrag.errors import FetchError
 
 from .git_fetch import SHA_RE, git_env, run_git
 from .http_fetch import get_bytes, get_json
+from .interface import UpstreamVersion
 from .registry import SourceSpec
 from .upstream import UpstreamConfig
-from .url_policy import check_url
 
 _TAG_RE = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/+-]{1,200}$")
 
 
-@dataclass(frozen=True)
-class UpstreamVersion:
-    """What one probe saw upstream: the version to record and, for git sources, its commit."""
-
-    source: str
-    tracking: str
-    version: str
-    commit: str | None
-    url: str
-    checked_at: datetime
-
-
 def ls_remote(repo_url: str, refs: list[str], cfg: UpstreamConfig, timeout: float) -> dict[str, str]:
     """{ref: sha} for the refs that exist in the remote repository."""
-    check_url(repo_url, cfg)
+    cfg.policy.check(repo_url)
     out = run_git(
-        ["ls-remote", "--", repo_url, *refs], timeout=timeout, env=git_env(cfg), what=f"git ls-remote {repo_url}"
+        ["ls-remote", "--", repo_url, *refs], timeout=timeout, env=git_env(cfg.policy), what=f"git ls-remote {repo_url}"
     )
     found: dict[str, str] = {}
     for line in out.splitlines():

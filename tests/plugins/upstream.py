@@ -11,16 +11,44 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import SplitResult
 
 import pytest
 
 from pipeline.sources.mirror import Mirror, build_mirror
 from pipeline.sources.registry import SourceSpec, default_registry
 from pipeline.sources.upstream import UpstreamConfig
+from secrag.downloads import DownloadLimits
+from secrag.url_policy import UrlPolicy, parse_url
 
 SNAPSHOT = Path(__file__).resolve().parents[2].parent / "shared" / "upstream"
 
 Body = bytes | Callable[[], bytes]
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+@dataclass(frozen=True)
+class LoopbackPolicy(UrlPolicy):
+    """The production URL policy plus http(s) to this machine's loopback (the tests' servers).
+
+    Production code has no loopback switch: tests hand this policy to the code under test.
+    """
+
+    def check(self, url: str) -> SplitResult:
+        parts, host = parse_url(url)
+        plain = parts.username is None and parts.password is None
+        if parts.scheme in ("http", "https") and host in LOOPBACK_HOSTS and plain:
+            return parts
+        return super().check(url)
+
+    def git_protocols(self) -> tuple[str, ...]:
+        return (*super().git_protocols(), "http")
+
+    def is_private_channel(self, parts: SplitResult) -> bool:
+        return super().is_private_channel(parts) or (parts.hostname or "") in LOOPBACK_HOSTS
+
+
+FAST_RETRIES = DownloadLimits(retry_base=0.05)
 
 
 @dataclass(frozen=True)
@@ -200,7 +228,7 @@ def upstream_config(http_server: LoopbackServer) -> Callable[..., UpstreamConfig
 
     Git always comes from the bare repos (file://). With via_http the releases API and feeds
     are served by `http_server`; otherwise they are read as file:// URLs. Timeouts and retry
-    waits are small, loopback and file:// are allowed; `changes` override any field.
+    waits are small, loopback (LoopbackPolicy) and file:// are allowed; `changes` override any field.
     """
 
     def make(mirror: Mirror, *, via_http: bool = False, **changes: Any) -> UpstreamConfig:  # noqa: ANN401
@@ -208,7 +236,7 @@ def upstream_config(http_server: LoopbackServer) -> Callable[..., UpstreamConfig
             api_base, feeds = serve_mirror(http_server, mirror)
         else:
             api_base, feeds = mirror.api_base, dict(mirror.feeds)
-        cfg = UpstreamConfig(allow_loopback=True, probe_timeout=10.0, fetch_timeout=30.0, retry_base=0.05)
+        cfg = UpstreamConfig(policy=LoopbackPolicy(), limits=FAST_RETRIES, probe_timeout=10.0, fetch_timeout=30.0)
         cfg = cfg.with_mirror(mirror.repos, feeds, api_base)
         return dataclasses.replace(cfg, **changes)
 

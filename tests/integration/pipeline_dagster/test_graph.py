@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.assets.keys import LOOKUP_KEY, NO_SHRINK, embeddings_key, source_key
 from pipeline.assets.sources import REQUESTED_VERSION_TAG
-from pipeline.sources.mirror import add_commit
+from tests.plugins.mirror_changes import add_commit
 
 from .conftest import SOURCES, Harness
 

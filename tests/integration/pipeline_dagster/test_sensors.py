@@ -10,8 +10,9 @@ import pytest
 from pipeline.assets.keys import embeddings_key, source_key, upstream_key
 from pipeline.folders import FolderSpec
 from pipeline.resources import UpstreamResource
-from pipeline.sources.mirror import Mirror, add_commit
+from pipeline.sources.mirror import Mirror
 from secrag.errors import FetchError
+from tests.plugins.mirror_changes import add_commit
 
 from .conftest import Harness, harness
 
@@ -68,9 +69,7 @@ def test_attack_change_also_refreshes_the_lookup(graph: Harness):
 def test_probe_failure_is_a_failed_tick(graph: Harness, tmp_path: Path):
     broken = {
         **graph.resources,
-        "upstream": UpstreamResource(
-            repo_overrides={"mitre_car": (tmp_path / "gone.git").as_uri()}, allow_file=True, probe_timeout=5
-        ),
+        "upstream": UpstreamResource(repo_overrides={"mitre_car": (tmp_path / "gone.git").as_uri()}, probe_timeout=5),
     }
     with pytest.raises(FetchError):
         tick(graph, "mitre_car_upstream", "previous", broken)

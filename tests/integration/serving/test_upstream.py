@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from secrag import database
 from serving.app import create_app
+from tests.plugins.upstream import LoopbackPolicy
 
 SNAPSHOT = Path(__file__).resolve().parents[3].parent / "shared" / "upstream"
 
@@ -33,7 +34,8 @@ def app_with(serving_db_url: str, settings_for: Callable[..., Any]) -> Iterator[
     opened: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:  # noqa: ANN401
-        client = TestClient(create_app(settings_for(serving_db_url, mcp_enabled=False, **overrides)))
+        settings = settings_for(serving_db_url, mcp_enabled=False, **overrides)
+        client = TestClient(create_app(settings, url_policy=LoopbackPolicy()))
         client.__enter__()
         opened.append(client)
         return client
@@ -117,6 +119,20 @@ def test_hanging_upstream_is_504_within_the_cap(
     response = client.get(f"/v1/docs/{doc_id}/upstream")
     assert response.status_code == 504
     assert time.monotonic() - started < 5  # generous bound: the cap is 1 s
+
+
+def test_refetch_honours_the_url_policy(
+    serving_db_url: str, settings_for: Callable[..., Any], http_server: Any
+) -> None:  # noqa: ANN401
+    """Without the tests' loopback allowance, a raw base on loopback is refused before any request."""
+    doc_id, version, path = _sigma_doc(serving_db_url)
+    route = f"/SigmaHQ/sigma/{quote(version, safe='')}/{quote(path)}"
+    http_server.bytes(route, b"title: x\n")
+    settings = settings_for(serving_db_url, mcp_enabled=False, upstream_raw_base=http_server.base_url)
+    with TestClient(create_app(settings)) as client:
+        response = client.get(f"/v1/docs/{doc_id}/upstream")
+    assert response.status_code == 502
+    assert http_server.hits(route) == []
 
 
 def test_invisible_and_unknown_documents_are_404(app_with: Callable[..., TestClient]) -> None:

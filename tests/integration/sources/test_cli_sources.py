@@ -12,7 +12,6 @@ from click.testing import CliRunner
 from pipeline.sources.mirror import Mirror
 from secrag.settings import get_settings
 from secrag_cli.sources import sources
-from tests.plugins.upstream import LoopbackServer
 
 SMALL = ["hijacklibs", "cisa_kev", "stratus_red_team"]
 
@@ -80,14 +79,13 @@ def test_check_compares_with_the_stored_versions(
     assert lines["stratus_red_team"].endswith("new")
 
 
-def test_failed_probe_is_reported_and_exits_1(env: pytest.MonkeyPatch, http_server: LoopbackServer) -> None:
-    env.setenv("SECRAG_GITHUB_API_BASE", http_server.url("/api"))
-    env.setenv("SECRAG_HTTP_ALLOW_LOOPBACK", "true")
+def test_failed_probe_is_reported_and_exits_1(env: pytest.MonkeyPatch) -> None:
+    env.setenv("SECRAG_GITHUB_API_BASE", "https://127.0.0.1:9/api")  # refused by the URL policy: no request
     env.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # unreachable: just print
     result = CliRunner().invoke(sources, ["check", "stratus_red_team"])
     assert result.exit_code == 1
     assert "stratus_red_team     FAILED  " in result.output
-    assert "HTTP 404" in result.output
+    assert "IP-literal hosts are not allowed" in result.output
 
 
 def test_unknown_source_name(env: pytest.MonkeyPatch) -> None:

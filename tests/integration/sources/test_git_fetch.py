@@ -12,12 +12,14 @@ import pytest
 
 from pipeline.sources.fetch import fetch
 from pipeline.sources.git_fetch import checkout, sparse_patterns
-from pipeline.sources.mirror import Mirror, add_commit
+from pipeline.sources.mirror import Mirror
 from pipeline.sources.parsing import select_files
 from pipeline.sources.probes import probe
 from pipeline.sources.registry import SourceSpec
 from pipeline.sources.upstream import UpstreamConfig
 from secrag.errors import FetchError
+from secrag.url_policy import UrlPolicy
+from tests.plugins.mirror_changes import add_commit
 
 SOURCES = ["hijacklibs", "mitre_car", "cisa_kev", "stratus_red_team"]
 ConfigFactory = Callable[..., UpstreamConfig]
@@ -120,7 +122,7 @@ def test_pin_by_tag_on_a_release_source(
 
 
 def test_unknown_commit_fails_with_gits_reason(mirror: Mirror, tmp_path: Path) -> None:
-    cfg = UpstreamConfig(allow_file=True)
+    cfg = UpstreamConfig(policy=UrlPolicy(allow_file=True))
     with pytest.raises(FetchError, match="git checkout of .* at 0123456789ab: .*"):
         checkout(
             mirror.repos["mitre_car"],
@@ -128,7 +130,7 @@ def test_unknown_commit_fails_with_gits_reason(mirror: Mirror, tmp_path: Path) -
             ["analytics/*.yaml"],
             tmp_path / "w",
             timeout=30,
-            cfg=cfg,
+            policy=cfg.policy,
         )
 
 
@@ -141,7 +143,7 @@ def test_checkout_wants_a_full_sha(mirror: Mirror, tmp_path: Path, commit: str) 
             ["analytics/*.yaml"],
             tmp_path / "w",
             timeout=30,
-            cfg=UpstreamConfig(allow_file=True),
+            policy=UrlPolicy(allow_file=True),
         )
 
 
@@ -155,7 +157,7 @@ def test_checkout_refuses_a_non_empty_folder(mirror: Mirror, tmp_path: Path) -> 
             ["analytics/*.yaml"],
             tmp_path / "w",
             timeout=30,
-            cfg=UpstreamConfig(allow_file=True),
+            policy=UrlPolicy(allow_file=True),
         )
 
 
@@ -216,6 +218,6 @@ def test_failed_checkout_leaves_nothing_behind(mirror: Mirror, tmp_path: Path) -
             ["analytics/*.yaml"],
             tmp_path / "w",
             timeout=30,
-            cfg=UpstreamConfig(allow_file=True),
+            policy=UrlPolicy(allow_file=True),
         )
     assert not (tmp_path / "w").exists()

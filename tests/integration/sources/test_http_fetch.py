@@ -10,10 +10,12 @@ import pytest
 
 from pipeline.sources.http_fetch import download, get_bytes, get_json
 from pipeline.sources.upstream import UpstreamConfig
+from secrag.downloads import DownloadLimits
 from secrag.errors import FetchError
-from tests.plugins.upstream import LoopbackServer, Reply
+from secrag.url_policy import UrlPolicy
+from tests.plugins.upstream import LoopbackPolicy, LoopbackServer, Reply
 
-CFG = UpstreamConfig(allow_loopback=True, retry_base=0.05, max_bytes=64 * 1024)
+CFG = UpstreamConfig(policy=LoopbackPolicy(), limits=DownloadLimits(retry_base=0.05, max_bytes=64 * 1024))
 
 
 def test_json_document(http_server: LoopbackServer) -> None:
@@ -143,7 +145,7 @@ def test_file_url_only_when_allowed(tmp_path: Path) -> None:
     feed.write_text('{"catalogVersion": "1"}')
     with pytest.raises(FetchError, match="file:// URLs are not allowed"):
         get_json(feed.as_uri(), CFG)
-    allowed = UpstreamConfig(allow_file=True, max_bytes=1024)
+    allowed = UpstreamConfig(policy=UrlPolicy(allow_file=True), limits=DownloadLimits(max_bytes=1024))
     assert get_json(feed.as_uri(), allowed) == {"catalogVersion": "1"}
     feed.write_bytes(b"0" * 2048)
     with pytest.raises(FetchError, match="exceeds the 1024-byte limit"):
@@ -159,7 +161,7 @@ def test_invalid_json_is_a_fetch_error(http_server: LoopbackServer) -> None:
 
 
 def test_token_only_sent_to_the_api_base(http_server: LoopbackServer) -> None:
-    cfg = UpstreamConfig(allow_loopback=True, github_token="s3cret", github_api_base=http_server.url("/api"))
+    cfg = UpstreamConfig(policy=LoopbackPolicy(), github_token="s3cret", github_api_base=http_server.url("/api"))
     http_server.json("/api/repos/a/b/releases/latest", {"tag_name": "v1"})
     http_server.redirect("/api/repos/a/b/moved", "/elsewhere")
     http_server.bytes("/elsewhere", b"{}")

@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.sources.configure import upstream_config
-from pipeline.sources.mirror import Mirror, add_commit, build_mirror
+from pipeline.sources.configure import upstream_for
+from pipeline.sources.mirror import Mirror, build_mirror
+from pipeline.sources.online import OnlineUpstream
 from pipeline.sources.probes import ls_remote, probe
 from pipeline.sources.registry import SourceSpec
+from pipeline.sources.snapshot import SnapshotUpstream
 from pipeline.sources.upstream import UpstreamConfig
 from secrag.errors import ConfigError
 from secrag.settings import Settings
+from tests.plugins.mirror_changes import add_commit
 
 SMALL = ["hijacklibs", "cisa_kev", "stratus_red_team"]
 
@@ -108,18 +111,20 @@ def test_settings_with_a_mirror_point_every_source_at_it(snapshot_dir: Path, tmp
     for name in SMALL:  # a small snapshot keeps this fast; the layout is the real one
         (snapshot / name).symlink_to(snapshot_dir / name)
     settings = Settings(upstream_mirror=snapshot, data_dir=tmp_path / "data", http_allowed_hosts=["extra.example"])
-    cfg = upstream_config(settings)
-    assert cfg.allow_file and not cfg.allow_loopback
-    assert {"extra.example", "github.com"} <= cfg.allowed_hosts
-    assert cfg.github_api_base == (tmp_path / "data" / "mirrors" / "api").resolve().as_uri()
-    assert set(cfg.repo_overrides) == set(SMALL) and set(cfg.feed_overrides) == {"cisa_kev"}
-    again = upstream_config(settings)
-    assert again == cfg
+    upstream = upstream_for(settings)
+    assert isinstance(upstream, SnapshotUpstream)
+    assert upstream.mirror.root == (tmp_path / "data" / "mirrors").resolve()
+    assert set(upstream.mirror.repos) == set(SMALL) and set(upstream.mirror.feeds) == {"cisa_kev"}
+    assert {"extra.example", "github.com"} <= upstream.config.policy.allowed_hosts
+    again = upstream_for(settings)
+    assert again == upstream
 
 
 def test_settings_without_a_mirror_use_the_real_upstreams() -> None:
-    cfg = upstream_config(Settings(github_token="t", http_allowed_hosts=[]))
-    assert (cfg.github_api_base, cfg.github_token, cfg.allow_file) == ("https://api.github.com", "t", False)
+    upstream = upstream_for(Settings(github_token="t", http_allowed_hosts=[]))
+    assert isinstance(upstream, OnlineUpstream)
+    cfg = upstream.config
+    assert (cfg.github_api_base, cfg.github_token, cfg.policy.allow_file) == ("https://api.github.com", "t", False)
     assert dict(cfg.repo_overrides) == {} and dict(cfg.feed_overrides) == {}
 
 
@@ -128,7 +133,7 @@ def test_whole_snapshot_mirror(snapshot_dir: Path, source_specs: Mapping[str, So
     mirror = build_mirror(snapshot_dir, tmp_path, specs=source_specs)
     manifest = json.loads((snapshot_dir / "MANIFEST.json").read_text())
     assert set(mirror.repos) == set(manifest["sources"])
-    cfg = UpstreamConfig(allow_file=True).with_mirror(mirror.repos, mirror.feeds, mirror.api_base)
+    cfg = UpstreamConfig().with_mirror(mirror.repos, mirror.feeds, mirror.api_base)
     for name, spec in source_specs.items():
         seen = probe(spec, cfg)
         if spec.tracking != "feed":

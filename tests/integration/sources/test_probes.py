@@ -10,11 +10,12 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from pipeline.sources.mirror import Mirror, add_commit
+from pipeline.sources.mirror import Mirror
 from pipeline.sources.probes import feed_version, probe
 from pipeline.sources.registry import SourceSpec
 from pipeline.sources.upstream import UpstreamConfig
 from secrag.errors import FetchError
+from tests.plugins.mirror_changes import add_commit
 from tests.plugins.upstream import LoopbackServer
 
 SOURCES = ["hijacklibs", "mitre_car", "cisa_kev", "stratus_red_team"]

@@ -68,7 +68,7 @@ def test_probe_timeout_stays_under_the_sensor_tick_limit():
     resource = UpstreamResource.for_config(cfg)
     built = resource.config()
     assert built.probe_timeout == MAX_PROBE_SECONDS
-    assert built.repo_overrides == {"x": "file:///m/x.git"} and built.allow_file
+    assert built.repo_overrides == {"x": "file:///m/x.git"} and built.policy.allow_file
 
 
 def test_nothing_materialized_is_stale(tmp_path: Path):

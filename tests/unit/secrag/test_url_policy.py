@@ -1,17 +1,20 @@
-"""The URL policy: schemes, hosts, IP literals, loopback and file:// (no network)."""
+"""The URL policy: schemes, hosts, IP literals and file:// (no network); loopback only in test fixtures."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from pipeline.sources.upstream import UpstreamConfig
-from pipeline.sources.url_policy import check_url, file_path
 from secrag.errors import FetchError
+from secrag.settings import Settings
+from secrag.url_policy import UrlPolicy, file_path
+from tests.plugins.upstream import LoopbackPolicy
 
-STRICT = UpstreamConfig()
-LOCAL = UpstreamConfig(allow_loopback=True, allow_file=True)
+STRICT = UrlPolicy()
+LOCAL = LoopbackPolicy(allow_file=True)
 
 
 @pytest.mark.parametrize(
@@ -25,7 +28,7 @@ LOCAL = UpstreamConfig(allow_loopback=True, allow_file=True)
     ],
 )
 def test_allowed_upstreams(url: str) -> None:
-    assert check_url(url, STRICT).scheme == "https"
+    assert STRICT.check(url).scheme == "https"
 
 
 @pytest.mark.parametrize(
@@ -52,7 +55,7 @@ def test_allowed_upstreams(url: str) -> None:
 )
 def test_refused_by_default(url: str, reason: str) -> None:
     with pytest.raises(FetchError, match=reason) as info:
-        check_url(url, STRICT)
+        STRICT.check(url)
     assert "secret" not in str(info.value)
 
 
@@ -68,7 +71,7 @@ def test_refused_by_default(url: str, reason: str) -> None:
     ],
 )
 def test_loopback_and_file_when_allowed(url: str) -> None:
-    check_url(url, LOCAL)
+    LOCAL.check(url)
 
 
 @pytest.mark.parametrize(
@@ -83,12 +86,32 @@ def test_loopback_and_file_when_allowed(url: str) -> None:
 )
 def test_loopback_allowance_is_narrow(url: str, reason: str) -> None:
     with pytest.raises(FetchError, match=reason):
-        check_url(url, LOCAL)
+        LOCAL.check(url)
 
 
 def test_extra_hosts_extend_the_allowlist() -> None:
-    cfg = UpstreamConfig(allowed_hosts=STRICT.allowed_hosts | {"Mirror.Example.org"})
-    check_url("https://mirror.example.org/kev.json", cfg)
+    policy = UrlPolicy(allowed_hosts=STRICT.allowed_hosts | {"Mirror.Example.org"})
+    policy.check("https://mirror.example.org/kev.json")
+
+
+def test_policy_from_settings_trusts_configured_https_bases_only() -> None:
+    settings = Settings(http_allowed_hosts=["extra.example"], github_api_base="https://ghe.example.com/api/v3")
+    policy = UrlPolicy.from_settings(settings, extra_bases=["https://raw.example.net", "http://plain.example"])
+    assert {"extra.example", "ghe.example.com", "raw.example.net", "github.com"} <= policy.allowed_hosts
+    assert "plain.example" not in policy.allowed_hosts and not policy.allow_file
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8080/feed.json", "https://localhost/x", "http://[::1]:9/x", "https://127.0.0.1/x"]
+)
+def test_production_policy_never_allows_loopback(url: str) -> None:
+    with pytest.raises(FetchError):
+        UrlPolicy(allow_file=True).check(url)
+
+
+def test_git_may_use_file_only_for_local_mirrors() -> None:
+    assert UrlPolicy().git_protocols() == ("https",)
+    assert UrlPolicy(allow_file=True).git_protocols() == ("https", "file")
 
 
 def test_file_path_decodes_the_url(tmp_path: Path) -> None:
@@ -98,10 +121,10 @@ def test_file_path_decodes_the_url(tmp_path: Path) -> None:
 
 def test_token_goes_only_to_the_api() -> None:
     cfg = UpstreamConfig(github_token="t")
-    assert cfg.is_api_url("https://api.github.com/repos/a/b/releases/latest")
-    assert not cfg.is_api_url("https://github.com/a/b.git")
-    assert not cfg.is_api_url("https://objects.githubusercontent.com/x")
-    assert not cfg.is_api_url("http://api.github.com/repos/a/b")
+    assert cfg.api_headers(urlsplit("https://api.github.com/repos/a/b/releases/latest"))["Authorization"] == "Bearer t"
+    assert cfg.api_headers(urlsplit("https://github.com/a/b.git")) == {}
+    assert cfg.api_headers(urlsplit("https://objects.githubusercontent.com/x")) == {}
+    assert cfg.api_headers(urlsplit("http://api.github.com/repos/a/b")) == {}
     ghe = UpstreamConfig(github_api_base="https://ghe.example.com/api/v3/")
-    assert ghe.is_api_url("https://ghe.example.com/api/v3/repos/a/b/releases/latest")
-    assert not ghe.is_api_url("https://ghe.example.com/other")
+    assert ghe.is_api_url(urlsplit("https://ghe.example.com/api/v3/repos/a/b/releases/latest"))
+    assert not ghe.is_api_url(urlsplit("https://ghe.example.com/other"))

@@ -1,0 +1,266 @@
+"""Capped downloads: the URL policy on every hop, a size cap, one time budget, bounded retries.
+
+The one HTTP(S) and file:// client of secrag: the pipeline's probes and fetches and the API's
+upstream refetch both use it. Transient failures (429, 5xx, timeouts, dropped connections)
+are retried by tenacity with exponential backoff and jitter, honouring Retry-After up to a cap,
+and never past the call's time budget.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import IO
+from urllib.parse import SplitResult, urljoin
+
+import httpx
+import tenacity
+
+from .errors import FetchError, FetchTimeout, FetchTooLarge
+from .safe_files import FileTooLarge, UnsafeFile, read_capped
+from .url_policy import UrlPolicy, file_path
+
+log = logging.getLogger(__name__)
+
+MAX_REDIRECTS = 5
+CHUNK = 64 * 1024
+USER_AGENT = "secrag-fetcher"
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_TOO_LARGE_HINT = "raise SECRAG_HTTP_MAX_BYTES if this upstream really grew"
+
+# Extra request headers for a URL (the pipeline adds GitHub's Accept and token on API URLs).
+HeadersFor = Callable[[SplitResult], Mapping[str, str]]
+OpenSink = Callable[[], AbstractContextManager[IO[bytes]]]
+
+
+@dataclass(frozen=True)
+class DownloadLimits:
+    """Caps of one download call."""
+
+    max_bytes: int = 100 * 1024 * 1024
+    max_attempts: int = 4
+    retry_base: float = 0.5  # seconds; doubled per attempt, plus up to as much jitter
+    retry_after_cap: float = 60.0  # longest Retry-After the client is willing to honour
+
+
+class _Retryable(Exception):
+    """A transient failure: 429, 5xx, a timeout or a dropped connection."""
+
+    def __init__(self, reason: str, retry_after: float | None = None, *, timeout: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+        self.timeout = timeout
+
+
+@dataclass(frozen=True)
+class _Budget:
+    """The wall-clock budget of one call, retries and redirects included."""
+
+    total: float
+    deadline: float
+
+    @classmethod
+    def start(cls, seconds: float) -> _Budget:
+        return cls(seconds, time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def op_timeout(self) -> float:
+        # Half the budget per network operation leaves room for one retry after a stall.
+        return max(0.01, min(self.remaining(), self.total / 2))
+
+
+def _retry_after(value: str | None, cap: float) -> float | None:
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, min(seconds, cap))
+
+
+def _too_large(url: str, what: str) -> FetchTooLarge:
+    return FetchTooLarge(f"{url}: {what}", hint=_TOO_LARGE_HINT)
+
+
+def _copy_capped(response: httpx.Response, sink: IO[bytes], url: str, max_bytes: int, budget: _Budget) -> None:
+    size = 0
+    for chunk in response.iter_bytes(CHUNK):
+        size += len(chunk)
+        if size > max_bytes:
+            raise _too_large(url, f"response exceeds the {max_bytes}-byte limit")
+        if budget.remaining() <= 0:
+            raise FetchTimeout(f"{url}: download did not finish within {budget.total:.1f} s")
+        sink.write(chunk)
+
+
+def _check_response(url: str, resp: httpx.Response, limits: DownloadLimits) -> None:
+    status = resp.status_code
+    if status == 429 or status >= 500:
+        raise _Retryable(f"HTTP {status}", _retry_after(resp.headers.get("Retry-After"), limits.retry_after_cap))
+    if not 200 <= status < 300:
+        raise FetchError(f"{url}: HTTP {status} {resp.reason_phrase}".rstrip())
+    length = resp.headers.get("Content-Length")
+    if length and length.isdigit() and int(length) > limits.max_bytes:
+        raise _too_large(url, f"response of {length} bytes exceeds the {limits.max_bytes}-byte limit")
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One download: where, under which policy and limits, with which extra headers."""
+
+    url: str
+    policy: UrlPolicy
+    limits: DownloadLimits
+    budget: _Budget
+    headers_for: HeadersFor | None
+
+    def headers(self, parts: SplitResult) -> dict[str, str]:
+        extra = self.headers_for(parts) if self.headers_for else {}
+        return {"User-Agent": USER_AGENT, **extra}
+
+    def attempt(self, client: httpx.Client, sink: IO[bytes]) -> None:
+        """One try, following redirects (each hop checked against the policy)."""
+        current = self.url
+        for _hop in range(MAX_REDIRECTS + 1):
+            parts = self.policy.check(current)
+            try:
+                timeout = httpx.Timeout(self.budget.op_timeout())
+                with client.stream("GET", current, headers=self.headers(parts), timeout=timeout) as resp:
+                    if resp.status_code in _REDIRECTS:
+                        location = resp.headers.get("Location")
+                        if not location:
+                            raise FetchError(f"{current}: HTTP {resp.status_code} without a Location header")
+                        current = urljoin(current, location)
+                        continue
+                    _check_response(current, resp, self.limits)
+                    _copy_capped(resp, sink, current, self.limits.max_bytes, self.budget)
+                    return
+            except httpx.TimeoutException as exc:
+                raise _Retryable(f"timed out ({type(exc).__name__})", timeout=True) from exc
+            except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+                raise FetchError(f"{current}: {exc}") from exc
+            except httpx.TransportError as exc:
+                raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+        raise FetchError(f"{self.url}: more than {MAX_REDIRECTS} redirects")
+
+    def wait(self, state: tenacity.RetryCallState) -> float:
+        """Retry-After when the server sent one, else exponential backoff with jitter."""
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, _Retryable) and exc.retry_after is not None:
+            return exc.retry_after
+        backoff = tenacity.wait_exponential_jitter(multiplier=self.limits.retry_base, jitter=self.limits.retry_base)
+        return float(backoff(state))
+
+    def stop(self, state: tenacity.RetryCallState) -> bool:
+        """Stop after the last attempt, or when the next wait would pass the budget."""
+        return state.attempt_number >= self.limits.max_attempts or state.upcoming_sleep >= self.budget.remaining()
+
+    def give_up(self, state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        assert isinstance(exc, _Retryable)  # only _Retryable is retried
+        failure = f"{self.url}: {exc.reason} (attempt {state.attempt_number} of {self.limits.max_attempts})"
+        error = FetchTimeout if exc.timeout else FetchError
+        if state.attempt_number >= self.limits.max_attempts:
+            raise error(failure, hint="upstream may be down; try again later") from exc
+        raise error(
+            f"{failure}; no time left to retry within {self.budget.total:.1f} s",
+            hint="raise the probe/fetch timeout or try again later",
+        ) from exc
+
+    def before_sleep(self, state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "retrying upstream request",
+            extra={
+                "url": self.url,
+                "reason": getattr(exc, "reason", str(exc)),
+                "attempt": state.attempt_number,
+                "wait_s": round(state.upcoming_sleep, 2),
+            },
+        )
+
+    def run(self, open_sink: OpenSink) -> None:
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(_Retryable),
+            wait=self.wait,
+            stop=self.stop,
+            before_sleep=self.before_sleep,
+            retry_error_callback=self.give_up,
+        )
+        with httpx.Client(follow_redirects=False) as client:
+            for attempt in retrying:
+                with attempt, open_sink() as sink:
+                    self.attempt(client, sink)
+
+
+def _read_file(url: str, sink: IO[bytes], max_bytes: int) -> None:
+    try:
+        sink.write(read_capped(file_path(url), max_bytes))
+    except FileTooLarge as exc:
+        raise FetchTooLarge(f"{url}: {exc.reason}", hint=_TOO_LARGE_HINT) from exc
+    except UnsafeFile as exc:
+        raise FetchError(f"{url}: {exc.reason}") from exc
+
+
+def fetch_into(
+    url: str,
+    policy: UrlPolicy,
+    limits: DownloadLimits,
+    timeout: float,
+    open_sink: OpenSink,
+    headers_for: HeadersFor | None = None,
+) -> None:
+    """Write the body of url into a fresh sink per attempt, within `timeout` seconds in all."""
+    parts = policy.check(url)
+    if parts.scheme == "file":
+        with open_sink() as sink:
+            _read_file(url, sink, limits.max_bytes)
+        return
+    _Call(url, policy, limits, _Budget.start(timeout), headers_for).run(open_sink)
+
+
+def get_bytes(
+    url: str, policy: UrlPolicy, limits: DownloadLimits, timeout: float, headers_for: HeadersFor | None = None
+) -> bytes:
+    """The body of url (at most limits.max_bytes)."""
+    buffers: list[io.BytesIO] = []
+
+    def sink() -> AbstractContextManager[IO[bytes]]:
+        buffers.append(io.BytesIO())  # a fresh buffer per attempt
+        return nullcontext(buffers[-1])
+
+    fetch_into(url, policy, limits, timeout, sink, headers_for)
+    return buffers[-1].getvalue()
+
+
+def download(
+    url: str,
+    dest: Path,
+    policy: UrlPolicy,
+    limits: DownloadLimits,
+    timeout: float,
+    headers_for: HeadersFor | None = None,
+) -> Path:
+    """Stream url to dest (atomically: a partial file never stays behind); returns dest."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    try:
+        fetch_into(url, policy, limits, timeout, lambda: part.open("wb"), headers_for)
+        part.replace(dest)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    return dest
