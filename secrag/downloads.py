@@ -1,7 +1,8 @@
-"""Capped downloads: the URL policy on every hop, a size cap, one time budget, bounded retries.
+"""Capped downloads: the URL policy on every hop, vetted addresses, a size cap, one hard time budget, retries.
 
 The one HTTP(S) and file:// client of secrag: the pipeline's probes and fetches and the API's
-upstream refetch both use it. Transient failures (429, 5xx, timeouts, dropped connections)
+upstream refetch both use it. Connections go only to addresses the policy vetted, and no socket
+operation outlives the call's budget (secrag/transport.py). Transient failures (429, 5xx, timeouts, dropped connections)
 are retried by tenacity with exponential backoff and jitter, honouring Retry-After up to a cap,
 and never past the call's time budget.
 """
@@ -22,6 +23,7 @@ from urllib.parse import SplitResult, urljoin
 import httpx
 import tenacity
 
+from . import transport
 from .errors import FetchError, FetchTimeout, FetchTooLarge
 from .safe_files import FileTooLarge, UnsafeFile, read_capped
 from .url_policy import UrlPolicy, file_path
@@ -200,7 +202,7 @@ class _Call:
             before_sleep=self.before_sleep,
             retry_error_callback=self.give_up,
         )
-        with httpx.Client(follow_redirects=False) as client:
+        with transport.client(self.policy, self.budget.deadline) as client:
             for attempt in retrying:
                 with attempt, open_sink() as sink:
                     self.attempt(client, sink)

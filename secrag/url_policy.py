@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ DEFAULT_HOSTS: tuple[str, ...] = (
 
 # Numeric host spellings resolvers accept besides dotted quads (2130706433, 0x7f.1, 017700000001).
 _NUMERIC_HOST = re.compile(r"^(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+))*$", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x20\x7f]")
 _HOSTS_HINT = "add the host to SECRAG_HTTP_ALLOWED_HOSTS if it is a trusted upstream"
 
 
@@ -51,8 +53,10 @@ def _normal_host(host: str) -> str:
 
 def parse_url(url: str) -> tuple[SplitResult, str]:
     """(parts, normalised host) of url; FetchError for any malformed URL (bad port, bad IPv6, ...)."""
+    if _CONTROL.search(url):  # urlsplit would silently drop tabs and newlines, httpx would not
+        raise FetchError(f"refused malformed URL {url!r}: it contains whitespace or control characters")
     try:
-        parts = urlsplit(url.strip())
+        parts = urlsplit(url)
         host = _normal_host(parts.hostname or "")
         parts.port  # noqa: B018 - raises ValueError on a malformed port
     except ValueError as exc:
@@ -125,6 +129,37 @@ class UrlPolicy:
     def is_private_channel(self, parts: SplitResult) -> bool:
         """Whether a credential may travel over this URL's transport (https only)."""
         return parts.scheme == "https"
+
+    def resolve(self, host: str, port: int) -> list[str]:
+        """The addresses host resolves to, in the resolver's order."""
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as exc:
+            raise FetchError(f"{host}: cannot resolve the host name ({exc})") from exc
+        return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+    def address_allowed(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        """Public unicast only: no loopback, private, link-local, shared, reserved or multicast address."""
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return address.is_global and not address.is_multicast
+
+    def vetted_addresses(self, host: str, port: int) -> list[str]:
+        """The addresses to connect to for host; FetchError if any of them is not allowed.
+
+        One refused address refuses the host: an answer mixing public and private addresses is
+        what a DNS-rebinding attacker sends.
+        """
+        addresses = self.resolve(host, port)
+        if not addresses:
+            raise FetchError(f"{host}: the host name resolves to no address")
+        for text in addresses:
+            if not self.address_allowed(ipaddress.ip_address(text.split("%", 1)[0])):
+                raise FetchError(
+                    f"refused {host}: it resolves to {text}, which is not a public address",
+                    hint="upstreams must be reachable on public addresses",
+                )
+        return addresses
 
 
 def file_path(url: str) -> Path:

@@ -38,14 +38,33 @@ _REPO_VARS = (
 )
 
 
-def git_env(policy: UrlPolicy | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for git: never prompt, and only the transports the URL policy allows."""
+def _pinned_resolve(policy: UrlPolicy, url: str) -> str | None:
+    """curl's `host:port:addr,...` pinning the URL's host to the addresses the policy vetted."""
+    parts = policy.check(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    addresses = policy.vetted_addresses(parts.hostname, port)
+    return f"{parts.hostname}:{port}:" + ",".join(f"[{a}]" if ":" in a else a for a in addresses)
+
+
+def git_env(
+    policy: UrlPolicy | None = None, extra: Mapping[str, str] | None = None, url: str | None = None
+) -> dict[str, str]:
+    """The environment for git: never prompt, only the transports the URL policy allows, and the
+    URL's host pinned to its vetted addresses (git's curl connects to nothing else)."""
     env = {k: v for k, v in os.environ.items() if k not in _REPO_VARS}
     env.update(_GIT_ENV)
     if policy is not None:
         env["GIT_ALLOW_PROTOCOL"] = ":".join(policy.git_protocols())
         # git would follow HTTP redirects itself, past the URL policy; upstream URLs are canonical.
-        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.followRedirects", "GIT_CONFIG_VALUE_0": "false"})
+        config = {"http.followRedirects": "false"}
+        resolve = _pinned_resolve(policy, url) if url else None
+        if resolve:
+            config["http.curloptResolve"] = resolve
+        env["GIT_CONFIG_COUNT"] = str(len(config))
+        for i, (key, value) in enumerate(config.items()):
+            env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
     env.update(extra or {})
     return env
 
@@ -133,7 +152,7 @@ def checkout(
 
 
 def _checkout(repo_url: str, commit: str, paths: Sequence[str], dest: Path, deadline: float, policy: UrlPolicy) -> None:
-    env = git_env(policy)
+    env = git_env(policy, url=repo_url)
     where = f"git checkout of {repo_url} at {commit[:12]}"
 
     def git(*args: str) -> str:

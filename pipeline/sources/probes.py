@@ -23,7 +23,10 @@ def ls_remote(repo_url: str, refs: list[str], cfg: UpstreamConfig, timeout: floa
     """{ref: sha} for the refs that exist in the remote repository."""
     cfg.policy.check(repo_url)
     out = run_git(
-        ["ls-remote", "--", repo_url, *refs], timeout=timeout, env=git_env(cfg.policy), what=f"git ls-remote {repo_url}"
+        ["ls-remote", "--", repo_url, *refs],
+        timeout=timeout,
+        env=git_env(cfg.policy, url=repo_url),
+        what=f"git ls-remote {repo_url}",
     )
     found: dict[str, str] = {}
     for line in out.splitlines():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import threading
 import time
@@ -47,6 +48,9 @@ class LoopbackPolicy(UrlPolicy):
     def is_private_channel(self, parts: SplitResult) -> bool:
         return super().is_private_channel(parts) or (parts.hostname or "") in LOOPBACK_HOSTS
 
+    def address_allowed(self, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        return address.is_loopback or super().address_allowed(address)
+
 
 FAST_RETRIES = DownloadLimits(retry_base=0.05)
 
@@ -61,6 +65,7 @@ class Reply:
     delay: float = 0.0  # seconds to wait before answering (a hang, when past the client timeout)
     size: int | None = None
     content_length: bool = True
+    drip: float = 0.0  # seconds between single bytes of the whole answer, status line included
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,10 @@ class LoopbackServer:
     def redirect(self, path: str, location: str, status: int = 302) -> str:
         return self.route(path, Reply(status, headers={"Location": location}))
 
+    def drip(self, path: str, body: bytes, every: float = 0.2) -> str:
+        """Answer one byte at a time (headers too), `every` seconds apart: a slow-drip server."""
+        return self.route(path, Reply(body=body, drip=every))
+
     def hang(self, path: str, seconds: float = 30.0) -> str:
         return self.route(path, Reply(delay=seconds, body=b"too late"))
 
@@ -134,6 +143,9 @@ class LoopbackServer:
                     return
                 body = reply.body() if callable(reply.body) else reply.body
                 size = reply.size if reply.size is not None else len(body)
+                if reply.drip:
+                    self._drip(reply, body)
+                    return
                 try:
                     self.send_response(reply.status)
                     for key, value in reply.headers.items():
@@ -149,6 +161,17 @@ class LoopbackServer:
                         self.wfile.write(chunk[: min(len(chunk), size - start)])
                 except OSError:
                     return  # the client hung up (e.g. it refused an oversized body)
+
+            def _drip(self, reply: Reply, body: bytes) -> None:
+                head = f"HTTP/1.1 {reply.status} OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                for i in range(len(head) + len(body)):
+                    if server._stop.wait(reply.drip):
+                        return
+                    try:
+                        self.wfile.write((head + body)[i : i + 1])
+                        self.wfile.flush()
+                    except OSError:
+                        return
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002, ANN401
                 return

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.sources.fetch import fetch
-from pipeline.sources.git_fetch import checkout, sparse_patterns
+from pipeline.sources.git_fetch import checkout, git_env, sparse_patterns
 from pipeline.sources.mirror import Mirror
 from pipeline.sources.parsing import select_files
 from pipeline.sources.probes import probe
@@ -221,3 +221,22 @@ def test_failed_checkout_leaves_nothing_behind(mirror: Mirror, tmp_path: Path) -
             policy=UrlPolicy(allow_file=True),
         )
     assert not (tmp_path / "w").exists()
+
+
+def test_git_connects_only_to_the_vetted_addresses() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Dns(UrlPolicy):
+        answers: tuple[str, ...] = ("140.82.112.3", "2606:50c0:8000::153")
+
+        def resolve(self, host: str, port: int) -> list[str]:
+            return list(self.answers)
+
+    env = git_env(Dns(), url="https://github.com/SigmaHQ/sigma.git")
+    config = {env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"] for i in range(int(env["GIT_CONFIG_COUNT"]))}
+    assert config == {
+        "http.followRedirects": "false",
+        "http.curloptResolve": "github.com:443:140.82.112.3,[2606:50c0:8000::153]",
+    }
+    with pytest.raises(FetchError, match="not a public address"):
+        git_env(Dns(answers=("192.168.1.10",)), url="https://github.com/SigmaHQ/sigma.git")
+    assert "http.curloptResolve" not in git_env(UrlPolicy(allow_file=True), url="file:///m/x.git").values()
