@@ -15,6 +15,7 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 import httpcore
@@ -100,17 +101,21 @@ class VettedBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
+@lru_cache(maxsize=1)
+def _tls() -> ssl.SSLContext:
+    # Loading the CA bundle takes tens of milliseconds; one context serves every client (it is thread-safe).
+    return httpx.create_ssl_context()
+
+
 class VettedTransport(httpx.HTTPTransport):
     """httpx's transport on a VettedBackend; no proxies (their address could not be vetted)."""
 
     def __init__(self, policy: UrlPolicy, deadline: float) -> None:
-        super().__init__()
+        super().__init__(verify=_tls())
         # httpx 0.28 builds its httpcore pool without a network_backend argument; this swaps in a
-        # pool that has one (tests/unit/secrag/test_transport.py fails if the attribute moves).
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
-            network_backend=VettedBackend(policy, deadline),
-        )
+        # pool that has one (tests/integration/secrag/test_downloads.py fails if the attribute moves:
+        # test_the_connection_goes_to_the_vetted_address needs the backend to resolve its test host).
+        self._pool = httpcore.ConnectionPool(ssl_context=_tls(), network_backend=VettedBackend(policy, deadline))
 
 
 def client(policy: UrlPolicy, deadline: float) -> httpx.Client:
