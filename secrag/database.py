@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import conninfo, sql
@@ -38,6 +38,20 @@ def with_database(url: str, dbname: str) -> str:
         parts = urlsplit(url)
         return urlunsplit((parts.scheme, parts.netloc, f"/{dbname}", parts.query, parts.fragment))
     return conninfo.make_conninfo(url, dbname=dbname)
+
+
+def with_user(url: str, user: str) -> str:
+    """The same server and database, logging in as `user` (the password is dropped: it was another role's)."""
+    if "://" in url:
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+        kept = [(k, v) for k, v in parse_qsl(parts.query) if k not in ("user", "password")]
+        query = urlencode(kept, quote_via=quote)
+        return urlunsplit((parts.scheme, f"{quote(user, safe='')}@{host}", parts.path, query, parts.fragment))
+    params = conninfo.conninfo_to_dict(url)
+    params.pop("password", None)
+    params["user"] = user
+    return conninfo.make_conninfo(**params)  # type: ignore[arg-type]
 
 
 def connect(
@@ -125,6 +139,7 @@ def open_pool(
     max_size: int = 4,
     timeout: float = 5.0,
     configure: Callable[[psycopg.Connection], None] | None = None,
+    reset: Callable[[psycopg.Connection], None] | None = None,
     name: str = "secrag",
     check: bool = False,
     reconnect_timeout: float = 300.0,
@@ -132,7 +147,8 @@ def open_pool(
 ) -> ConnectionPool:
     """A (not yet opened) connection pool with the pgvector type registered on every connection.
 
-    `configure` runs first (e.g. to switch to autocommit or SET ROLE); `check` tests each connection
+    `configure` runs first on a new connection (e.g. to switch to autocommit), `reset` whenever one comes
+    back from use (e.g. to undo session settings); `check` tests each connection
     before handing it out, so a restarted server costs one failed check, not a failed request.
     """
 
@@ -152,6 +168,7 @@ def open_pool(
         timeout=timeout,
         open=False,
         configure=_configure,
+        reset=reset,
         name=name,
         reconnect_timeout=reconnect_timeout,
         check=ConnectionPool.check_connection if check else None,

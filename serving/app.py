@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio.to_thread
 import psycopg
@@ -26,7 +25,8 @@ from .plans import load_plans
 from .querylog import QueryLog
 from .routes import docs, health, plans, search, sources, stats
 from .search_config import load_search_config
-from .service import DEFAULT_EF_SEARCH, TRGM_THRESHOLD, Service
+from .service import Service
+from .sessions import ReaderSessions, querylog_url, reader_url
 from .settings import ServingSettings, get_serving_settings
 from .statements import compose
 from .upstream import Refetcher
@@ -35,29 +35,12 @@ log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
 
 
-def _reader_setup(queries: Queries, settings: ServingSettings) -> Callable[[psycopg.Connection[Any]], None]:
-    def configure(conn: psycopg.Connection) -> None:
-        conn.autocommit = True
-        conn.execute(queries.session_role)
-        conn.execute(
-            queries.session_settings,
-            {
-                "timeout": str(settings.reader_statement_timeout_ms),
-                "iterative_scan": settings.hnsw_iterative_scan,
-                "max_scan_tuples": str(settings.hnsw_max_scan_tuples),
-                "ef_search": str(DEFAULT_EF_SEARCH),
-                "trgm_threshold": str(TRGM_THRESHOLD),
-            },
-        )
-
-    return configure
-
-
-def open_reader_pool(url: str, settings: ServingSettings, queries: Queries) -> ConnectionPool:
-    """Connections that drop to secrag_reader, with a statement timeout and read-only transactions.
+def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessions) -> ConnectionPool:
+    """Connections logged in as the read-only role, with a statement timeout and read-only transactions.
 
     Connections are checked before use and failed connects are retried in the background, so the
-    API answers 503 within `pool_timeout` while the database is down and recovers by itself.
+    API answers 503 within `pool_timeout` while the database is down and recovers by itself. Each
+    connection's session settings are reset when it comes back from a request.
     """
     pool = database.open_pool(
         url,
@@ -65,7 +48,8 @@ def open_reader_pool(url: str, settings: ServingSettings, queries: Queries) -> C
         max_size=settings.pool_max_size,
         timeout=settings.pool_timeout,
         name="secrag-serving",
-        configure=_reader_setup(queries, settings),
+        configure=sessions.configure,
+        reset=sessions.reset,
         check=True,
         reconnect_timeout=3600,
         connect_timeout=2,
@@ -88,7 +72,10 @@ def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPo
     """Open the pool, load the active model's encoder, read the search config."""
     url = database.database_url(settings)
     queries = Queries(settings.sql_dir, "serving")
-    pool = open_reader_pool(url, settings, queries)
+    sessions = ReaderSessions(queries, settings)
+    login = reader_url(settings, url)
+    sessions.check_login(login, settings.connect_timeout)  # a privileged login stops the start here
+    pool = open_reader_pool(login, settings, sessions)
     encoder = shared_encoder(
         _active_model(pool, queries, settings.embedding_model),
         settings.torch_threads,
@@ -99,7 +86,7 @@ def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPo
     )
     query_log = None
     if settings.query_log:
-        query_log = QueryLog(url, queries, with_text=settings.query_log_text)
+        query_log = QueryLog(querylog_url(settings, url), queries, with_text=settings.query_log_text)
         query_log.open()
     return Service(
         settings=settings,
@@ -110,6 +97,7 @@ def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPo
         search_config=load_search_config(settings.search_config),
         metrics=metrics,
         refetcher=Refetcher.from_settings(settings, url_policy),
+        sessions=sessions,
         query_log=query_log,
     )
 

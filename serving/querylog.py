@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 
 class QueryLog:
-    """Writes with the DATABASE_URL user (the reader role cannot); failures are logged, never raised."""
+    """Writes as secrag_querylog (INSERT on query_log, nothing else); failures are logged, never raised."""
 
     def __init__(self, url: str, queries: Queries, *, with_text: bool) -> None:
         self.queries = queries

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -41,6 +40,7 @@ from .schemas import (
     SourcesResponse,
 )
 from .search_config import SearchConfig
+from .sessions import DEFAULT_EF_SEARCH, ReaderSessions
 from .settings import ServingSettings
 from .statements import Statements
 from .stats import collect_stats
@@ -60,11 +60,6 @@ CHUNKS_PER_DOC_BOUND = 8
 # Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
 PROSE_MAX_WORDS = 8
 PROSE_MAX_SHARE = 0.02
-# Session defaults of reader connections (serving/app.py); a request whose vector leg wants more than
-# DEFAULT_EF_SEARCH candidates (vec_k) sets hnsw.ef_search on its connection first.
-DEFAULT_EF_SEARCH = 60
-MAX_EF_SEARCH = 1000
-TRGM_THRESHOLD = 0.3
 
 
 @dataclass
@@ -96,17 +91,13 @@ class Service:
     search_config: SearchConfig
     metrics: Metrics
     refetcher: Refetcher
+    sessions: ReaderSessions
     query_log: QueryLog | None = None
     _lookup: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     _technique_ids: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
     _source_names: _Cached = field(default_factory=lambda: _Cached(SOURCES_TTL))
     _public_sources: _Cached = field(default_factory=lambda: _Cached(SOURCES_TTL))
     _lexeme_stats: _Cached = field(default_factory=lambda: _Cached(LOOKUP_TTL))
-    # hnsw.ef_search per pooled connection when not the session default (a connection serves one request
-    # at a time; entries go with their connection)
-    _ef_by_conn: weakref.WeakKeyDictionary[psycopg.Connection[Any], str] = field(
-        default_factory=weakref.WeakKeyDictionary
-    )
 
     # --- caches -------------------------------------------------------------------------------
 
@@ -268,7 +259,7 @@ class Service:
                 params["fts_text"] = self._rare_words(conn, params) or params["fts_text"]
             exact_vectors = plan.vec_k > 0 and self._exact_vectors(conn, filters)
             if plan.vec_k:
-                self._ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
+                self.sessions.ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
             window_rows = self._fused(conn, req, plan, params, exact_vectors, then_vec=use_then_vec)
             ranked = logic.rescore(
                 window_rows,
@@ -311,13 +302,6 @@ class Service:
         with conn.cursor(row_factory=dict_row) as cur:
             cur.execute(statement, params)
             return cur.fetchall()
-
-    def _ef_search(self, conn: psycopg.Connection, wanted: int) -> None:
-        """Set hnsw.ef_search on the connection when it differs from what the session already has."""
-        value = str(min(MAX_EF_SEARCH, wanted))
-        if self._ef_by_conn.get(conn, str(DEFAULT_EF_SEARCH)) != value:
-            conn.execute(self.queries.search_ef, {"ef_search": value})
-            self._ef_by_conn[conn] = value
 
     def _fused(
         self,

@@ -34,6 +34,18 @@ class ServingSettings(Settings):
         default=8 * 1024 * 1024, ge=1024, description="Size cap of one upstream refetch (413 above)."
     )
     upstream_timeout: float = Field(default=5.0, gt=0, le=60, description="Time cap of one upstream refetch.")
+    reader_database_url: str | None = Field(
+        default=None,
+        description="URL the API logs in with; unset: the secrag database as secrag_reader (no password: "
+        "right for the embedded server; with DATABASE_URL, see sql/roles.sql).",
+    )
+    querylog_database_url: str | None = Field(
+        default=None, description="URL the opt-in query log writes with; unset: the secrag database as secrag_querylog."
+    )
+    allow_privileged_reader: bool = Field(
+        default=False,
+        description="Serve even when the API's login could write or escalate (superuser, table owner); dev only.",
+    )
     pool_min_size: int = Field(default=1, ge=0, le=64)
     pool_max_size: int = Field(default=8, ge=1, le=64)
     pool_timeout: float = Field(

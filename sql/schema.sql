@@ -224,6 +224,7 @@ ALTER TABLE ONLY public.source_versions
     ADD CONSTRAINT source_versions_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
 
 GRANT USAGE ON SCHEMA public TO secrag_reader;
+GRANT USAGE ON SCHEMA public TO secrag_querylog;
 
 GRANT SELECT ON TABLE public.chunks TO secrag_reader;
 
@@ -235,7 +236,7 @@ GRANT SELECT ON TABLE public.embeddings TO secrag_reader;
 
 GRANT SELECT ON TABLE public.mitre_techniques TO secrag_reader;
 
-GRANT SELECT ON TABLE public.query_log TO secrag_reader;
+GRANT INSERT ON TABLE public.query_log TO secrag_querylog;
 
 GRANT SELECT ON TABLE public.schema_migrations TO secrag_reader;
 

@@ -4,8 +4,20 @@
 -- the active model's HNSW index, e.g. e.vector::vector(384)) and `{model}` (the partial index's
 -- model_id literal, so the planner can match the index predicate).
 
--- name: session_role
-SET ROLE secrag_reader
+-- name: session_privileges
+-- What the API's login could do beyond reading; each column is one way out, and all must be false.
+SELECT r.rolsuper AS superuser,
+       (r.rolcreaterole OR r.rolcreatedb OR r.rolreplication OR r.rolbypassrls) AS role_attributes,
+       EXISTS (SELECT 1 FROM pg_auth_members m WHERE m.member = r.oid) AS member_of_roles,
+       EXISTS (SELECT 1
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = 'public'
+                 AND (pg_has_role(r.oid, c.relowner, 'MEMBER')
+                      OR (c.relkind IN ('r', 'p')
+                          AND has_table_privilege(r.oid, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')))
+              ) AS owns_or_writes_tables
+FROM pg_roles r
+WHERE r.rolname = current_user
 
 -- name: session_settings
 -- Search statements are prepared after a few runs (psycopg); their filters are `param IS NULL OR ...`,

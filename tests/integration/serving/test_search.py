@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
@@ -263,25 +262,6 @@ def test_min_score_drops_weak_results(client: TestClient) -> None:
     assert all(r["score"] >= 0.5 for r in payload["results"])
 
 
-def test_search_runs_as_the_read_only_reader(serving_db_url: str) -> None:
-    """The pool's configure hook: role, timeout and read-only transactions."""
-    from secrag.package_data import sql_dir
-    from secrag.queries import Queries
-    from serving.app import _reader_setup
-    from serving.settings import ServingSettings
-
-    settings = ServingSettings(reader_statement_timeout_ms=2000, hnsw_iterative_scan="strict_order")
-    with database.connect(serving_db_url) as conn:
-        _reader_setup(Queries(sql_dir(), "serving"), settings)(conn)
-        assert conn.execute("SELECT current_user").fetchone()[0] == "secrag_reader"
-        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "2s"
-        conn.execute("SELECT '[1,2]'::vector")  # loads pgvector, which takes over the session's placeholders
-        assert conn.execute("SHOW hnsw.iterative_scan").fetchone()[0] == "strict_order"
-        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-            with conn.transaction():
-                conn.execute("DELETE FROM query_log")
-
-
 def test_common_words_rank_full_text_within_the_vector_pool(
     client: TestClient, serving_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -342,7 +322,7 @@ def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, s
 
 def test_a_wider_hnsw_search_list_is_set_on_the_connection_only_when_needed(client: TestClient) -> None:
     """Reader sessions start at ef_search 60; a request asking for more candidates widens it (capped at 1000)."""
-    from serving.service import DEFAULT_EF_SEARCH, MAX_EF_SEARCH
+    from serving.sessions import DEFAULT_EF_SEARCH, MAX_EF_SEARCH
 
     service = client.app.state.service  # type: ignore[attr-defined]
     with service.pool.connection() as conn:
@@ -352,11 +332,11 @@ def test_a_wider_hnsw_search_list_is_set_on_the_connection_only_when_needed(clie
             return conn.execute("SHOW hnsw.ef_search").fetchone()[0]
 
         assert ef() == str(DEFAULT_EF_SEARCH)
-        service._ef_search(conn, 300)
+        service.sessions.ef_search(conn, 300)
         assert ef() == "300"
-        service._ef_search(conn, 50_000)
+        service.sessions.ef_search(conn, 50_000)
         assert ef() == str(MAX_EF_SEARCH)
-        service._ef_search(conn, DEFAULT_EF_SEARCH)
+        service.sessions.ef_search(conn, DEFAULT_EF_SEARCH)
         assert ef() == str(DEFAULT_EF_SEARCH)
     wide = search(client, "lsass memory", mode="vector", k=10, vec_k=300)
     assert len(wide["results"]) == 10

@@ -1,0 +1,114 @@
+"""Least privilege: the API logs in as secrag_reader and nothing it runs can write or escalate."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from secrag import database
+from secrag.errors import ConfigError
+from serving.app import create_app
+from serving.settings import ServingSettings
+
+
+@pytest.fixture
+def api(serving_db_url: str, settings_for: Callable[..., ServingSettings]) -> Iterator[TestClient]:
+    """The API with a one-connection pool, so consecutive requests share one session."""
+    with TestClient(create_app(settings_for(serving_db_url, mcp_enabled=False, pool_max_size=1))) as client:
+        yield client
+
+
+def _refused(api: TestClient, *statements: str) -> type[Exception]:
+    """The error the last statement raises on the API's own pooled connection."""
+    pool = api.app.state.service.pool  # type: ignore[attr-defined]
+    with pool.connection() as conn:
+        for statement in statements[:-1]:
+            conn.execute(statement)
+        with pytest.raises(psycopg.Error) as info:
+            conn.execute(statements[-1])
+    return type(info.value)
+
+
+def test_the_api_logs_in_as_the_reader(api: TestClient) -> None:
+    pool = api.app.state.service.pool  # type: ignore[attr-defined]
+    with pool.connection() as conn:
+        assert conn.execute("SELECT current_user, session_user").fetchone() == ("secrag_reader", "secrag_reader")
+        conn.execute("RESET ROLE")  # there is no role to go back to
+        assert conn.execute("SELECT current_user").fetchone()[0] == "secrag_reader"
+
+
+@pytest.mark.parametrize(
+    ("statements", "error"),
+    [
+        (("RESET ROLE", "DELETE FROM documents"), psycopg.errors.ReadOnlySqlTransaction),
+        (("SET default_transaction_read_only = off", "DELETE FROM documents"), psycopg.errors.InsufficientPrivilege),
+        (
+            ("SET default_transaction_read_only = off", "UPDATE sources SET description = ''"),
+            psycopg.errors.InsufficientPrivilege,
+        ),
+        (("SET default_transaction_read_only = off", "TRUNCATE chunks"), psycopg.errors.InsufficientPrivilege),
+        (("SET ROLE postgres",), psycopg.errors.InsufficientPrivilege),
+        (("SET SESSION AUTHORIZATION postgres",), psycopg.errors.InsufficientPrivilege),
+        (
+            ("SET default_transaction_read_only = off", "COPY (SELECT 1) TO PROGRAM 'touch /tmp/secrag-pwned'"),
+            psycopg.errors.InsufficientPrivilege,
+        ),
+        (("SELECT pg_read_file('/etc/passwd')",), psycopg.errors.InsufficientPrivilege),
+        (("SELECT count(*) FROM query_log",), psycopg.errors.InsufficientPrivilege),
+        (
+            ("SET default_transaction_read_only = off", "CREATE TABLE public.x (a int)"),
+            psycopg.errors.InsufficientPrivilege,
+        ),
+        (
+            ("SET default_transaction_read_only = off", "ALTER ROLE secrag_reader SUPERUSER"),
+            psycopg.errors.InsufficientPrivilege,
+        ),
+    ],
+    ids=lambda v: v[-1][:40] if isinstance(v, tuple) else "",
+)
+def test_every_escalation_is_refused(api: TestClient, statements: tuple[str, ...], error: type[Exception]) -> None:
+    assert issubclass(_refused(api, *statements), error)
+    assert not Path("/tmp/secrag-pwned").exists()
+
+
+def test_a_changed_limit_does_not_survive_into_the_next_request(api: TestClient) -> None:
+    pool = api.app.state.service.pool  # type: ignore[attr-defined]
+    with pool.connection() as conn:
+        first = conn.info.backend_pid
+        conn.execute("SET statement_timeout = 0")
+        conn.execute("SET default_transaction_read_only = off")
+    with pool.connection() as conn:
+        assert conn.info.backend_pid == first  # the same session, handed out again
+        assert conn.execute("SHOW statement_timeout").fetchone()[0] == "2s"
+        assert conn.execute("SHOW default_transaction_read_only").fetchone()[0] == "on"
+    assert api.post("/v1/search", json={"query": "lsass", "mode": "fts"}).status_code == 200
+
+
+def test_a_privileged_login_is_refused_at_start_up(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings]
+) -> None:
+    owner = settings_for(serving_db_url, mcp_enabled=False, reader_database_url=serving_db_url)
+    with pytest.raises(ConfigError, match="refusing to serve as the database role .*superuser"):
+        with TestClient(create_app(owner)):
+            pass
+    allowed = owner.model_copy(update={"allow_privileged_reader": True})
+    with TestClient(create_app(allowed)) as client:
+        assert client.get("/v1/sources").status_code == 200
+
+
+def test_the_query_log_writes_as_its_own_insert_only_role(
+    db_url: str, settings_for: Callable[..., ServingSettings]
+) -> None:
+    with TestClient(create_app(settings_for(db_url, query_log=True, mcp_enabled=False))) as api:
+        assert api.post("/v1/search", json={"query": "T1003", "mode": "fts"}).status_code == 200
+        log = api.app.state.service.query_log  # type: ignore[attr-defined]
+        with log.pool.connection() as conn:
+            assert conn.execute("SELECT current_user").fetchone()[0] == "secrag_querylog"
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("SELECT count(*) FROM documents")
+    with database.connect(db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM query_log").fetchone()[0] == 1
