@@ -51,7 +51,10 @@ def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessio
         configure=sessions.configure,
         reset=sessions.reset,
         check=True,
-        reconnect_timeout=3600,
+        # psycopg_pool doubles its reconnect delay without a cap; ending each backoff run after a few
+        # seconds (the next request starts a fresh one at once) keeps recovery within seconds of the
+        # database coming back, however long it was away.
+        reconnect_timeout=settings.pool_reconnect_timeout,
         connect_timeout=2,
     )
     pool.open(wait=False)

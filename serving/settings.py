@@ -51,6 +51,13 @@ class ServingSettings(Settings):
     pool_timeout: float = Field(
         default=1.5, gt=0, le=30, description="Seconds a request waits for a connection before 503."
     )
+    pool_reconnect_timeout: float = Field(
+        default=4.0,
+        gt=0,
+        le=60,
+        description="Longest reconnect backoff run before the next request starts a fresh one: caps "
+        "how long the API lags behind a database that came back.",
+    )
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="Larger request bodies get 413.")
     max_response_bytes: int = Field(
         default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and truncated=true."
