@@ -3,9 +3,10 @@
 Query encoding is part of each request only when the API's query-vector cache misses, so measure
 with the cache off and with distinct queries (each request takes the next query of the set):
 
-    SECRAG_QUERY_CACHE_SIZE=0 secrag serve &
+    SECRAG_QUERY_CACHE_SIZE=0 SECRAG_ANONYMOUS_RATE_PER_MINUTE=0 SECRAG_ANONYMOUS_HEAVY_CONCURRENCY=0 secrag serve &
     python bench/search.py --url http://127.0.0.1:8000 --queries ../shared/eval/dev_queries.jsonl
 
+(The bench is one anonymous caller at up to 8 concurrent requests: the anonymous quotas must be off.)
 The `cache hits` column (from /v1/stats) shows whether any request skipped encoding. Each client is a
 thread with one keep-alive connection driven by the standard library's http.client: the clients share the
 2 cores with the server, and httpx spent about 1.5 ms of CPU per request that the server then lacked.

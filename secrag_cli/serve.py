@@ -21,10 +21,28 @@ import click
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )
-def serve(host: str, port: int, workers: int, log_level: str) -> None:
+@click.option("--ssl-certfile", type=click.Path(exists=True, dir_okay=False), help="Serve https with this certificate.")
+@click.option("--ssl-keyfile", type=click.Path(exists=True, dir_okay=False), help="The certificate's private key.")
+@click.option(
+    "--forwarded-allow-ips",
+    default=None,
+    help="Reverse proxies (comma-separated addresses) whose X-Forwarded-For names the client; "
+    "unset: the peer address is the client (quotas count per client address).",
+)
+def serve(
+    host: str,
+    port: int,
+    workers: int,
+    log_level: str,
+    ssl_certfile: str | None,
+    ssl_keyfile: str | None,
+    forwarded_allow_ips: str | None,
+) -> None:
     """Serve the search API at http://HOST:PORT/v1 (OpenAPI at /docs, MCP at /mcp/)."""
     import uvicorn
 
+    if bool(ssl_certfile) != bool(ssl_keyfile):
+        raise click.UsageError("--ssl-certfile and --ssl-keyfile go together")
     uvicorn.run(
         "serving.app:create_app",
         factory=True,
@@ -32,6 +50,9 @@ def serve(host: str, port: int, workers: int, log_level: str) -> None:
         port=port,
         workers=workers,
         log_level=log_level,
-        proxy_headers=False,
+        proxy_headers=forwarded_allow_ips is not None,
+        forwarded_allow_ips=forwarded_allow_ips,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
         server_header=False,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio.to_thread
 import psycopg
@@ -18,12 +19,15 @@ from secrag.url_policy import UrlPolicy
 
 from . import errors
 from .auth import load_api_keys
+from .deps import get_caller
 from .encoder import shared_encoder
 from .limits import BodySizeLimit
 from .metrics import Metrics, MetricsMiddleware, stamp_route
 from .plans import load_plans
 from .querylog import QueryLog
+from .quotas import Gate
 from .routes import docs, health, plans, search, sources, stats
+from .schemas import ErrorResponse
 from .search_config import load_search_config
 from .service import Service
 from .sessions import ReaderSessions, querylog_url, reader_url
@@ -33,6 +37,8 @@ from .upstream import Refetcher
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
+# What the gate (serving/quotas.py) may answer on every /v1 operation.
+_GATED: dict[int | str, dict[str, Any]] = {401: {"model": ErrorResponse}, 429: {"model": ErrorResponse}}
 
 
 def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessions) -> ConnectionPool:
@@ -119,13 +125,14 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     settings = settings or get_serving_settings()
     metrics = Metrics()
     api_keys = load_api_keys(settings.api_keys_file)
+    gate = Gate(api_keys, settings)
     plans_config = load_plans(settings.plans_file)  # validated at start-up: a bad file fails here
     mcp_server = None
     mcp_app = None
     if settings.mcp_enabled:
         from .mcp_tools import build_mcp, transport_security
 
-        mcp_server = build_mcp(lambda: app.state.service, api_keys, plans_config)
+        mcp_server = build_mcp(lambda: app.state.service, gate, plans_config)
         mcp_app = mcp_server.streamable_http_app(
             streamable_http_path="/",
             stateless_http=True,
@@ -157,14 +164,15 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     )
     app.state.settings = settings
     app.state.api_keys = api_keys
+    app.state.gate = gate
     app.state.plans = plans_config
     app.state.metrics = metrics
     app.state.expected_schema_version = max(
         (m.version for m in load_migrations(settings.sql_dir / "migrations")), default=0
     )
     errors.install(app)
-    for module in (search, plans, docs, sources, stats):
-        app.include_router(module.router, prefix=API_PREFIX)
+    for module in (search, plans, docs, sources, stats):  # every operation: a known (or allowed anonymous) caller
+        app.include_router(module.router, prefix=API_PREFIX, dependencies=[Depends(get_caller)], responses=_GATED)
     app.include_router(health.router)
     if mcp_app is not None:
         app.mount("/mcp", mcp_app)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from .auth import ApiKeys, Principal
+from .auth import Principal
+from .quotas import Caller, Gate
 from .service import Service
 from .settings import ServingSettings
 
@@ -23,19 +25,35 @@ def get_settings_dep(request: Request) -> ServingSettings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def get_api_keys(request: Request) -> ApiKeys:
-    return request.app.state.api_keys  # type: ignore[no-any-return]
+def get_gate(request: Request) -> Gate:
+    return request.app.state.gate  # type: ignore[no-any-return]
 
 
-def get_principal(
-    keys: Annotated[ApiKeys, Depends(get_api_keys)],
+def get_caller(
+    request: Request,
+    gate: Annotated[Gate, Depends(get_gate)],
     api_key: Annotated[str | None, Security(_api_key_header)] = None,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
-) -> Principal:
-    """The caller from X-API-Key or Authorization: Bearer; anonymous callers see public documents only."""
-    return keys.resolve(api_key or (bearer.credentials if bearer else None))
+) -> Caller:
+    """The caller from X-API-Key or Authorization: Bearer, admitted by its request rate."""
+    address = request.client.host if request.client else None
+    return gate.caller(api_key or (bearer.credentials if bearer else None), address)
+
+
+def get_principal(caller: Annotated[Caller, Depends(get_caller)]) -> Principal:
+    """What the caller may see; anonymous callers see public documents only."""
+    return caller.principal
+
+
+def heavy_slot(
+    gate: Annotated[Gate, Depends(get_gate)], caller: Annotated[Caller, Depends(get_caller)]
+) -> Iterator[None]:
+    """One of the caller's concurrent-search slots, held for the request."""
+    with gate.heavy(caller):
+        yield
 
 
 ServiceDep = Annotated[Service, Depends(get_service)]
 SettingsDep = Annotated[ServingSettings, Depends(get_settings_dep)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+HeavySlot = Depends(heavy_slot)

@@ -26,6 +26,7 @@ class ApiError(SecragError):
     """An error with an HTTP status and a message safe to show."""
 
     status = 400
+    headers: Mapping[str, str] = {}
 
     def __init__(self, message: str, *, detail: Any = None) -> None:  # noqa: ANN401
         super().__init__(message)
@@ -39,6 +40,23 @@ class InvalidField(ApiError):
 
     def __init__(self, loc: list[str | int], message: str, kind: str = "value_error") -> None:
         super().__init__(message, detail=[{"loc": loc, "msg": message, "type": kind}])
+
+
+class KeyRequired(ApiError):
+    """An anonymous request where every caller must present an API key."""
+
+    status = 401
+    headers = {"WWW-Authenticate": "Bearer"}
+
+
+class TooManyRequests(ApiError):
+    """A caller over its request rate or its concurrent-search slots."""
+
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(max(1, retry_after))}
 
 
 class NotFound(ApiError):
@@ -96,7 +114,7 @@ def public_error(exc: BaseException) -> PublicError:
     One branch per failure kind the API knows; everything else is an internal error, logged in full.
     """
     if isinstance(exc, ApiError):
-        return PublicError(exc.status, exc.detail)
+        return PublicError(exc.status, exc.detail, dict(exc.headers))
     if isinstance(exc, RequestValidationError | ValidationError):
         return PublicError(422, _clean_errors(list(exc.errors())))
     if isinstance(exc, UnknownApiKey):

@@ -9,23 +9,23 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .auth import ANONYMOUS, ApiKeys, Principal
 from .errors import public_error
 from .plans import PlansConfig
+from .quotas import Caller, Gate
 from .schemas import IdsRequest, SearchFilters, SearchRequest
 from .service import Service
 
 
-def _principal(ctx: Context | None, keys: ApiKeys) -> Principal:
+def _caller(ctx: Context | None, gate: Gate) -> Caller:
+    """The caller of a tool: its key from the HTTP headers (none over stdio), admitted by the gate."""
     request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return ANONYMOUS
+    headers = getattr(request, "headers", None) or {}
     key = headers.get("x-api-key")
     auth = headers.get("authorization", "")
     if not key and auth.lower().startswith("bearer "):
         key = auth[7:].strip()
-    return keys.resolve(key)
+    client = getattr(request, "client", None)
+    return gate.caller(key, getattr(client, "host", None) or "mcp")
 
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ def _safe(call: Callable[[], T]) -> T:
         raise ToolError(public_error(exc).message()) from None
 
 
-def build_mcp(get_service: Callable[[], Service], keys: ApiKeys, plans: PlansConfig) -> MCPServer:
+def build_mcp(get_service: Callable[[], Service], gate: Gate, plans: PlansConfig) -> MCPServer:
     """An MCP server whose tools are search, plan, get_documents, list_sources and stats."""
     server: MCPServer = MCPServer(
         name="secrag",
@@ -68,7 +68,9 @@ def build_mcp(get_service: Callable[[], Service], keys: ApiKeys, plans: PlansCon
                 mode=mode,
                 filters=SearchFilters(sources=sources, techniques=techniques, platforms=platforms),
             )
-            return get_service().search(req, _principal(ctx, keys)).model_dump(mode="json")
+            caller = _caller(ctx, gate)
+            with gate.heavy(caller):
+                return get_service().search(req, caller.principal).model_dump(mode="json")
 
         return _safe(run)
 
@@ -88,7 +90,9 @@ def build_mcp(get_service: Callable[[], Service], keys: ApiKeys, plans: PlansCon
 
         def run() -> dict[str, Any]:
             req = PlanRequest(query=query, plan=plan, total_chunks=total_chunks, filters=SearchFilters(sources=sources))
-            return plan_context(get_service(), plans, req, _principal(ctx, keys)).model_dump(mode="json")
+            caller = _caller(ctx, gate)
+            with gate.heavy(caller):
+                return plan_context(get_service(), plans, req, caller.principal).model_dump(mode="json")
 
         return _safe(run)
 
@@ -96,20 +100,22 @@ def build_mcp(get_service: Callable[[], Service], keys: ApiKeys, plans: PlansCon
     def get_documents(ids: list[str], ctx: Context | None = None) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             req = IdsRequest(ids=ids)
-            return get_service().documents(req.ids, _principal(ctx, keys)).model_dump(mode="json")
+            return get_service().documents(req.ids, _caller(ctx, gate).principal).model_dump(mode="json")
 
         return _safe(run)
 
     @server.tool(description="Every source with its served version, freshness, record count and state.")
     def list_sources(ctx: Context | None = None) -> dict[str, Any]:
-        return _safe(lambda: get_service().sources(_principal(ctx, keys)).model_dump(mode="json"))
+        return _safe(lambda: get_service().sources(_caller(ctx, gate).principal).model_dump(mode="json"))
 
     @server.tool(description="Store statistics: documents, chunks, embeddings per source and model, freshness.")
     def stats(ctx: Context | None = None) -> dict[str, Any]:
         from .schemas import StatsResponse
 
         return _safe(
-            lambda: StatsResponse.model_validate(get_service().stats(_principal(ctx, keys))).model_dump(mode="json")
+            lambda: StatsResponse.model_validate(get_service().stats(_caller(ctx, gate).principal)).model_dump(
+                mode="json"
+            )
         )
 
     return server

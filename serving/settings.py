@@ -46,6 +46,17 @@ class ServingSettings(Settings):
         default=False,
         description="Serve even when the API's login could write or escalate (superuser, table owner); dev only.",
     )
+    require_api_key: bool = Field(
+        default=False, description="Refuse anonymous callers (401) on every /v1 operation and MCP tool."
+    )
+    rate_per_minute: int = Field(default=600, ge=0, description="Requests a minute per API key; 0 = no limit.")
+    anonymous_rate_per_minute: int = Field(
+        default=120, ge=0, description="Requests a minute per anonymous client address; 0 = no limit."
+    )
+    heavy_concurrency: int = Field(default=4, ge=0, description="Concurrent searches and plans per API key.")
+    anonymous_heavy_concurrency: int = Field(
+        default=2, ge=0, description="Concurrent searches and plans of all anonymous callers together."
+    )
     pool_min_size: int = Field(default=1, ge=0, le=64)
     pool_max_size: int = Field(default=8, ge=1, le=64)
     pool_timeout: float = Field(

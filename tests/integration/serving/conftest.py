@@ -59,7 +59,16 @@ def api_keys_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def settings_for(api_keys_file: Path) -> Callable[..., ServingSettings]:
     def make(url: str, **overrides: Any) -> ServingSettings:  # noqa: ANN401
-        values: dict[str, Any] = {"database_url": url, "api_keys_file": api_keys_file, "pool_max_size": 4}
+        values: dict[str, Any] = {
+            "database_url": url,
+            "api_keys_file": api_keys_file,
+            "pool_max_size": 4,
+            # the suite is one busy caller; test_quotas.py sets the limits it tests
+            "anonymous_rate_per_minute": 0,
+            "rate_per_minute": 0,
+            "anonymous_heavy_concurrency": 0,
+            "heavy_concurrency": 0,
+        }
         values.update(overrides)
         return ServingSettings(_env_file=None, **values)  # type: ignore[call-arg]
 

@@ -1,0 +1,75 @@
+"""The gate: API-key requirement, token-bucket rates and heavy-query slots (fake clock, no server)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from serving.auth import ApiKeys, Principal, UnknownApiKey
+from serving.errors import KeyRequired, TooManyRequests, public_error
+from serving.quotas import Gate
+from serving.settings import ServingSettings
+
+KEYS = ApiKeys({hashlib.sha256(b"k1").hexdigest(): Principal("acme", "alice")})
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _gate(clock: Clock, **settings: object) -> Gate:
+    return Gate(KEYS, ServingSettings(_env_file=None, **settings), clock)  # type: ignore[call-arg]
+
+
+def test_anonymous_callers_are_refused_when_a_key_is_required() -> None:
+    gate = _gate(Clock(), require_api_key=True)
+    with pytest.raises(KeyRequired):
+        gate.caller(None, "10.0.0.1")
+    assert gate.caller("k1", "10.0.0.1").principal.tenant == "acme"
+    with pytest.raises(UnknownApiKey):
+        gate.caller("nope", "10.0.0.1")
+    assert public_error(KeyRequired("x")).status == 401
+
+
+def test_rates_refill_over_time_and_say_when_to_retry() -> None:
+    clock = Clock()
+    gate = _gate(clock, anonymous_rate_per_minute=60, rate_per_minute=600)
+    for _ in range(6):  # a burst of a tenth of a minute's requests
+        gate.caller(None, "10.0.0.1")
+    with pytest.raises(TooManyRequests) as info:
+        gate.caller(None, "10.0.0.1")
+    assert public_error(info.value).status == 429 and public_error(info.value).headers == {"Retry-After": "1"}
+    gate.caller(None, "10.0.0.2")  # another address has its own bucket
+    gate.caller("k1", "10.0.0.1")  # and a keyed caller its own
+    clock.now += 1.0
+    gate.caller(None, "10.0.0.1")  # one token back after a second
+
+
+def test_heavy_slots_per_key_and_shared_by_all_anonymous_callers() -> None:
+    gate = _gate(Clock(), anonymous_heavy_concurrency=1, heavy_concurrency=1, anonymous_rate_per_minute=0)
+    first, second = gate.caller(None, "10.0.0.1"), gate.caller(None, "10.0.0.2")
+    keyed = gate.caller("k1", "10.0.0.3")
+    with gate.heavy(first):
+        with pytest.raises(TooManyRequests, match="at once"):
+            with gate.heavy(second):
+                pass
+        with gate.heavy(keyed):  # keyed callers are not held up by anonymous ones
+            with pytest.raises(TooManyRequests):
+                with gate.heavy(keyed):
+                    pass
+    with gate.heavy(second):  # released
+        pass
+
+
+def test_zero_means_no_limit() -> None:
+    gate = _gate(Clock(), anonymous_rate_per_minute=0, anonymous_heavy_concurrency=0)
+    caller = gate.caller(None, "10.0.0.1")
+    for _ in range(1000):
+        gate.caller(None, "10.0.0.1")
+    with gate.heavy(caller), gate.heavy(caller), gate.heavy(caller):
+        pass
