@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from secrag.platforms import PLATFORMS, canonical
+
 MAX_QUERY_BYTES = 8192
 MAX_IDS = 100
 
@@ -50,7 +52,11 @@ class SearchFilters(Strict):
         max_length=100,
         description="ATT&CK ids; a parent id (T1003) also matches its sub-techniques (T1003.001).",
     )
-    platforms: list[str] | None = Field(default=None, max_length=50)
+    platforms: list[str] | None = Field(
+        default=None,
+        max_length=50,
+        description="Platforms, any case or common alias (Windows, macOS, Mac OS X, k8s, Azure AD); see /v1/sources.",
+    )
     tags_any: list[str] | None = Field(default=None, max_length=100)
     tags_all: list[str] | None = Field(default=None, max_length=100)
     updated_after: datetime | None = None
@@ -67,6 +73,19 @@ class SearchFilters(Strict):
         if bad:
             raise ValueError(f"not ATT&CK technique ids: {', '.join(b[:20] for b in bad[:5])}")
         return [t.strip().upper() for t in value]
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, value: list[str] | None) -> list[str] | None:
+        """Platform names as users type them (Windows, Mac OS, k8s) onto the stored vocabulary."""
+        if value is None:
+            return None
+        unknown = [v for v in value if canonical(v) is None]
+        if unknown:
+            raise ValueError(
+                f"unknown platforms: {', '.join(repr(u[:30]) for u in unknown[:5])}; known: {', '.join(PLATFORMS)}"
+            )
+        return sorted({c for c in map(canonical, value) if c})
 
     @model_validator(mode="after")
     def _no_nul(self) -> SearchFilters:

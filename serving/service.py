@@ -252,7 +252,8 @@ class Service:
         use_then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
             if filters.sources and not set(filters.sources) <= self.public_sources(conn):
-                self._check_sources(filters.sources, self.visible_sources(conn, principal))
+                # as the caller typed them: matched to the visible names case-insensitively, else 422
+                params["sources"] = self._check_sources(filters.sources, self.visible_sources(conn, principal))
             if not use_then_vec and plan.fts_k and self._pool_fts(conn, req, analysis, params):
                 params["pool_fts"] = True
             elif req.mode == "fts" and analysis.query_type == "natural":
@@ -343,16 +344,21 @@ class Service:
             items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
         return fusion.window(items, group_by_doc=req.group_by_doc, size=plan.window)
 
-    def _check_sources(self, requested: Sequence[str] | None, known: Sequence[str]) -> None:
+    def _check_sources(self, requested: Sequence[str] | None, known: Sequence[str]) -> list[str] | None:
+        """The requested source names as stored (matched case-insensitively); 422 listing the valid ones."""
         if not requested:
-            return
-        valid = set(known)
+            return None
+        by_folded = {name.casefold(): name for name in known}
+        resolved = []
         for i, name in enumerate(requested):
-            if name not in valid:
+            match = by_folded.get(name.strip().casefold())
+            if match is None:
                 raise InvalidField(
                     ["body", "filters", "sources", i],
                     f"unknown source {name[:80]!r}; valid sources: {', '.join(known)}",
                 )
+            resolved.append(match)
+        return resolved
 
     def log_search(self, req: SearchRequest, resp: SearchResponse) -> None:
         if self.query_log is None:

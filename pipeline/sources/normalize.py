@@ -2,90 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from secrag.enrichment import technique_mentions
-
-# One platform vocabulary for every source.
-PLATFORMS = (
-    "windows",
-    "linux",
-    "macos",
-    "aws",
-    "azure",
-    "gcp",
-    "cloud",
-    "kubernetes",
-    "containers",
-    "saas",
-    "office365",
-    "google_workspace",
-    "entra_id",
-    "network",
-    "iaas",
-    "esxi",
-    "android",
-    "ios",
-    "ics",
-    "web",
-    "unix",
-    "any",
-)
-_PLATFORM_ALIASES = {
-    "windows": "windows",
-    "win": "windows",
-    "win32": "windows",
-    "win64": "windows",
-    "microsoft windows": "windows",
-    "linux": "linux",
-    "macos": "macos",
-    "mac os": "macos",
-    "mac os x": "macos",
-    "macosx": "macos",
-    "osx": "macos",
-    "darwin": "macos",
-    "mac": "macos",
-    "aws": "aws",
-    "amazon web services": "aws",
-    "amazon": "aws",
-    "azure": "azure",
-    "azure ad": "entra_id",
-    "azuread": "entra_id",
-    "entra id": "entra_id",
-    "entra-id": "entra_id",
-    "entra_id": "entra_id",
-    "identity provider": "entra_id",
-    "gcp": "gcp",
-    "google cloud": "gcp",
-    "google cloud platform": "gcp",
-    "cloud": "cloud",
-    "iaas": "iaas",
-    "kubernetes": "kubernetes",
-    "k8s": "kubernetes",
-    "containers": "containers",
-    "container": "containers",
-    "docker": "containers",
-    "saas": "saas",
-    "office 365": "office365",
-    "office365": "office365",
-    "o365": "office365",
-    "m365": "office365",
-    "microsoft 365": "office365",
-    "google workspace": "google_workspace",
-    "gsuite": "google_workspace",
-    "network": "network",
-    "network devices": "network",
-    "esxi": "esxi",
-    "vmware": "esxi",
-    "android": "android",
-    "ios": "ios",
-    "ics": "ics",
-    "web": "web",
-    "unix": "unix",
-    "any": "any",
-}
+from secrag.platforms import platforms  # noqa: F401 - the parsers call normalize.platforms
 
 
 def technique_ids(values: Iterable[object] | object) -> tuple[str, ...]:
@@ -99,21 +20,6 @@ def technique_ids(values: Iterable[object] | object) -> tuple[str, ...]:
     for value in values:
         if value is not None:
             found.update(technique_mentions(str(value)))  # the same reading as enrichment
-    return tuple(sorted(found))
-
-
-def platforms(values: Iterable[object] | object) -> tuple[str, ...]:
-    """Map upstream platform names onto the one vocabulary; unknown names are dropped."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        values = [values]
-    found: set[str] = set()
-    for value in values:
-        if value is None:
-            continue
-        key = re.sub(r"[\s_]+", " ", str(value).strip().lower())
-        mapped = _PLATFORM_ALIASES.get(key) or _PLATFORM_ALIASES.get(key.replace(" ", "_"))
-        if mapped:
-            found.add(mapped)
     return tuple(sorted(found))
 
 

@@ -340,3 +340,18 @@ def test_a_wider_hnsw_search_list_is_set_on_the_connection_only_when_needed(clie
         assert ef() == str(DEFAULT_EF_SEARCH)
     wide = search(client, "lsass memory", mode="vector", k=10, vec_k=300)
     assert len(wide["results"]) == 10
+
+
+def test_filters_take_names_as_users_type_them(client: TestClient) -> None:
+    """Platforms by any case or alias, sources case-insensitively; unknown values are a 422 naming the valid ones."""
+    typed = search(client, "process execution", k=10, mode="fts", filters={"platforms": ["Linux", "UNIX"]})
+    stored = search(client, "process execution", k=10, mode="fts", filters={"platforms": ["linux", "unix"]})
+    assert typed["results"] and [r["chunk_id"] for r in typed["results"]] == [r["chunk_id"] for r in stored["results"]]
+    mac = search(client, "launch agent", k=5, mode="fts", filters={"platforms": ["Mac OS X"]})
+    assert all("macos" in r["platforms"] for r in mac["results"])
+    upper = search(client, "lsass", k=5, mode="fts", filters={"sources": ["SIGMA", "Mitre_Attack"]})
+    assert upper["results"] and {r["source"] for r in upper["results"]} <= {"sigma", "mitre_attack"}
+    bad = client.post("/v1/search", json={"query": "x", "filters": {"platforms": ["Windoze"]}})
+    assert bad.status_code == 422 and "unknown platforms: 'Windoze'" in bad.text and "windows" in bad.text
+    bad = client.post("/v1/search", json={"query": "x", "filters": {"sources": ["Sigmaa"]}})
+    assert bad.status_code == 422 and "valid sources:" in bad.text and "sigma" in bad.text
