@@ -1,0 +1,40 @@
+"""STIX 2.0/2.1 bundles (ATT&CK, CAPEC, MBC) to records; `options.scheme` picks the id scheme."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from secrag.errors import ParseError
+
+from ...mitre_lookup import bundle_objects
+from ...records import Record, SourceFile
+from . import attack, capec, mbc
+from .index import BundleIndex, StixObject, skipped
+
+_SCHEMES: dict[str, Callable[[StixObject, BundleIndex, SourceFile], Record | None]] = {
+    "attack": attack.record,
+    "capec": capec.record,
+    "mbc": mbc.record,
+}
+# The object types each scheme reads; `options.types` may narrow them, never widen.
+_DEFAULT_TYPES = {
+    "attack": tuple(attack.KINDS),
+    "capec": ("attack-pattern", "course-of-action"),
+    "mbc": tuple(mbc.KINDS),
+}
+
+
+def parse(file: SourceFile) -> Iterator[Record]:
+    """One record per kept, non-retired object of the bundle."""
+    scheme = str(file.options.get("scheme", "attack"))
+    build = _SCHEMES.get(scheme)
+    if build is None:
+        raise ParseError(f"unknown stix scheme {scheme!r}; use one of {', '.join(_SCHEMES)}")
+    objects = bundle_objects(file.data)
+    keep = set(file.options.get("types") or _DEFAULT_TYPES[scheme]) & set(_DEFAULT_TYPES[scheme])
+    ix = BundleIndex(objects)
+    for obj in objects:
+        if obj.get("type") in keep and not skipped(obj, file.options):
+            record = build(obj, ix, file)
+            if record is not None and record.title:
+                yield record

@@ -1,0 +1,125 @@
+"""ATT&CK objects (techniques, groups, software, mitigations, campaigns) as records."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ... import normalize
+from ...mitre_lookup import ATTACK_SOURCE, attack_platforms, external_id, external_ref, tactics_of
+from ...records import Record, SourceFile
+from .index import BundleIndex, StixObject
+from .text import clean, compact, section
+
+KINDS = {
+    "attack-pattern": "technique",
+    "intrusion-set": "group",
+    "malware": "software",
+    "tool": "software",
+    "course-of-action": "mitigation",
+    "campaign": "campaign",
+}
+_DEFAULT_RELATED_LIMIT = 250
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What depends on the object's kind: its title, parent, techniques and body sections."""
+
+    kind: str
+    title: str
+    techniques: tuple[str, ...]
+    parts: Sequence[str]
+    parent: str | None = None
+
+
+def _parent(obj: StixObject, ix: BundleIndex, aid: str, name: str) -> tuple[str | None, str]:
+    """(parent id, "Parent: Child" title) of a sub-technique; the id prefix when no link says."""
+    linked = [t for _, t in ix.targets(obj["id"], "subtechnique-of")]
+    parent = external_id(linked[0]) if linked else aid.split(".", 1)[0]
+    parent_name = linked[0].get("name") if linked else ix.attack_names.get(parent)
+    return parent, f"{parent_name}: {name}" if parent_name else name
+
+
+def _technique(obj: StixObject, ix: BundleIndex, aid: str, name: str, tactics: tuple[str, ...]) -> _Shape:
+    kind, title = "technique", name
+    parent: str | None = None
+    if obj.get("x_mitre_is_subtechnique") or "." in aid:
+        kind = "sub-technique"
+        parent, title = _parent(obj, ix, aid, name)
+    mitigations = sorted(
+        {f"{external_id(m)} {m.get('name')}" for m in ix.sources(obj["id"], "mitigates") if external_id(m)}
+    )
+    strategies = sorted({str(s.get("name")) for s in ix.sources(obj["id"], "detects")})
+    parts = [
+        section("Tactics", ", ".join(tactics)),
+        section("Platforms", ", ".join(obj.get("x_mitre_platforms") or ())),
+        clean(obj.get("description")),
+        section("Detection", obj.get("x_mitre_detection")),
+        section("Mitigations", mitigations),
+        section("Detection strategies", strategies),
+    ]
+    return _Shape(kind, title, normalize.technique_ids(aid), parts, parent)
+
+
+def _related(obj: StixObject, ix: BundleIndex, limit: int) -> tuple[str, ...]:
+    """Techniques a group/software/campaign uses or a mitigation mitigates (bounded)."""
+    kind = "mitigates" if obj.get("type") == "course-of-action" else "uses"
+    ids = {external_id(t) for _, t in ix.targets(obj["id"], kind) if t.get("type") == "attack-pattern"}
+    return normalize.technique_ids(sorted(i for i in ids if i))[:limit]
+
+
+def _user(obj: StixObject, ix: BundleIndex, name: str, aliases: list[Any], limit: int) -> _Shape:
+    """A group, software, mitigation or campaign: what it uses or mitigates."""
+    kind = KINDS[obj["type"]]
+    parts = [
+        section("Type", obj["type"] if kind == "software" else ""),
+        section("Aliases", ", ".join(aliases)),
+        section("Platforms", ", ".join(obj.get("x_mitre_platforms") or ())),
+        section("First seen", obj.get("first_seen")),
+        section("Last seen", obj.get("last_seen")),
+        clean(obj.get("description")),
+    ]
+    return _Shape(kind, name, _related(obj, ix, limit), parts)
+
+
+def _metadata(obj: StixObject, shape: _Shape, tactics: tuple[str, ...], aliases: list[Any]) -> dict[str, Any]:
+    metadata = {
+        "kind": shape.kind,
+        "stix_id": obj["id"],
+        "version": obj.get("x_mitre_version"),
+        "modified": obj.get("modified"),
+        "tactics": list(tactics),
+        "aliases": aliases,
+        "platforms": list(obj.get("x_mitre_platforms") or ()),
+    }
+    if shape.parent:
+        metadata["parent"] = shape.parent
+    return compact(metadata)
+
+
+def record(obj: StixObject, ix: BundleIndex, file: SourceFile) -> Record | None:
+    """The record of one ATT&CK object; None when it has no ATT&CK id."""
+    ref = external_ref(obj, ATTACK_SOURCE)
+    if ref is None:
+        return None
+    aid, name = str(ref["external_id"]).strip(), str(obj.get("name", ""))
+    aliases = [a for a in (obj.get("aliases") or obj.get("x_mitre_aliases") or ()) if a != name]
+    tactics = tactics_of(obj)
+    if KINDS[obj["type"]] == "technique":
+        shape = _technique(obj, ix, aid, name, tactics)
+    else:
+        shape = _user(obj, ix, name, aliases, int(file.options.get("related_limit", _DEFAULT_RELATED_LIMIT)))
+    return Record(
+        source=file.source,
+        upstream_id=aid,
+        title=shape.title,
+        body=normalize.join_text(*shape.parts),
+        url=str(ref.get("url") or file.url_for()),
+        techniques=shape.techniques,
+        platforms=attack_platforms(obj.get("x_mitre_platforms") or ()),
+        tags=normalize.tags([shape.kind, *tactics]),
+        metadata=_metadata(obj, shape, tactics, aliases),
+        path=file.rel,
+    )

@@ -1,0 +1,65 @@
+"""A bundle's objects by id, its active relationships in both directions, and which objects are kept."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from ...mitre_lookup import external_id, is_retired
+
+StixObject = dict[str, Any]
+
+
+def skipped(obj: Mapping[str, Any], options: Mapping[str, Any]) -> bool:
+    """Retired, CAPEC-deprecated, or in one of the source's `skip_status` statuses."""
+    statuses = options.get("skip_status") or ()
+    return is_retired(obj) or bool(obj.get("x_capec_deprecated")) or obj.get("x_capec_status") in statuses
+
+
+def _newest_by_name(objects: list[StixObject]) -> dict[str, StixObject]:
+    """Courses of action by name: CAPEC keeps superseded copies under the same name, newest wins."""
+    newest: dict[str, StixObject] = {}
+    for obj in objects:
+        if obj.get("type") != "course-of-action":
+            continue
+        name = str(obj.get("name", "")).strip()
+        seen = newest.get(name)
+        if seen is None or (str(obj.get("modified")), obj["id"]) > (str(seen.get("modified")), seen["id"]):
+            newest[name] = obj
+    return newest
+
+
+class BundleIndex:
+    """Objects by id and active relationships in both directions."""
+
+    def __init__(self, objects: list[StixObject]) -> None:
+        self.by_id = {o["id"]: o for o in objects}
+        self.attack_names = {
+            external_id(o): str(o.get("name", "")) for o in objects if o.get("type") == "attack-pattern"
+        }
+        self.newest_by_name = _newest_by_name(objects)
+        self.out: dict[str, list[StixObject]] = defaultdict(list)
+        self.into: dict[str, list[StixObject]] = defaultdict(list)
+        for obj in objects:
+            if obj.get("type") == "relationship" and not is_retired(obj):
+                self.out[str(obj.get("source_ref"))].append(obj)
+                self.into[str(obj.get("target_ref"))].append(obj)
+
+    def targets(self, stix_id: str, kind: str) -> list[tuple[StixObject, StixObject]]:
+        """(relationship, active target) pairs of one relationship type leaving the object."""
+        pairs = []
+        for rel in self.out.get(stix_id, ()):
+            target = self.by_id.get(str(rel.get("target_ref")))
+            if rel.get("relationship_type") == kind and target is not None and not is_retired(target):
+                pairs.append((rel, target))
+        return pairs
+
+    def sources(self, stix_id: str, kind: str) -> list[StixObject]:
+        """Active objects with a relationship of one type pointing at the object."""
+        found = (
+            self.by_id.get(str(r.get("source_ref")))
+            for r in self.into.get(stix_id, ())
+            if r.get("relationship_type") == kind
+        )
+        return [o for o in found if o is not None and not is_retired(o)]
