@@ -1,0 +1,52 @@
+"""What the store takes and returns: a source's registry facts, a document's access, a publish's outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """The registry facts the `sources` table keeps about a source."""
+
+    name: str
+    kind: str  # online | user_folder | static
+    description: str = ""
+    category: str = ""
+    upstream: str | None = None
+    branch: str | None = None
+    tracking: str | None = None
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may see a source's documents: public (tenant None) or one tenant's users and groups."""
+
+    tenant: str | None = None
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+
+PUBLIC = Access()  # every user of every tenant may see the documents
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What one publish did; `status` is published or refused."""
+
+    source: str
+    version: str
+    status: str
+    parsed: int
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    chunks_written: int = 0
+    reason: str | None = None
+    seconds: float = 0.0
+    version_id: int | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,128 @@
+"""The publish transaction: one source version replaces the last in one step, or is refused."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from secrag.errors import PublishRefused
+from secrag.queries import Queries
+
+from ..chunking import ChunkConfig
+from ..sources.records import Record, Skipped
+from . import versions
+from .diff import Changes, diff
+from .models import Access, PublishResult
+from .rows import chunk_copy_row, document_copy_row, document_params
+
+log = logging.getLogger(__name__)
+MAX_SKIP_SAMPLES = 20
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One version of one source to publish, how to chunk it, who may see it, and its guard."""
+
+    source: str
+    version: str
+    version_id: int
+    records: Sequence[Record]
+    skipped: Sequence[Skipped]
+    lookup: Mapping[str, str]
+    chunking: ChunkConfig
+    access: Access
+    details: Mapping[str, Any]
+    max_shrink: float = 0.5
+    force: bool = False
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """The details recorded on the version: the caller's, plus a sample of the skipped files."""
+        sample = [f"{s.path}: {s.reason}" for s in self.skipped[:MAX_SKIP_SAMPLES]]
+        return {**self.details, "skipped_sample": sample}
+
+
+def refusal(previous: int, count: int, max_shrink: float) -> str | None:
+    """Why a version of `count` records may not replace one of `previous` records, if it may not."""
+    if not count:
+        return "empty result: nothing to publish"
+    if previous and count < previous * (1 - max_shrink):
+        return f"shrank from {previous} to {count} records (more than {max_shrink:.0%}); publish with force to accept"
+    return None
+
+
+def publish(q: Queries, conn: psycopg.Connection, pub: Publication) -> PublishResult:
+    """Publish in one transaction (readers see old or new, never a mix); a refusal is recorded instead."""
+    started = time.monotonic()
+    info = pub.info
+    try:
+        with conn.transaction():
+            result = _publish_locked(q, conn, pub, info)
+    except PublishRefused as refused:
+        reason = str(refused)
+        counts = {"parsed": len(pub.records), "skipped": len(pub.skipped)}
+        versions.give_up(q, conn, pub.version_id, pub.source, "refused", reason, details=info, **counts)
+        log.warning("refused %s@%s: %s", pub.source, pub.version, refused)
+        result = PublishResult(
+            pub.source, pub.version, "refused", version_id=pub.version_id, reason=reason, details=info, **counts
+        )
+    return PublishResult(**{**result.__dict__, "seconds": time.monotonic() - started})
+
+
+def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info: Mapping[str, Any]) -> PublishResult:
+    row = conn.execute(q.lock_source, {"source": pub.source}).fetchone()
+    if row is None:
+        raise PublishRefused(f"source {pub.source!r} is not registered")
+    reason = None if pub.force else refusal(int(row[0]), len(pub.records), pub.max_shrink)
+    if reason:
+        raise PublishRefused(reason)
+    existing = {d: (h, sig) for d, h, sig in conn.execute(q.existing_documents, {"source": pub.source}).fetchall()}
+    changes = diff(pub.records, existing, pub.access, pub.lookup, pub.chunking)
+    written = _write(q, conn, pub, changes)
+    conn.execute(q.mark_published, {"source": pub.source, "version": pub.version, "records": len(pub.records)})
+    counts: dict[str, Any] = {
+        "parsed": len(pub.records),
+        "inserted": len(changes.inserted),
+        "updated": len(changes.updated),
+        "deleted": len(changes.deleted),
+        "unchanged": changes.unchanged,
+        "skipped": len(pub.skipped),
+    }
+    versions.finish(q, conn, pub.version_id, "published", None, details=dict(info), **counts)
+    log.info("published %s@%s: %s", pub.source, pub.version, counts)
+    return PublishResult(
+        source=pub.source,
+        version=pub.version,
+        status="published",
+        chunks_written=written,
+        version_id=pub.version_id,
+        details=info,
+        **counts,
+    )
+
+
+def _write(q: Queries, conn: psycopg.Connection, pub: Publication, changes: Changes) -> int:
+    """Delete, update and insert the documents, then copy in their chunks; returns the chunks written."""
+    if changes.deleted:
+        conn.execute(q.delete_documents, {"ids": changes.deleted})
+    if changes.updated:
+        conn.execute(q.delete_chunks, {"ids": [c.record.doc_id for c in changes.updated]})
+        with conn.cursor() as cur:
+            params = [document_params(c.record, c.doc_hash, pub.version, pub.access) for c in changes.updated]
+            cur.executemany(q.update_document, params)
+    written = 0
+    with conn.cursor() as cur:
+        with cur.copy(q.copy_documents) as copy:
+            for c in changes.inserted:
+                copy.write_row(document_copy_row(c.record, c.doc_hash, pub.source, pub.version, pub.access))
+        with cur.copy(q.copy_chunks) as copy:
+            for c in (*changes.inserted, *changes.updated):
+                for chunk in c.chunks:
+                    copy.write_row(chunk_copy_row(chunk))
+                    written += 1
+    return written

@@ -1,0 +1,83 @@
+"""Table rows from records, chunks and techniques, in the column order of the store's COPY statements."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from ..indexing import ChunkRow
+from ..sources.mitre_lookup import MitreTechnique
+from ..sources.records import Record
+from .models import Access
+
+
+def document_hash(record: Record, access: Access) -> str:
+    """The record's content hash, plus where it lives and who may see it (a move or an ACL change is
+    an update too)."""
+    extra = "|".join([record.path, access.tenant or "", ",".join(access.users), ",".join(access.groups)])
+    return hashlib.sha256(f"{record.content_hash}|{extra}".encode()).hexdigest()
+
+
+def document_params(record: Record, doc_hash: str, version: str, access: Access) -> dict[str, Any]:
+    """The named parameters of a `documents` row."""
+    return {
+        "doc_id": record.doc_id,
+        "source_version": version,
+        "title": record.title,
+        "url": record.url or None,
+        "body": record.body,
+        "metadata": Jsonb(dict(record.metadata)),
+        "techniques": list(record.techniques),
+        "platforms": list(record.platforms),
+        "tags": list(record.tags),
+        "content_hash": doc_hash,
+        "tenant": access.tenant,
+        "acl_users": list(access.users),
+        "acl_groups": list(access.groups),
+        "upstream_path": record.path or None,
+    }
+
+
+def document_copy_row(record: Record, doc_hash: str, source: str, version: str, access: Access) -> list[Any]:
+    """A `documents` row for `copy_documents`."""
+    p = document_params(record, doc_hash, version, access)
+    return [
+        p["doc_id"],
+        source,
+        version,
+        p["title"],
+        p["url"],
+        p["body"],
+        p["metadata"],
+        p["techniques"],
+        p["platforms"],
+        p["tags"],
+        doc_hash,
+        p["tenant"],
+        p["acl_users"],
+        p["acl_groups"],
+        p["upstream_path"],
+    ]
+
+
+def chunk_copy_row(c: ChunkRow) -> list[Any]:
+    """A `chunks` row for `copy_chunks`."""
+    return [c.chunk_id, c.doc_id, c.source, c.ordinal, c.title, c.text, c.enriched_text, c.identifiers, c.content_hash]
+
+
+def technique_copy_row(t: MitreTechnique, version: str) -> list[Any]:
+    """A `techniques` row for `copy_techniques`."""
+    return [
+        t.id,
+        t.name,
+        t.full_name,
+        list(t.tactics),
+        list(t.platforms),
+        t.parent,
+        t.revoked,
+        t.deprecated,
+        t.replaced_by,
+        version,
+    ]

@@ -1,0 +1,105 @@
+"""The Store: every write to the store, through named queries in `sql/queries/store.sql`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from secrag.queries import Queries
+
+from ..chunking import ChunkConfig
+from ..sources.mitre_lookup import MitreTechnique
+from ..sources.records import Record, Skipped
+from . import versions
+from .models import PUBLIC, Access, PublishResult, SourceRow
+from .publish import Publication, publish
+from .rows import technique_copy_row
+
+
+class Store:
+    """Sources, their versions, the technique lookup and atomic publish; every method takes a connection."""
+
+    def __init__(self, sql_dir: Path) -> None:
+        self.q = Queries(sql_dir, "store")
+
+    def register_source(self, conn: psycopg.Connection, row: SourceRow) -> None:
+        conn.execute(self.q.upsert_source, row.__dict__)
+
+    def record_check(
+        self, conn: psycopg.Connection, source: str, version: str | None, error: str | None = None
+    ) -> None:
+        conn.execute(self.q.record_check, {"source": source, "version": version, "error": error})
+
+    def begin_version(self, conn: psycopg.Connection, source: str, version: str) -> int:
+        """A `running` version row, committed at once so a crash still leaves a trace."""
+        return versions.begin(self.q, conn, source, version)
+
+    def fail_version(
+        self,
+        conn: psycopg.Connection,
+        version_id: int,
+        source: str,
+        reason: str,
+        *,
+        parsed: int = 0,
+        skipped: int = 0,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Mark a version failed; the previously published version stays served."""
+        versions.give_up(
+            self.q, conn, version_id, source, "failed", reason, parsed=parsed, skipped=skipped, details=details or {}
+        )
+
+    def technique_names(self, conn: psycopg.Connection) -> dict[str, str]:
+        """Active ATT&CK technique id -> full name, the enrichment lookup."""
+        return dict(conn.execute(self.q.technique_names).fetchall())
+
+    def replace_techniques(self, conn: psycopg.Connection, techniques: Sequence[MitreTechnique], version: str) -> int:
+        """Swap the whole MITRE lookup in one transaction."""
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(self.q.replace_techniques_delete)
+            with cur.copy(self.q.copy_techniques) as copy:
+                for t in techniques:
+                    copy.write_row(technique_copy_row(t, version))
+        return len(techniques)
+
+    def publish(
+        self,
+        conn: psycopg.Connection,
+        *,
+        source: str,
+        version: str,
+        records: Sequence[Record],
+        skipped: Sequence[Skipped] = (),
+        lookup: Mapping[str, str],
+        chunking: ChunkConfig,
+        access: Access = PUBLIC,
+        max_shrink: float = 0.5,
+        force: bool = False,
+        version_id: int | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> PublishResult:
+        """Publish one version of one source in one transaction (readers see old or new, never a mix).
+
+        Refuses (unless `force`) an empty version or one that shrank by more than `max_shrink`;
+        a refusal is recorded with its reason and the previous version stays served.
+        """
+        if version_id is None:
+            version_id = self.begin_version(conn, source, version)
+        pub = Publication(
+            source=source,
+            version=version,
+            version_id=version_id,
+            records=records,
+            skipped=skipped,
+            lookup=lookup,
+            chunking=chunking,
+            access=access,
+            details=details or {},
+            max_shrink=max_shrink,
+            force=force,
+        )
+        return publish(self.q, conn, pub)
