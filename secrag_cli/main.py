@@ -9,6 +9,7 @@ import click
 
 from .db import db
 from .errors import SecragGroup
+from .mcp import mcp
 from .run import run
 from .serve import serve
 from .sources import sources
@@ -33,6 +34,7 @@ def cli(verbose: bool) -> None:
 
 
 cli.add_command(db)
+cli.add_command(mcp)
 cli.add_command(run)
 cli.add_command(serve)
 cli.add_command(sources)

@@ -1,34 +1,57 @@
-"""The REST operations as MCP tools (streamable HTTP at /mcp), calling the same Service."""
+"""Every REST operation as an MCP tool (streamable HTTP at /mcp, or stdio with `secrag mcp`).
+
+A tool's parameters are its REST request model's fields, with the same types, limits and
+descriptions (the tool is built from the model, so the two cannot drift), and it calls the same
+Service method under the same gate (API key, rate, search slots). Failures become the public
+message REST would answer with. `search` also has one alias per mode: fts, vector, hybrid, fuzzy.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from importlib import metadata
+from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import BaseModel, Field
+from pydantic.fields import FieldInfo
 
 from .errors import public_error
+from .plan_schemas import PlanRequest
 from .plans import PlansConfig
 from .quotas import Caller, Gate
-from .schemas import IdsRequest, SearchFilters, SearchRequest
+from .schemas import IdsRequest, SearchRequest, StatsResponse
 from .service import Service
 
+T = TypeVar("T")
+Run = Callable[[Any, Caller], Any]  # (validated request, caller) -> a pydantic model or a dict
+MODES = ("fts", "vector", "hybrid", "fuzzy")
 
-def _caller(ctx: Context | None, gate: Gate) -> Caller:
-    """The caller of a tool: its key from the HTTP headers (none over stdio), admitted by the gate."""
+
+def server_version() -> str:
+    try:
+        return metadata.version("secrag")
+    except metadata.PackageNotFoundError:  # a source tree that was never installed
+        from secrag import __version__
+
+        return __version__
+
+
+def _caller(ctx: Context | None, gate: Gate, default_key: str | None) -> Caller:
+    """The caller of a tool: its key from the HTTP headers, or the server's own key over stdio."""
     request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
-    headers = getattr(request, "headers", None) or {}
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return gate.caller(default_key, "stdio")
     key = headers.get("x-api-key")
     auth = headers.get("authorization", "")
     if not key and auth.lower().startswith("bearer "):
         key = auth[7:].strip()
     client = getattr(request, "client", None)
     return gate.caller(key, getattr(client, "host", None) or "mcp")
-
-
-T = TypeVar("T")
 
 
 def _safe(call: Callable[[], T]) -> T:
@@ -41,83 +64,179 @@ def _safe(call: Callable[[], T]) -> T:
         raise ToolError(public_error(exc).message()) from None
 
 
-def build_mcp(get_service: Callable[[], Service], gate: Gate, plans: PlansConfig) -> MCPServer:
-    """An MCP server whose tools are search, plan, get_documents, list_sources and stats."""
+def _json(value: Any) -> dict[str, Any]:  # noqa: ANN401 - a response model or a plain dict
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value)
+
+
+def _signature(params: list[inspect.Parameter]) -> tuple[inspect.Signature, dict[str, Any]]:
+    ctx = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context | None)
+    everything = [*params, ctx]
+    annotations = {p.name: p.annotation for p in everything} | {"return": dict[str, Any]}
+    return inspect.Signature(everything, return_annotation=dict[str, Any]), annotations
+
+
+def _annotation(field: FieldInfo) -> Any:  # noqa: ANN401 - a typing form
+    """The field's type with its constraints and docs, but not its default (the parameter carries that)."""
+    docs = Field(alias=field.alias, description=field.description, examples=field.examples)
+    return Annotated[(field.annotation, *field.metadata, docs)]
+
+
+class _Tools:
+    """Builds the tools over one service getter and gate."""
+
+    def __init__(self, server: MCPServer, gate: Gate, default_key: str | None) -> None:
+        self.server, self.gate, self.default_key = server, gate, default_key
+
+    def _call(self, ctx: Context | None, run: Callable[[Caller], Any], *, heavy: bool) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            caller = _caller(ctx, self.gate, self.default_key)
+            if not heavy:
+                return _json(run(caller))
+            with self.gate.heavy(caller):
+                return _json(run(caller))
+
+        return _safe(call)
+
+    def from_model(
+        self, name: str, description: str, model: type[BaseModel], run: Run, *, heavy: bool = False, **fixed: Any
+    ) -> None:
+        """A tool whose parameters are model's fields (less `fixed` ones), validated by the model itself."""
+        params = [
+            inspect.Parameter(
+                key,  # the JSON name is the field's alias (e.g. `return`), as in the REST body
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty
+                if field.is_required()
+                else field.get_default(call_default_factory=True),
+                annotation=_annotation(field),
+            )
+            for key, field in model.model_fields.items()
+            if key not in fixed
+        ]
+
+        def tool(**arguments: Any) -> dict[str, Any]:  # noqa: ANN401
+            ctx = arguments.pop("ctx", None)
+            values = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in arguments.items()}
+            return self._call(ctx, lambda caller: run(model.model_validate({**values, **fixed}), caller), heavy=heavy)
+
+        tool.__signature__, tool.__annotations__ = _signature(params)  # type: ignore[attr-defined]
+        tool.__name__ = name
+        self.server.add_tool(tool, name=name, description=description)
+
+    def by_id(self, name: str, description: str, param: str, run: Callable[[str, Caller], Any]) -> None:
+        """A tool taking one identifier (the REST path parameter)."""
+
+        def tool(**arguments: Any) -> dict[str, Any]:  # noqa: ANN401
+            ctx, value = arguments.pop("ctx", None), arguments[param]
+            return self._call(ctx, lambda caller: run(value, caller), heavy=False)
+
+        annotation = Annotated[str, Field(min_length=1, max_length=512, description=f"the {param.replace('_', ' ')}")]
+        tool.__signature__, tool.__annotations__ = _signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)]
+        )
+        tool.__name__ = name
+        self.server.add_tool(tool, name=name, description=description)
+
+    def plain(self, name: str, description: str, run: Callable[[Caller], Any]) -> None:
+        """A tool without parameters."""
+
+        def tool(ctx: Context | None = None) -> dict[str, Any]:
+            return self._call(ctx, run, heavy=False)
+
+        tool.__name__ = name
+        self.server.add_tool(tool, name=name, description=description)
+
+
+def build_mcp(
+    get_service: Callable[[], Service], gate: Gate, plans: PlansConfig, *, default_key: str | None = None
+) -> MCPServer:
+    """An MCP server with one tool per REST operation (and per-mode search aliases).
+
+    default_key is the API key of stdio callers (HTTP callers send their own).
+    """
+    from .planner import explain, list_plans, plan_context
+
     server: MCPServer = MCPServer(
         name="secrag",
+        version=server_version(),
         instructions=(
             "Search security knowledge (ATT&CK, Sigma, Atomic Red Team, CISA KEV, LOLBAS, ...). "
-            "Use `search` first, then `get_documents` for full bodies."
+            "Use `search` (or `plan` for a balanced, cited context) first, then `get_documents` for full bodies."
         ),
     )
+    tools = _Tools(server, gate, default_key)
 
-    @server.tool(description="Hybrid/full-text/vector/fuzzy search; returns ranked chunks with scores.")
-    def search(
-        query: str,
-        k: int = 10,
-        mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid",
-        sources: list[str] | None = None,
-        techniques: list[str] | None = None,
-        platforms: list[str] | None = None,
-        ctx: Context | None = None,
-    ) -> dict[str, Any]:
-        def run() -> dict[str, Any]:
-            req = SearchRequest(
-                query=query,
-                k=k,
-                mode=mode,
-                filters=SearchFilters(sources=sources, techniques=techniques, platforms=platforms),
-            )
-            caller = _caller(ctx, gate)
-            with gate.heavy(caller):
-                return get_service().search(req, caller.principal).model_dump(mode="json")
+    def search(req: SearchRequest, caller: Caller) -> Any:  # noqa: ANN401
+        return get_service().search(req, caller.principal)
 
-        return _safe(run)
-
-    @server.tool(
-        description="A balanced, cited context for a question: techniques, detections, tests, "
-        "forensic artifacts and vulnerabilities mixed by a retrieval plan."
+    tools.from_model(
+        "search",
+        "Search the chunks of the documents the caller may see (POST /v1/search): hybrid by default, or "
+        "full-text, vector or fuzzy; filters, strategy, weights, offset and min_score as in the REST API.",
+        SearchRequest,
+        search,
+        heavy=True,
     )
-    def plan(
-        query: str,
-        plan: str | None = None,
-        total_chunks: int | None = None,
-        sources: list[str] | None = None,
-        ctx: Context | None = None,
-    ) -> dict[str, Any]:
-        from .plan_schemas import PlanRequest
-        from .planner import plan_context
-
-        def run() -> dict[str, Any]:
-            req = PlanRequest(query=query, plan=plan, total_chunks=total_chunks, filters=SearchFilters(sources=sources))
-            caller = _caller(ctx, gate)
-            with gate.heavy(caller):
-                return plan_context(get_service(), plans, req, caller.principal).model_dump(mode="json")
-
-        return _safe(run)
-
-    @server.tool(description="Full documents by id (e.g. mitre_attack:T1003); unknown ids are listed as missing.")
-    def get_documents(ids: list[str], ctx: Context | None = None) -> dict[str, Any]:
-        def run() -> dict[str, Any]:
-            req = IdsRequest(ids=ids)
-            return get_service().documents(req.ids, _caller(ctx, gate).principal).model_dump(mode="json")
-
-        return _safe(run)
-
-    @server.tool(description="Every source with its served version, freshness, record count and state.")
-    def list_sources(ctx: Context | None = None) -> dict[str, Any]:
-        return _safe(lambda: get_service().sources(_caller(ctx, gate).principal).model_dump(mode="json"))
-
-    @server.tool(description="Store statistics: documents, chunks, embeddings per source and model, freshness.")
-    def stats(ctx: Context | None = None) -> dict[str, Any]:
-        from .schemas import StatsResponse
-
-        return _safe(
-            lambda: StatsResponse.model_validate(get_service().stats(_caller(ctx, gate).principal)).model_dump(
-                mode="json"
-            )
+    for mode in MODES:
+        tools.from_model(
+            mode, f"`search` with mode={mode} (same parameters).", SearchRequest, search, heavy=True, mode=mode
         )
-
+    tools.from_model(
+        "plan",
+        "A balanced, cited context for a question (POST /v1/plan): techniques, detections, tests, "
+        "forensic artifacts and vulnerabilities mixed by a retrieval plan.",
+        PlanRequest,
+        lambda req, caller: plan_context(get_service(), plans, req, caller.principal),
+        heavy=True,
+    )
+    tools.from_model(
+        "explain",
+        "Why each candidate was taken or skipped by the plan (POST /v1/plan/explain).",
+        PlanRequest,
+        lambda req, caller: explain(get_service(), plans, req, caller.principal),
+        heavy=True,
+    )
+    tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans))
+    tools.from_model(
+        "get_documents",
+        "Full documents by id, e.g. mitre_attack:T1003 (POST /v1/docs); unknown ids are listed as missing.",
+        IdsRequest,
+        lambda req, caller: get_service().documents(req.ids, caller.principal),
+    )
+    tools.by_id(
+        "get_document",
+        "One document (GET /v1/docs/{doc_id}).",
+        "doc_id",
+        lambda doc_id, caller: get_service().document(doc_id, caller.principal),
+    )
+    tools.from_model(
+        "get_chunks",
+        "Chunks by id (POST /v1/chunks); unknown ids are listed as missing.",
+        IdsRequest,
+        lambda req, caller: get_service().chunks(req.ids, caller.principal),
+    )
+    tools.by_id(
+        "get_chunk",
+        "One chunk (GET /v1/chunks/{chunk_id}).",
+        "chunk_id",
+        lambda chunk_id, caller: get_service().chunk(chunk_id, caller.principal),
+    )
+    tools.by_id(
+        "get_upstream",
+        "The authoritative upstream record of a document at its recorded version (GET /v1/docs/{doc_id}/upstream).",
+        "doc_id",
+        lambda doc_id, caller: get_service().upstream(doc_id, caller.principal),
+    )
+    tools.plain(
+        "list_sources",
+        "Every source with its served version, freshness, record count and state (GET /v1/sources).",
+        lambda caller: get_service().sources(caller.principal),
+    )
+    tools.plain(
+        "stats",
+        "Store statistics: documents, chunks, embeddings per source and model, freshness (GET /v1/stats).",
+        lambda caller: StatsResponse.model_validate(get_service().stats(caller.principal)),
+    )
     return server
 
 

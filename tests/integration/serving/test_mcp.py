@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 HEADERS = {
@@ -36,7 +37,23 @@ def test_tools_are_listed(client: TestClient) -> None:
         {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
     )
     tools = {t["name"] for t in rpc(client, "tools/list", {})["result"]["tools"]}
-    assert {"search", "get_documents", "list_sources", "stats"} <= tools
+    assert tools == {
+        "search",
+        "fts",
+        "vector",
+        "hybrid",
+        "fuzzy",
+        "plan",
+        "explain",
+        "list_plans",
+        "get_documents",
+        "get_document",
+        "get_chunks",
+        "get_chunk",
+        "get_upstream",
+        "list_sources",
+        "stats",
+    }
 
 
 def test_search_tool_matches_rest(client: TestClient) -> None:
@@ -56,7 +73,49 @@ def test_document_source_and_stats_tools(client: TestClient) -> None:
 
 
 def test_tool_errors_are_clean(client: TestClient) -> None:
-    result = rpc(client, "tools/call", {"name": "search", "arguments": {"query": "x", "sources": ["nope"]}})["result"]
+    arguments = {"query": "x", "filters": {"sources": ["nope"]}}
+    result = rpc(client, "tools/call", {"name": "search", "arguments": arguments})["result"]
     assert result["isError"]
     text = json.dumps(result)
     assert "unknown source" in text and "Traceback" not in text
+    too_many = rpc(client, "tools/call", {"name": "search", "arguments": {"query": "x", "k": 500}})["result"]
+    assert too_many["isError"] and "less than or equal to 50" in json.dumps(too_many)  # the REST limit
+
+
+REST_CASES: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("search", "POST", "/v1/search", {"query": "lsass memory", "k": 5, "strategy": "fts_then_vec", "offset": 1}),
+    (
+        "search",
+        "POST",
+        "/v1/search",
+        {"query": "T1003", "k": 3, "filters": {"platforms": ["Windows"]}, "min_score": 0.1},
+    ),
+    ("fts", "POST", "/v1/search", {"query": "mimikatz", "k": 4}),
+    ("vector", "POST", "/v1/search", {"query": "dump credentials from memory", "k": 4}),
+    ("hybrid", "POST", "/v1/search", {"query": "CVE-2021-44228", "k": 4}),
+    ("fuzzy", "POST", "/v1/search", {"query": "mimikatzz", "k": 4}),
+    ("explain", "POST", "/v1/plan/explain", {"query": "T1003", "total_chunks": 4}),
+    ("list_plans", "GET", "/v1/plans", {}),
+    ("get_chunks", "POST", "/v1/chunks", {"ids": ["nope"]}),
+    ("get_document", "GET", "/v1/docs/mitre_attack:T1003", {"doc_id": "mitre_attack:T1003"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "method", "path", "arguments"), REST_CASES, ids=[c[0] for c in REST_CASES])
+def test_every_tool_answers_what_rest_answers(
+    client: TestClient, tool: str, method: str, path: str, arguments: dict[str, Any]
+) -> None:
+    body = {**arguments, "mode": tool} if tool in ("fts", "vector", "hybrid", "fuzzy") else arguments
+    rest = client.request(method, path, json=body if method == "POST" else None)
+    assert rest.status_code == 200, rest.text
+    via_mcp, expected = call(client, tool, **arguments), rest.json()
+    for volatile in ("took_ms",):
+        via_mcp.pop(volatile, None), expected.pop(volatile, None)
+    assert via_mcp == expected
+
+
+def test_per_id_tools_and_their_404(client: TestClient) -> None:
+    chunk = client.post("/v1/search", json={"query": "T1003", "k": 1}).json()["results"][0]["chunk_id"]
+    assert call(client, "get_chunk", chunk_id=chunk)["chunk_id"] == chunk
+    missing = rpc(client, "tools/call", {"name": "get_document", "arguments": {"doc_id": "mitre_attack:T9999"}})
+    assert missing["result"]["isError"] and "no document" in json.dumps(missing["result"])

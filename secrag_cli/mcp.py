@@ -1,0 +1,34 @@
+"""`secrag mcp`: the MCP tools over stdio, for agents that start the server as a local process."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("mcp")
+@click.option(
+    "--api-key",
+    envvar="SECRAG_MCP_API_KEY",
+    default=None,
+    help="Act as this API key (its tenant's documents, its quotas); unset: an anonymous caller.",
+)
+def mcp(api_key: str | None) -> None:
+    """Serve every API operation as an MCP tool on stdin/stdout (logs go to stderr)."""
+    from serving.app import start_service, stop_service
+    from serving.auth import load_api_keys
+    from serving.mcp_tools import build_mcp
+    from serving.metrics import Metrics
+    from serving.plans import load_plans
+    from serving.quotas import Gate
+    from serving.settings import get_serving_settings
+
+    settings = get_serving_settings()
+    gate = Gate(load_api_keys(settings.api_keys_file), settings)
+    if api_key:
+        gate.caller(api_key, "stdio")  # an unknown key fails here, once, not on every tool call
+    plans = load_plans(settings.plans_file)
+    service = start_service(settings, Metrics())
+    try:
+        build_mcp(lambda: service, gate, plans, default_key=api_key).run("stdio")
+    finally:
+        stop_service(service)
