@@ -109,35 +109,53 @@ def _replacement(stix_id: str, revoked_by: Mapping[str, str], patterns: Mapping[
     return None
 
 
+def _parent(
+    stix_id: str,
+    obj: Mapping[str, Any],
+    tid: str,
+    patterns: Mapping[str, Mapping[str, Any]],
+    parent_of: Mapping[str, str],
+) -> str | None:
+    """A sub-technique's parent id: the `subtechnique-of` target, else the id's prefix; None for techniques."""
+    if "." not in tid and not obj.get("x_mitre_is_subtechnique"):
+        return None
+    linked = patterns.get(parent_of.get(stix_id, ""))
+    return external_id(linked) if linked else tid.split(".", 1)[0]
+
+
 def techniques_from_objects(objects: list[dict[str, Any]]) -> list[MitreTechnique]:
     """Every attack-pattern with an ATT&CK id, active and retired, sorted by id."""
     patterns = {o["id"]: o for o in objects if o.get("type") == "attack-pattern" and external_id(o)}
     names = {external_id(o): str(o.get("name", "")) for o in patterns.values()}
     parent_of = relationship_map(objects, "subtechnique-of")
     revoked_by = relationship_map(objects, "revoked-by")
-    out: list[MitreTechnique] = []
-    for stix_id, obj in patterns.items():
-        tid = str(external_id(obj))
-        name = str(obj.get("name", "")).strip()
-        parent: str | None = None
-        if "." in tid or obj.get("x_mitre_is_subtechnique"):
-            linked = patterns.get(parent_of.get(stix_id, ""))
-            parent = external_id(linked) if linked else tid.split(".", 1)[0]
-        parent_name = names.get(parent) if parent else None
-        out.append(
-            MitreTechnique(
-                id=tid,
-                name=name,
-                full_name=f"{parent_name}: {name}" if parent_name else name,
-                tactics=tactics_of(obj),
-                platforms=attack_platforms(obj.get("x_mitre_platforms") or ()),
-                parent=parent if parent != tid else None,
-                revoked=bool(obj.get("revoked")),
-                deprecated=bool(obj.get("x_mitre_deprecated")),
-                replaced_by=_replacement(stix_id, revoked_by, patterns) if obj.get("revoked") else None,
-            )
-        )
+    out = [_technique(stix_id, patterns, names, parent_of, revoked_by) for stix_id in patterns]
     return sorted(out, key=lambda t: t.id)
+
+
+def _technique(
+    stix_id: str,
+    patterns: Mapping[str, Mapping[str, Any]],
+    names: Mapping[str | None, str],
+    parent_of: Mapping[str, str],
+    revoked_by: Mapping[str, str],
+) -> MitreTechnique:
+    obj = patterns[stix_id]
+    tid = str(external_id(obj))
+    name = str(obj.get("name", "")).strip()
+    parent = _parent(stix_id, obj, tid, patterns, parent_of)
+    parent_name = names.get(parent) if parent else None
+    return MitreTechnique(
+        id=tid,
+        name=name,
+        full_name=f"{parent_name}: {name}" if parent_name else name,
+        tactics=tactics_of(obj),
+        platforms=attack_platforms(obj.get("x_mitre_platforms") or ()),
+        parent=parent if parent != tid else None,
+        revoked=bool(obj.get("revoked")),
+        deprecated=bool(obj.get("x_mitre_deprecated")),
+        replaced_by=_replacement(stix_id, revoked_by, patterns) if obj.get("revoked") else None,
+    )
 
 
 def techniques_from_bundle(path_or_bytes: Path | str | bytes) -> list[MitreTechnique]:
