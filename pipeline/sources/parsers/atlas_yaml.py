@@ -132,18 +132,34 @@ def _technique(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> R
     )
 
 
+def _joined(label: str, values: list[str]) -> str | None:
+    return f"{label}: {', '.join(values)}" if values else None
+
+
+def _block(label: str, lines: list[str]) -> str | None:
+    return f"{label}:\n" + "\n".join(lines) if lines else None
+
+
+def _attack_refs(cat: _Catalogue, ids: list[str]) -> list[str | None]:
+    """The ATT&CK references of the ATLAS techniques with these ids."""
+    return [_attack_ref(cat.techniques.get(i, {})) for i in ids]
+
+
+def _use_line(cat: _Catalogue, use: Mapping[str, Any]) -> str:
+    """One technique a mitigation addresses: id, name and how it helps."""
+    return f"- {use['id']} {cat.name(str(use['id']))}: {str(use.get('use') or '').strip()}"
+
+
 def _mitigation(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> Record:
     uses = [u for u in normalize.as_list(entry.get("techniques")) if isinstance(u, Mapping) and u.get("id")]
-    lines = [f"- {u['id']} {cat.name(str(u['id']))}: {str(u.get('use') or '').strip()}" for u in uses]
     ids = [str(u["id"]) for u in uses]
-    refs = [_attack_ref(cat.techniques.get(i, {})) for i in ids]
     categories = [str(c) for c in normalize.as_list(entry.get("category"))]
     lifecycle = [str(c) for c in normalize.as_list(entry.get("ml-lifecycle"))]
     body = normalize.join_text(
         entry.get("description"),
-        f"Category: {', '.join(categories)}" if categories else None,
-        f"ML lifecycle: {', '.join(lifecycle)}" if lifecycle else None,
-        "Techniques:\n" + "\n".join(lines) if lines else None,
+        _joined("Category", categories),
+        _joined("ML lifecycle", lifecycle),
+        _block("Techniques", [_use_line(cat, u) for u in uses]),
     )
     return _record(
         file,
@@ -151,7 +167,7 @@ def _mitigation(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> 
         "mitigation",
         str(entry["name"]),
         body,
-        _attack_techniques(refs),
+        _attack_techniques(_attack_refs(cat, ids)),
         {
             "atlas_techniques": ids,
             "category": categories,
@@ -172,31 +188,35 @@ def _step(cat: _Catalogue, step: Mapping[str, Any]) -> str:
     return f"- {cat.name(str(step.get('tactic')))} / {title} ({technique}): {what}"
 
 
-def _case_study(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> Record:
-    steps = [s for s in normalize.as_list(entry.get("procedure")) if isinstance(s, Mapping)]
-    lines = [_step(cat, s) for s in steps]
-    ids = [str(s.get("technique")) for s in steps if s.get("technique")]
-    refs = [_attack_ref(cat.techniques.get(i, {})) for i in ids]
-    references = [
+# (label, key) of the case-study fields shown as "Label: value" lines, in body order.
+_STUDY_FIELDS = (("Target", "target"), ("Actor", "actor"), ("Reporter", "reporter"), ("Type", "case-study-type"))
+
+
+def _study_facts(entry: Mapping[str, Any]) -> list[str]:
+    """Who was targeted, by whom, reported by whom, what kind of study, and when."""
+    facts = [f"{label}: {entry[key]}" for label, key in _STUDY_FIELDS if entry.get(key)]
+    if entry.get("incident-date"):
+        facts.append(f"Incident date: {_iso(entry.get('incident-date'))}")
+    return facts
+
+
+def _references(entry: Mapping[str, Any]) -> list[str]:
+    """Reference titles, or their URLs when untitled."""
+    return [
         str(r.get("title") or r.get("url"))
         for r in normalize.as_list(entry.get("references"))
         if isinstance(r, Mapping) and (r.get("title") or r.get("url"))
     ]
+
+
+def _case_study(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> Record:
+    steps = [s for s in normalize.as_list(entry.get("procedure")) if isinstance(s, Mapping)]
+    ids = [str(s.get("technique")) for s in steps if s.get("technique")]
     body = normalize.join_text(
         entry.get("summary"),
-        *(
-            f"{label}: {entry[key]}"
-            for label, key in (
-                ("Target", "target"),
-                ("Actor", "actor"),
-                ("Reporter", "reporter"),
-                ("Type", "case-study-type"),
-            )
-            if entry.get(key)
-        ),
-        f"Incident date: {_iso(entry.get('incident-date'))}" if entry.get("incident-date") else None,
-        "Procedure:\n" + "\n".join(lines) if lines else None,
-        "References:\n" + "\n".join(f"- {r}" for r in references[:20]) if references else None,
+        *_study_facts(entry),
+        _block("Procedure", [_step(cat, s) for s in steps]),
+        _block("References", [f"- {r}" for r in _references(entry)[:20]]),
     )
     return _record(
         file,
@@ -204,7 +224,7 @@ def _case_study(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> 
         "case-study",
         str(entry["name"]),
         body,
-        _attack_techniques(refs),
+        _attack_techniques(_attack_refs(cat, ids)),
         {
             "atlas_techniques": sorted(set(ids)),
             "incident_date": _iso(entry.get("incident-date")),

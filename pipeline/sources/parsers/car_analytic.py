@@ -30,23 +30,33 @@ def parse(file: SourceFile) -> Iterator[Record]:
         source=file.source,
         upstream_id=car_id,
         title=str(doc["title"]).strip(),
-        body=normalize.join_text(
-            f"Description: {doc['description']}" if doc.get("description") else "",
-            *(_implementation(i) for i in normalize.as_list(doc.get("implementations")) if isinstance(i, dict)),
-            *(_unit_test(t) for t in normalize.as_list(doc.get("unit_tests")) if isinstance(t, dict)),
-            "Data model references: " + ", ".join(map(str, doc["data_model_references"]))
-            if doc.get("data_model_references")
-            else "",
-        ),
+        body=_body(doc),
         url=page_url.format(id=car_id) if page_url else file.url_for(),
-        techniques=normalize.technique_ids(
-            [c.get("technique") for c in coverage]
-            + [s for c in coverage for s in normalize.as_list(c.get("subtechniques"))]
-        ),
+        techniques=_techniques(coverage),
         platforms=normalize.platforms(normalize.as_list(doc.get("platforms"))),
         tags=normalize.tags(normalize.as_list(doc.get("analytic_types"))),
         metadata=_metadata(doc, coverage),
         path=file.rel,
+    )
+
+
+def _techniques(coverage: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The covered techniques and sub-techniques."""
+    return normalize.technique_ids(
+        [c.get("technique") for c in coverage]
+        + [s for c in coverage for s in normalize.as_list(c.get("subtechniques"))]
+    )
+
+
+def _body(doc: Mapping[str, Any]) -> str:
+    """Description, implementations, unit tests and data model references."""
+    return normalize.join_text(
+        f"Description: {doc['description']}" if doc.get("description") else "",
+        *(_implementation(i) for i in normalize.as_list(doc.get("implementations")) if isinstance(i, dict)),
+        *(_unit_test(t) for t in normalize.as_list(doc.get("unit_tests")) if isinstance(t, dict)),
+        "Data model references: " + ", ".join(map(str, doc["data_model_references"]))
+        if doc.get("data_model_references")
+        else "",
     )
 
 
@@ -64,24 +74,27 @@ def _unit_test(test: Mapping[str, Any]) -> str:
     )
 
 
+def _strings(doc: Mapping[str, Any], key: str) -> list[str]:
+    return [str(v) for v in normalize.as_list(doc.get(key))]
+
+
+def _coverage(coverage: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Technique id -> how well the analytic covers it (Low, Moderate, High)."""
+    return {
+        str(c.get("technique")): str(c.get("coverage")) for c in coverage if c.get("technique") and c.get("coverage")
+    }
+
+
 def _metadata(doc: Mapping[str, Any], coverage: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     submitted = doc.get("submission_date")
     out = {
         "submission_date": submitted.isoformat() if isinstance(submitted, dt.date) else submitted,
         "information_domain": doc.get("information_domain"),
-        "analytic_types": [str(v) for v in normalize.as_list(doc.get("analytic_types"))],
-        "subtypes": [str(v) for v in normalize.as_list(doc.get("subtypes"))],
-        "contributors": [str(v) for v in normalize.as_list(doc.get("contributors"))],
+        "analytic_types": _strings(doc, "analytic_types"),
+        "subtypes": _strings(doc, "subtypes"),
+        "contributors": _strings(doc, "contributors"),
         "tactics": sorted({str(t) for c in coverage for t in normalize.as_list(c.get("tactics"))}),
-        "coverage": {
-            str(c.get("technique")): str(c.get("coverage"))
-            for c in coverage
-            if c.get("technique") and c.get("coverage")
-        },
-        "d3fend": [
-            str(m.get("id"))
-            for m in normalize.as_list(doc.get("d3fend_mappings"))
-            if isinstance(m, dict) and m.get("id")
-        ],
+        "coverage": _coverage(coverage),
+        "d3fend": [str(m.get("id")) for m in normalize.as_mappings(doc.get("d3fend_mappings")) if m.get("id")],
     }
     return {k: v for k, v in out.items() if v not in (None, "", [], {})}

@@ -26,20 +26,11 @@ def parse(file: SourceFile) -> Iterator[Record]:
     if str(doc.get("status", "")).lower() == "deprecated":
         return
     title = str(doc["title"]).strip()
-    fields = [f for f in normalize.as_list(doc.get("fields")) if isinstance(f, dict)]
-    body = normalize.join_text(
-        f"Description: {doc['description']}" if doc.get("description") else "",
-        f"Group: {doc['group']}" if doc.get("group") else "",
-        f"Kind: {doc['kind']}" if doc.get("kind") else "",
-        "Filter:\n" + _dump(doc["filter"]),
-        "Aggregate:\n" + _dump(doc["aggregate"]) if doc.get("aggregate") else "",
-        "Fields: " + ", ".join(_field_line(f) for f in fields) if fields else "",
-    )
     yield Record(
         source=file.source,
         upstream_id=str(doc["id"]).strip() if doc.get("id") else file.rel,
         title=title,
-        body=body,
+        body=_body(doc),
         url=file.url_for(quote(file.rel)),
         # Chainsaw has no tags; some titles lead with the ATT&CK id ("T1562.001 - ...").
         techniques=normalize.technique_ids(title),
@@ -47,6 +38,19 @@ def parse(file: SourceFile) -> Iterator[Record]:
         tags=normalize.tags([doc.get("group"), doc.get("kind")]),
         metadata=_metadata(doc),
         path=file.rel,
+    )
+
+
+def _body(doc: Mapping[str, Any]) -> str:
+    """Description, group, kind, the filter and aggregate as YAML, and the fields shown."""
+    fields = [f for f in normalize.as_list(doc.get("fields")) if isinstance(f, dict)]
+    return normalize.join_text(
+        f"Description: {doc['description']}" if doc.get("description") else "",
+        f"Group: {doc['group']}" if doc.get("group") else "",
+        f"Kind: {doc['kind']}" if doc.get("kind") else "",
+        "Filter:\n" + _dump(doc["filter"]),
+        "Aggregate:\n" + _dump(doc["aggregate"]) if doc.get("aggregate") else "",
+        "Fields: " + ", ".join(_field_line(f) for f in fields) if fields else "",
     )
 
 

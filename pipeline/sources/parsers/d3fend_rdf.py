@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 
 import rdflib
@@ -117,12 +117,16 @@ class _Ontology:
         return "/technique/"
 
 
-def _record(file: SourceFile, onto: _Ontology, node: URIRef, d3_id: str, definition: str) -> Record:
-    title = onto.label(node)
-    local = str(node).rsplit("#", 1)[-1]
-    parents = [p for p in onto.parents(node) if onto.text(p, "d3fend-id")]
-    parent_names = [f"{onto.label(p)} ({onto.text(p, 'd3fend-id')})" for p in parents]
-    tactic = onto.tactic(node)
+def _compact(metadata: Mapping[str, object]) -> dict[str, object]:
+    return {k: v for k, v in metadata.items() if v not in (None, "", [], {})}
+
+
+def _line(label: str, values: list[str]) -> str | None:
+    return f"{label}: {', '.join(values)}" if values else None
+
+
+def _relations(onto: _Ontology, node: URIRef) -> tuple[dict[str, list[str]], list[str]]:
+    """(property -> labels of the classes it relates to, ATT&CK ids among them); `enables` is the tactic."""
     relations: dict[str, list[str]] = {}
     attack: list[str] = []
     for prop, target in onto.restrictions(node):
@@ -132,15 +136,24 @@ def _record(file: SourceFile, onto: _Ontology, node: URIRef, d3_id: str, definit
         if attack_id:
             attack.append(attack_id)
         relations.setdefault(prop, []).append(onto.label(target))
+    return relations, attack
+
+
+def _record(file: SourceFile, onto: _Ontology, node: URIRef, d3_id: str, definition: str) -> Record:
+    title = onto.label(node)
+    local = str(node).rsplit("#", 1)[-1]
+    parents = [p for p in onto.parents(node) if onto.text(p, "d3fend-id")]
+    parent_names = [f"{onto.label(p)} ({onto.text(p, 'd3fend-id')})" for p in parents]
+    tactic = onto.tactic(node)
+    relations, attack = _relations(onto, node)
     synonyms = onto.texts(node, "synonym")
-    article = onto.text(node, "kb-article")[:_MAX_ARTICLE_CHARS]
     body = normalize.join_text(
         definition,
-        f"Tactic: {tactic}" if tactic else None,
-        f"Parent: {', '.join(parent_names)}" if parent_names else None,
-        f"Synonyms: {', '.join(synonyms)}" if synonyms else None,
+        _line("Tactic", [tactic] if tactic else []),
+        _line("Parent", parent_names),
+        _line("Synonyms", synonyms),
         "\n".join(f"{prop}: {', '.join(targets)}" for prop, targets in relations.items()),
-        article,
+        onto.text(node, "kb-article")[:_MAX_ARTICLE_CHARS],
     )
     site = str(file.options.get("site_url", DEFAULT_SITE)).rstrip("/")
     metadata = {
@@ -160,7 +173,7 @@ def _record(file: SourceFile, onto: _Ontology, node: URIRef, d3_id: str, definit
         techniques=normalize.technique_ids(attack),
         tags=normalize.tags([tactic] if tactic else []),
         path=file.rel,
-        metadata={k: v for k, v in metadata.items() if v not in (None, "", [], {})},
+        metadata=_compact(metadata),
     )
 
 

@@ -70,35 +70,49 @@ def _names(file: SourceFile, record_files: Mapping[str, str]) -> dict[str, str]:
     return names
 
 
-def _record(file: SourceFile, kind: str, entry: Mapping[str, Any], names: Mapping[str, str]) -> Record:
-    eid = str(entry["id"]).strip()
-    relations = _relations(file, kind, eid)
-    mapping = (
-        [
-            r
-            for r in _sibling(file, str(file.options.get("attack_mapping", "attack_mapping.json")))
-            if r.get("eac_id") == eid
-        ]
-        if kind == "activity"
-        else []
-    )
-    techniques = normalize.technique_ids(r.get("attack_id") for r in mapping)
-    attack_names = {str(r.get("attack_id")): str(r.get("attack_technique", "")) for r in mapping}
-    vulnerabilities = sorted({f"{r.get('eav_id')}: {r.get('eav')}" for r in mapping if r.get("eav")})
-    related = [
+def _attack_rows(file: SourceFile, kind: str, eid: str) -> list[Mapping[str, Any]]:
+    """An activity's rows of the ATT&CK mapping file; goals and approaches have none."""
+    if kind != "activity":
+        return []
+    rows = _sibling(file, str(file.options.get("attack_mapping", "attack_mapping.json")))
+    return [r for r in rows if r.get("eac_id") == eid]
+
+
+def _related(relations: Mapping[str, list[str]], names: Mapping[str, str]) -> list[str]:
+    """ "Goals: Name (id), ..." lines for the linked entries."""
+    return [
         f"{label.capitalize()}: {', '.join(f'{names.get(i, i)} ({i})' for i in ids)}"
         for label, ids in relations.items()
         if ids
     ]
-    body = normalize.join_text(
+
+
+def _body(
+    entry: Mapping[str, Any],
+    relations: Mapping[str, list[str]],
+    names: Mapping[str, str],
+    mapping: list[Mapping[str, Any]],
+    techniques: tuple[str, ...],
+) -> str:
+    attack_names = {str(r.get("attack_id")): str(r.get("attack_technique", "")) for r in mapping}
+    vulnerabilities = sorted({f"{r.get('eav_id')}: {r.get('eav')}" for r in mapping if r.get("eav")})
+    return normalize.join_text(
         entry.get("description"),
         _text(entry.get("long_description")),
-        *related,
+        *_related(relations, names),
         "Adversary vulnerabilities:\n" + "\n".join(f"- {v}" for v in vulnerabilities) if vulnerabilities else None,
         "ATT&CK techniques: " + ", ".join(f"{t} {attack_names.get(t, '')}".strip() for t in techniques)
         if techniques
         else None,
     )
+
+
+def _record(file: SourceFile, kind: str, entry: Mapping[str, Any], names: Mapping[str, str]) -> Record:
+    eid = str(entry["id"]).strip()
+    relations = _relations(file, kind, eid)
+    mapping = _attack_rows(file, kind, eid)
+    techniques = normalize.technique_ids(r.get("attack_id") for r in mapping)
+    body = _body(entry, relations, names, mapping, techniques)
     site = str(file.options.get("site_url", DEFAULT_SITE)).rstrip("/")
     engagement = "strategic" if eid.startswith("S") else "engagement"
     metadata = {

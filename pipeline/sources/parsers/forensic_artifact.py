@@ -35,9 +35,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
 def _record(file: SourceFile, doc: Mapping[str, Any]) -> Record:
     name = text(doc["name"])
     sources = [s for s in doc["sources"] if isinstance(s, dict)]
-    systems = texts(normalize.as_list(doc.get("supported_os")))
-    for source in sources:
-        systems += [s for s in texts(normalize.as_list(source.get("supported_os"))) if s not in systems]
+    systems = _systems(doc, sources)
     aliases = texts(normalize.as_list(doc.get("aliases")))
     urls = texts(normalize.as_list(doc.get("urls")))
     types = sorted(set(texts(s.get("type") for s in sources)))
@@ -67,6 +65,14 @@ def _record(file: SourceFile, doc: Mapping[str, Any]) -> Record:
         ),
         path=file.rel,
     )
+
+
+def _systems(doc: Mapping[str, Any], sources: list[dict[str, Any]]) -> list[str]:
+    """The artifact's operating systems, then those only some of its sources name."""
+    systems = texts(normalize.as_list(doc.get("supported_os")))
+    for source in sources:
+        systems += [s for s in texts(normalize.as_list(source.get("supported_os"))) if s not in systems]
+    return systems
 
 
 def _source_lines(source: Mapping[str, Any]) -> str:

@@ -28,8 +28,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
         upstream_id=file.rel,
         title=name,
         body=normalize.join_text(
-            f"{name}{f' ({vendor})' if vendor else ''}: DLL hijacking ({', '.join(kinds)}) "
-            f"by {len(executables)} executable{'s' if len(executables) != 1 else ''}.",
+            _summary(name, vendor, kinds, len(executables)),
             "Expected locations: " + ", ".join(locations) if locations else "",
             "Vulnerable executables:\n" + "\n".join(_executable(e) for e in executables),
             "CVE: " + ", ".join(cves) if cves else "",
@@ -47,13 +46,25 @@ def parse(file: SourceFile) -> Iterator[Record]:
                 "expected_locations": locations,
                 "hijack_types": kinds,
                 "executables": len(executables),
-                "auto_elevate": sorted(texts(e.get("Path") for e in executables if e.get("AutoElevate"))),
+                "auto_elevate": _auto_elevating(executables),
                 "cves": cves,
                 "resources": texts(normalize.as_list(doc.get("Resources"))),
             }
         ),
         path=file.rel,
     )
+
+
+def _auto_elevating(executables: list[dict[str, Any]]) -> list[str]:
+    """Paths of the vulnerable executables that auto-elevate."""
+    return sorted(texts(e.get("Path") for e in executables if e.get("AutoElevate")))
+
+
+def _summary(name: str, vendor: str, kinds: list[str], executables: int) -> str:
+    """ "x.dll (Vendor): DLL hijacking (kinds) by N executables." """
+    by = f" ({vendor})" if vendor else ""
+    plural = "s" if executables != 1 else ""
+    return f"{name}{by}: DLL hijacking ({', '.join(kinds)}) by {executables} executable{plural}."
 
 
 def _executable(entry: Mapping[str, Any]) -> str:

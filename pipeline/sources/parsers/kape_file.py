@@ -30,21 +30,12 @@ def parse(file: SourceFile) -> Iterator[Record]:
     if not entries:
         raise ParseError(f"KAPE {kind} has no {entries_key}")
     name = PurePosixPath(file.rel).stem
-    description = text(doc.get("Description"))
     categories = sorted(set(texts(e.get("Category") for e in entries) + texts([doc.get("Category")])))
-    render = _target_line if kind == "target" else _processor_line
-    notes = [n for n in (m.strip() for m in _COMMENT.findall(file.text())) if n]
     yield Record(
         source=file.source,
         upstream_id=file.rel,
         title=name,
-        body=normalize.join_text(
-            f"{name} (KAPE {kind}): {description}",
-            f"Category: {text(doc['Category'])}" if doc.get("Category") else "",
-            f"Binary: {text(doc['BinaryUrl'])}" if doc.get("BinaryUrl") else "",
-            f"{entries_key}:\n" + "\n".join(render(e) for e in entries),
-            "Notes:\n" + "\n".join(notes) if notes else "",
-        ),
+        body=_body(file, doc, name, kind, entries_key, entries),
         url=web_url(file),
         platforms=normalize.platforms(file.options.get("platforms", ["windows"])),
         tags=normalize.tags([kind, *categories]),
@@ -61,6 +52,21 @@ def parse(file: SourceFile) -> Iterator[Record]:
             }
         ),
         path=file.rel,
+    )
+
+
+def _body(
+    file: SourceFile, doc: Mapping[str, Any], name: str, kind: str, entries_key: str, entries: list[dict[str, Any]]
+) -> str:
+    """What the file is, its targets or processors one per line, and the notes upstream left in comments."""
+    render = _target_line if kind == "target" else _processor_line
+    notes = [n for n in (m.strip() for m in _COMMENT.findall(file.text())) if n]
+    return normalize.join_text(
+        f"{name} (KAPE {kind}): {text(doc.get('Description'))}",
+        f"Category: {text(doc['Category'])}" if doc.get("Category") else "",
+        f"Binary: {text(doc['BinaryUrl'])}" if doc.get("BinaryUrl") else "",
+        f"{entries_key}:\n" + "\n".join(render(e) for e in entries),
+        "Notes:\n" + "\n".join(notes) if notes else "",
     )
 
 

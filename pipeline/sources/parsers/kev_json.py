@@ -18,25 +18,31 @@ DEFAULT_RECORD_URL = "https://www.cisa.gov/known-exploited-vulnerabilities-catal
 _URL = re.compile(r"https?://\S+")
 
 
+def _field(vuln: Mapping[str, Any], key: str) -> str:
+    """A stripped string field; empty when missing or null."""
+    return str(vuln.get(key) or "").strip()
+
+
+def _line(label: str, value: str) -> str | None:
+    return f"{label}: {value}" if value else None
+
+
 def _record(file: SourceFile, vuln: Mapping[str, Any]) -> Record | None:
-    cve = str(vuln.get("cveID") or "").strip().upper()
+    cve = _field(vuln, "cveID").upper()
     if not is_cve_id(cve):
         return None
-    vendor, product = str(vuln.get("vendorProject") or "").strip(), str(vuln.get("product") or "").strip()
-    name = str(vuln.get("vulnerabilityName") or "").strip()
-    ransomware = str(vuln.get("knownRansomwareCampaignUse") or "").strip()
-    action = str(vuln.get("requiredAction") or "").strip()
+    vendor, product, name = _field(vuln, "vendorProject"), _field(vuln, "product"), _field(vuln, "vulnerabilityName")
+    ransomware, notes = _field(vuln, "knownRansomwareCampaignUse"), _field(vuln, "notes")
     cwes = [str(c).strip() for c in normalize.as_list(vuln.get("cwes")) if str(c).strip()]
-    notes = str(vuln.get("notes") or "").strip()
     links = [u.rstrip(";,.") for u in _URL.findall(notes)]
     body = normalize.join_text(
         f"{cve}: {name}" if name else cve,
         f"Vendor: {vendor}\nProduct: {product}",
         vuln.get("shortDescription"),
-        f"Required action: {action}" if action else None,
-        f"Known ransomware campaign use: {ransomware}" if ransomware else None,
-        f"CWEs: {', '.join(cwes)}" if cwes else None,
-        f"Notes: {notes}" if notes else None,
+        _line("Required action", _field(vuln, "requiredAction")),
+        _line("Known ransomware campaign use", ransomware),
+        _line("CWEs", ", ".join(cwes)),
+        _line("Notes", notes),
     )
     template = str(file.options.get("record_url", DEFAULT_RECORD_URL))
     metadata = {

@@ -43,19 +43,25 @@ def parse(file: SourceFile) -> Iterator[Record]:
         techniques=normalize.technique_ids(c.get("MitreID") for c in commands),
         platforms=normalize.platforms(file.options.get("platforms", ["windows"])),
         tags=normalize.tags(categories),
-        metadata=compact(
-            {
-                "kind": kind,
-                "author": text(doc.get("Author")),
-                "created": text(doc.get("Created")),
-                "categories": categories,
-                "privileges": sorted(set(texts(c.get("Privileges") for c in commands))),
-                "full_paths": paths[:_MAX_PATHS],
-                "commands": len(commands),
-                "resources": texts(r.get("Link") for r in normalize.as_mappings(doc.get("Resources"))),
-            }
-        ),
+        metadata=_metadata(doc, kind, commands, categories, paths),
         path=file.rel,
+    )
+
+
+def _metadata(
+    doc: Mapping[str, Any], kind: str, commands: list[dict[str, Any]], categories: list[str], paths: list[str]
+) -> dict[str, Any]:
+    return compact(
+        {
+            "kind": kind,
+            "author": text(doc.get("Author")),
+            "created": text(doc.get("Created")),
+            "categories": categories,
+            "privileges": sorted(set(texts(c.get("Privileges") for c in commands))),
+            "full_paths": paths[:_MAX_PATHS],
+            "commands": len(commands),
+            "resources": texts(r.get("Link") for r in normalize.as_mappings(doc.get("Resources"))),
+        }
     )
 
 

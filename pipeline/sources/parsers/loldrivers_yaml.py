@@ -28,7 +28,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
     names = texts(normalize.as_list(doc.get("Tags")))
     if not doc.get("Id") or not (names or samples):
         raise ParseError("LOLDrivers entry lacks an Id or any driver name and sample")
-    title = names[0] if names else text(samples[0].get("OriginalFilename")) or text(doc["Id"])
+    title = _title(doc, names, samples)
     command = normalize.as_mapping(doc.get("Commands"))
     cves = texts([*normalize.as_list(doc.get("CVE")), *normalize.as_list(doc.get("CVEs"))])
     sha256 = texts(s.get("SHA256") for s in samples)
@@ -65,6 +65,11 @@ def parse(file: SourceFile) -> Iterator[Record]:
         ),
         path=file.rel,
     )
+
+
+def _title(doc: Mapping[str, Any], names: list[str], samples: list[dict[str, Any]]) -> str:
+    """The first driver name; else the first sample's file name; else the entry id."""
+    return names[0] if names else text(samples[0].get("OriginalFilename")) or text(doc["Id"])
 
 
 def _load(file: SourceFile, keep: int) -> tuple[dict[str, Any], int]:

@@ -70,10 +70,8 @@ def _record(file: SourceFile, doc: Mapping[str, Any], docs: list[Any]) -> Record
     if "detection" in doc:
         body_parts.append("Detection:\n" + _dump(doc["detection"]))
     if "correlation" in doc:
-        body_parts.append("Correlation:\n" + _dump(doc["correlation"]))
-        for ref in _referenced(doc, docs):
-            plats = tuple(sorted(set(plats) | set(_platforms(ref.get("logsource") or {}))))
-            body_parts.append(f"Correlated rule {ref.get('title')}:\n" + _dump(ref.get("detection")))
+        plats, correlated = _correlation(doc, docs, plats)
+        body_parts += correlated
     falsepositives = [str(v) for v in normalize.as_list(doc.get("falsepositives")) if v is not None]
     if falsepositives:
         body_parts.append("False positives:\n" + "\n".join(f"- {v}" for v in falsepositives))
@@ -89,6 +87,15 @@ def _record(file: SourceFile, doc: Mapping[str, Any], docs: list[Any]) -> Record
         metadata=_metadata(doc, logsource, falsepositives),
         path=file.rel,
     )
+
+
+def _correlation(doc: Mapping[str, Any], docs: list[Any], plats: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """(platforms with those of the correlated rules, body parts: the correlation and each rule's detection)."""
+    parts = ["Correlation:\n" + _dump(doc["correlation"])]
+    for ref in _referenced(doc, docs):
+        plats = tuple(sorted(set(plats) | set(_platforms(ref.get("logsource") or {}))))
+        parts.append(f"Correlated rule {ref.get('title')}:\n" + _dump(ref.get("detection")))
+    return plats, parts
 
 
 def _upstream_id(file: SourceFile, doc: Mapping[str, Any], docs: list[Any]) -> str:

@@ -55,20 +55,25 @@ def parse(file: SourceFile) -> Iterator[Record]:
         source=file.source,
         upstream_id=str(doc["id"]).strip(),
         title=str(doc["name"]).strip(),
-        body=normalize.join_text(
-            f"Description: {doc['description']}" if doc.get("description") else "",
-            f"Search (SPL):\n{str(doc['search']).strip()}" if doc.get("search") else "",
-            f"How to implement: {doc['how_to_implement']}" if doc.get("how_to_implement") else "",
-            f"Known false positives: {doc['known_false_positives']}" if doc.get("known_false_positives") else "",
-            "Data sources: " + ", ".join(data_sources) if data_sources else "",
-            "Analytic stories: " + ", ".join(stories) if stories else "",
-        ),
+        body=_body(doc, data_sources, stories),
         url=file.url_for(),
         techniques=normalize.technique_ids(normalize.as_list(tags.get("mitre_attack_id"))),
         platforms=_platforms(data_sources),
         tags=normalize.tags([doc.get("type"), *stories]),
         metadata=_metadata(doc, tags, data_sources, stories),
         path=file.rel,
+    )
+
+
+def _body(doc: Mapping[str, Any], data_sources: list[str], stories: list[str]) -> str:
+    """Description, the SPL search, how to implement it, false positives, data sources and stories."""
+    return normalize.join_text(
+        f"Description: {doc['description']}" if doc.get("description") else "",
+        f"Search (SPL):\n{str(doc['search']).strip()}" if doc.get("search") else "",
+        f"How to implement: {doc['how_to_implement']}" if doc.get("how_to_implement") else "",
+        f"Known false positives: {doc['known_false_positives']}" if doc.get("known_false_positives") else "",
+        "Data sources: " + ", ".join(data_sources) if data_sources else "",
+        "Analytic stories: " + ", ".join(stories) if stories else "",
     )
 
 

@@ -38,9 +38,9 @@ def parse(file: SourceFile) -> Iterator[Record]:
             f"{name} ({kind} artifact)",
             description,
             _parameters(doc.get("parameters")),
-            "Precondition:\n" + text(doc["precondition"]) if doc.get("precondition") else "",
+            _block("Precondition", doc.get("precondition")),
             *(_source(s) for s in sources),
-            "Exported VQL:\n" + text(doc["export"]) if doc.get("export") else "",
+            _block("Exported VQL", doc.get("export")),
             "References:\n" + "\n".join(references) if references else "",
         ),
         url=web_url(file),
@@ -48,20 +48,31 @@ def parse(file: SourceFile) -> Iterator[Record]:
         techniques=normalize.technique_ids([description, *references]),
         platforms=_platforms(name, preconditions),
         tags=normalize.tags([kind, name.split(".")[0]]),
-        metadata=compact(
-            {
-                "type": kind,
-                "author": text(doc.get("author")),
-                "aliases": texts(normalize.as_list(doc.get("aliases"))),
-                "parameters": texts(p.get("name") for p in normalize.as_mappings(doc.get("parameters"))),
-                "sources": texts(s.get("name") for s in sources),
-                "tools": texts(t.get("name") for t in normalize.as_mappings(doc.get("tools"))),
-                "required_permissions": texts(normalize.as_list(doc.get("required_permissions"))),
-                "implied_permissions": texts(normalize.as_list(doc.get("implied_permissions"))),
-                "references": references,
-            }
-        ),
+        metadata=_metadata(doc, kind, sources, references),
         path=file.rel,
+    )
+
+
+def _block(label: str, value: object) -> str:
+    """ "Label:" and the value on the next lines, when there is one."""
+    return f"{label}:\n" + text(value) if value else ""
+
+
+def _metadata(
+    doc: Mapping[str, Any], kind: str, sources: list[dict[str, Any]], references: list[str]
+) -> dict[str, Any]:
+    return compact(
+        {
+            "type": kind,
+            "author": text(doc.get("author")),
+            "aliases": texts(normalize.as_list(doc.get("aliases"))),
+            "parameters": texts(p.get("name") for p in normalize.as_mappings(doc.get("parameters"))),
+            "sources": texts(s.get("name") for s in sources),
+            "tools": texts(t.get("name") for t in normalize.as_mappings(doc.get("tools"))),
+            "required_permissions": texts(normalize.as_list(doc.get("required_permissions"))),
+            "implied_permissions": texts(normalize.as_list(doc.get("implied_permissions"))),
+            "references": references,
+        }
     )
 
 
