@@ -9,9 +9,10 @@ from collections.abc import Mapping
 import dagster as dg
 
 from .assets.keys import ATTACK_SOURCE, LOOKUP_KEY, embeddings_key, folder_key, source_key
-from .assets.sources import REQUESTED_VERSION_TAG, source_row
+from .assets.sources import REQUESTED_VERSION_TAG
 from .assets.upstream import observation
 from .folders import FileEntry, FolderScan, FolderSpec, scan_folder
+from .refresh import source_row
 from .resources import StoreResource, UpstreamResource
 from .sources.registry import SourceSpec
 

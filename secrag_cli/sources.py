@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 from urllib.parse import urlsplit
 
 import click
@@ -37,31 +38,61 @@ def _upstream(spec: SourceSpec) -> str:
 
 @sources.command("list")
 def list_sources() -> None:
-    """Every registered source: name, tracking, upstream, parser, category, enabled."""
-    click.echo(f"{'name':<20} {'tracking':<8} {'upstream':<44} {'parser':<22} {'category':<12} enabled")
+    """Every registered source, and its last refresh attempt, last success and last error when the store is up."""
+    history = _history(get_settings())
+    header = f"{'name':<20} {'tracking':<8} {'upstream':<44} {'parser':<22} {'category':<12} enabled"
+    click.echo(header + ("  last attempt                         last success      last error" if history else ""))
     for spec in sorted(default_registry().values(), key=lambda s: s.name):
-        click.echo(
+        line = (
             f"{spec.name:<20} {spec.tracking:<8} {_upstream(spec):<44} {spec.parser:<22} "
-            f"{spec.category:<12} {'yes' if spec.enabled else 'no'}"
+            f"{spec.category:<12} {'yes' if spec.enabled else 'no':<7}"
         )
+        if history:
+            line += "  " + _history_columns(history.get(spec.name))
+        click.echo(line.rstrip())
+
+
+def _store_url(settings: Settings) -> str | None:
+    """The store's URL when it is reachable without starting anything (never starts a database)."""
+    if settings.database_url:
+        return settings.database_url
+    status = embedded.status(settings.pgdata)
+    if not status.running or not status.uri:
+        return None
+    return database.with_database(status.uri, settings.database_name)
+
+
+def _rows(settings: Settings, query: str) -> list[tuple[Any, ...]]:
+    """Rows of a `status` query, or [] when no store is reachable right now."""
+    url = _store_url(settings)
+    if url is None:
+        return []
+    try:
+        with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+            return list(conn.execute(getattr(Queries(settings.sql_dir, "status"), query)).fetchall())
+    except (SecragError, psycopg.Error) as exc:
+        log.debug("the store is not readable", extra={"reason": str(exc).strip()[:200]})
+        return []
+
+
+def _history(settings: Settings) -> dict[str, tuple[Any, ...]]:
+    return {row[0]: row[1:] for row in _rows(settings, "refresh_history")}
+
+
+def _history_columns(row: tuple[Any, ...] | None) -> str:
+    if row is None:
+        return "never"
+    at, status, phase, success, error = row
+    attempt = (
+        f"{at:%Y-%m-%d %H:%M} {status}" + (f" ({phase})" if status != "published" and phase else "") if at else "-"
+    )
+    done = f"{success:%Y-%m-%d %H:%M}" if success else "-"
+    return f"{attempt:<36} {done:<17} {(error or '')[:80]}"
 
 
 def _current_versions(settings: Settings) -> dict[str, str | None]:
     """{source: current_version} from the store, or {} when no database is reachable right now."""
-    if settings.database_url:
-        url = settings.database_url
-    else:
-        status = embedded.status(settings.pgdata)
-        if not status.running or not status.uri:
-            return {}  # checking upstreams must not start a database
-        url = database.with_database(status.uri, settings.database_name)
-    try:
-        with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
-            rows = conn.execute(Queries(settings.sql_dir, "status").published_versions).fetchall()
-    except (SecragError, psycopg.Error) as exc:
-        log.debug("no stored versions to compare with", extra={"reason": str(exc).strip()[:200]})
-        return {}
-    return {name: current for name, current in rows}
+    return {name: current for name, current in _rows(settings, "published_versions")}
 
 
 def _state(version: str, current: dict[str, str | None], name: str) -> str:

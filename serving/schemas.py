@@ -230,6 +230,16 @@ class ChunksResponse(BaseModel):
     truncated: bool
 
 
+class Attempt(BaseModel):
+    """One refresh attempt of a source."""
+
+    at: datetime
+    status: Literal["running", "published", "refused", "failed", "abandoned"]
+    phase: Literal["probe", "fetch", "parse", "publish"] | None
+    version: str | None = Field(description="The upstream version tried (none when the probe failed).")
+    reason: str | None
+
+
 class SourceInfo(BaseModel):
     name: str
     kind: str
@@ -245,6 +255,8 @@ class SourceInfo(BaseModel):
     records: int
     state: str
     last_error: str | None
+    last_attempt: Attempt | None = Field(description="The last refresh attempt, whatever its outcome.")
+    last_success: datetime | None = Field(description="When a version of this source was last published.")
 
 
 class SourcesResponse(BaseModel):

@@ -27,6 +27,7 @@ from .limits import cap
 from .metrics import Metrics
 from .querylog import QueryLog
 from .schemas import (
+    Attempt,
     Chunk,
     ChunksResponse,
     Document,
@@ -449,6 +450,16 @@ class Service:
                     records=r["record_count"],
                     state=r["state"],
                     last_error=r["last_error"],
+                    last_attempt=None
+                    if r["attempt_at"] is None
+                    else Attempt(
+                        at=r["attempt_at"],
+                        status=r["attempt_status"],
+                        phase=r["attempt_phase"],
+                        version=r["attempt_version"],
+                        reason=r["attempt_reason"],
+                    ),
+                    last_success=r["last_success_at"],
                 )
                 for r in rows
             ]

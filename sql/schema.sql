@@ -105,7 +105,7 @@ CREATE TABLE public.schema_migrations (
 CREATE TABLE public.source_versions (
     id bigint NOT NULL,
     source text NOT NULL,
-    version text NOT NULL,
+    version text,
     started_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     records_parsed integer DEFAULT 0 NOT NULL,
@@ -117,7 +117,12 @@ CREATE TABLE public.source_versions (
     status text NOT NULL,
     reason text,
     details jsonb DEFAULT '{}'::jsonb NOT NULL,
-    CONSTRAINT source_versions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'published'::text, 'refused'::text, 'failed'::text])))
+    phase text,
+    error_class text,
+    backend_pid integer,
+    backend_start timestamp with time zone,
+    CONSTRAINT source_versions_phase_check CHECK (((phase IS NULL) OR (phase = ANY (ARRAY['probe'::text, 'fetch'::text, 'parse'::text, 'publish'::text])))),
+    CONSTRAINT source_versions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'published'::text, 'refused'::text, 'failed'::text, 'abandoned'::text])))
 );
 
 ALTER TABLE public.source_versions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -208,6 +213,8 @@ CREATE UNIQUE INDEX embedding_models_one_active_idx ON public.embedding_models U
 CREATE INDEX embeddings_minilm_hnsw_idx ON public.embeddings USING hnsw (((vector)::public.vector(384)) public.vector_cosine_ops) WHERE (model_id = 'all-MiniLM-L6-v2'::text);
 
 CREATE INDEX query_log_logged_at_idx ON public.query_log USING btree (logged_at);
+
+CREATE INDEX source_versions_running_idx ON public.source_versions USING btree (source) WHERE (status = 'running'::text);
 
 CREATE INDEX source_versions_source_started_idx ON public.source_versions USING btree (source, started_at DESC);
 

@@ -8,11 +8,11 @@ import dagster as dg
 
 from secrag.queries import Queries
 
+from ..refresh import pinned_version
 from ..resources import StoreResource, UpstreamResource
 from ..sources.mitre_lookup import techniques_from_bundle
 from ..sources.registry import SourceSpec
 from .keys import ATTACK_SOURCE, LOOKUP_KEY, NON_EMPTY, source_key
-from .sources import pinned_version
 
 
 def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:

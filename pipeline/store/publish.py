@@ -66,7 +66,18 @@ def publish(q: Queries, conn: psycopg.Connection, pub: Publication) -> PublishRe
     except PublishRefused as refused:
         reason = str(refused)
         counts = {"parsed": len(pub.records), "skipped": len(pub.skipped)}
-        versions.give_up(q, conn, pub.version_id, pub.source, "refused", reason, details=info, **counts)
+        versions.give_up(
+            q,
+            conn,
+            pub.version_id,
+            pub.source,
+            "refused",
+            reason,
+            phase="publish",
+            error_class="PublishRefused",
+            details=info,
+            **counts,
+        )
         log.warning("refused %s@%s: %s", pub.source, pub.version, refused)
         result = PublishResult(
             pub.source, pub.version, "refused", version_id=pub.version_id, reason=reason, details=info, **counts
@@ -93,7 +104,7 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
         "unchanged": changes.unchanged,
         "skipped": len(pub.skipped),
     }
-    versions.finish(q, conn, pub.version_id, "published", None, details=dict(info), **counts)
+    versions.finish(q, conn, pub.version_id, "published", None, phase="publish", details=dict(info), **counts)
     log.info("published %s@%s: %s", pub.source, pub.version, counts)
     return PublishResult(
         source=pub.source,

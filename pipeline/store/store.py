@@ -33,9 +33,19 @@ class Store:
     ) -> None:
         conn.execute(self.q.record_check, {"source": source, "version": version, "error": error})
 
-    def begin_version(self, conn: psycopg.Connection, source: str, version: str) -> int:
+    def begin_version(self, conn: psycopg.Connection, source: str, version: str, phase: str = "parse") -> int:
         """A `running` version row, committed at once so a crash still leaves a trace."""
-        return versions.begin(self.q, conn, source, version)
+        return versions.begin(self.q, conn, source, version, phase)
+
+    def record_failure(
+        self, conn: psycopg.Connection, source: str, version: str | None, phase: str, error: BaseException
+    ) -> int:
+        """A `failed` row for an attempt that failed before it began a version (probe, fetch)."""
+        return versions.record_failure(self.q, conn, source, version, phase, error)
+
+    def abandon_dead_attempts(self, conn: psycopg.Connection) -> list[tuple[str, int]]:
+        """`running` rows whose process died become `abandoned`; (source, row id) of each."""
+        return versions.abandon_dead(self.q, conn)
 
     def fail_version(
         self,
@@ -44,13 +54,25 @@ class Store:
         source: str,
         reason: str,
         *,
+        phase: str | None = None,
+        error_class: str | None = None,
         parsed: int = 0,
         skipped: int = 0,
         details: Mapping[str, Any] | None = None,
     ) -> None:
         """Mark a version failed; the previously published version stays served."""
         versions.give_up(
-            self.q, conn, version_id, source, "failed", reason, parsed=parsed, skipped=skipped, details=details or {}
+            self.q,
+            conn,
+            version_id,
+            source,
+            "failed",
+            reason,
+            phase=phase,
+            error_class=error_class,
+            parsed=parsed,
+            skipped=skipped,
+            details=details or {},
         )
 
     def technique_names(self, conn: psycopg.Connection) -> dict[str, str]:

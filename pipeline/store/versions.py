@@ -12,12 +12,39 @@ from secrag.queries import Queries
 _COUNTS = ("parsed", "inserted", "updated", "deleted", "unchanged", "skipped")
 
 
-def begin(q: Queries, conn: psycopg.Connection, source: str, version: str) -> int:
+def begin(q: Queries, conn: psycopg.Connection, source: str, version: str, phase: str = "parse") -> int:
     """A `running` version row, committed at once so a crash still leaves a trace."""
     with conn.transaction():
-        row = conn.execute(q.begin_version, {"source": source, "version": version}).fetchone()
+        row = conn.execute(q.begin_version, {"source": source, "version": version, "phase": phase}).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def record_failure(
+    q: Queries, conn: psycopg.Connection, source: str, version: str | None, phase: str, error: BaseException
+) -> int:
+    """A finished `failed` row for an attempt that failed before it began one; the source says so too."""
+    reason = str(error)
+    with conn.transaction():
+        row = conn.execute(
+            q.record_failed_attempt,
+            {
+                "source": source,
+                "version": version,
+                "phase": phase,
+                "error_class": type(error).__name__,
+                "reason": reason,
+            },
+        ).fetchone()
+        conn.execute(q.mark_source_failed, {"source": source, "state": "failed", "reason": reason})
+    assert row is not None
+    return int(row[0])
+
+
+def abandon_dead(q: Queries, conn: psycopg.Connection) -> list[tuple[str, int]]:
+    """Mark `running` rows of dead sessions abandoned; (source, row id) of each."""
+    with conn.transaction():
+        return [(str(s), int(i)) for s, i in conn.execute(q.abandon_dead_attempts).fetchall()]
 
 
 def finish(
@@ -28,6 +55,8 @@ def finish(
         "id": version_id,
         "status": status,
         "reason": reason,
+        "phase": counts.pop("phase", None),
+        "error_class": counts.pop("error_class", None),
         **dict.fromkeys(_COUNTS, 0),
         **counts,
     }

@@ -230,9 +230,18 @@ WHERE d.doc_id = %(doc_id)s
   AND {visible}
 
 -- name: sources_list
+-- With each source's last refresh attempt (any outcome) and last successful publish.
 SELECT s.name, s.kind, s.description, s.category, s.upstream, s.branch, s.tracking, s.current_version,
-       s.last_seen_version, s.last_check_at, s.last_sync_at, s.record_count, s.state, s.last_error
+       s.last_seen_version, s.last_check_at, s.last_sync_at, s.record_count, s.state, s.last_error,
+       a.started_at AS attempt_at, a.status AS attempt_status, a.phase AS attempt_phase,
+       a.version AS attempt_version, a.reason AS attempt_reason,
+       (SELECT max(p.finished_at) FROM source_versions p
+        WHERE p.source = s.name AND p.status = 'published') AS last_success_at
 FROM sources s
+LEFT JOIN LATERAL (
+    SELECT v.started_at, v.status, v.phase, v.version, v.reason
+    FROM source_versions v WHERE v.source = s.name ORDER BY v.id DESC LIMIT 1
+) a ON true
 WHERE s.name = ANY(%(names)s::text[])
 ORDER BY s.name
 

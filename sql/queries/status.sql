@@ -15,3 +15,13 @@ ORDER BY name
 
 -- name: published_versions
 SELECT name, current_version FROM sources
+
+-- name: refresh_history
+-- Per source: its last refresh attempt (when, outcome, phase), its last successful publish, its last error.
+SELECT s.name, a.started_at, a.status, a.phase,
+       (SELECT max(p.finished_at) FROM source_versions p WHERE p.source = s.name AND p.status = 'published'),
+       s.last_error
+FROM sources s
+LEFT JOIN LATERAL (
+    SELECT v.started_at, v.status, v.phase FROM source_versions v WHERE v.source = s.name ORDER BY v.id DESC LIMIT 1
+) a ON true

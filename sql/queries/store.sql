@@ -14,12 +14,33 @@ UPDATE sources SET last_check_at = now(), last_seen_version = %(version)s,
 WHERE name = %(source)s
 
 -- name: begin_version
-INSERT INTO source_versions (source, version, status) VALUES (%(source)s, %(version)s, 'running')
+-- The session that runs the attempt is recorded, so a later attempt can tell a dead one from a live one.
+INSERT INTO source_versions (source, version, status, phase, backend_pid, backend_start)
+SELECT %(source)s, %(version)s, 'running', %(phase)s, pg_backend_pid(), a.backend_start
+FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()
 RETURNING id
+
+-- name: record_failed_attempt
+-- An attempt that failed before it had a running row (a probe, a fetch): one finished row.
+INSERT INTO source_versions (source, version, status, phase, error_class, reason, finished_at)
+VALUES (%(source)s, %(version)s, 'failed', %(phase)s, %(error_class)s, %(reason)s, now())
+RETURNING id
+
+-- name: abandon_dead_attempts
+-- `running` rows whose database session is gone: their process was killed or crashed mid-attempt.
+UPDATE source_versions v
+SET status = 'abandoned', finished_at = now(),
+    reason = 'the process running this attempt ended without finishing it (killed or crashed)'
+WHERE v.status = 'running'
+  AND NOT EXISTS (
+      SELECT 1 FROM pg_stat_activity a WHERE a.pid = v.backend_pid AND a.backend_start = v.backend_start
+  )
+RETURNING v.source, v.id
 
 -- name: finish_version
 UPDATE source_versions SET
     finished_at = now(), status = %(status)s, reason = %(reason)s,
+    phase = coalesce(%(phase)s, phase), error_class = %(error_class)s,
     records_parsed = %(parsed)s, records_inserted = %(inserted)s, records_updated = %(updated)s,
     records_deleted = %(deleted)s, records_unchanged = %(unchanged)s, records_skipped = %(skipped)s,
     details = %(details)s

@@ -13,6 +13,8 @@ def test_sources(client: TestClient) -> None:
     kev = sources["cisa_kev"]
     assert (kev["version"], kev["state"], kev["records"], kev["kind"]) == ("test-v1", "ok", 50, "online")
     assert kev["last_sync"] and kev["upstream"].startswith("https://")
+    assert kev["last_attempt"]["status"] == "published" and kev["last_attempt"]["version"] == "test-v1"
+    assert kev["last_success"] is not None
     assert not any(s["kind"] == "user_folder" for s in sources.values())  # anonymous sees no private folders
 
 

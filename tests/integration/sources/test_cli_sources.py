@@ -92,3 +92,19 @@ def test_unknown_source_name(env: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(sources, ["check", "nope"])
     assert result.exit_code == 1
     assert "unknown source(s): nope" in result.output
+
+
+def test_list_shows_each_sources_last_attempt_when_the_store_is_up(env: pytest.MonkeyPatch, db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO sources (name, kind, last_error) VALUES ('hijacklibs', 'online', 'HTTP 503')")
+        conn.execute(
+            "INSERT INTO source_versions (source, version, status, phase, reason, finished_at) "
+            "VALUES ('hijacklibs', NULL, 'failed', 'probe', 'HTTP 503', now())"
+        )
+    env.setenv("DATABASE_URL", db_url)
+    result = CliRunner().invoke(sources, ["list"])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines()}
+    assert "last attempt" in lines["name"]
+    assert "failed (probe)" in lines["hijacklibs"] and lines["hijacklibs"].endswith("HTTP 503")
+    assert lines["sigma"].endswith("never")

@@ -1,0 +1,265 @@
+"""Refresh one online source, without Dagster: probe, fetch, parse and publish, every attempt recorded.
+
+`refresh_source` is what the `sources/<source>` asset runs; the asset only turns its result into
+metadata and check results. Whatever phase fails, the attempt leaves a `source_versions` row
+(status, phase, error class, reason), the source's state and last error say so, and the version
+published before stays served. A `running` row whose process died is marked `abandoned` by the
+next attempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import psycopg
+
+from secrag.errors import ParseError, SecragError
+from secrag.queries import Queries, one_row
+
+from .chunking import ChunkConfig
+from .sources.interface import FetchResult, Upstream, UpstreamVersion
+from .sources.mitre_lookup import techniques_from_bundle
+from .sources.parsing import parse_source
+from .sources.records import ParseOutcome
+from .sources.registry import SourceSpec
+from .store import PublishResult, SourceRow, Store
+
+log = logging.getLogger(__name__)
+
+ATTACK_SOURCE = "mitre_attack"
+Phase = Literal["probe", "fetch", "parse", "publish"]
+
+
+class RefreshFailed(SecragError):
+    """An attempt that failed in `phase`; it is recorded, and the previous version stays served."""
+
+    def __init__(self, source: str, phase: Phase, version: str | None, cause: BaseException) -> None:
+        at = f"@{version}" if version else ""
+        super().__init__(f"{source}{at}: {phase} failed: {cause}; the previous version stays served")
+        self.source, self.phase, self.version, self.cause = source, phase, version, cause
+
+    @property
+    def empty(self) -> bool:
+        """Whether the upstream version held nothing to parse (the non-empty check fails)."""
+        return isinstance(self.cause, ParseError) and (
+            "nothing parsed" in str(self.cause) or "no files match" in str(self.cause)
+        )
+
+
+@dataclass(frozen=True)
+class RefreshLimits:
+    """How a refresh chunks, and what it refuses."""
+
+    chunking: ChunkConfig
+    max_shrink: float
+    max_error_share: float
+    work_dir: Path
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """What a refresh did: `unchanged` (nothing to do), `published` or `refused`."""
+
+    status: Literal["unchanged", "published", "refused"]
+    version: str
+    fingerprint: str
+    previous_records: int
+    records: int
+    fetched: FetchResult | None = None
+    outcome: ParseOutcome | None = None
+    result: PublishResult | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # per phase
+    elapsed: float = 0.0  # the whole refresh
+
+
+def source_row(spec: SourceSpec) -> SourceRow:
+    return SourceRow(
+        name=spec.name,
+        kind="online",
+        description=spec.description,
+        category=spec.category,
+        upstream=spec.repo or spec.feed_url or None,
+        branch=spec.branch,
+        tracking=spec.tracking,
+    )
+
+
+def pinned_version(spec: SourceSpec, pin: str) -> UpstreamVersion:
+    """A stand-in probe result for a pinned fetch (the fetcher resolves the pin itself)."""
+    return UpstreamVersion(
+        source=spec.name, tracking=spec.tracking, version=pin, commit=None, url=spec.repo, checked_at=datetime.now(UTC)
+    )
+
+
+def enrichment_lookup(spec: SourceSpec, root: Path, published: Mapping[str, str]) -> Mapping[str, str]:
+    """Technique names used to enrich chunks.
+
+    ATT&CK is enriched from its own bundle, so its chunks are the same on a first build (empty
+    lookup table) as on any refresh; every other source uses the published lookup table.
+    """
+    if spec.name != ATTACK_SOURCE:
+        return published
+    bundle = root / spec.paths[0]
+    return {t.id: t.full_name for t in techniques_from_bundle(bundle) if t.active}
+
+
+def publish_fingerprint(spec: SourceSpec, version: str, chunker: str, lookup: Mapping[str, str] | None) -> str:
+    """What a published version was built from: upstream version, parser, chunker and ATT&CK names.
+
+    ATT&CK enriches from its own bundle, so its version already covers its lookup (`lookup` None).
+    """
+    names = (
+        "own-bundle"
+        if lookup is None
+        else hashlib.sha256(json.dumps(sorted(lookup.items()), separators=(",", ":")).encode()).hexdigest()
+    )
+    return hashlib.sha256(json.dumps([version, spec.parser_version, chunker, names]).encode()).hexdigest()
+
+
+@dataclass
+class _Attempt:
+    """One refresh in progress: its inputs, and the timings and facts it gathers."""
+
+    spec: SourceSpec
+    upstream: Upstream
+    conn: psycopg.Connection
+    store: Store
+    queries: Queries
+    limits: RefreshLimits
+    pin: str | None
+    force: bool
+    started: float = field(default_factory=time.monotonic)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def fail(self, phase: Phase, version: str | None, error: BaseException) -> RefreshFailed:
+        """Record a failure that has no running row yet (probe, fetch) and return the error to raise."""
+        self.store.record_failure(self.conn, self.spec.name, version, phase, error)
+        return RefreshFailed(self.spec.name, phase, version, error)
+
+    def probe(self) -> UpstreamVersion:
+        if self.pin:
+            return pinned_version(self.spec, self.pin)
+        try:
+            seen = self.upstream.probe(self.spec)
+        except SecragError as exc:
+            self.store.record_check(self.conn, self.spec.name, None, str(exc))
+            raise self.fail("probe", None, exc) from exc
+        self.store.record_check(self.conn, self.spec.name, seen.version)
+        return seen
+
+    def unchanged(self, version: str, fingerprint: str) -> Refreshed | None:
+        """The served version when it was built from exactly these inputs (nothing to do)."""
+        last = self.conn.execute(self.queries.last_published_fingerprint, {"source": self.spec.name}).fetchone()
+        if self.force or last is None or last[0] != fingerprint:
+            return None
+        row = self.conn.execute(self.queries.mark_unchanged, {"source": self.spec.name, "version": version}).fetchone()
+        if row is None:
+            return None
+        records = int(row[0])
+        elapsed = time.monotonic() - self.started
+        return Refreshed("unchanged", version, fingerprint, records, records, seconds=self.seconds, elapsed=elapsed)
+
+    def parse(self, seen: UpstreamVersion, checkout: Path) -> tuple[FetchResult, ParseOutcome, int]:
+        """Fetch and parse the version; (fetched, outcome, running version row id)."""
+        mark = time.monotonic()
+        try:
+            fetched = self.upstream.fetch(self.spec, seen, checkout, pin=self.pin)
+        except SecragError as exc:
+            raise self.fail("fetch", seen.version, exc) from exc
+        self.seconds["fetch"] = time.monotonic() - mark
+        log.info("fetched", extra={"source": self.spec.name, "version": fetched.version})
+        version_id = self.store.begin_version(self.conn, self.spec.name, fetched.version, "parse")
+        mark = time.monotonic()
+        try:
+            outcome = parse_source(
+                self.spec, fetched.root, version=fetched.version, max_error_share=self.limits.max_error_share
+            )
+        except ParseError as exc:
+            self.store.fail_version(
+                self.conn, version_id, self.spec.name, str(exc), phase="parse", error_class=type(exc).__name__
+            )
+            raise RefreshFailed(self.spec.name, "parse", fetched.version, exc) from exc
+        self.seconds["parse"] = time.monotonic() - mark
+        return fetched, outcome, version_id
+
+
+def refresh_source(
+    spec: SourceSpec,
+    upstream: Upstream,
+    conn: psycopg.Connection,
+    store: Store,
+    queries: Queries,
+    limits: RefreshLimits,
+    *,
+    pin: str | None = None,
+    force: bool = False,
+) -> Refreshed:
+    """Bring the source to its newest upstream version (or to `pin`); RefreshFailed after recording a failure.
+
+    `conn` is an autocommit connection; `queries` are the pipeline's named queries.
+    """
+    attempt = _Attempt(spec, upstream, conn, store, queries, limits, pin, force)
+    for source, row_id in store.abandon_dead_attempts(conn):
+        log.warning("abandoned a dead attempt", extra={"source": source, "source_version_id": row_id})
+    store.register_source(conn, source_row(spec))
+    seen = attempt.probe()
+    attempt.seconds["probe"] = time.monotonic() - attempt.started
+    published = store.technique_names(conn)
+    own = None if spec.name == ATTACK_SOURCE else published
+    fingerprint = publish_fingerprint(spec, seen.version, limits.chunking.version, own)
+    done = attempt.unchanged(seen.version, fingerprint)
+    if done is not None:
+        return done
+    with tempfile.TemporaryDirectory(prefix=f"{spec.name}-", dir=limits.work_dir) as tmp:
+        fetched, outcome, version_id = attempt.parse(seen, Path(tmp) / "checkout")
+        lookup = enrichment_lookup(spec, fetched.root, published)
+    if fetched.version != seen.version:  # a feed that moved on since the probe
+        fingerprint = publish_fingerprint(spec, fetched.version, limits.chunking.version, own)
+    previous = int(one_row(conn.execute(queries.source_state, {"source": spec.name}))[5])
+    try:
+        result = store.publish(
+            conn,
+            source=spec.name,
+            version=fetched.version,
+            records=outcome.records,
+            skipped=outcome.skipped,
+            lookup=lookup,
+            chunking=limits.chunking,
+            max_shrink=limits.max_shrink,
+            force=force,
+            version_id=version_id,
+            details={
+                "commit": fetched.commit,
+                "pin": pin,
+                "parser_version": spec.parser_version,
+                "files_seen": outcome.files_seen,
+                "fingerprint": fingerprint,
+            },
+        )
+    except (psycopg.Error, SecragError) as exc:
+        store.fail_version(conn, version_id, spec.name, str(exc), phase="publish", error_class=type(exc).__name__)
+        raise RefreshFailed(spec.name, "publish", fetched.version, exc) from exc
+    attempt.seconds["publish"] = result.seconds
+    status: Literal["published", "refused"] = "refused" if result.status == "refused" else "published"
+    elapsed = time.monotonic() - attempt.started
+    return Refreshed(
+        status,
+        fetched.version,
+        fingerprint,
+        previous,
+        result.parsed,
+        fetched,
+        outcome,
+        result,
+        attempt.seconds,
+        elapsed,
+    )
