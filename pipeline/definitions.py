@@ -16,11 +16,12 @@ from secrag.embedder import model_info
 from secrag.settings import REPO_ROOT, Settings, get_settings
 
 from .assets.embeddings import embeddings_code_version
+from .automation import automation_sensor
 from .chunking import ChunkConfig
 from .factory import build_graph
 from .folders import FolderSpec, load_folders
 from .resources import EmbedderResource, StoreResource, UpstreamResource
-from .schedules import build_freshness_schedule, build_reconcile_schedule
+from .schedules import build_freshness_schedule
 from .sources.registry import SourceSpec, default_registry
 
 
@@ -58,20 +59,11 @@ def build_definitions(
     chunking = ChunkConfig(settings.chunk_target_chars, settings.chunk_overlap_chars)
     folders = list(folders)
     graph = build_graph(specs, folders, embed_code=embeddings_code_version(settings.embedding_model, chunking.version))
-    published = dg.AssetSelection.all() - dg.AssetSelection.key_prefixes("upstream")
-    schedules = [build_reconcile_schedule(graph.expected, folders, published)]
-    if graph.freshness_checks:
-        schedules.append(build_freshness_schedule(graph.freshness_checks))
-    automation = dg.AutomationConditionSensorDefinition(
-        "lookup_automation",
-        target=dg.AssetSelection.key_prefixes("lookups"),
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        description="Eager refresh of lookups/mitre_techniques after sources/mitre_attack changes.",
-    )
+    schedules = [build_freshness_schedule(graph.freshness_checks)] if graph.freshness_checks else []
     return dg.Definitions(
         assets=graph.assets,
         asset_checks=graph.checks,
-        sensors=[*graph.sensors, automation],
+        sensors=[*graph.sensors, automation_sensor()],
         schedules=schedules,
         resources=dict(resources or default_resources(settings)),
         executor=dg.in_process_executor,

@@ -8,14 +8,13 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from .assets.embeddings import build_embeddings_asset
-from .assets.folders import FOLDER_READER_VERSION, build_folder_asset
+from .assets.folders import build_folder_asset
 from .assets.keys import ATTACK_SOURCE, FRESHNESS, folder_key, source_key
 from .assets.lookups import build_lookup_asset
 from .assets.sources import build_source_asset
 from .assets.upstream import build_upstream_asset
 from .checks import build_embedding_checks, build_freshness_check, build_technique_check
 from .folders import FolderSpec
-from .schedules import Expected, expected_for
 from .sensors import build_folder_sensor, build_source_sensor
 from .sources.registry import SourceSpec
 
@@ -27,7 +26,6 @@ class Graph:
     assets: list[dg.AssetsDefinition | dg.SourceAsset] = field(default_factory=list)
     checks: list[dg.AssetChecksDefinition] = field(default_factory=list)
     sensors: list[dg.SensorDefinition] = field(default_factory=list)
-    expected: dict[str, Expected] = field(default_factory=dict)
     freshness_checks: list[dg.AssetCheckKey] = field(default_factory=list)
 
 
@@ -48,7 +46,6 @@ def build_graph(specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], 
             *build_embedding_checks(spec.name),
         ]
         graph.sensors.append(build_source_sensor(spec))
-        graph.expected[spec.name] = expected_for(spec.name, publish_code=spec.parser_version, embed_code=embed_code)
         graph.freshness_checks.append(dg.AssetCheckKey(source_key(spec.name), FRESHNESS))
     if ATTACK_SOURCE in {s.name for s in enabled}:
         graph.assets.append(build_lookup_asset(specs[ATTACK_SOURCE]))
@@ -62,7 +59,4 @@ def build_graph(specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], 
             *build_embedding_checks(folder.name),
         ]
         graph.sensors.append(build_folder_sensor(folder))
-        graph.expected[folder.name] = expected_for(
-            folder.name, publish_code=FOLDER_READER_VERSION, embed_code=embed_code, folder=True
-        )
     return graph

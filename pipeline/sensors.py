@@ -8,8 +8,7 @@ from collections.abc import Mapping
 
 import dagster as dg
 
-from .assets.keys import ATTACK_SOURCE, LOOKUP_KEY, embeddings_key, folder_key, source_key
-from .assets.sources import REQUESTED_VERSION_TAG
+from .assets.keys import ATTACK_SOURCE, LOOKUP_KEY, embeddings_key, folder_key, source_key, upstream_key
 from .assets.upstream import observation
 from .folders import FileEntry, FolderScan, FolderSpec, scan_folder
 from .refresh import source_row
@@ -26,16 +25,15 @@ def source_targets(source: str) -> list[dg.AssetKey]:
 
 
 def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
-    """Probe the upstream every poll interval; a new version launches one run keyed `<source>@<version>`."""
-    targets = source_targets(spec.name)
+    """Probe the upstream every poll interval and observe its version; automation does the rest."""
 
     @dg.sensor(
         name=f"{spec.name}_upstream",
         minimum_interval_seconds=spec.poll_interval,
         default_status=dg.DefaultSensorStatus.RUNNING,
-        asset_selection=targets,
-        description=f"Probes {spec.name} ({spec.tracking}) every {spec.poll_interval}s; on a new "
-        f"version runs {', '.join(k.to_user_string() for k in targets)}.",
+        description=f"Probes {spec.name} ({spec.tracking}) every {spec.poll_interval}s and records the version "
+        f"on {upstream_key(spec.name).to_user_string()}; a new one makes the automation sensor refresh "
+        f"{', '.join(k.to_user_string() for k in source_targets(spec.name))}.",
     )
     def _sensor(
         context: dg.SensorEvaluationContext, upstream: UpstreamResource, store: StoreResource
@@ -49,12 +47,7 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
         if context.cursor == seen.version:
             return dg.SensorResult(skip_reason=f"{spec.name} unchanged at {seen.version}", asset_events=events)
         context.log.info(f"{spec.name}: upstream moved from {context.cursor or 'nothing'} to {seen.version}")
-        request = dg.RunRequest(
-            run_key=f"{spec.name}@{seen.version}",
-            asset_selection=targets,
-            tags={"secrag/source": spec.name, REQUESTED_VERSION_TAG: seen.version},
-        )
-        return dg.SensorResult(run_requests=[request], cursor=seen.version, asset_events=events)
+        return dg.SensorResult(cursor=seen.version, asset_events=events)
 
     return _sensor
 

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from ..activation import activate_model_if_complete
+from ..automation import on_new_inputs
 from ..embedding import embed_pending
 from ..resources import EmbedderResource, StoreResource
 from .keys import embeddings_key
@@ -23,6 +24,7 @@ def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code
         deps=[parent],
         group_name=group,
         code_version=code_version,
+        automation_condition=on_new_inputs(),
         kinds={"pytorch", "postgres"},
         tags={"secrag/source": source},
         description=f"Vectors of every chunk of {source} for the configured embedding model. Unchanged "

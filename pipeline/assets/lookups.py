@@ -8,6 +8,7 @@ import dagster as dg
 
 from secrag.queries import Queries
 
+from ..automation import on_new_inputs
 from ..refresh import pinned_version
 from ..resources import StoreResource, UpstreamResource
 from ..sources.mitre_lookup import techniques_from_bundle
@@ -23,7 +24,7 @@ def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         deps=[source_key(ATTACK_SOURCE)],
         group_name="lookups",
         kinds={"postgres"},
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=on_new_inputs(),
         check_specs=[
             dg.AssetCheckSpec(
                 NON_EMPTY,

@@ -7,6 +7,7 @@ from pydantic import Field
 
 from secrag.queries import Queries
 
+from ..automation import on_new_inputs
 from ..refresh import Refreshed, RefreshFailed, RefreshLimits, refresh_source
 from ..resources import StoreResource, UpstreamResource
 from ..sources.interface import FetchResult
@@ -70,6 +71,7 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         deps=deps,
         group_name=spec.category,
         code_version=spec.parser_version,
+        automation_condition=on_new_inputs(),
         kinds={"python", "postgres"},
         check_specs=publish_check_specs(key),
         description=f"{spec.description}. Fetch the upstream version, parse it with `{spec.parser}` "

@@ -1,4 +1,4 @@
-"""Sensors through their cursor: one run per new upstream version, none when unchanged, failed ticks."""
+"""Sensors through their cursor: an observation per new upstream version, none when unchanged, failed ticks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from pipeline.assets.keys import embeddings_key, source_key, upstream_key
+from pipeline.assets.keys import upstream_key
 from pipeline.folders import FolderSpec
 from pipeline.resources import UpstreamResource
 from pipeline.sources.mirror import Mirror
@@ -30,12 +30,11 @@ def tick(h: Harness, name: str, cursor: str | None, resources: dict | None = Non
     return sensor(context)
 
 
-def test_first_tick_requests_one_run_and_observes_the_upstream(graph: Harness):
+def test_first_tick_observes_the_upstream_and_requests_no_run(graph: Harness):
+    """The sensor records the version; the automation sensor decides what to run."""
     head = graph.mirror.head("mitre_car")
     result = tick(graph, "mitre_car_upstream", None)
-    [request] = result.run_requests
-    assert request.run_key == f"mitre_car@{head}"
-    assert set(request.asset_selection) == {source_key("mitre_car"), embeddings_key("mitre_car")}
+    assert not result.run_requests
     assert result.cursor == head
     [event] = result.asset_events
     assert event.asset_key == upstream_key("mitre_car") and event.tags["dagster/data_version"] == head
@@ -43,7 +42,7 @@ def test_first_tick_requests_one_run_and_observes_the_upstream(graph: Harness):
         assert conn.execute("SELECT last_seen_version FROM sources WHERE name = 'mitre_car'").fetchone()[0] == head
 
 
-def test_unchanged_upstream_requests_nothing_and_keeps_the_cursor(graph: Harness):
+def test_unchanged_upstream_keeps_the_cursor(graph: Harness):
     head = graph.mirror.head("mitre_car")
     result = tick(graph, "mitre_car_upstream", head)
     assert not result.run_requests
@@ -51,19 +50,13 @@ def test_unchanged_upstream_requests_nothing_and_keeps_the_cursor(graph: Harness
     assert result.skip_reason is not None and len(result.asset_events) == 1
 
 
-def test_new_commit_triggers_exactly_one_run(graph: Harness):
+def test_new_commit_moves_the_cursor_once(graph: Harness):
     cursor = tick(graph, "mitre_car_upstream", None).cursor
     new = add_commit(graph.mirror, "mitre_car", {"analytics/CAR-2013-01-002.yaml": None})
     first = tick(graph, "mitre_car_upstream", cursor)
-    assert [r.run_key for r in first.run_requests] == [f"mitre_car@{new}"]
+    assert first.cursor == new and first.asset_events[0].tags["dagster/data_version"] == new
     again = tick(graph, "mitre_car_upstream", first.cursor)
-    assert not again.run_requests
-
-
-def test_attack_change_also_refreshes_the_lookup(graph: Harness):
-    [request] = tick(graph, "mitre_attack_upstream", None).run_requests
-    assert dg.AssetKey(["lookups", "mitre_techniques"]) in request.asset_selection
-    assert request.run_key.startswith("mitre_attack@mirror-")
+    assert again.cursor is None and again.skip_reason is not None
 
 
 def test_probe_failure_is_a_failed_tick(graph: Harness, tmp_path: Path):

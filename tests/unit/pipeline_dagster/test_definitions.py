@@ -35,6 +35,10 @@ def describe(defs: dg.Definitions) -> list[str]:
         lines.append(f"{kind} {key.to_user_string()} group={node.group_name} deps=[{deps}]")
     for check in sorted(graph.asset_check_keys, key=lambda c: (c.asset_key.to_user_string(), c.name)):
         lines.append(f"check {check.asset_key.to_user_string()}:{check.name}")
+    for key in sorted(graph.get_all_asset_keys(), key=lambda k: k.to_user_string()):
+        condition = graph.get(key).automation_condition
+        if condition is not None:
+            lines.append(f"automation {key.to_user_string()}: {condition.get_label() or type(condition).__name__}")
     lines += sorted(f"sensor {s.name}" for s in defs.sensors or [])
     lines += sorted(f"schedule {s.name} {s.cron_schedule}" for s in defs.schedules or [])
     return lines

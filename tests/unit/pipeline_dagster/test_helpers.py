@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-import dagster as dg
 import pytest
 
 from pipeline.checks import freshness_verdict
 from pipeline.folders import FileEntry, FolderScan
 from pipeline.resources import MAX_PROBE_SECONDS, EmbedderResource, UpstreamResource
-from pipeline.schedules import expected_for, stale_selection
 from pipeline.sensors import decode_cursor, encode_cursor, folder_changes
 from pipeline.sources.upstream import UpstreamConfig
 from secrag.errors import ConfigError
@@ -69,12 +66,3 @@ def test_probe_timeout_stays_under_the_sensor_tick_limit():
     built = resource.config()
     assert built.probe_timeout == MAX_PROBE_SECONDS
     assert built.repo_overrides == {"x": "file:///m/x.git"} and built.policy.allow_file
-
-
-def test_nothing_materialized_is_stale(tmp_path: Path):
-    instance = dg.DagsterInstance.ephemeral()
-    exp = expected_for("sigma", publish_code="1", embed_code="m|c")
-    assert stale_selection(instance, "sigma", exp) == [
-        dg.AssetKey(["sources", "sigma"]),
-        dg.AssetKey(["embeddings", "sigma"]),
-    ]
