@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,9 @@ import yaml
 
 from secrag.enrichment import technique_mentions
 from secrag.errors import ConfigError, ParseError
+from secrag.safe_files import UnsafeFile, read_capped
 
+from .sources import safe_json, safe_yaml
 from .sources.records import Record, Skipped
 
 SUFFIXES = frozenset({".txt", ".md", ".json", ".jsonl", ".yaml", ".yml", ".html", ".htm", ".pdf"})
@@ -152,14 +155,43 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _entry(path: Path, rel: str, spec: FolderSpec, previous: Mapping[str, FileEntry] | None) -> FileEntry | Skipped:
+    """The scan entry of one file, or why it is skipped (the rest of the folder goes on)."""
+    try:
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            return Skipped(rel, "symlinks are refused")
+        if not stat.S_ISREG(st.st_mode):
+            return Skipped(rel, "not a regular file (FIFO, device or socket)")
+        if not path.resolve().is_relative_to(spec.path.resolve()):
+            return Skipped(rel, "path escapes the folder")
+        if st.st_size > spec.max_file_bytes:
+            return Skipped(rel, f"file of {st.st_size} bytes exceeds the {spec.max_file_bytes}-byte limit")
+        old = (previous or {}).get(rel)
+        if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+            return old
+        return FileEntry(st.st_size, st.st_mtime_ns, _sha256(path))
+    except OSError as exc:
+        return Skipped(rel, f"unreadable: {exc.strerror or exc}")
+
+
 def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = None) -> FolderScan:
-    """Hash every supported file; a file whose size and mtime are unchanged keeps its old hash."""
+    """Hash every supported file; a file whose size and mtime are unchanged keeps its old hash.
+
+    A missing folder is a ConfigError (what it served stays served); every per-file problem
+    (symlink, FIFO, device, socket, unreadable, oversized) is a skipped entry with its reason.
+    """
     root = spec.path
     if not root.is_dir():
-        raise ConfigError(f"folder {spec.name}: {root} is not a directory")
+        raise ConfigError(f"folder {spec.name}: its directory does not exist (or is not a directory)")
     files: dict[str, FileEntry] = {}
     refused: list[Skipped] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+
+    def unreadable(exc: OSError) -> None:
+        where = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
+        refused.append(Skipped(where, f"unreadable: {exc.strerror or exc}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unreadable):
         here = Path(dirpath)
         for d in list(dirnames):
             if (here / d).is_symlink():
@@ -170,24 +202,14 @@ def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
         dirnames.sort()
         for fn in sorted(filenames):
             path = here / fn
-            rel = path.relative_to(root).as_posix()
             if fn.startswith(".") or path.suffix.lower() not in SUFFIXES:
                 continue
-            if path.is_symlink():
-                refused.append(Skipped(rel, "symlinks are refused"))
-                continue
-            if not path.resolve().is_relative_to(root):
-                refused.append(Skipped(rel, "path escapes the folder"))
-                continue
-            st = path.stat()
-            if st.st_size > spec.max_file_bytes:
-                refused.append(Skipped(rel, f"file of {st.st_size} bytes exceeds the {spec.max_file_bytes}-byte limit"))
-                continue
-            old = (previous or {}).get(rel)
-            if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
-                files[rel] = old
+            rel = path.relative_to(root).as_posix()
+            entry = _entry(path, rel, spec, previous)
+            if isinstance(entry, Skipped):
+                refused.append(entry)
             else:
-                files[rel] = FileEntry(st.st_size, st.st_mtime_ns, _sha256(path))
+                files[rel] = entry
     return FolderScan(files, tuple(refused))
 
 
@@ -208,24 +230,18 @@ def extract(rel: str, data: bytes) -> tuple[str, str]:
     except UnicodeDecodeError as exc:
         raise ParseError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     if suffix == ".json":
-        try:
-            return stem, json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        except ValueError as exc:
-            raise ParseError(f"invalid JSON: {exc}") from exc
+        return stem, json.dumps(safe_json.load(text), indent=2, ensure_ascii=False)
     if suffix == ".jsonl":
         lines = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    lines.append(json.dumps(json.loads(line), ensure_ascii=False))
-                except ValueError as exc:
-                    raise ParseError(f"invalid JSON on line {n}: {exc}") from exc
+                    lines.append(json.dumps(safe_json.load(line), ensure_ascii=False))
+                except ParseError as exc:
+                    raise ParseError(f"line {n}: {exc.reason}") from exc
         return stem, "\n\n".join(lines)
     if suffix in {".yaml", ".yml"}:
-        try:
-            list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            raise ParseError(f"invalid YAML: {str(exc).splitlines()[0]}") from exc
+        safe_yaml.load_all(text)  # the sources' hardened reader: depth, alias and size limits
         return stem, text
     if suffix == ".md":
         match = _MD_TITLE.search(text)
@@ -283,16 +299,9 @@ def read_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
     records: list[Record] = []
     skipped: list[Skipped] = list(scan.refused)
     for rel in sorted(scan.files):
-        path = spec.path / rel
         try:
-            if path.is_symlink():
-                raise ParseError("symlinks are refused")
-            data = path.read_bytes()
-            if len(data) > spec.max_file_bytes:
-                raise ParseError(f"file grew past the {spec.max_file_bytes}-byte limit")
+            data = read_capped(spec.path / rel, spec.max_file_bytes, within=spec.path)
             records.append(record_for(spec, rel, data, hashlib.sha256(data).hexdigest()))
-        except ParseError as exc:
+        except (ParseError, UnsafeFile) as exc:
             skipped.append(Skipped(rel, exc.reason))
-        except OSError as exc:
-            skipped.append(Skipped(rel, f"unreadable: {exc.strerror or exc}"))
     return FolderRead(tuple(records), tuple(skipped), len(scan.files) + len(scan.refused), scan)

@@ -8,19 +8,29 @@ partitioned embeddings asset across tenants, and a partition's history is harder
 asset's. Adding a folder means editing the YAML and reloading the code location.
 """
 
+import hashlib
+import json
 import time
 
 import dagster as dg
 
 from secrag.queries import Queries
 
+from ..automation import on_new_inputs
 from ..folders import FolderSpec, read_folder
 from ..resources import StoreResource
 from ..store import Access, SourceRow
 from .keys import folder_key
 from .publishing import publish_check_specs, publish_checks, publish_metadata, skipped_sample
 
-FOLDER_READER_VERSION = "1"
+FOLDER_READER_VERSION = "2"
+
+
+def folder_code_version(spec: FolderSpec) -> str:
+    """The reader version and the folder's access: a changed ACL in folders.yaml is new code, so
+    automation re-publishes the folder (its documents take the new tenant, users and groups)."""
+    access = json.dumps([spec.tenant, sorted(spec.users), sorted(spec.groups)])
+    return f"{FOLDER_READER_VERSION}-{hashlib.sha256(access.encode()).hexdigest()[:12]}"
 
 
 def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
@@ -31,7 +41,8 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
     @dg.asset(
         key=key,
         group_name="user_folders",
-        code_version=FOLDER_READER_VERSION,
+        code_version=folder_code_version(spec),
+        automation_condition=on_new_inputs(),
         kinds={"python", "postgres"},
         check_specs=publish_check_specs(key),
         tags={"secrag/source": spec.name},
@@ -58,12 +69,13 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                     name=spec.name,
                     kind="user_folder",
                     category="user",
-                    description=spec.description or f"user folder {spec.path}",
+                    description=spec.description or f"user folder {spec.name}",  # no server path leaves
                 ),
             )
             row = conn.execute(q.source_state, {"source": spec.name}).fetchone()
             previous = int(row[5]) if row else 0
-            # Any shrink is a user's deletion; only an empty read (unmounted disk?) is refused.
+            # Any shrink is a user's deletion, and an existing empty folder publishes zero documents;
+            # a missing folder failed in read_folder above, so what it served stays served.
             result = db.publish(
                 conn,
                 source=spec.name,
@@ -73,10 +85,11 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                 lookup=db.technique_names(conn),
                 chunking=store.chunking(),
                 access=Access(spec.tenant, spec.users, spec.groups),
-                force=bool(read.records),
+                force=True,
                 details={"files_seen": read.files_seen},
             )
-        checks = publish_checks(result, previous=previous, max_shrink=1.0, forced=False)
+        # An empty folder is the user's choice: its non-empty check warns instead of blocking.
+        checks = publish_checks(result, previous=previous, max_shrink=1.0, forced=True)
         if result.status == "refused":
             yield from checks
             raise dg.Failure(

@@ -95,6 +95,8 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     existing = {d: (h, sig) for d, h, sig in conn.execute(q.existing_documents, {"source": pub.source}).fetchall()}
     changes = diff(pub.records, existing, pub.access, pub.lookup, pub.chunking)
     written = _write(q, conn, pub, changes)
+    access = {"tenant": pub.access.tenant, "acl_users": list(pub.access.users), "acl_groups": list(pub.access.groups)}
+    conn.execute(q.apply_access, {"source": pub.source, **access})
     conn.execute(q.mark_published, {"source": pub.source, "version": pub.version, "records": len(pub.records)})
     counts: dict[str, Any] = {
         "parsed": len(pub.records),

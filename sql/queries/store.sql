@@ -64,6 +64,13 @@ DELETE FROM documents WHERE doc_id = ANY(%(ids)s)
 -- name: delete_chunks
 DELETE FROM chunks WHERE doc_id = ANY(%(ids)s)
 
+-- name: apply_access
+-- Who may see a source's documents follows its configuration even when no document changed
+-- (a folder whose ACL changed in folders.yaml).
+UPDATE documents SET tenant = %(tenant)s, acl_users = %(acl_users)s, acl_groups = %(acl_groups)s, updated_at = now()
+WHERE source = %(source)s
+  AND (tenant IS DISTINCT FROM %(tenant)s OR acl_users <> %(acl_users)s OR acl_groups <> %(acl_groups)s)
+
 -- name: update_document
 UPDATE documents SET
     source_version = %(source_version)s, title = %(title)s, url = %(url)s, body = %(body)s,

@@ -126,3 +126,39 @@ def test_folder_asset_publishes_changes_and_deletions_with_access(folder):
     assert (meta["updated"], meta["deleted"], meta["unchanged"]) == (1, 1, 1)
     emb = again.asset_materializations_for_node("embeddings__team_docs")[0].metadata
     assert emb["embedded"].value == 1
+
+
+def test_folder_acl_change_emptying_and_a_missing_folder(
+    folder, db_url: str, mirror: Mirror, small_specs, tmp_path: Path
+):
+    h, root = folder
+    h.materialize("key:folders/team_docs")
+    moved = FolderSpec(name="team_docs", path=root, tenant="acme", users=("bob",), groups=())
+    h2 = harness(db_url, mirror, tmp_path / "work2", small_specs, folders=[moved])
+    old_code = h.defs.resolve_asset_graph().get(dg.AssetKey(["folders", "team_docs"])).code_version
+    new_code = h2.defs.resolve_asset_graph().get(dg.AssetKey(["folders", "team_docs"])).code_version
+    assert old_code != new_code  # automation re-publishes a folder whose ACL changed
+    h2.materialize("key:folders/team_docs")
+    with h2.connect() as conn:
+        acl = conn.execute(
+            "SELECT DISTINCT tenant, acl_users, acl_groups FROM documents WHERE source = 'team_docs'"
+        ).fetchall()
+        described = conn.execute("SELECT description FROM sources WHERE name = 'team_docs'").fetchone()[0]
+    assert acl == [("acme", ["bob"], [])]
+    assert str(root) not in described  # no server path leaves through the API
+    for path in root.iterdir():
+        path.unlink()
+    emptied = h2.materialize("key:folders/team_docs")
+    assert emptied.success
+    with h2.connect() as conn:
+        assert conn.execute("SELECT count(*) FROM documents WHERE source = 'team_docs'").fetchone()[0] == 0
+        (root / "again.md").write_text("# Again\n")
+    h2.materialize("key:folders/team_docs")
+    root_gone = root.rename(root.with_name("docs-unmounted"))
+    failed = h2.materialize("key:folders/team_docs", raise_on_error=False)
+    assert not failed.success
+    with h2.connect() as conn:
+        assert conn.execute("SELECT doc_id FROM documents WHERE source = 'team_docs'").fetchall() == [
+            ("team_docs:again.md",)
+        ]
+    root_gone.rename(root)

@@ -138,3 +138,24 @@ def test_scan_digest_follows_content_not_mtime(tmp_path: Path):
 def test_missing_folder_is_a_config_error(tmp_path: Path):
     with pytest.raises(ConfigError, match="not a directory"):
         scan_folder(_spec(tmp_path / "nope"))
+
+
+def test_bad_files_are_skipped_with_their_reason_while_the_rest_publish(tmp_path: Path):
+    import os
+
+    from pipeline.folders import FolderSpec, read_folder
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "good.md").write_text("# Good\nfine\n")
+    (root / "deep.json").write_text("[" * 5000 + "]" * 5000)
+    (root / "deep.yaml").write_text("a: " + "[" * 200 + "]" * 200 + "\n")
+    os.mkfifo(root / "pipe.md")  # a FIFO named like a document: never opened, never waited on
+    (root / "big.txt").write_bytes(b"x" * 40_000)
+    read = read_folder(FolderSpec(name="docs", path=root, max_file_bytes=20_000))
+    assert [r.upstream_id for r in read.records] == ["good.md"]
+    reasons = {s.path: s.reason for s in read.skipped}
+    assert "nests 5000 levels" in reasons["deep.json"]
+    assert "nests deeper than" in reasons["deep.yaml"]
+    assert "not a regular file" in reasons["pipe.md"]
+    assert "exceeds the 20000-byte limit" in reasons["big.txt"]
