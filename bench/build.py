@@ -57,7 +57,7 @@ def mirror_for(upstream: Path, data_dir: Path, specs: dict[str, SourceSpec]) -> 
 
 
 def fresh_database(settings: Settings) -> str:
-    server = database.server_url(settings)
+    server = database.server_url(settings, create=True)
     with database.connect(database.with_database(server, "postgres"), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DB)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DB)))

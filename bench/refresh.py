@@ -62,7 +62,7 @@ def main() -> int:
     settings = settings_for(args.data_dir)
     specs = select_specs(args.only)
     mirror = mirror_for(args.upstream.resolve(), args.data_dir, specs)
-    url = database.with_database(database.server_url(settings), "secrag_bench")
+    url = database.with_database(database.server_url(settings, create=True), "secrag_bench")
     defs = bench_definitions(settings, url, mirror, specs)
 
     result, seconds = run_graph(defs, dg.AssetSelection.all() - dg.AssetSelection.key_prefixes("upstream"))

@@ -107,11 +107,12 @@ def check_requirements(conn: psycopg.Connection) -> None:
         )
 
 
-def server_url(settings: Settings) -> str:
-    """The configured server (DATABASE_URL) or the embedded one, started on demand."""
+def server_url(settings: Settings, *, create: bool = False) -> str:
+    """The configured server (DATABASE_URL: no embedded server ever starts) or the embedded one,
+    started on demand; only with create=True may that make a new data directory."""
     if settings.database_url:
         return settings.database_url
-    return embedded.start(settings.pgdata, settings.embedded_shared_buffers)
+    return embedded.start(settings.pgdata, settings.embedded_shared_buffers, create=create)
 
 
 def ensure_database(base_url: str, dbname: str, *, timeout: int = 5) -> str:
@@ -124,11 +125,12 @@ def ensure_database(base_url: str, dbname: str, *, timeout: int = 5) -> str:
     return with_database(base_url, dbname)
 
 
-def database_url(settings: Settings) -> str:
-    """URL of the secrag database: DATABASE_URL as given, or the embedded server's secrag database."""
+def database_url(settings: Settings, *, create: bool = False) -> str:
+    """URL of the secrag database: DATABASE_URL as given, or the embedded server's secrag database
+    (an existing data directory, unless create=True)."""
     if settings.database_url:
         return settings.database_url
-    server = embedded.start(settings.pgdata, settings.embedded_shared_buffers)
+    server = embedded.start(settings.pgdata, settings.embedded_shared_buffers, create=create)
     return ensure_database(server, settings.database_name, timeout=settings.connect_timeout)
 
 

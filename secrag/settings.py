@@ -12,6 +12,25 @@ from .package_data import sql_dir
 
 # The checkout secrag runs from: dagster.yaml, workspace.yaml and folders.yaml live here.
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR_NAME = ".secrag"
+_PROJECT_FILES = ("dagster.yaml", "workspace.yaml")
+
+
+def find_project(start: Path) -> Path | None:
+    """The nearest directory from start up that is a secrag project: it holds a data directory
+    (`.secrag/`) or the project files (dagster.yaml and workspace.yaml)."""
+    for folder in (start, *start.parents):
+        if (folder / DATA_DIR_NAME).is_dir() or all((folder / name).is_file() for name in _PROJECT_FILES):
+            return folder
+    return None
+
+
+def default_data_dir() -> Path:
+    """`.secrag` of the project the working directory is in, so every command finds the same data
+    from any of its subdirectories; outside a project, `.secrag` here (which no command but
+    `secrag run` / `secrag db start` ever creates)."""
+    here = Path.cwd()
+    return (find_project(here) or here) / DATA_DIR_NAME
 
 
 class Settings(BaseSettings):
@@ -24,7 +43,10 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DATABASE_URL", "SECRAG_DATABASE_URL"),
         description="PostgreSQL URL; when unset secrag starts its embedded server in data_dir.",
     )
-    data_dir: Path = Field(default=Path(".secrag"), description="Embedded database and caches.")
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Embedded database and caches; default: `.secrag` of the project the working directory is in.",
+    )
     database_name: str = Field(default="secrag", description="Database created on the embedded server.")
     dagster_database_name: str = Field(default="secrag_dagster", description="Dagster instance database.")
     embedded_shared_buffers: str = Field(

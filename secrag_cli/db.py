@@ -25,7 +25,7 @@ def start() -> None:
     if settings.database_url:
         click.echo(f"using external database {database.describe(settings.database_url)}; nothing to start")
         return
-    url = database.database_url(settings)
+    url = database.database_url(settings, create=True)
     click.echo(f"embedded PostgreSQL running in {settings.pgdata} ({url})")
 
 

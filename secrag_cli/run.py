@@ -37,7 +37,7 @@ def prepare_database() -> str:
     """Start (or reach) the database, check it, apply migrations; returns its URL."""
     settings = get_settings()
     started = time.monotonic()
-    url = database.database_url(settings)
+    url = database.database_url(settings, create=True)  # `make run` on a fresh machine sets everything up
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
         database.check_requirements(conn)
         applied = migrations.migrate(conn, settings.sql_dir)

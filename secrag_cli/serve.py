@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .run import check_port_free
+
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
@@ -43,6 +45,7 @@ def serve(
 
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise click.UsageError("--ssl-certfile and --ssl-keyfile go together")
+    check_port_free(host, port, "--port")  # one line, not a traceback from inside uvicorn
     uvicorn.run(
         "serving.app:create_app",
         factory=True,
