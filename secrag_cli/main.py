@@ -7,6 +7,7 @@ import warnings
 
 import click
 
+from .backfill import backfill
 from .db import db
 from .errors import SecragGroup
 from .mcp import mcp
@@ -33,6 +34,7 @@ def cli(verbose: bool) -> None:
     _configure_logging(verbose)
 
 
+cli.add_command(backfill)
 cli.add_command(db)
 cli.add_command(mcp)
 cli.add_command(run)

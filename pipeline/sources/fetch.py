@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from pathlib import Path, PurePosixPath
 
@@ -16,12 +17,22 @@ from .registry import SourceSpec
 from .upstream import UpstreamConfig
 
 log = logging.getLogger(__name__)
+_SHORT_SHA = re.compile(r"^[0-9a-f]{4,39}$")
 
 
 def _resolve_pin(spec: SourceSpec, repo_url: str, pin: str, cfg: UpstreamConfig, timeout: float) -> tuple[str, str]:
     """(version, commit) of a pinned commit SHA or tag."""
     if SHA_RE.match(pin):
         return pin, pin
+    if _SHORT_SHA.match(pin):
+        try:
+            commit = tag_commit(repo_url, pin, cfg, timeout)  # a tag may look like a short SHA
+        except FetchError as exc:
+            raise FetchError(
+                f"{spec.name}: {pin!r} looks like a short commit SHA, which a remote repository cannot resolve",
+                hint="pin the full 40-hex commit SHA (git rev-parse <short> in a clone) or a tag",
+            ) from exc
+        return (pin if spec.tracking == "release" else commit), commit
     commit = tag_commit(repo_url, pin, cfg, timeout)
     return (pin if spec.tracking == "release" else commit), commit
 

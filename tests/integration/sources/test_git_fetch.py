@@ -240,3 +240,13 @@ def test_git_connects_only_to_the_vetted_addresses() -> None:
     with pytest.raises(FetchError, match="not a public address"):
         git_env(Dns(answers=("192.168.1.10",)), url="https://github.com/SigmaHQ/sigma.git")
     assert "http.curloptResolve" not in git_env(UrlPolicy(allow_file=True), url="file:///m/x.git").values()
+
+
+def test_a_short_sha_pin_fails_with_a_clear_message(
+    mirror: Mirror, upstream_config: ConfigFactory, source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
+    spec, cfg = source_specs["mitre_car"], upstream_config(mirror)
+    short = mirror.head("mitre_car")[:10]
+    with pytest.raises(FetchError, match="looks like a short commit SHA") as info:
+        fetch(spec, probe(spec, cfg), cfg, tmp_path / "w", pin=short)
+    assert "full 40-hex" in info.value.hint

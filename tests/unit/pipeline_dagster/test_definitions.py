@@ -40,6 +40,7 @@ def describe(defs: dg.Definitions) -> list[str]:
         if condition is not None:
             lines.append(f"automation {key.to_user_string()}: {condition.get_label() or type(condition).__name__}")
     lines += sorted(f"sensor {s.name}" for s in defs.sensors or [])
+    lines += sorted(f"job {j.name}" for j in defs.jobs or [])
     lines += sorted(f"schedule {s.name} {s.cron_schedule}" for s in defs.schedules or [])
     return lines
 

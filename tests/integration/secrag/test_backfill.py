@@ -1,0 +1,98 @@
+"""`secrag backfill` against a live Dagster (`secrag run`): the run goes through the run queue and is waited for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from psycopg import sql
+
+from secrag import database
+from tests.plugins.upstream import SNAPSHOT
+
+SECRAG = [sys.executable, "-m", "secrag_cli.main"]
+SOURCE = "hijacklibs"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_dagster(tmp_path: Path, db_url: str, pg_server_url: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """`secrag run --no-api` over a one-source snapshot; yields (Dagster URL, the environment)."""
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    (snapshot / SOURCE).symlink_to(SNAPSHOT / SOURCE)
+    instance_db = f"secrag_dagster_{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env.update(
+        {
+            "SECRAG_DATABASE_URL": db_url,
+            "SECRAG_DATA_DIR": str(tmp_path / "data"),
+            "SECRAG_UPSTREAM_MIRROR": str(snapshot),
+            "SECRAG_DAGSTER_DATABASE_NAME": instance_db,
+        }
+    )
+    port = _free_port()
+    log = (tmp_path / "run.log").open("wb")
+    proc = subprocess.Popen(
+        [*SECRAG, "run", "--no-api", "--dagster-port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            assert proc.poll() is None, (tmp_path / "run.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "Dagster did not come up"
+            try:
+                with urllib.request.urlopen(f"{url}/server_info", timeout=2):
+                    break
+            except OSError:
+                time.sleep(1)
+        yield url, env
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+        with database.connect(database.with_database(pg_server_url, "postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(instance_db)))
+
+
+def test_backfill_queues_a_run_and_waits_for_it(live_dagster: tuple[str, dict[str, str]], db_url: str) -> None:
+    url, env = live_dagster
+    result = subprocess.run(
+        [*SECRAG, "backfill", SOURCE, "--wait", "--timeout", "600", "--dagster-url", url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=700,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"queued refresh_{SOURCE} as run" in result.stdout and "SUCCESS" in result.stdout
+    assert "QUEUED" in result.stdout or "STARTING" in result.stdout or "STARTED" in result.stdout
+    with database.connect(db_url) as conn:
+        docs = conn.execute("SELECT count(*) FROM documents WHERE source = %s", [SOURCE]).fetchone()[0]
+        state = conn.execute("SELECT state FROM sources WHERE name = %s", [SOURCE]).fetchone()[0]
+    assert docs > 0 and state == "ok"
