@@ -85,5 +85,5 @@ class ExplainResponse(BaseModel):
 
 
 class PlansResponse(BaseModel):
-    categories: dict[str, list[str]]
+    categories: list[str] = Field(description="The categories plans mix; each source's is in /v1/sources.")
     plans: dict[str, dict[str, Any]]

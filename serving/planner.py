@@ -68,7 +68,7 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
                 chunk_id=hit.chunk_id,
                 doc_id=hit.doc_id,
                 source=hit.source,
-                category=config.category_of(hit.source, info.kind if info else "online"),
+                category=config.category_of(info.category if info else None, info.kind if info else "online"),
                 score=hit.score,
                 title=hit.title,
                 text=hit.text or "",

@@ -87,7 +87,7 @@ class PlansConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    categories: dict[str, list[str]]
+    categories: list[str]
     classification: Classification
     default: Plan
     overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
@@ -119,13 +119,11 @@ class PlansConfig(BaseModel):
         except ValidationError as exc:
             raise ValueError(f"plan {query_type!r}: {_first_error(exc)}") from exc
 
-    def category_of(self, source: str, kind: str = "online") -> str:
-        if kind == "user_folder":
+    def category_of(self, category: str | None, kind: str = "online") -> str:
+        """The plan category of a source whose registry category (served by the store) is `category`."""
+        if kind == "user_folder" or not category or category not in self.categories:
             return "user"
-        for category, sources in self.categories.items():
-            if source in sources:
-                return category
-        return "user" if "user" in self.categories else next(iter(self.categories))
+        return category
 
 
 def _first_error(exc: ValidationError) -> str:

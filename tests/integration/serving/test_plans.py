@@ -70,7 +70,9 @@ def test_explain_says_why(client: TestClient) -> None:
 def test_list_plans(client: TestClient) -> None:
     body = client.get("/v1/plans").json()
     assert {"default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test"} <= set(body["plans"])
-    assert "sigma" in body["categories"]["detection"]
+    assert "detection" in body["categories"]
+    sources = {s["name"]: s["category"] for s in client.get("/v1/sources").json()["sources"]}
+    assert sources["sigma"] == "detection"  # the registry's category, served by the store
 
 
 def test_invalid_requests_are_422(client: TestClient) -> None:

@@ -63,3 +63,13 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
         load_plans(write(tmp_path, "a: [unclosed"))
     with pytest.raises(ConfigError, match="mapping"):
         load_plans(write(tmp_path, "- 1\n- 2\n"))
+
+
+def test_every_registry_category_is_a_plan_category() -> None:
+    """The registry says which source is in which category; plans.yaml only names the categories."""
+    from pipeline.sources.registry import default_registry
+    from serving.plans import default_plans_file, load_plans
+
+    categories = set(load_plans(default_plans_file()).categories)
+    assert {spec.category for spec in default_registry().values()} <= categories
+    assert "user" in categories
