@@ -11,7 +11,7 @@ import dagster as dg
 
 from secrag.queries import Queries, one_row
 
-from .assets.keys import COVERAGE, DIMENSIONS, FRESHNESS, TECHNIQUES_RESOLVE, embeddings_key, source_key
+from .assets.keys import COVERAGE, DIMENSIONS, FRESHNESS, REFRESH_OK, TECHNIQUES_RESOLVE, embeddings_key, source_key
 from .resources import EmbedderResource, StoreResource
 
 UNRESOLVED_SAMPLE = 20
@@ -87,6 +87,46 @@ def build_freshness_check(source: str, poll_interval: int) -> dg.AssetChecksDefi
             state = conn.execute(q.source_state, {"source": source}).fetchone()
         passed, facts = freshness_verdict(state, poll_interval, datetime.now(UTC))
         return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.WARN, metadata=facts)
+
+    return _check
+
+
+def refresh_verdict(attempt: tuple[Any, ...] | None, unenriched: int, bearing: int) -> tuple[bool, dict[str, Any]]:
+    """Healthy = the last attempt did not fail (failed, refused, abandoned) and every document that
+    names a technique carries that technique's name (enrichment coverage 100 %)."""
+    facts: dict[str, Any] = {"technique_bearing_documents": bearing, "unenriched_documents": unenriched}
+    if bearing:
+        facts["enrichment_coverage"] = round(1 - unenriched / bearing, 4)
+    reasons = []
+    if attempt is not None:
+        status, phase, version, error_class, reason, started_at = attempt
+        facts.update({"last_attempt": status, "last_attempt_at": started_at.isoformat(), "version": version or ""})
+        if status in ("failed", "refused", "abandoned"):
+            facts.update({"phase": phase or "", "error_class": error_class or "", "reason": (reason or "")[:300]})
+            reasons.append(f"the last attempt {status}" + (f" in {phase}" if phase else ""))
+    if unenriched:
+        reasons.append(f"{unenriched} documents lack their technique names")
+    if reasons:
+        facts["why"] = "; ".join(reasons)
+    return not reasons, facts
+
+
+def build_refresh_check(source: str) -> dg.AssetChecksDefinition:
+    """The source's last refresh attempt succeeded and its enrichment coverage is complete (ERROR)."""
+
+    @dg.asset_check(
+        asset=source_key(source),
+        name=REFRESH_OK,
+        description="The last refresh attempt did not fail (probe, fetch, parse or publish; refused or "
+        "abandoned count too) and every document naming an ATT&CK technique carries its name.",
+    )
+    def _check(store: StoreResource) -> dg.AssetCheckResult:
+        q = Queries(store.sql_path(), "pipeline")
+        with store.connect() as conn:
+            attempt = conn.execute(q.last_attempt, {"source": source}).fetchone()
+            unenriched, bearing = one_row(conn.execute(q.unenriched_documents, {"source": source}))
+        passed, facts = refresh_verdict(attempt, int(unenriched), int(bearing))
+        return dg.AssetCheckResult(passed=passed, metadata=facts)
 
     return _check
 

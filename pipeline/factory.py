@@ -9,11 +9,11 @@ import dagster as dg
 
 from .assets.embeddings import build_embeddings_asset
 from .assets.folders import build_folder_asset
-from .assets.keys import ATTACK_SOURCE, FRESHNESS, folder_key, source_key
+from .assets.keys import ATTACK_SOURCE, FRESHNESS, REFRESH_OK, folder_key, source_key
 from .assets.lookups import build_lookup_asset
 from .assets.sources import build_source_asset
 from .assets.upstream import build_upstream_asset
-from .checks import build_embedding_checks, build_freshness_check, build_technique_check
+from .checks import build_embedding_checks, build_freshness_check, build_refresh_check, build_technique_check
 from .folders import FolderSpec
 from .sensors import build_folder_sensor, build_source_sensor
 from .sources.registry import SourceSpec
@@ -43,10 +43,14 @@ def build_graph(specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], 
         graph.checks += [
             build_technique_check(spec.name),
             build_freshness_check(spec.name, spec.poll_interval),
+            build_refresh_check(spec.name),
             *build_embedding_checks(spec.name),
         ]
         graph.sensors.append(build_source_sensor(spec))
-        graph.freshness_checks.append(dg.AssetCheckKey(source_key(spec.name), FRESHNESS))
+        graph.freshness_checks += [
+            dg.AssetCheckKey(source_key(spec.name), FRESHNESS),
+            dg.AssetCheckKey(source_key(spec.name), REFRESH_OK),
+        ]
     if ATTACK_SOURCE in {s.name for s in enabled}:
         graph.assets.append(build_lookup_asset(specs[ATTACK_SOURCE]))
     for folder in folders:

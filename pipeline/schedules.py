@@ -6,11 +6,11 @@ HOURLY = "17 * * * *"
 
 
 def build_freshness_schedule(check_keys: list[dg.AssetCheckKey]) -> dg.ScheduleDefinition:
-    """Hourly evaluation of every source's freshness check (without materializing anything)."""
+    """Hourly evaluation of every source's freshness and refresh-health checks (without materializing anything)."""
     job = dg.define_asset_job(
         "freshness_checks",
         selection=dg.AssetSelection.checks(*check_keys),
-        description="Freshness check of every online source.",
+        description="Freshness and last-refresh health checks of every online source.",
     )
     return dg.ScheduleDefinition(
         name="hourly_freshness_checks",

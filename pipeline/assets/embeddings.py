@@ -6,7 +6,7 @@ from ..activation import activate_model_if_complete
 from ..automation import on_new_inputs
 from ..embedding import embed_pending
 from ..resources import EmbedderResource, StoreResource
-from .keys import embeddings_key
+from .keys import OWNERS, embeddings_key
 
 LOG_EVERY = 2000  # chunks between progress lines
 
@@ -25,6 +25,7 @@ def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code
         group_name=group,
         code_version=code_version,
         automation_condition=on_new_inputs(),
+        owners=OWNERS,
         kinds={"pytorch", "postgres"},
         tags={"secrag/source": source},
         description=f"Vectors of every chunk of {source} for the configured embedding model. Unchanged "

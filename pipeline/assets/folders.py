@@ -20,7 +20,7 @@ from ..automation import on_new_inputs
 from ..folders import FolderSpec, read_folder
 from ..resources import StoreResource
 from ..store import Access, SourceRow
-from .keys import folder_key
+from .keys import OWNERS, folder_key
 from .publishing import publish_check_specs, publish_checks, publish_metadata, skipped_sample
 
 FOLDER_READER_VERSION = "2"
@@ -43,6 +43,7 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
         group_name="user_folders",
         code_version=folder_code_version(spec),
         automation_condition=on_new_inputs(),
+        owners=OWNERS,
         kinds={"python", "postgres"},
         check_specs=publish_check_specs(key),
         tags={"secrag/source": spec.name},
@@ -105,6 +106,7 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
             check_results=checks,
             metadata={
                 "version": digest[:16],
+                "dagster/row_count": result.parsed,
                 "files_seen": read.files_seen,
                 **publish_metadata(result),
                 "file_errors": dg.MetadataValue.json({s.path: s.reason for s in read.skipped[:50]}),

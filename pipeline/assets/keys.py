@@ -13,6 +13,8 @@ NO_SHRINK = "no_suspicious_shrink"
 # Checks evaluated after publishing / embedding.
 TECHNIQUES_RESOLVE = "techniques_resolve"
 FRESHNESS = "fresh_within_poll_interval"
+REFRESH_OK = "last_refresh_ok"
+OWNERS = ["team:secrag"]  # who the UI names as owner of every asset
 COVERAGE = "embedding_coverage"
 DIMENSIONS = "vector_dimensions"
 

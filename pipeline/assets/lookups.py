@@ -13,7 +13,7 @@ from ..refresh import pinned_version
 from ..resources import StoreResource, UpstreamResource
 from ..sources.mitre_lookup import techniques_from_bundle
 from ..sources.registry import SourceSpec
-from .keys import ATTACK_SOURCE, LOOKUP_KEY, NON_EMPTY, source_key
+from .keys import ATTACK_SOURCE, LOOKUP_KEY, NON_EMPTY, OWNERS, source_key
 
 
 def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:
@@ -24,6 +24,7 @@ def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         deps=[source_key(ATTACK_SOURCE)],
         group_name="lookups",
         kinds={"postgres"},
+        owners=OWNERS,
         automation_condition=on_new_inputs(),
         check_specs=[
             dg.AssetCheckSpec(

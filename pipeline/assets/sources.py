@@ -12,7 +12,7 @@ from ..refresh import Refreshed, RefreshFailed, RefreshLimits, refresh_source
 from ..resources import StoreResource, UpstreamResource
 from ..sources.interface import FetchResult
 from ..sources.registry import SourceSpec
-from .keys import ATTACK_SOURCE, LOOKUP_KEY, NO_SHRINK, NON_EMPTY, source_key, upstream_key
+from .keys import ATTACK_SOURCE, LOOKUP_KEY, NO_SHRINK, NON_EMPTY, OWNERS, source_key, upstream_key
 from .publishing import publish_check_specs, publish_checks, publish_metadata
 
 
@@ -49,6 +49,7 @@ def _unchanged(done: Refreshed) -> Iterator[dg.AssetCheckResult | dg.Materialize
             "version": done.version,
             "status": "unchanged",
             "records": done.records,
+            "dagster/row_count": done.records,
             "inserted": 0,
             "updated": 0,
             "deleted": 0,
@@ -72,6 +73,7 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         group_name=spec.category,
         code_version=spec.parser_version,
         automation_condition=on_new_inputs(),
+        owners=OWNERS,
         kinds={"python", "postgres"},
         check_specs=publish_check_specs(key),
         description=f"{spec.description}. Fetch the upstream version, parse it with `{spec.parser}` "
@@ -148,6 +150,8 @@ def _published(
             "version": fetched.version,
             "commit": fetched.commit or "",
             "url": dg.MetadataValue.url(version_url(spec, fetched)),
+            "dagster/uri": version_url(spec, fetched),
+            "dagster/row_count": result.parsed,
             "pinned": bool(config.pin),
             "files_seen": done.outcome.files_seen,
             "with_techniques": done.outcome.with_techniques,

@@ -54,3 +54,17 @@ ORDER BY id DESC LIMIT 1
 UPDATE sources SET last_sync_at = now(), state = 'ok', last_error = NULL, updated_at = now()
 WHERE name = %(source)s AND current_version = %(version)s
 RETURNING record_count
+
+-- name: last_attempt
+-- The source's last refresh attempt, whatever its outcome.
+SELECT status, phase, version, error_class, reason, started_at
+FROM source_versions WHERE source = %(source)s ORDER BY id DESC LIMIT 1
+
+-- name: unenriched_documents
+-- Documents of the source naming a known, live technique whose first chunk lacks that technique's name.
+SELECT count(DISTINCT d.doc_id) AS unenriched,
+       (SELECT count(*) FROM documents x WHERE x.source = %(source)s AND x.techniques <> '{}') AS technique_bearing
+FROM documents d
+JOIN mitre_techniques t ON t.id = ANY(d.techniques) AND NOT t.revoked AND NOT t.deprecated
+JOIN chunks c ON c.doc_id = d.doc_id AND c.ordinal = 0
+WHERE d.source = %(source)s AND position(t.name IN c.enriched_text) = 0

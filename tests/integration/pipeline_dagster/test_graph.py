@@ -37,12 +37,13 @@ def test_full_build_publishes_embeds_and_checks_every_asset(built_store, mirror)
     expected = {LOOKUP_KEY, *(source_key(s) for s in SOURCES), *(embeddings_key(s) for s in SOURCES)}
     assert materialized == expected
     checks = _checks(result)
-    assert len(checks) == 2 * 3 + 4 * 3 + 1  # publish checks, 4 later checks per source, lookup non-empty
+    assert len(checks) == 2 * 3 + 5 * 3 + 1  # publish checks, 5 later checks per source, lookup non-empty
     failed = sorted(k for k, e in checks.items() if not e.passed)
     assert failed == [], failed
     car = _metadata(result, source_key("mitre_car"))
     assert car["version"] == mirror.head("mitre_car")
     assert car["records"] == car["inserted"] == 25
+    assert car["dagster/row_count"] == 25 and car["dagster/uri"] == car["url"]
     assert {"url", "skipped", "skipped_sample", "seconds", "deleted", "unchanged", "updated"} <= car.keys()
     emb = _metadata(result, embeddings_key("hijacklibs"))
     assert emb["chunks"] == emb["embedded"] + emb["reused"] > 0
