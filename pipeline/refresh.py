@@ -23,7 +23,7 @@ from typing import Literal
 import psycopg
 
 from secrag.errors import ParseError, SecragError
-from secrag.queries import Queries, one_row
+from secrag.queries import Queries
 
 from .chunking import ChunkConfig
 from .sources.interface import FetchResult, Upstream, UpstreamVersion
@@ -224,7 +224,7 @@ def refresh_source(
         lookup = enrichment_lookup(spec, fetched.root, published)
     if fetched.version != seen.version:  # a feed that moved on since the probe
         fingerprint = publish_fingerprint(spec, fetched.version, limits.chunking.version, own)
-    previous = int(one_row(conn.execute(queries.source_state, {"source": spec.name}))[5])
+    previous = store.served_records(conn, spec.name)
     try:
         result = store.publish(
             conn,

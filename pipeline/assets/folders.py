@@ -14,8 +14,6 @@ import time
 
 import dagster as dg
 
-from secrag.queries import Queries
-
 from ..automation import on_new_inputs
 from ..folders import FolderSpec, read_folder
 from ..resources import StoreResource
@@ -62,7 +60,6 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
         read = read_folder(spec)
         digest = read.scan.digest()
         db = store.store()
-        q = Queries(store.sql_path(), "pipeline")
         with store.connect() as conn:
             db.register_source(
                 conn,
@@ -73,8 +70,7 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                     description=spec.description or f"user folder {spec.name}",  # no server path leaves
                 ),
             )
-            row = conn.execute(q.source_state, {"source": spec.name}).fetchone()
-            previous = int(row[5]) if row else 0
+            previous = db.served_records(conn, spec.name)
             # Any shrink is a user's deletion, and an existing empty folder publishes zero documents;
             # a missing folder failed in read_folder above, so what it served stays served.
             result = db.publish(

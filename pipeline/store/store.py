@@ -75,6 +75,11 @@ class Store:
             details=details or {},
         )
 
+    def served_records(self, conn: psycopg.Connection, source: str) -> int:
+        """How many records the source's served version holds (0 for a source never published)."""
+        row = conn.execute(self.q.served_records, {"source": source}).fetchone()
+        return int(row[0]) if row else 0
+
     def technique_names(self, conn: psycopg.Connection) -> dict[str, str]:
         """Active ATT&CK technique id -> full name, the enrichment lookup."""
         return dict(conn.execute(self.q.technique_names).fetchall())

@@ -46,6 +46,9 @@ UPDATE source_versions SET
     details = %(details)s
 WHERE id = %(id)s
 
+-- name: served_records
+SELECT record_count FROM sources WHERE name = %(source)s
+
 -- name: mark_source_failed
 UPDATE sources SET state = %(state)s, last_error = %(reason)s, updated_at = now() WHERE name = %(source)s
 
