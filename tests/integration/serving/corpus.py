@@ -17,11 +17,11 @@ from pipeline.sources.records import Record
 from pipeline.sources.registry import SourceSpec, default_registry
 from pipeline.store import Access, SourceRow, Store
 from secrag.embedder import Embedder
+from tests.plugins.upstream import SNAPSHOT
 
 log = logging.getLogger(__name__)
 
-UPSTREAM = Path(__file__).resolve().parents[3].parent / "shared" / "upstream"
-
+UPSTREAM = SNAPSHOT
 # Technique families kept from ATT&CK (with their sub-techniques); everything else is left out.
 # The store stays at ~550 chunks so the real model embeds it in well under a minute on two busy cores.
 ATTACK_FAMILIES = ("T1003", "T1059", "T1218", "T1055", "T1087")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -15,9 +14,7 @@ from fastapi.testclient import TestClient
 
 from secrag import database
 from serving.app import create_app
-from tests.plugins.upstream import LoopbackPolicy
-
-SNAPSHOT = Path(__file__).resolve().parents[3].parent / "shared" / "upstream"
+from tests.plugins.upstream import SNAPSHOT, LoopbackPolicy
 
 
 def _sigma_doc(url: str) -> tuple[str, str, str]:
