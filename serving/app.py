@@ -10,6 +10,7 @@ from typing import Any
 import anyio.to_thread
 import psycopg
 from fastapi import Depends, FastAPI
+from fastapi.routing import APIRoute
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from secrag import database
@@ -37,8 +38,17 @@ from .upstream import Refetcher
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
-# What the gate (serving/quotas.py) may answer on every /v1 operation.
-_GATED: dict[int | str, dict[str, Any]] = {401: {"model": ErrorResponse}, 429: {"model": ErrorResponse}}
+# What every /v1 operation may answer besides its own: an unparseable body (400), the gate
+# (serving/quotas.py: 401, 429), the body limit (413), validation (422) and the database (503 while
+# down, 504 for a cancelled statement).
+_GATED: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorResponse} for status in (400, 401, 413, 422, 429, 503, 504)
+}
+
+
+def _operation_id(route: APIRoute) -> str:
+    """Stable, readable operation ids: the route function's name (search, get_document, ...)."""
+    return route.name
 
 
 def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessions) -> ConnectionPool:
@@ -161,6 +171,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         redoc_url=None,
         dependencies=[Depends(stamp_route)],
         description="Read-only search over security knowledge (ATT&CK, Sigma, Atomic, KEV, ...).",
+        generate_unique_id_function=_operation_id,
     )
     app.state.settings = settings
     app.state.api_keys = api_keys

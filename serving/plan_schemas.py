@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from .plans import QUERY_TYPES
-from .schemas import SearchFilters, Strict, check_query
+from .plans import QueryType
+from .schemas import NUMBER, SearchFilters, Strict, check_query
 
 
 class PlanRequest(Strict):
     query: str = Field(min_length=1, max_length=8192, description="The question or identifier.")
-    plan: str | None = Field(default=None, description=f"Force a plan: one of {', '.join(QUERY_TYPES)}.")
+    plan: QueryType | None = Field(default=None, description="Force a plan (default: the query's type).")
     filters: SearchFilters = Field(default_factory=SearchFilters)
-    total_chunks: int | None = Field(default=None, ge=1, le=100, description="Override the plan's total.")
+    total_chunks: Annotated[int, Field(ge=1, le=100), NUMBER] | None = Field(
+        default=None, description="Override the plan's total."
+    )
 
     @field_validator("query")
     @classmethod

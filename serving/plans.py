@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -18,7 +18,8 @@ def default_plans_file() -> Path:
     return package_path("serving", "plans.yaml")
 
 
-QUERY_TYPES = ("default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test")
+QueryType = Literal["default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test"]
+QUERY_TYPES: tuple[str, ...] = get_args(QueryType)  # the one list: plan names, request schema, overrides
 
 
 class Plan(BaseModel):

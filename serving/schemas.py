@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import Strict as PydanticStrict
 
 from secrag.platforms import PLATFORMS, canonical
 
@@ -28,6 +29,27 @@ SCORE_SCALES = (
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _iso_only(value: object) -> object:
+    if not isinstance(value, str | datetime):
+        raise ValueError("expected an ISO 8601 date-time string")
+    return value
+
+
+def _number_only(value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("expected a JSON number")
+    return value
+
+
+# Request fields take exactly their JSON type: no "10" for 10, no true for 1, no 0 for a date
+# (an integral number such as 10.0 is still an integer, as JSON Schema says).
+NUMBER = BeforeValidator(_number_only)  # after any Field constraints in an Annotated (so they reach the schema)
+SInt = Annotated[int, NUMBER]
+SFloat = Annotated[float, NUMBER]
+SBool = Annotated[bool, PydanticStrict()]
+IsoDatetime = Annotated[datetime, BeforeValidator(_iso_only)]
 
 
 def check_query(value: str) -> str:
@@ -59,8 +81,8 @@ class SearchFilters(Strict):
     )
     tags_any: list[str] | None = Field(default=None, max_length=100)
     tags_all: list[str] | None = Field(default=None, max_length=100)
-    updated_after: datetime | None = None
-    updated_before: datetime | None = None
+    updated_after: IsoDatetime | None = None
+    updated_before: IsoDatetime | None = None
 
     @field_validator("techniques")
     @classmethod
@@ -99,40 +121,44 @@ class SearchFilters(Strict):
 class ReturnOptions(Strict):
     """What each result carries."""
 
-    text: bool = Field(default=False, description="The chunk text (cut at max_text_chars).")
-    metadata: bool = Field(default=False, description="The document's metadata object.")
-    snippets: bool = Field(default=True, description="A ts_headline snippet with <mark> highlights.")
-    max_text_chars: int = Field(default=2000, ge=1, le=100_000)
+    text: SBool = Field(default=False, description="The chunk text (cut at max_text_chars).")
+    metadata: SBool = Field(default=False, description="The document's metadata object.")
+    snippets: SBool = Field(default=True, description="A ts_headline snippet with <mark> highlights.")
+    max_text_chars: SInt = Field(default=2000, ge=1, le=100_000)
 
 
 class SearchRequest(Strict):
     """A search over chunks of the documents the caller may see."""
 
     query: str = Field(min_length=1, description=f"1..{MAX_QUERY_BYTES} bytes of UTF-8.")
-    k: int = Field(default=10, ge=1, le=50)
-    offset: int = Field(default=0, ge=0, le=1000)
+    k: SInt = Field(default=10, ge=1, le=50)
+    offset: SInt = Field(default=0, ge=0, le=1000)
     mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid"
     strategy: Literal["fuse", "fts_then_vec"] = Field(default="fuse", description="Hybrid strategy.")
-    fts_k: int | None = Field(default=None, ge=1, le=1000, description="Full-text candidates (hybrid).")
-    vec_k: int | None = Field(default=None, ge=1, le=1000, description="Vector candidates (hybrid).")
-    rrf_k0: int = Field(default=60, ge=1, le=1000, description="Reciprocal-rank constant.")
-    w_fts: float = Field(default=1.0, ge=0, le=10)
-    w_vec: float = Field(default=1.0, ge=0, le=10)
-    w_fuzzy: float = Field(
+    fts_k: Annotated[int, Field(ge=1, le=1000), NUMBER] | None = Field(
+        default=None, description="Full-text candidates (hybrid)."
+    )
+    vec_k: Annotated[int, Field(ge=1, le=1000), NUMBER] | None = Field(
+        default=None, description="Vector candidates (hybrid)."
+    )
+    rrf_k0: SInt = Field(default=60, ge=1, le=1000, description="Reciprocal-rank constant.")
+    w_fts: SFloat = Field(default=1.0, ge=0, le=10)
+    w_vec: SFloat = Field(default=1.0, ge=0, le=10)
+    w_fuzzy: SFloat = Field(
         default=0.5, ge=0, le=10, description="Weight of the trigram leg (used for queries up to 64 characters)."
     )
-    candidates_k: int = Field(
+    candidates_k: SInt = Field(
         default=100, ge=1, le=1000, description="fts_then_vec: full-text candidates re-ranked by vector."
     )
-    rerank_k: int = Field(
+    rerank_k: SInt = Field(
         default=50,
         ge=1,
         le=1000,
         description="Fused results re-scored (boosts, fuzzy re-scoring, thresholds) before paging.",
     )
     filters: SearchFilters = Field(default_factory=SearchFilters)
-    min_score: float | None = Field(default=None, ge=-1, le=100)
-    group_by_doc: bool = Field(default=True, description="Best chunk per document.")
+    min_score: Annotated[float, Field(ge=-1, le=100), NUMBER] | None = Field(default=None)
+    group_by_doc: SBool = Field(default=True, description="Best chunk per document.")
     return_: ReturnOptions = Field(default_factory=ReturnOptions, alias="return")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
 
 SOURCES = ["sigma", "mitre_attack", "lolbas", "nope", ""]
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=80)
@@ -72,26 +74,41 @@ def test_search_never_fails_on_any_input(client: TestClient, body: dict[str, Any
         assert all("acme" not in r["source"] and "globex" not in r["source"] for r in payload["results"])
 
 
-def test_openapi_contract(client: TestClient) -> None:
-    """A bounded schemathesis run through the session's client: no 5xx, responses conform to the schema."""
+CONTRACT_CHECKS = [
+    schemathesis.checks.not_a_server_error,
+    schemathesis.checks.status_code_conformance,
+    schemathesis.checks.response_schema_conformance,
+    schemathesis.checks.content_type_conformance,
+]
+
+
+@pytest.mark.parametrize("mode", list(schemathesis.GenerationMode), ids=lambda m: m.value)
+def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN401 - a GenerationMode
+    """A bounded schemathesis run per operation, positive and negative data: no server error, no
+    undocumented status, responses as declared, and schema-invalid requests refused."""
     schema = schemathesis.openapi.from_dict(client.get("/openapi.json").json())
     failures: list[str] = []
+    # positive_data_acceptance is not asserted yet: some constraints are still only in validators
+    # (the store's source names, platform aliases, non-blank queries, id shapes); see issue 15.
+    checks = [*CONTRACT_CHECKS]
+    if mode == schemathesis.GenerationMode.NEGATIVE:
+        checks.append(schemathesis.checks.negative_data_rejection)
     for operation in schema.get_all_operations():
         op = operation.ok()
 
-        @settings(max_examples=6, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-        @given(case=op.as_strategy())
+        @settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(case=op.as_strategy(generation_mode=mode))
         def check(case: Any) -> None:  # noqa: ANN401 - called at once, inside the loop
             kwargs = case.as_transport_kwargs(base_url="http://testserver")
             kwargs.pop("cookies", None)
             response = client.request(**kwargs)
-            if response.status_code >= 500 and response.status_code != 501:
-                failures.append(f"{op.label}: {response.status_code} {response.text[:200]}")  # noqa: B023
-                return
-            case.validate_response(
-                response,
-                checks=[schemathesis.checks.not_a_server_error, schemathesis.checks.response_schema_conformance],
-            )
+            try:
+                case.validate_response(response, checks=checks)
+            except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported together below
+                failures.append(f"{op.label}: {response.status_code} {type(exc).__name__}: {str(exc)[:300]}")  # noqa: B023
 
-        check()
-    assert failures == []
+        try:
+            check()
+        except Unsatisfiable:  # nothing to vary (an operation without parameters has no negative data)
+            continue
+    assert failures == [], "\n".join(failures[:20])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -355,3 +357,25 @@ def test_filters_take_names_as_users_type_them(client: TestClient) -> None:
     assert bad.status_code == 422 and "unknown platforms: 'Windoze'" in bad.text and "windows" in bad.text
     bad = client.post("/v1/search", json={"query": "x", "filters": {"sources": ["Sigmaa"]}})
     assert bad.status_code == 422 and "valid sources:" in bad.text and "sigma" in bad.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "lsass", "k": "10"},
+        {"query": "lsass", "k": True},
+        {"query": "lsass", "group_by_doc": 1},
+        {"query": "lsass", "w_fts": "1.5"},
+        {"query": "lsass", "filters": {"updated_after": 0}},
+        {"query": "lsass", "return": {"text": "yes"}},
+    ],
+)
+def test_request_fields_take_exactly_their_json_type(client: TestClient, body: dict[str, Any]) -> None:
+    assert client.post("/v1/search", json=body).status_code == 422
+
+
+def test_operation_ids_are_the_route_names(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert paths["/v1/search"]["post"]["operationId"] == "search"
+    assert paths["/v1/docs/{doc_id}"]["get"]["operationId"] == "get_document"
+    assert client.post("/v1/search", json={"query": "lsass", "k": 10.0}).status_code == 200  # integral: an integer
