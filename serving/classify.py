@@ -6,15 +6,17 @@ import re
 from dataclasses import dataclass
 
 from .plans import Classification
+from .query_classes import DEFAULT_TYPE, QueryType
 
-_PRIORITY = ("detection", "forensic", "lolbin", "test")
+# Keyword ties go to the more specific kind of question.
+_PRIORITY: tuple[QueryType, ...] = ("detection", "forensic", "lolbin", "test")
 
 
 @dataclass(frozen=True)
 class QueryClass:
     """The query type plus every rule that matched (ids, keywords, platforms)."""
 
-    query_type: str
+    query_type: QueryType
     signals: tuple[str, ...]
     platforms: tuple[str, ...]
 
@@ -28,12 +30,12 @@ def classify(query: str, rules: Classification) -> QueryClass:
     most hits (ties by a fixed priority), else `default`."""
     text = query.lower()
     signals: list[str] = []
-    query_type = ""
+    query_type: QueryType | None = None
     for name, pattern in rules.id_rules.items():
         for match in re.finditer(pattern, query):
             signals.append(f"{name}:{match.group(0)}")
             query_type = query_type or name
-    hits: dict[str, int] = {}
+    hits: dict[QueryType, int] = {}
     for category, words in rules.keywords.items():
         for word in words:
             if _has_phrase(text, word):
@@ -44,4 +46,4 @@ def classify(query: str, rules: Classification) -> QueryClass:
         query_type = sorted(hits, key=lambda c: (-hits[c], order.get(c, len(order)), c))[0]
     platforms = tuple(p for p in rules.platforms if _has_phrase(text, p))
     signals.extend(f"platform:{p}" for p in platforms)
-    return QueryClass(query_type or "default", tuple(signals), platforms)
+    return QueryClass(query_type or DEFAULT_TYPE, tuple(signals), platforms)

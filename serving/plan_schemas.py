@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from .plans import QueryType
+from .query_classes import QueryType
 from .schemas import NUMBER, SearchFilters, Strict, check_query
 
 

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from secrag.errors import ConfigError
+from secrag.config_files import ConfigModel, FieldError, load_model, nested_error, validate
 from secrag.package_data import package_path
+
+from .plan_overlay import load_overlay, overlay_path
+from .query_classes import DEFAULT_TYPE, QueryType
+from .query_classes import QUERY_TYPES as QUERY_TYPES  # re-exported: the planner and `secrag tune` check names
 
 
 def default_plans_file() -> Path:
@@ -18,14 +22,8 @@ def default_plans_file() -> Path:
     return package_path("serving", "plans.yaml")
 
 
-QueryType = Literal["default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test"]
-QUERY_TYPES: tuple[str, ...] = get_args(QueryType)  # the one list: plan names, request schema, overrides
-
-
-class Plan(BaseModel):
+class Plan(ConfigModel):
     """One resolved plan: how many chunks, which mix, which limits."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     total_chunks: int = Field(ge=1, le=100)
     candidates_multiplier: int = Field(default=4, ge=1, le=20)
@@ -40,8 +38,9 @@ class Plan(BaseModel):
     @field_validator("quotas")
     @classmethod
     def _ratios(cls, quotas: dict[str, float]) -> dict[str, float]:
-        if any(v < 0 or v > 1 for v in quotas.values()):
-            raise ValueError("quota ratios must be between 0 and 1")
+        for category, ratio in quotas.items():
+            if not 0 <= ratio <= 1:
+                raise FieldError((category,), f"a quota ratio must be between 0 and 1, not {ratio}")
         total = sum(quotas.values())
         if not 0.99 <= total <= 1.01:
             raise ValueError(f"quota ratios must sum to 1 (they sum to {total:.2f})")
@@ -50,75 +49,108 @@ class Plan(BaseModel):
     @field_validator("category_boosts", "source_boosts")
     @classmethod
     def _boosts(cls, boosts: dict[str, float]) -> dict[str, float]:
-        if any(not 0 < v <= 10 for v in boosts.values()):
-            raise ValueError("boosts must be in (0, 10]")
+        for name, boost in boosts.items():
+            if not 0 < boost <= 10:
+                raise FieldError((name,), f"a boost must be in (0, 10], not {boost}")
         return boosts
 
     @model_validator(mode="after")
     def _minimums(self) -> Plan:
-        if any(v < 0 for v in self.min_per_category.values()):
-            raise ValueError("min_per_category values must be >= 0")
+        for category, minimum in self.min_per_category.items():
+            if minimum < 0:
+                raise FieldError(("min_per_category", category), "must be >= 0")
         if sum(self.min_per_category.values()) > self.total_chunks:
-            raise ValueError("min_per_category adds up to more than total_chunks")
+            raise FieldError(("min_per_category",), "adds up to more than total_chunks")
         return self
 
 
-class Classification(BaseModel):
-    """Deterministic query-classification rules."""
+class Classification(ConfigModel):
+    """Deterministic query-classification rules, keyed by the query type they select."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id_rules: dict[str, str]
-    keywords: dict[str, list[str]]
+    id_rules: dict[QueryType, str]
+    keywords: dict[QueryType, list[str]]
     platforms: list[str]
 
     @field_validator("id_rules")
     @classmethod
-    def _regexes(cls, rules: dict[str, str]) -> dict[str, str]:
+    def _regexes(cls, rules: dict[QueryType, str]) -> dict[QueryType, str]:
         for name, pattern in rules.items():
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ValueError(f"id rule {name!r} is not a valid regex: {exc}") from exc
+                raise FieldError((name,), f"not a valid regex: {exc}") from exc
         return rules
 
+    @model_validator(mode="after")
+    def _every_type_reachable(self) -> Classification:
+        for field in ("id_rules", "keywords"):
+            if DEFAULT_TYPE in getattr(self, field):
+                raise FieldError((field, DEFAULT_TYPE), "`default` is what no rule matched; it takes no rule")
+        ruled = {*self.id_rules, *self.keywords}
+        missing = [t for t in QUERY_TYPES if t != DEFAULT_TYPE and t not in ruled]
+        if missing:
+            raise ValueError(f"no id rule or keyword selects the query types {', '.join(missing)}")
+        return self
 
-class PlansConfig(BaseModel):
+
+class TuningBounds(ConfigModel):
+    """Bounds `secrag tune` may move score thresholds within (hybrid scale (0, 1])."""
+
+    threshold_min: float = Field(default=0.0, ge=0.0, le=1.0)
+    threshold_max: float = Field(default=1.0, ge=0.0, le=1.0)
+    max_step: float = Field(default=0.01, gt=0.0, le=1.0)
+    history: int = Field(default=20, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TuningBounds:
+        if self.threshold_min > self.threshold_max:
+            raise FieldError(("threshold_min",), "is above threshold_max")
+        return self
+
+
+class PlansConfig(ConfigModel):
     """The whole plans file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     categories: list[str]
     classification: Classification
     default: Plan
-    overrides: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    tuning: dict[str, float] = Field(default_factory=dict)
+    overrides: dict[QueryType, dict[str, Any]] = Field(default_factory=dict)
+    tuning: TuningBounds = Field(default_factory=TuningBounds)
 
     @model_validator(mode="after")
     def _consistent(self) -> PlansConfig:
+        if DEFAULT_TYPE in self.overrides:
+            raise FieldError(("overrides", DEFAULT_TYPE), "the default plan is the top-level `default:`")
         known = set(self.categories)
-        unknown_types = set(self.overrides) - set(QUERY_TYPES)
-        if unknown_types:
-            raise ValueError(
-                f"overrides for unknown query types: {', '.join(sorted(unknown_types))} "
-                f"(known: {', '.join(QUERY_TYPES)})"
-            )
-        for name in ("default", *self.overrides):
-            plan = self.resolve(name)
+        for name in (DEFAULT_TYPE, *self.overrides):
+            override = self.overrides.get(name, {})
+            where: tuple[str, ...] = ("overrides", name) if name != DEFAULT_TYPE else ("default",)
+            try:
+                plan = self.resolve(name)
+            except ValidationError as exc:
+                raise nested_error(exc, where) from exc
             for field in ("quotas", "min_per_category", "category_boosts"):
-                extra = set(getattr(plan, field)) - known
+                extra = sorted(set(getattr(plan, field)) - known)
                 if extra:
-                    raise ValueError(f"plan {name!r}: {field} names unknown categories {', '.join(sorted(extra))}")
+                    origin = where if field in override else ("default",)
+                    raise FieldError(
+                        (*origin, field, extra[0]),
+                        f"unknown category {extra[0]!r}; known: {', '.join(self.categories)}",
+                    )
         return self
 
     def resolve(self, query_type: str) -> Plan:
         """The default plan with the query type's overrides applied (validated)."""
-        override = self.overrides.get(query_type, {})
-        merged = {**self.default.model_dump(), **override}
-        try:
-            return Plan(**merged)
-        except ValidationError as exc:
-            raise ValueError(f"plan {query_type!r}: {_first_error(exc)}") from exc
+        override = next((o for t, o in self.overrides.items() if t == query_type), {})
+        return Plan.model_validate({**self.default.model_dump(), **override})
+
+    def with_thresholds(self, thresholds: Mapping[QueryType, float]) -> dict[str, Any]:
+        """This config's data with tuned score thresholds applied (to validate again)."""
+        data = self.model_dump()
+        for query_type, value in thresholds.items():
+            target = data["default"] if query_type == DEFAULT_TYPE else data["overrides"].setdefault(query_type, {})
+            target["score_threshold"] = value
+        return data
 
     def category_of(self, category: str | None, kind: str = "online") -> str:
         """The plan category of a source whose registry category (served by the store) is `category`."""
@@ -127,37 +159,10 @@ class PlansConfig(BaseModel):
         return category
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    where = ".".join(str(p) for p in err["loc"])
-    return f"{where}: {err['msg']}" if where else err["msg"]
-
-
 def load_plans(path: Path) -> PlansConfig:
-    """Read and validate a plans file; ConfigError with the file and the failing field."""
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read plans file {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"plans file {path} is not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"plans file {path} must be a mapping")
-    tuned = path.with_name(path.stem + ".tuned.yaml")
-    if tuned.exists():  # thresholds approved with `secrag tune apply`
-        overlay = yaml.safe_load(tuned.read_text(encoding="utf-8")) or {}
-        for query_type, value in (overlay.get("thresholds") or {}).items():
-            target = (
-                raw.setdefault("default", {})
-                if query_type == "default"
-                else raw.setdefault("overrides", {}).setdefault(query_type, {})
-            )
-            target["score_threshold"] = value
-    try:
-        return PlansConfig(**raw)
-    except ValidationError as exc:
-        raise ConfigError(
-            f"plans file {path}: {_first_error(exc)}", hint="see serving/plans.yaml for the expected shape"
-        ) from exc
-    except ValueError as exc:
-        raise ConfigError(f"plans file {path}: {exc}") from exc
+    """Read and validate a plans file and the thresholds approved with `secrag tune apply` beside it."""
+    config = load_model(path, PlansConfig)
+    overlay = load_overlay(path)
+    if not overlay.thresholds:
+        return config
+    return validate(overlay_path(path), None, config.with_thresholds(overlay.thresholds), PlansConfig)

@@ -12,14 +12,17 @@ import yaml
 
 from secrag.errors import ConfigError
 
+from .plan_overlay import load_overlay
+from .plan_overlay import overlay_path as overlay_path  # re-exported: `secrag tune` names the file it wrote
 from .plans import PlansConfig
+from .query_classes import QUERY_TYPES, QueryType, type_of_logged
 
 MIN_SAMPLES = 20
 
 
 @dataclass(frozen=True)
 class LoggedQuery:
-    """What the query log keeps of one request."""
+    """What the query log keeps of one request; `query_type` is a query shape or type (serving/query_classes.py)."""
 
     query_type: str
     top_score: float | None
@@ -37,19 +40,9 @@ class Proposal:
     reason: str
 
 
-def overlay_path(plans_file: Path) -> Path:
-    """Approved tuning lives beside the plans file, so the hand-written file keeps its comments."""
-    return plans_file.with_name(plans_file.stem + ".tuned.yaml")
-
-
 def read_overlay(plans_file: Path) -> dict[str, Any]:
-    path = overlay_path(plans_file)
-    if not path.exists():
-        return {"thresholds": {}, "history": []}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} must be a mapping")
-    return {"thresholds": dict(data.get("thresholds") or {}), "history": list(data.get("history") or [])}
+    """The overlay beside `plans_file` as plain data: `thresholds` by query type and the `history`."""
+    return load_overlay(plans_file).model_dump()
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -64,12 +57,14 @@ def propose(config: PlansConfig, log: Sequence[LoggedQuery], thresholds: dict[st
     Target: half the 10th percentile of top scores (so at most ~10 % of queries lose their weakest
     hits), clamped to the configured bounds and moved at most `max_step` from the current value.
     """
-    low = float(config.tuning.get("threshold_min", 0.0))
-    high = float(config.tuning.get("threshold_max", 1.0))
-    step = float(config.tuning.get("max_step", 0.01))
-    by_type: dict[str, list[LoggedQuery]] = {}
+    low, high, step = config.tuning.threshold_min, config.tuning.threshold_max, config.tuning.max_step
+    by_type: dict[QueryType, list[LoggedQuery]] = {}
     for entry in log:
-        by_type.setdefault(entry.query_type or "default", []).append(entry)
+        # A keyword or prose search says nothing of its type (the plan classifier would), so only the
+        # shapes that decide a type (a technique id, a CVE) and logged types are tuned.
+        query_type = type_of_logged(entry.query_type)
+        if query_type is not None:
+            by_type.setdefault(query_type, []).append(entry)
     proposals = []
     for query_type in sorted(by_type):
         entries = by_type[query_type]
@@ -101,8 +96,9 @@ def apply_change(
     now: dt.datetime | None = None,
 ) -> dict[str, Any]:
     """Record an approved threshold in the overlay with who, when, old, new and reason."""
-    low = float(config.tuning.get("threshold_min", 0.0))
-    high = float(config.tuning.get("threshold_max", 1.0))
+    if query_type not in QUERY_TYPES:
+        raise ConfigError(f"unknown query type {query_type!r}; known: {', '.join(QUERY_TYPES)}")
+    low, high = config.tuning.threshold_min, config.tuning.threshold_max
     if not low <= new <= high:
         raise ConfigError(f"threshold {new} is outside the safe bounds [{low}, {high}]")
     if not reason.strip():
@@ -119,7 +115,7 @@ def apply_change(
         "reason": reason,
     }
     overlay["thresholds"][query_type] = new
-    keep = int(config.tuning.get("history", 20))
+    keep = config.tuning.history
     overlay["history"] = [*overlay["history"], entry][-keep:]
     overlay_path(plans_file).write_text(yaml.safe_dump(overlay, sort_keys=False), encoding="utf-8")
     return entry

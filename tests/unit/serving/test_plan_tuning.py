@@ -30,7 +30,7 @@ def test_proposals_move_at_most_one_step_towards_the_target() -> None:
     config = load_plans(default_plans_file())
     log = [LoggedQuery("detection", 0.6, 10)] * 40
     [p] = propose(config, log, {})
-    step = config.tuning["max_step"]
+    step = config.tuning.max_step
     assert p.current == 0.0 and p.proposed == pytest.approx(step)
     assert "40 queries" in p.reason
 
@@ -57,7 +57,7 @@ def test_history_is_bounded(plans_file: Path) -> None:
     for i in range(30):
         apply_change(config, plans_file, "default", 0.001 * (i % 5), who="x", reason=f"r{i}")
     history = read_overlay(plans_file)["history"]
-    assert len(history) == config.tuning["history"]
+    assert len(history) == config.tuning.history
     assert history[-1]["reason"] == "r29"
     assert yaml.safe_load(overlay_path(plans_file).read_text())["thresholds"]["default"] == 0.004
 
@@ -68,3 +68,18 @@ def test_out_of_bounds_and_reasonless_changes_are_refused(plans_file: Path) -> N
         apply_change(config, plans_file, "default", 0.95, who="x", reason="r")
     with pytest.raises(ConfigError, match="reason"):
         apply_change(config, plans_file, "default", 0.001, who="x", reason=" ")
+
+
+def test_logged_shapes_count_for_the_type_they_decide() -> None:
+    """/v1/search logs a query's shape: a technique id is a mitre_id query; prose says nothing of its type."""
+    config = load_plans(default_plans_file())
+    log = [LoggedQuery("technique", 0.6, 3)] * 10 + [LoggedQuery("sub_technique", 0.6, 3)] * 10
+    log += [LoggedQuery("keyword", 0.6, 3)] * 30 + [LoggedQuery("weather", 0.6, 3)] * 30
+    [p] = propose(config, log, {})
+    assert (p.query_type, p.samples) == ("mitre_id", 20)
+
+
+def test_unknown_query_types_are_refused(plans_file: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown query type 'keyword'"):
+        apply_change(load_plans(plans_file), plans_file, "keyword", 0.001, who="x", reason="r")
+    assert not overlay_path(plans_file).exists()
