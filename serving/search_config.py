@@ -1,4 +1,4 @@
-"""Source boosts and per-query-type score thresholds, read from a YAML file at startup."""
+"""Source boosts and per-mode, per-shape score thresholds, read from a YAML file at startup."""
 
 from __future__ import annotations
 
@@ -6,17 +6,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import Literal, get_args
 
-import yaml
+from pydantic import Field, field_validator
 
-from secrag.errors import ConfigError
+from secrag.config_files import ConfigModel, FieldError, load_model
 
-MODES = ("hybrid", "fts", "vector", "fuzzy")
+from .query_classes import DEFAULT_SHAPE, QUERY_SHAPES, check_names
+
+Mode = Literal["hybrid", "fts", "vector", "fuzzy"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Boost per source name; threshold per mode and query type (`default` as the fallback)."""
+    """Boost per source name; threshold per mode and query shape (`default` as the fallback)."""
 
     source_boosts: Mapping[str, float] = field(default_factory=dict)
     thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
@@ -26,35 +30,40 @@ class SearchConfig:
 
     def threshold(self, mode: str, query_type: str) -> float:
         per_mode = self.thresholds.get(mode, {})
-        return per_mode.get(query_type, per_mode.get("default", 0.0))
+        return per_mode.get(query_type, per_mode.get(DEFAULT_SHAPE, 0.0))
 
 
-def _floats(raw: object, where: str) -> dict[str, float]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where} must be a mapping")
-    try:
-        return {str(k): float(v) for k, v in raw.items()}
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{where} values must be numbers") from exc
+class SearchConfigFile(ConfigModel):
+    """search.yaml as written."""
+
+    source_boosts: dict[str, float] = Field(default_factory=dict)
+    thresholds: dict[Mode, dict[str, float]] = Field(default_factory=dict)
+
+    @field_validator("source_boosts")
+    @classmethod
+    def _positive(cls, boosts: dict[str, float]) -> dict[str, float]:
+        for source, boost in boosts.items():
+            if not 0 < boost <= 10:
+                raise FieldError((source,), f"a boost must be in (0, 10], not {boost}")
+        return boosts
+
+    @field_validator("thresholds")
+    @classmethod
+    def _shapes(cls, thresholds: dict[Mode, dict[str, float]]) -> dict[Mode, dict[str, float]]:
+        for mode, per_shape in thresholds.items():
+            try:
+                check_names(per_shape, (DEFAULT_SHAPE, *QUERY_SHAPES), "query shape")
+            except FieldError as exc:
+                raise FieldError((mode, *exc.loc), str(exc)) from exc
+        return thresholds
 
 
 def load_search_config(path: Path) -> SearchConfig:
     """Parse the YAML file; a missing file means no boosts and no thresholds."""
     if not path.exists():
         return SearchConfig()
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{path.name}: expected a mapping")
-    unknown = set(raw) - {"source_boosts", "thresholds"}
-    if unknown:
-        raise ConfigError(f"{path.name}: unknown keys {', '.join(sorted(unknown))}")
-    thresholds_raw = raw.get("thresholds") or {}
-    if not isinstance(thresholds_raw, Mapping) or set(thresholds_raw) - set(MODES):
-        raise ConfigError(f"{path.name}: thresholds must be keyed by mode ({', '.join(MODES)})")
-    thresholds = {mode: MappingProxyType(_floats(v, f"thresholds.{mode}")) for mode, v in thresholds_raw.items()}
+    raw = load_model(path, SearchConfigFile)
     return SearchConfig(
-        source_boosts=MappingProxyType(_floats(raw.get("source_boosts"), "source_boosts")),
-        thresholds=MappingProxyType(thresholds),
+        source_boosts=MappingProxyType(dict(raw.source_boosts)),
+        thresholds=MappingProxyType({mode: MappingProxyType(dict(v)) for mode, v in raw.thresholds.items()}),
     )

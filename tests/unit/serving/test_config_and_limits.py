@@ -31,6 +31,26 @@ def test_bad_search_config_is_refused(tmp_path: Path, text: str) -> None:
         load_search_config(path)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "thresholds:\n  hybrid: {default: 0.0}\n  vector:\n    natural: 0.2\n    prose: 0.3\n",
+            ":5: thresholds.vector.prose: unknown query shape 'prose'; known: default, sub_technique,",
+        ),
+        ("source_boosts:\n  sigma: 1.0\n  atomic: 0\n", ":3: source_boosts.atomic: a boost must be in (0, 10], not 0"),
+        ("thresholds:\n  semantic: {default: 0.1}\n", ":2: thresholds.semantic: Input should be 'hybrid', 'fts',"),
+        ("source_boosts:\n  sigma: '1.2'\n", ":2: source_boosts.sigma: Input should be a valid number"),
+    ],
+)
+def test_a_bad_search_config_names_file_line_and_field(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "search.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_search_config(path)
+    assert str(caught.value).startswith(f"{path}{expected}")
+
+
 def test_api_keys(tmp_path: Path) -> None:
     digest = hashlib.sha256(b"s3cret").hexdigest()
     path = tmp_path / "keys.yaml"
