@@ -11,6 +11,8 @@ from psycopg_pool import ConnectionPool
 
 from secrag.queries import Queries
 
+from .query_classes import is_logged_class
+
 log = logging.getLogger(__name__)
 
 
@@ -47,6 +49,9 @@ class QueryLog:
         latency_ms: float,
         details: dict[str, Any],
     ) -> None:
+        """One row; `query_type` is a query shape or type (serving/query_classes.py), or None."""
+        if query_type is not None and not is_logged_class(query_type):
+            raise ValueError(f"query class {query_type!r} is not in serving/query_classes.py")  # a bug, not I/O
         params = {
             "endpoint": endpoint,
             "query_type": query_type,

@@ -1,0 +1,23 @@
+"""The query log records only the query classes of serving/query_classes.py (no database needed to refuse)."""
+
+from __future__ import annotations
+
+import pytest
+
+from secrag.package_data import sql_dir
+from secrag.queries import Queries
+from serving.querylog import QueryLog
+
+
+def test_an_unknown_query_class_is_refused_before_any_write() -> None:
+    log = QueryLog("postgresql:///nowhere", Queries(sql_dir(), "serving"), with_text=False)
+    with pytest.raises(ValueError, match="'weather' is not in serving/query_classes.py"):
+        log.write(
+            endpoint="search",
+            query_type="weather",
+            query_text=None,
+            top_score=None,
+            result_count=0,
+            latency_ms=1.0,
+            details={},
+        )
