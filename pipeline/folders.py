@@ -15,9 +15,11 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Literal
 
-import yaml
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from secrag.config_files import ConfigModel, FieldError, load_model
 from secrag.enrichment import technique_mentions
 from secrag.errors import ConfigError, ParseError
 from secrag.safe_files import UnsafeFile, read_capped
@@ -76,75 +78,75 @@ class FolderRead:
     scan: FolderScan = field(default_factory=lambda: FolderScan({}))
 
 
-def _str_tuple(value: object, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(f"{where}: expected a list of names")
-    return tuple(value)
+class Acl(ConfigModel):
+    """Who may read a folder's documents besides its tenant's API keys."""
+
+    users: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
+    groups: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
 
 
-def parse_folders(raw: object, base: Path, reserved: frozenset[str] = frozenset()) -> list[FolderSpec]:
-    """Folder specs from parsed YAML (`folders: [...]`); relative paths are relative to `base`."""
-    items = raw.get("folders") if isinstance(raw, dict) else None
-    if raw is None or items is None:
-        return []
-    if not isinstance(items, list):
-        raise ConfigError("folders file: `folders` must be a list")
-    specs: list[FolderSpec] = []
-    for i, item in enumerate(items):
-        where = f"folders[{i}]"
-        if not isinstance(item, dict):
-            raise ConfigError(f"{where}: expected a mapping")
-        unknown = set(item) - {
-            "name",
-            "path",
-            "tenant",
-            "acl",
-            "users",
-            "groups",
-            "description",
-            "max_file_mib",
-        }
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {', '.join(sorted(unknown))}")
-        name = str(item.get("name", ""))
+class FolderEntry(ConfigModel):
+    """One item of `folders:` as written."""
+
+    name: str
+    path: str = Field(min_length=1)
+    tenant: str | None = None
+    acl: Acl | None = None
+    users: list[Annotated[str, Field(min_length=1)]] | None = None  # older files: the acl's lists at the top
+    groups: list[Annotated[str, Field(min_length=1)]] | None = None
+    description: str = ""
+    max_file_mib: float = Field(default=DEFAULT_MAX_FILE_BYTES / 1024 / 1024, gt=0)
+
+    def names(self, field: Literal["users", "groups"]) -> tuple[str, ...]:
+        """The acl's list, else the one at the top (older files)."""
+        if self.acl is not None and field in self.acl.model_fields_set:
+            return tuple(getattr(self.acl, field))
+        return tuple(getattr(self, field) or ())
+
+    @field_validator("name")
+    @classmethod
+    def _source_name(cls, name: str) -> str:
         if not _NAME.match(name):
-            raise ConfigError(f"{where}: name {name!r} must match {_NAME.pattern} (it becomes the source name)")
-        if name in reserved or name in {s.name for s in specs}:
-            raise ConfigError(f"{where}: name {name!r} is already used by another source or folder")
-        if not item.get("path"):
-            raise ConfigError(f"{where}: missing path")
-        acl = item.get("acl") or {}
-        if not isinstance(acl, dict):
-            raise ConfigError(f"{where}: acl must be a mapping with users and groups")
-        tenant = item.get("tenant")
-        mib = item.get("max_file_mib", DEFAULT_MAX_FILE_BYTES / 1024 / 1024)
-        if not isinstance(mib, int | float) or mib <= 0:
-            raise ConfigError(f"{where}: max_file_mib must be a positive number")
-        specs.append(
+            raise ValueError(f"{name!r} must match {_NAME.pattern} (it becomes the source name)")
+        return name
+
+
+class FoldersFile(ConfigModel):
+    """The folders file (folders.example.yaml); validation context `reserved`: the online sources' names."""
+
+    folders: list[FolderEntry] | None = None
+
+    @model_validator(mode="after")
+    def _unique_names(self, info: ValidationInfo) -> FoldersFile:
+        taken: set[str] = set((info.context or {}).get("reserved", ()))
+        for i, item in enumerate(self.folders or ()):
+            if item.name in taken:
+                raise FieldError(("folders", i, "name"), f"{item.name!r} is already used by another source or folder")
+            taken.add(item.name)
+        return self
+
+    def specs(self, base: Path) -> list[FolderSpec]:
+        """Folder specs; relative paths are relative to `base` (the folders file's directory)."""
+        return [
             FolderSpec(
-                name=name,
-                path=(base / Path(str(item["path"])).expanduser()).resolve(),
-                tenant=str(tenant) if tenant is not None else None,
-                users=_str_tuple(acl.get("users", item.get("users")), f"{where}.acl.users"),
-                groups=_str_tuple(acl.get("groups", item.get("groups")), f"{where}.acl.groups"),
-                description=str(item.get("description", "")),
-                max_file_bytes=int(mib * 1024 * 1024),
+                name=item.name,
+                path=(base / Path(item.path).expanduser()).resolve(),
+                tenant=item.tenant,
+                users=item.names("users"),
+                groups=item.names("groups"),
+                description=item.description,
+                max_file_bytes=int(item.max_file_mib * 1024 * 1024),
             )
-        )
-    return specs
+            for item in self.folders or ()
+        ]
 
 
 def load_folders(path: Path | None, reserved: frozenset[str] = frozenset()) -> list[FolderSpec]:
-    """The folders configured in a YAML file; none when the file is absent."""
+    """The folders configured in a YAML file; none when the file is absent. ConfigError names file:line:field."""
     if path is None or not path.is_file():
         return []
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from exc
-    return parse_folders(raw, path.parent.resolve(), reserved)
+    config = load_model(path, FoldersFile, context={"reserved": reserved})
+    return config.specs(path.parent.resolve())
 
 
 def _sha256(path: Path) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.folders import FolderSpec, extract, load_folders, parse_folders, read_folder, scan_folder
+from pipeline.folders import FolderSpec, extract, load_folders, read_folder, scan_folder
 from secrag.errors import ConfigError, ParseError
 
 
@@ -57,18 +57,46 @@ def test_config_resolves_paths_and_acl(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "item, message",
+    ("item", "line", "message"),
     [
-        ({"name": "Bad Name", "path": "x"}, "must match"),
-        ({"name": "sigma", "path": "x"}, "already used"),
-        ({"name": "ok"}, "missing path"),
-        ({"name": "ok", "path": "x", "colour": "red"}, "unknown keys"),
-        ({"name": "ok", "path": "x", "acl": {"users": "alice"}}, "list of names"),
+        ("  - name: Bad Name\n    path: x\n", 2, "folders[0].name: 'Bad Name' must match"),
+        ("  - name: sigma\n    path: x\n", 2, "folders[0].name: 'sigma' is already used by another source"),
+        ("  - name: ok\n    path: x\n  - name: ok\n    path: y\n", 4, "folders[1].name: 'ok' is already used"),
+        ("  - name: ok\n", 2, "folders[0].path: Field required"),
+        ("  - name: ok\n    path: x\n    colour: red\n", 4, "folders[0].colour: Extra inputs are not permitted"),
+        (
+            "  - name: ok\n    path: x\n    acl: {users: alice}\n",
+            4,
+            "folders[0].acl.users: Input should be a valid list",
+        ),
+        (
+            "  - name: ok\n    path: x\n    max_file_mib: -1\n",
+            4,
+            "folders[0].max_file_mib: Input should be greater than 0",
+        ),
+        ("  - name: ok\n    path: x\n    tenant: 42\n", 4, "folders[0].tenant: Input should be a valid string"),
     ],
 )
-def test_config_errors_name_the_problem(tmp_path: Path, item: dict, message: str):
-    with pytest.raises(ConfigError, match=message):
-        parse_folders({"folders": [item]}, tmp_path, reserved=frozenset({"sigma"}))
+def test_config_errors_name_file_line_and_field(tmp_path: Path, item: str, line: int, message: str):
+    cfg = tmp_path / "folders.yaml"
+    cfg.write_text("folders:\n" + item)
+    with pytest.raises(ConfigError) as caught:
+        load_folders(cfg, reserved=frozenset({"sigma"}))
+    assert str(caught.value).startswith(f"{cfg}:{line}: {message}")
+
+
+def test_older_files_name_users_and_groups_at_the_top(tmp_path: Path):
+    cfg = tmp_path / "folders.yaml"
+    cfg.write_text("folders:\n  - {name: a, path: x, users: [al], groups: [soc]}\n  - {name: b, path: y}\n")
+    assert [(s.users, s.groups, s.tenant) for s in load_folders(cfg)] == [(("al",), ("soc",), None), ((), (), None)]
+    cfg.write_text("# no folders yet\nfolders:\n")
+    assert load_folders(cfg) == []
+
+
+def test_the_example_file_is_valid():
+    example = Path(__file__).resolve().parents[3] / "folders.example.yaml"  # at the top of the checkout
+    [spec] = load_folders(example)
+    assert (spec.name, spec.tenant, spec.users, spec.groups) == ("soc_runbooks", "acme", ("alice", "bob"), ("soc",))
 
 
 def test_every_supported_format_becomes_text():
