@@ -90,6 +90,12 @@ def canonical(name: object) -> str | None:
     return _PLATFORM_ALIASES.get(key) or _PLATFORM_ALIASES.get(key.replace(" ", "_"))
 
 
+def platform_names() -> tuple[str, ...]:
+    """Every name a filter accepts as written in lower case: the vocabulary and its aliases (the
+    OpenAPI enum; other casings and spacings of these are accepted too)."""
+    return tuple(sorted(set(PLATFORMS) | set(_PLATFORM_ALIASES)))
+
+
 def platforms(values: Iterable[object] | object) -> tuple[str, ...]:
     """Map upstream platform names onto the one vocabulary; unknown names are dropped."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):

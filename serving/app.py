@@ -10,7 +10,6 @@ from typing import Any
 import anyio.to_thread
 import psycopg
 from fastapi import Depends, FastAPI
-from fastapi.routing import APIRoute
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from secrag import database
@@ -18,7 +17,7 @@ from secrag.migrations import load_migrations
 from secrag.queries import Queries
 from secrag.url_policy import UrlPolicy
 
-from . import errors
+from . import errors, openapi
 from .auth import load_api_keys
 from .deps import get_caller
 from .encoder import shared_encoder
@@ -44,11 +43,6 @@ API_PREFIX = "/v1"
 _GATED: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorResponse} for status in (400, 401, 413, 422, 429, 503, 504)
 }
-
-
-def _operation_id(route: APIRoute) -> str:
-    """Stable, readable operation ids: the route function's name (search, get_document, ...)."""
-    return route.name
 
 
 def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessions) -> ConnectionPool:
@@ -171,7 +165,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         redoc_url=None,
         dependencies=[Depends(stamp_route)],
         description="Read-only search over security knowledge (ATT&CK, Sigma, Atomic, KEV, ...).",
-        generate_unique_id_function=_operation_id,
+        generate_unique_id_function=openapi.operation_id,
     )
     app.state.settings = settings
     app.state.api_keys = api_keys
@@ -182,6 +176,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         (m.version for m in load_migrations(settings.sql_dir / "migrations")), default=0
     )
     errors.install(app)
+    openapi.install(app)
     for module in (search, plans, docs, sources, stats):  # every operation: a known (or allowed anonymous) caller
         app.include_router(module.router, prefix=API_PREFIX, dependencies=[Depends(get_caller)], responses=_GATED)
     app.include_router(health.router)

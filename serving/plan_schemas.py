@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, field_validator
 
 from .query_classes import QueryType
-from .schemas import NUMBER, SearchFilters, Strict, check_query
+from .schemas import NUMBER, SearchFilters, Strict, check_query, query_field
 
 
 class PlanRequest(Strict):
-    query: str = Field(min_length=1, max_length=8192, description="The question or identifier.")
+    query: str = query_field("The question or identifier.")
     plan: QueryType | None = Field(default=None, description="Force a plan (default: the query's type).")
     filters: SearchFilters = Field(default_factory=SearchFilters)
     total_chunks: Annotated[int, Field(ge=1, le=100), NUMBER] | None = Field(

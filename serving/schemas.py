@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic import Strict as PydanticStrict
 
-from secrag.platforms import PLATFORMS, canonical
+from secrag.platforms import PLATFORMS, canonical, platform_names
 
-MAX_QUERY_BYTES = 8192
+MAX_QUERY_CHARS = 8192
 MAX_IDS = 100
+MAX_ID_CHARS = 1000
+# Constraints the OpenAPI document states as patterns (JSON Schema patterns are unanchored unless
+# written with ^...$; the validators below say the same in words).
+NO_NUL = r"^[^\x00]*$"
+QUERY_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"  # not blank, no NUL
+TECHNIQUE_PATTERN = r"^[Tt]\d{4}(\.\d{3})?$"
 
 SCORE_SCALES = (
     "Score scales by mode: "
@@ -53,34 +60,53 @@ IsoDatetime = Annotated[datetime, BeforeValidator(_iso_only)]
 
 
 def check_query(value: str) -> str:
-    """A query of 1..MAX_QUERY_BYTES UTF-8 bytes, not blank, without NUL (shared by search and plan)."""
-    size = len(value.encode("utf-8", errors="surrogatepass"))
-    if size > MAX_QUERY_BYTES:
-        raise ValueError(f"query is {size} bytes; the limit is {MAX_QUERY_BYTES}")
+    """A query that is not blank and has no NUL (QUERY_PATTERN in words; shared by search and plan)."""
     if "\x00" in value:
         raise ValueError("query must not contain NUL characters")
-    if not value.strip():
+    if not re.search(r"\S", value):
         raise ValueError("query must not be blank")
     return value
+
+
+def query_field(description: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
+    """The query of search and plan: 1..MAX_QUERY_CHARS characters, the pattern stated in the schema."""
+    return Field(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description=f"{description} 1..{MAX_QUERY_CHARS} characters, not blank.",
+        json_schema_extra={"pattern": QUERY_PATTERN},
+    )
+
+
+# List items whose shape the schema states: no NUL, bounded length, and the pattern where one exists.
+Text = Annotated[str, Field(max_length=MAX_ID_CHARS, json_schema_extra={"pattern": NO_NUL})]
+SourceName = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": NO_NUL})]
+TechniqueId = Annotated[str, Field(pattern=TECHNIQUE_PATTERN)]
+PlatformName = Annotated[str, Field(max_length=64, json_schema_extra={"enum": list(platform_names())})]
 
 
 class SearchFilters(Strict):
     """Restrict results; every filter is ANDed. Arrays match when any element matches (tags_all: all)."""
 
-    sources: list[str] | None = Field(default=None, max_length=64, description="Source names (see /v1/sources).")
-    doc_ids: list[str] | None = Field(default=None, max_length=1000)
-    techniques: list[str] | None = Field(
+    sources: list[SourceName] | None = Field(
+        default=None,
+        max_length=64,
+        description="Source names in any case (see /v1/sources; the enum lists the online sources of this "
+        "deployment, and the user folders the caller may see are accepted too); an unknown name is a 422.",
+    )
+    doc_ids: list[Text] | None = Field(default=None, max_length=1000)
+    techniques: list[TechniqueId] | None = Field(
         default=None,
         max_length=100,
         description="ATT&CK ids; a parent id (T1003) also matches its sub-techniques (T1003.001).",
     )
-    platforms: list[str] | None = Field(
+    platforms: list[PlatformName] | None = Field(
         default=None,
         max_length=50,
-        description="Platforms, any case or common alias (Windows, macOS, Mac OS X, k8s, Azure AD); see /v1/sources.",
+        description="Platforms or a common alias (Windows, macOS, Mac OS X, k8s, Azure AD), in any case.",
     )
-    tags_any: list[str] | None = Field(default=None, max_length=100)
-    tags_all: list[str] | None = Field(default=None, max_length=100)
+    tags_any: list[Text] | None = Field(default=None, max_length=100)
+    tags_all: list[Text] | None = Field(default=None, max_length=100)
     updated_after: IsoDatetime | None = None
     updated_before: IsoDatetime | None = None
 
@@ -89,12 +115,7 @@ class SearchFilters(Strict):
     def _technique_ids(cls, value: list[str] | None) -> list[str] | None:
         if value is None:
             return None
-        import re
-
-        bad = [t for t in value if not re.fullmatch(r"[Tt]\d{4}(\.\d{3})?", t.strip())]
-        if bad:
-            raise ValueError(f"not ATT&CK technique ids: {', '.join(b[:20] for b in bad[:5])}")
-        return [t.strip().upper() for t in value]
+        return [t.upper() for t in value]
 
     @field_validator("platforms")
     @classmethod
@@ -130,7 +151,7 @@ class ReturnOptions(Strict):
 class SearchRequest(Strict):
     """A search over chunks of the documents the caller may see."""
 
-    query: str = Field(min_length=1, description=f"1..{MAX_QUERY_BYTES} bytes of UTF-8.")
+    query: str = query_field("What to search for.")
     k: SInt = Field(default=10, ge=1, le=50)
     offset: SInt = Field(default=0, ge=0, le=1000)
     mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid"
@@ -207,13 +228,13 @@ class SearchResponse(BaseModel):
 
 
 class IdsRequest(Strict):
-    ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
+    ids: list[Text] = Field(min_length=1, max_length=MAX_IDS)
 
     @field_validator("ids")
     @classmethod
     def _printable(cls, value: list[str]) -> list[str]:
-        if any("\x00" in i or len(i) > 1000 for i in value):
-            raise ValueError("ids must be at most 1000 characters and contain no NUL characters")
+        if any("\x00" in i for i in value):
+            raise ValueError("ids must not contain NUL characters")
         return value
 
 
@@ -237,6 +258,19 @@ class DocumentsResponse(BaseModel):
     documents: list[Document]
     missing: list[str] = Field(description="Ids not found (or not visible to the caller).")
     truncated: bool
+
+
+class UpstreamResponse(BaseModel):
+    """The authoritative upstream record of a document."""
+
+    doc_id: str
+    source: str
+    version: str = Field(description="The commit, release tag or feed version the document was published from.")
+    path: str = Field(description="The file in the upstream repository or release (or the feed).")
+    fetched_from: str = Field(description="The URL or mirror path read.")
+    size: int = Field(description="Bytes read.")
+    content: str = Field(description="The file as text (for a feed: the whole feed).")
+    record: Any = Field(default=None, description="The record picked out of a feed, when the source is one.")
 
 
 class Chunk(BaseModel):

@@ -39,6 +39,7 @@ from .schemas import (
     SearchResult,
     SourceInfo,
     SourcesResponse,
+    UpstreamResponse,
 )
 from .search_config import SearchConfig
 from .sessions import DEFAULT_EF_SEARCH, ReaderSessions
@@ -417,7 +418,7 @@ class Service:
             raise NotFound(f"no chunk {chunk_id[:200]!r}")
         return found.chunks[0]
 
-    def upstream(self, doc_id: str, principal: Principal) -> dict[str, Any]:
+    def upstream(self, doc_id: str, principal: Principal) -> UpstreamResponse:
         """The authoritative upstream record for the document's recorded version (size and time capped)."""
         if "\x00" in doc_id:
             raise NotFound("no such document")
@@ -425,7 +426,7 @@ class Service:
             row = cur.execute(self.statements.upstream_record, {"doc_id": doc_id, **principal.params()}).fetchone()
         if row is None:
             raise NotFound(f"no document {doc_id[:200]!r}")
-        return self.refetcher.refetch(row).__dict__
+        return UpstreamResponse.model_validate(self.refetcher.refetch(row), from_attributes=True)
 
     # --- sources and stats --------------------------------------------------------------------
 

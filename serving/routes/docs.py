@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from ..deps import PrincipalDep, ServiceDep
-from ..schemas import Chunk, ChunksResponse, Document, DocumentsResponse, ErrorResponse, IdsRequest
+from ..schemas import Chunk, ChunksResponse, Document, DocumentsResponse, ErrorResponse, IdsRequest, UpstreamResponse
 
 router = APIRouter(tags=["documents"])
 _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
@@ -15,6 +15,7 @@ _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
 
 @router.get(
     "/docs/{doc_id:path}/upstream",
+    response_model=UpstreamResponse,
     responses={
         **_404,
         413: {"model": ErrorResponse},
@@ -23,7 +24,7 @@ _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
         504: {"model": ErrorResponse},
     },
 )
-def get_upstream(doc_id: str, service: ServiceDep, principal: PrincipalDep) -> dict[str, Any]:
+def get_upstream(doc_id: str, service: ServiceDep, principal: PrincipalDep) -> UpstreamResponse:
     """The authoritative upstream record at the document's recorded version (the repository file at that
     commit or release tag, or the feed entry), read from the upstream or its mirror; capped in size
     (SECRAG_UPSTREAM_MAX_BYTES, 413) and time (SECRAG_UPSTREAM_TIMEOUT, 504)."""

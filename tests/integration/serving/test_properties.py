@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -74,6 +75,8 @@ def test_search_never_fails_on_any_input(client: TestClient, body: dict[str, Any
         assert all("acme" not in r["source"] and "globex" not in r["source"] for r in payload["results"])
 
 
+# Cases per operation and generation mode (a bounded budget; SECRAG_CONTRACT_EXAMPLES=200 for a deep run).
+EXAMPLES = int(os.environ.get("SECRAG_CONTRACT_EXAMPLES", "8"))
 CONTRACT_CHECKS = [
     schemathesis.checks.not_a_server_error,
     schemathesis.checks.status_code_conformance,
@@ -88,22 +91,26 @@ def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN40
     undocumented status, responses as declared, and schema-invalid requests refused."""
     schema = schemathesis.openapi.from_dict(client.get("/openapi.json").json())
     failures: list[str] = []
-    # positive_data_acceptance is not asserted yet: some constraints are still only in validators
-    # (the store's source names, platform aliases, non-blank queries, id shapes); see issue 15.
     checks = [*CONTRACT_CHECKS]
+    if mode == schemathesis.GenerationMode.POSITIVE:
+        checks.append(schemathesis.checks.positive_data_acceptance)
     if mode == schemathesis.GenerationMode.NEGATIVE:
         checks.append(schemathesis.checks.negative_data_rejection)
     for operation in schema.get_all_operations():
         op = operation.ok()
+        op_checks = checks
+        if op.definition.raw.get("operationId") == "get_upstream":
+            # a 502 there is the upstream's failure (declared; the test upstream lacks most records)
+            op_checks = [c for c in checks if c is not schemathesis.checks.not_a_server_error]
 
-        @settings(max_examples=8, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(case=op.as_strategy(generation_mode=mode))
         def check(case: Any) -> None:  # noqa: ANN401 - called at once, inside the loop
             kwargs = case.as_transport_kwargs(base_url="http://testserver")
             kwargs.pop("cookies", None)
             response = client.request(**kwargs)
             try:
-                case.validate_response(response, checks=checks)
+                case.validate_response(response, checks=op_checks)  # noqa: B023
             except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported together below
                 failures.append(f"{op.label}: {response.status_code} {type(exc).__name__}: {str(exc)[:300]}")  # noqa: B023
 

@@ -28,3 +28,11 @@ def test_unknown_names_are_none_and_dropped_from_lists() -> None:
     assert canonical("Windoze") is None
     assert platforms(["Windows", "Windoze", None, "win32"]) == ("windows",)
     assert platforms("macOS") == ("macos",)
+
+
+def test_every_listed_name_is_accepted() -> None:
+    """The OpenAPI enum of the platform filter: each name maps onto the vocabulary."""
+    from secrag.platforms import platform_names
+
+    assert set(PLATFORMS) <= set(platform_names())
+    assert all(canonical(name) in PLATFORMS for name in platform_names())
