@@ -62,6 +62,9 @@ CHUNKS_PER_DOC_BOUND = 8
 # Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
 PROSE_MAX_WORDS = 8
 PROSE_MAX_SHARE = 0.02
+# Hybrid ranks the full text of longer prose within the vector pool by its rarest distinct words: ts_rank_cd
+# of an OR of hundreds of words costs seconds even on a pool (a 900-word query: 2.5 s; see bench/flood.py).
+POOL_MAX_WORDS = 64
 
 
 @dataclass
@@ -174,8 +177,9 @@ class Service:
         words, idents = self._query_lexemes(conn, params)
         return stats.estimate(words, idents, req.filters.sources) > FTS_CORPUS_MAX_MATCHES
 
-    def _rare_words(self, conn: psycopg.Connection, params: dict[str, Any]) -> str | None:
-        """For prose in full-text mode: an OR of its rarest lexemes (None without statistics).
+    def _rare_words(self, conn: psycopg.Connection, params: dict[str, Any], limit: int, max_share: float) -> str | None:
+        """For prose: an OR of its `limit` rarest lexemes in at most `max_share` of the chunks (None
+        without statistics).
 
         An OR of every word of a paragraph matches half the corpus and ranking that takes seconds;
         ts_rank_cd has no inverse document frequency either, so common words only add noise.
@@ -185,7 +189,7 @@ class Service:
             return None
         words, _ = self._query_lexemes(conn, params)
         ranked = sorted(set(words), key=lambda w: (stats.share(w), w))
-        rare = [w for w in ranked if stats.share(w) <= PROSE_MAX_SHARE][:PROSE_MAX_WORDS] or ranked[:3]
+        rare = [w for w in ranked if stats.share(w) <= max_share][:limit] or ranked[:3]
         return " or ".join(rare) if rare else None
 
     def _exact_vectors(self, conn: psycopg.Connection, filters: Any) -> bool:  # noqa: ANN401 - SearchFilters
@@ -258,8 +262,12 @@ class Service:
                 params["sources"] = self._check_sources(filters.sources, self.visible_sources(conn, principal))
             if not use_then_vec and plan.fts_k and self._pool_fts(conn, req, analysis, params):
                 params["pool_fts"] = True
+                if analysis.fts_text.count(" or ") >= POOL_MAX_WORDS:
+                    params["fts_text"] = self._rare_words(conn, params, POOL_MAX_WORDS, 1.0) or params["fts_text"]
             elif req.mode == "fts" and analysis.query_type == "natural":
-                params["fts_text"] = self._rare_words(conn, params) or params["fts_text"]
+                params["fts_text"] = (
+                    self._rare_words(conn, params, PROSE_MAX_WORDS, PROSE_MAX_SHARE) or params["fts_text"]
+                )
             exact_vectors = plan.vec_k > 0 and self._exact_vectors(conn, filters)
             if plan.vec_k:
                 self.sessions.ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
