@@ -56,7 +56,7 @@ def _source_names(app: FastAPI) -> list[str] | None:
         return None
     try:
         with service.pool.connection(timeout=2.0) as conn:
-            return sorted(service.public_sources(conn))
+            return sorted(service.catalog.public_sources(conn))
     except (PoolTimeout, psycopg.Error) as exc:
         log.info("OpenAPI document without the source list: the store did not answer", extra={"error": str(exc)})
         return None

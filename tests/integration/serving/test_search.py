@@ -161,9 +161,9 @@ def test_selective_filter_still_returns_k(
     client: TestClient, serving_db_url: str, mode: str, exact_max: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A filter matching ~1 % of the chunks still yields every match (iterative HNSW scans or exact distances)."""
-    from serving import service as service_module
+    from serving import search_run
 
-    monkeypatch.setattr(service_module, "EXACT_VECTOR_MAX_CHUNKS", exact_max)
+    monkeypatch.setattr(search_run, "EXACT_VECTOR_MAX_CHUNKS", exact_max)
     with database.connect(serving_db_url) as conn:
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         docs = [
@@ -269,23 +269,23 @@ def test_common_words_rank_full_text_within_the_vector_pool(
 ) -> None:
     """Keyword queries estimated to match many chunks (column statistics) skip the corpus-wide full-text leg."""
     from serving import search as logic
-    from serving import service as service_module
+    from serving import search_run
     from serving.schemas import SearchRequest
 
     with database.connect(serving_db_url, autocommit=True) as conn:
         conn.execute("ANALYZE chunks")
     service = client.app.state.service  # type: ignore[attr-defined]
-    service._lexeme_stats.value = None  # re-read the statistics ANALYZE just wrote
-    stats = service.lexeme_stats()
+    service.catalog.forget_lexeme_stats()  # re-read the statistics ANALYZE just wrote
+    stats = service.catalog.lexeme_stats()
     common = max(stats.shares, key=stats.shares.get)
-    monkeypatch.setattr(service_module, "FTS_CORPUS_MAX_MATCHES", stats.chunks * stats.shares[common] / 2)
+    monkeypatch.setattr(search_run, "FTS_CORPUS_MAX_MATCHES", stats.chunks * stats.shares[common] / 2)
 
     def pooled(query: str, **body: object) -> bool:
         req = SearchRequest(query=query, **body)
         analysis = logic.analyse(query)
         params = {"fts_text": analysis.fts_text, "ident_text": analysis.ident_text}
         with service.pool.connection() as conn:
-            return service._pool_fts(conn, req, analysis, params)
+            return service.searcher.pool_fts(conn, req, analysis, params)
 
     assert pooled(common)
     assert not pooled("zzyzx")
@@ -300,22 +300,24 @@ def test_small_filters_use_exact_distances(client: TestClient) -> None:
 
     service = client.app.state.service  # type: ignore[attr-defined]
     with service.pool.connection() as conn:
-        assert service._exact_vectors(conn, SearchFilters(doc_ids=["a", "b"]))
-        assert not service._exact_vectors(conn, SearchFilters())
-        assert not service._exact_vectors(conn, SearchFilters(platforms=["windows"]))  # no estimate: the index
+        assert service.searcher.exact_vectors(conn, SearchFilters(doc_ids=["a", "b"]))
+        assert not service.searcher.exact_vectors(conn, SearchFilters())
+        assert not service.searcher.exact_vectors(conn, SearchFilters(platforms=["windows"]))  # no estimate: the index
 
 
 def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, serving_db_url: str) -> None:
     from serving import search as logic
+    from serving import search_run
 
     with database.connect(serving_db_url, autocommit=True) as conn:
         conn.execute("ANALYZE chunks")
     service = client.app.state.service  # type: ignore[attr-defined]
-    service._lexeme_stats.value = None
+    service.catalog.forget_lexeme_stats()
     prose = "the adversary uses the process to dump the credentials from lsass memory with a tool such as mimikatz"
     analysis = logic.analyse(prose)
     with service.pool.connection() as conn:
-        rare = service._rare_words(conn, {"fts_text": analysis.fts_text, "ident_text": analysis.ident_text})
+        params = {"fts_text": analysis.fts_text, "ident_text": analysis.ident_text}
+        rare = service.searcher.rare_words(conn, params, search_run.PROSE_MAX_WORDS, search_run.PROSE_MAX_SHARE)
     words = rare.split(" or ")
     assert 1 <= len(words) <= 8 and "mimikatz" in words
     payload = search(client, prose, mode="fts", k=5)

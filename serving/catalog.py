@@ -1,0 +1,138 @@
+"""What searches look up on every request, cached: technique names, source names, lexeme statistics."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from secrag.queries import Queries, one_row
+
+from .auth import Principal
+from .errors import InvalidField
+from .lexicon import LexemeStats
+from .statements import Statements
+
+T = TypeVar("T")
+LOOKUP_TTL = 300.0
+SOURCES_TTL = 30.0
+
+
+@dataclass
+class Cached:
+    """A value refreshed at most every `ttl` seconds."""
+
+    ttl: float
+    value: Any = None
+    at: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, load: Callable[[], T]) -> T:
+        with self.lock:
+            if self.value is None or time.monotonic() - self.at > self.ttl:
+                self.value = load()
+                self.at = time.monotonic()
+            return self.value  # type: ignore[no-any-return]
+
+    def clear(self) -> None:
+        with self.lock:
+            self.value = None
+
+
+@dataclass
+class Catalog:
+    """The store's vocabularies a request consults, each re-read at most every few minutes."""
+
+    pool: ConnectionPool
+    queries: Queries
+    statements: Statements
+    _lookup: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _technique_ids: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _source_names: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
+    _public_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
+    _lexeme_stats: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+
+    def technique_lookup(self) -> dict[str, str]:
+        """ATT&CK id -> full name for query-time enrichment (the index-time lookup, cached)."""
+
+        def load() -> dict[str, str]:
+            with self.pool.connection() as conn:
+                return dict(conn.execute(self.queries.technique_names).fetchall())
+
+        return self._lookup.get(load)
+
+    def technique_ids(self) -> list[str]:
+        def load() -> list[str]:
+            with self.pool.connection() as conn:
+                return [r[0] for r in conn.execute(self.queries.technique_ids).fetchall()]
+
+        return self._technique_ids.get(load)
+
+    def source_names(self) -> list[str]:
+        """Every source name (exact-identifier ids are `<source>:<id>`; the legs apply the ACL)."""
+
+        def load() -> list[str]:
+            with self.pool.connection() as conn:
+                return [r[0] for r in conn.execute(self.queries.source_names).fetchall()]
+
+        return self._source_names.get(load)
+
+    def visible_sources(self, conn: psycopg.Connection, principal: Principal) -> list[str]:
+        """Source names the caller may know about (user folders only with a visible document)."""
+        return [r[0] for r in conn.execute(self.statements.known_sources, principal.params()).fetchall()]
+
+    def public_sources(self, conn: psycopg.Connection) -> frozenset[str]:
+        """Names of the sources that are not user folders: anyone may filter by them (cached; read on `conn`)."""
+        return self._public_sources.get(
+            lambda: frozenset(r[0] for r in conn.execute(self.queries.public_source_names).fetchall())
+        )
+
+    def resolve_sources(
+        self, conn: psycopg.Connection, principal: Principal, requested: Sequence[str] | None
+    ) -> list[str] | None:
+        """The requested source names as stored, matched case-insensitively to the names the caller may
+        see; an unknown name is a 422 listing the valid ones."""
+        if not requested or set(requested) <= self.public_sources(conn):
+            return list(requested) if requested else None
+        known = self.visible_sources(conn, principal)
+        by_folded = {name.casefold(): name for name in known}
+        resolved = []
+        for i, name in enumerate(requested):
+            match = by_folded.get(name.strip().casefold())
+            if match is None:
+                raise InvalidField(
+                    ["body", "filters", "sources", i],
+                    f"unknown source {name[:80]!r}; valid sources: {', '.join(known)}",
+                )
+            resolved.append(match)
+        return resolved
+
+    def lexeme_stats(self, conn: psycopg.Connection | None = None) -> LexemeStats:
+        """Column statistics of chunks (cached), read on `conn` when given: a request never holds two."""
+
+        def read(c: psycopg.Connection) -> LexemeStats:
+            with c.cursor(row_factory=dict_row) as cur:
+                return LexemeStats.from_row(cur.execute(self.queries.lexeme_frequencies).fetchone())
+
+        def load() -> LexemeStats:
+            if conn is not None:
+                return read(conn)
+            with self.pool.connection() as own:
+                return read(own)
+
+        return self._lexeme_stats.get(load)
+
+    def forget_lexeme_stats(self) -> None:
+        """Re-read the statistics on next use (after an ANALYZE)."""
+        self._lexeme_stats.clear()
+
+    def query_lexemes(self, conn: psycopg.Connection, params: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """The full-text and identifier lexemes of the query, as PostgreSQL normalises them."""
+        words, idents = one_row(conn.execute(self.queries.query_lexemes, params))
+        return words or [], idents or []
