@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psycopg
 
-from secrag.embedder import Embedder
+from secrag.embedder import TextModel
 from secrag.queries import Queries, one_row
 
 from .indexing import embedding_input
@@ -34,7 +34,7 @@ class EmbedStats:
 
 def embed_pending(
     conn: psycopg.Connection,
-    embedder: Embedder,
+    embedder: TextModel,
     sql_dir: Path,
     *,
     source: str | None = None,

@@ -18,7 +18,8 @@ import psycopg
 from pydantic import PrivateAttr
 
 from secrag import database
-from secrag.embedder import Embedder, model_info
+from secrag.embedder import TextModel, model_info
+from secrag.encoders import document_encoder
 from secrag.settings import Settings, get_settings
 
 from .chunking import ChunkConfig
@@ -134,22 +135,23 @@ class UpstreamResource(dg.ConfigurableResource):
 
 
 @lru_cache(maxsize=2)
-def _embedder(model: str, batch_size: int, threads: int) -> Embedder:
+def _embedder(model: str, batch_size: int, threads: int, models_dir: Path) -> TextModel:
     # One model load per process: runs and tests in the same process share it.
-    return Embedder(model, batch_size=batch_size, threads=threads)
+    return document_encoder(model, batch_size=batch_size, threads=threads, cache_dir=models_dir)
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """The embedding model (from the allowlist), its batch size and torch threads."""
+    """The embedding model (from the allowlist), its batch size and threads (torch's, or onnxruntime's
+    for an int8 model, whose ONNX export is kept in the data directory's models folder)."""
 
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = 64  # texts per forward pass
     torch_threads: int = 0  # 0 = torch default
     write_batch: int = 256  # chunks per committed COPY of vectors
 
-    def embedder(self) -> Embedder:
+    def embedder(self) -> TextModel:
         model_info(self.model)  # ConfigError naming the allowlist
-        return _embedder(self.model, self.batch_size, self.torch_threads)
+        return _embedder(self.model, self.batch_size, self.torch_threads, get_settings().models_dir)
 
     def dimensions(self) -> int:
         return model_info(self.model).dimensions

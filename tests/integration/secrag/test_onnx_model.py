@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from secrag.embedder import Embedder
+from secrag.encoders import document_encoder
 from secrag.errors import ConfigError
-from secrag.onnx_model import OnnxEncoder, export_onnx
+from secrag.onnx_model import OnnxEncoder, export_onnx, file_sha256
 from serving.encoder import QueryEncoder, shared_encoder
 
 MODEL = "all-MiniLM-L6-v2"
@@ -53,7 +54,8 @@ def test_export_is_written_once_and_reused(exported: Path, onnx_dir: Path) -> No
     again = export_onnx(MODEL, onnx_dir)
     after = again.stat()
     assert again == exported and (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
-    assert [p.name for p in onnx_dir.iterdir()] == [exported.name]  # no temporary file left behind
+    # no temporary file left behind; the checksum beside the export
+    assert sorted(p.name for p in onnx_dir.iterdir()) == [exported.name, exported.name + ".sha256"]
 
 
 def test_vectors_match_sentence_transformers(onnx_encoder: OnnxEncoder, reference: Embedder) -> None:
@@ -116,3 +118,46 @@ def test_the_shared_serving_encoder_uses_onnx(exported: Path, onnx_dir: Path, re
     assert isinstance(encoder.embedder, Embedder) and encoder.embedder.model_id == MODEL
     assert np.abs(encoder.encode("lsass memory dump") - reference.encode(["lsass memory dump"])[0]).max() < 1e-4
     assert encoder.cache_info()["misses"] == 1
+
+
+INT8 = "all-MiniLM-L6-v2-int8"
+
+
+def test_the_int8_model_is_reproducible_and_close_to_fp32(
+    exported: Path, onnx_dir: Path, onnx_encoder: OnnxEncoder, tmp_path: Path
+) -> None:
+    """Quantised from the fp32 export with no network; the same bytes on a second export in another folder."""
+    quantised = export_onnx(INT8, onnx_dir)
+    assert quantised.name.startswith(f"{INT8}-") and quantised != exported
+    assert quantised.stat().st_size < exported.stat().st_size / 3
+    checksum = (onnx_dir / (quantised.name + ".sha256")).read_text().strip()
+    assert file_sha256(quantised) == checksum
+    again = export_onnx(INT8, tmp_path / "elsewhere")
+    assert file_sha256(again) == checksum
+    assert file_sha256(again.parent / exported.name) == file_sha256(exported)  # the fp32 export is reproducible too
+    int8 = OnnxEncoder(INT8, onnx_dir)
+    assert (int8.model_id, int8.dimensions) == (INT8, 384)
+    cosines = np.sum(int8.encode(QUERIES) * onnx_encoder.encode(QUERIES), axis=1)
+    assert cosines.min() >= 0.95, cosines
+
+
+def test_a_cached_export_that_fails_its_checksum_is_made_again(onnx_dir: Path, tmp_path: Path) -> None:
+    path = export_onnx(INT8, tmp_path)
+    good = file_sha256(path)
+    with open(path, "r+b") as fh:  # a flipped byte
+        fh.seek(1000)
+        byte = fh.read(1)
+        fh.seek(1000)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    assert file_sha256(path) != good
+    assert export_onnx(INT8, tmp_path) == path and file_sha256(path) == good
+
+
+def test_torch_cannot_run_the_int8_model() -> None:
+    with pytest.raises(ConfigError, match="int8 ONNX model"):
+        Embedder(INT8)
+
+
+def test_documents_of_the_int8_model_are_encoded_with_onnx(tmp_path: Path) -> None:
+    assert isinstance(document_encoder(INT8, batch_size=64, threads=1, cache_dir=tmp_path), OnnxEncoder)
+    assert isinstance(document_encoder(MODEL, batch_size=64, threads=1, cache_dir=tmp_path), Embedder)

@@ -16,7 +16,7 @@ from pipeline.sources.parsing import parse_source
 from pipeline.sources.records import Record
 from pipeline.sources.registry import SourceSpec, default_registry
 from pipeline.store import Access, SourceRow, Store
-from secrag.embedder import Embedder
+from secrag.embedder import TextModel
 from tests.plugins.upstream import SNAPSHOT
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def _spec(spec: SourceSpec, subset: Subset) -> SourceSpec:
     return dataclasses.replace(spec, paths=subset.paths) if subset.paths else spec
 
 
-def build(conn: psycopg.Connection, sql_dir: Path, embedder: Embedder) -> dict[str, int]:
+def build(conn: psycopg.Connection, sql_dir: Path, embedder: TextModel) -> dict[str, int]:
     """Parse, publish and embed the subsets into the (migrated, empty) database of conn."""
     from pipeline.sources.mitre_lookup import techniques_from_bundle
 
