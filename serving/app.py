@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,6 +13,7 @@ from fastapi import Depends, FastAPI
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from secrag import database
+from secrag.embedder import model_info
 from secrag.migrations import load_migrations
 from secrag.queries import Queries
 from secrag.url_policy import UrlPolicy
@@ -20,7 +21,7 @@ from secrag.url_policy import UrlPolicy
 from . import errors, openapi
 from .auth import load_api_keys
 from .deps import get_caller
-from .encoder import shared_encoder
+from .encoder import QueryEncoder, shared_encoder
 from .limits import BodySizeLimit
 from .metrics import Metrics, MetricsMiddleware, stamp_route
 from .plans import load_plans
@@ -71,7 +72,11 @@ def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessio
     return pool
 
 
-def _active_model(pool: ConnectionPool, queries: Queries, fallback: str) -> str:
+def _serving_model(pool: ConnectionPool, queries: Queries, settings: ServingSettings) -> str:
+    """The configured serving model, else the active one, else the pipeline's configured model."""
+    if settings.serving_model:
+        return model_info(settings.serving_model).model_id  # ConfigError naming the allowlist
+    fallback = settings.embedding_model
     try:
         with pool.connection(timeout=5.0) as conn:
             row = conn.execute(queries.active_model).fetchone()
@@ -79,6 +84,20 @@ def _active_model(pool: ConnectionPool, queries: Queries, fallback: str) -> str:
     except (PoolTimeout, psycopg.Error) as exc:
         log.warning("cannot read the active embedding model; using %s", fallback, extra={"error": type(exc).__name__})
         return fallback
+
+
+def _encoder_factory(settings: ServingSettings) -> Callable[[str], QueryEncoder]:
+    def make(model_id: str) -> QueryEncoder:
+        return shared_encoder(
+            model_id,
+            settings.torch_threads,
+            backend=settings.query_encoder,
+            encoder_threads=settings.query_encoder_threads,
+            cache_size=settings.query_cache_size,
+            cache_dir=settings.models_dir,
+        )
+
+    return make
 
 
 def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPolicy | None = None) -> Service:
@@ -89,14 +108,8 @@ def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPo
     login = reader_url(settings, url)
     sessions.check_login(login, settings.connect_timeout)  # a privileged login stops the start here
     pool = open_reader_pool(login, settings, sessions)
-    encoder = shared_encoder(
-        _active_model(pool, queries, settings.embedding_model),
-        settings.torch_threads,
-        backend=settings.query_encoder,
-        encoder_threads=settings.query_encoder_threads,
-        cache_size=settings.query_cache_size,
-        cache_dir=settings.models_dir,
-    )
+    make_encoder = _encoder_factory(settings)
+    encoder = make_encoder(_serving_model(pool, queries, settings))
     query_log = None
     if settings.query_log:
         query_log = QueryLog(querylog_url(settings, url), queries, with_text=settings.query_log_text)
@@ -112,6 +125,7 @@ def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPo
         refetcher=Refetcher.from_settings(settings, url_policy),
         sessions=sessions,
         query_log=query_log,
+        make_encoder=make_encoder,
     )
 
 

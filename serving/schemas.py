@@ -223,6 +223,7 @@ class SearchResponse(BaseModel):
         description="technique, sub_technique, cve, capec, atlas, d3fend, uuid, identifier, keyword or natural."
     )
     enriched_query: str = Field(description="The query after ATT&CK enrichment (what the vector leg embeds).")
+    model: str = Field(description="The embedding model of the vector leg (see /v1/stats).")
     took_ms: float
     truncated: bool = Field(description="Results were dropped to keep the response under its size cap.")
 
@@ -370,6 +371,9 @@ class StatsResponse(BaseModel):
     totals: dict[str, int]
     sources: dict[str, SourceStats]
     models: list[ModelStats]
+    serving_model: str = Field(
+        description="The model searches embed queries with: SECRAG_SERVING_MODEL, else the active model."
+    )
     index_bytes: dict[str, int]
     table_bytes: dict[str, int]
     requests: RequestStats

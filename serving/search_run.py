@@ -94,6 +94,7 @@ class Searcher:
             results=results,
             query_type=analysis.query_type,
             enriched_query=enriched,
+            model=self.encoder.model_id,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
             truncated=truncated,
         )

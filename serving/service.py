@@ -5,7 +5,8 @@ sources, statistics and readiness."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from psycopg_pool import ConnectionPool
 from secrag.queries import Queries
 
 from .auth import Principal
-from .catalog import Catalog
+from .catalog import SOURCES_TTL, Cached, Catalog
 from .encoder import QueryEncoder
 from .metrics import Metrics
 from .querylog import QueryLog
@@ -37,7 +38,7 @@ from .search_config import SearchConfig
 from .search_run import Searcher
 from .sessions import ReaderSessions
 from .settings import ServingSettings
-from .statements import Statements
+from .statements import Statements, compose
 from .stats import collect_stats
 from .upstream import Refetcher
 
@@ -58,26 +59,64 @@ class Service:
     refetcher: Refetcher
     sessions: ReaderSessions
     query_log: QueryLog | None = None
+    make_encoder: Callable[[str], QueryEncoder] | None = None  # follows the active model when given
     catalog: Catalog = field(init=False)
     searcher: Searcher = field(init=False)
     reads: Reads = field(init=False)
+    _active: Cached = field(init=False, default_factory=lambda: Cached(SOURCES_TTL))
+    _switching: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(self.pool, self.queries, self.statements)
-        self.searcher = Searcher(
+        self.searcher = self._searcher(self.encoder, self.statements)
+        self.reads = Reads(self.pool, self.statements, self.refetcher, self.settings.max_response_bytes)
+
+    def _searcher(self, encoder: QueryEncoder, statements: Statements) -> Searcher:
+        return Searcher(
             pool=self.pool,
             catalog=self.catalog,
-            encoder=self.encoder,
-            statements=self.statements,
+            encoder=encoder,
+            statements=statements,
             config=self.search_config,
             sessions=self.sessions,
             max_response_bytes=self.settings.max_response_bytes,
         )
-        self.reads = Reads(self.pool, self.statements, self.refetcher, self.settings.max_response_bytes)
+
+    # --- the serving model --------------------------------------------------------------------
+
+    def follow_active_model(self) -> None:
+        """Switch to the model the pipeline activated (checked every SOURCES_TTL seconds) unless a serving
+        model is configured. The pipeline activates a model only once every chunk has its vector, so
+        searches move from complete to complete; until the new encoder is loaded the old one serves."""
+        if self.make_encoder is None or self.settings.serving_model:
+            return
+        try:
+            active = self._active.get(self._read_active)
+        except (psycopg.Error, OSError) as exc:
+            log.info("cannot read the active model", extra={"error": type(exc).__name__})
+            return
+        if not active or active == self.encoder.model_id or not self._switching.acquire(blocking=False):
+            return
+        try:
+            encoder = self.make_encoder(active)
+            statements = compose(self.queries, encoder.model_id, encoder.dimensions)
+            log.info("serving model %s (was %s)", encoder.model_id, self.encoder.model_id)
+            self.searcher = self._searcher(encoder, statements)  # one assignment: a request sees old or new
+            self.encoder, self.statements = encoder, statements
+        except Exception:  # noqa: BLE001 - the old model keeps serving; logged with its traceback
+            log.exception("cannot load the active model %s; still serving %s", active, self.encoder.model_id)
+        finally:
+            self._switching.release()
+
+    def _read_active(self) -> str:
+        with self.pool.connection() as conn:
+            row = conn.execute(self.queries.active_model).fetchone()
+        return str(row[0]) if row else ""
 
     # --- search -------------------------------------------------------------------------------
 
     def search(self, req: SearchRequest, principal: Principal) -> SearchResponse:
+        self.follow_active_model()
         return self.searcher.search(req, principal)
 
     def log_search(self, req: SearchRequest, resp: SearchResponse) -> None:
@@ -123,7 +162,7 @@ class Service:
         with self.pool.connection() as conn:
             names = self.catalog.visible_sources(conn, principal)
             stats = collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary())
-        return {**stats, "encoder": self.encoder.cache_info()}
+        return {**stats, "serving_model": self.encoder.model_id, "encoder": self.encoder.cache_info()}
 
 
 def _source_info(r: dict[str, Any]) -> SourceInfo:

@@ -77,6 +77,11 @@ class ServingSettings(Settings):
     query_log_text: bool = Field(default=False, description="Also store the query text in query_log.")
     hnsw_max_scan_tuples: int = Field(default=50000, ge=1000)
     hnsw_iterative_scan: str = Field(default="relaxed_order", pattern="^(relaxed_order|strict_order|off)$")
+    serving_model: str | None = Field(
+        default=None,
+        description="The embedding model searches use (on the allowlist, its vectors complete); unset: the "
+        "model the pipeline last activated, followed within a minute when the pipeline switches.",
+    )
     query_encoder: str = Field(
         default="onnx",
         pattern="^(onnx|torch)$",

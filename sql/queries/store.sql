@@ -121,3 +121,16 @@ COPY embeddings (content_hash, model_id, vector) FROM STDIN WITH (FORMAT BINARY)
 -- name: ensure_model
 INSERT INTO embedding_models (model_id, dimensions) VALUES (%(model)s, %(dimensions)s)
 ON CONFLICT (model_id) DO NOTHING
+
+-- name: lock_model_indexes
+-- Runs creating a model's HNSW index take turns (two CREATE INDEX of one name would collide).
+SELECT pg_advisory_xact_lock(hashtext('secrag:embedding-model-indexes'))
+
+-- name: model_index_exists
+-- An HNSW index whose predicate is this model (the migrations made the first model's; later ones are
+-- made by the first embedding pass of their model).
+SELECT EXISTS (
+    SELECT 1 FROM pg_indexes
+    WHERE schemaname = current_schema() AND tablename = 'embeddings'
+      AND strpos(indexdef, 'USING hnsw') > 0 AND strpos(indexdef, quote_literal(%(model)s::text)) > 0
+)
