@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 
 from secrag.embedder import TextModel
 from secrag.queries import Queries, one_row
 
 from .indexing import embedding_input
+from .model_store import ensure_model_index
 
 log = logging.getLogger(__name__)
 
@@ -32,35 +31,6 @@ class EmbedStats:
     @property
     def chunks_per_second(self) -> float:
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
-
-
-def model_index_name(model_id: str) -> str:
-    """embeddings_<model id as an identifier>_hnsw_idx (within PostgreSQL's 63 bytes)."""
-    slug = re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_")[:40]
-    return f"embeddings_{slug}_hnsw_idx"
-
-
-def ensure_model_index(conn: psycopg.Connection, q: Queries, model_id: str, dimensions: int) -> bool:
-    """Give the model its own partial HNSW index (cosine, on the vector cast to its dimensions), as the
-    first model's migration did; True when it was created now. Made before the model has vectors, so
-    the build only scans the table once and later inserts keep it current."""
-    with conn.transaction():
-        conn.execute(q.lock_model_indexes)
-        if one_row(conn.execute(q.model_index_exists, {"model": model_id}))[0]:
-            return False
-        started = time.monotonic()
-        conn.execute(
-            sql.SQL(
-                "CREATE INDEX {name} ON embeddings USING hnsw ((vector::vector({dims})) vector_cosine_ops) "
-                "WHERE model_id = {model}"
-            ).format(
-                name=sql.Identifier(model_index_name(model_id)),
-                dims=sql.Literal(dimensions),
-                model=sql.Literal(model_id),
-            )
-        )
-    log.info("created the HNSW index of embedding model %s in %.1fs", model_id, time.monotonic() - started)
-    return True
 
 
 def embed_pending(
@@ -84,7 +54,7 @@ def embed_pending(
     params = {"source": source, "model": embedder.model_id}
     with conn.transaction():
         conn.execute(q.ensure_model, {"model": embedder.model_id, "dimensions": embedder.dimensions})
-    ensure_model_index(conn, q, embedder.model_id, embedder.dimensions)
+    ensure_model_index(conn, embedder.model_id, embedder.dimensions, q)
     total = int(one_row(conn.execute(q.count_chunks, params))[0])
     todo = conn.execute(q.chunks_without_vectors, params).fetchall()
     done = 0

@@ -11,6 +11,7 @@ from .backfill import backfill
 from .db import db
 from .errors import SecragGroup
 from .mcp import mcp
+from .models import models
 from .run import run
 from .serve import serve
 from .sources import sources
@@ -37,6 +38,7 @@ def cli(verbose: bool) -> None:
 cli.add_command(backfill)
 cli.add_command(db)
 cli.add_command(mcp)
+cli.add_command(models)
 cli.add_command(run)
 cli.add_command(serve)
 cli.add_command(sources)

@@ -134,3 +134,20 @@ SELECT EXISTS (
     WHERE schemaname = current_schema() AND tablename = 'embeddings'
       AND strpos(indexdef, 'USING hnsw') > 0 AND strpos(indexdef, quote_literal(%(model)s::text)) > 0
 )
+
+-- name: model_inventory
+-- Every embedding model with its vector count and whether it is the active one.
+SELECT m.model_id, m.dimensions, m.active, (SELECT count(*) FROM embeddings e WHERE e.model_id = m.model_id)
+FROM embedding_models m ORDER BY m.model_id
+
+-- name: model_indexes
+SELECT indexname FROM pg_indexes
+WHERE schemaname = current_schema() AND tablename = 'embeddings'
+  AND strpos(indexdef, 'USING hnsw') > 0 AND strpos(indexdef, quote_literal(%(model)s::text)) > 0
+
+-- name: delete_model_vectors
+DELETE FROM embeddings WHERE model_id = %(model)s
+
+-- name: delete_model
+-- Only a model that is not active (the API may be searching with the active one).
+DELETE FROM embedding_models WHERE model_id = %(model)s AND NOT active

@@ -1,0 +1,60 @@
+"""`secrag models ...`: the embedding models in the store, and pruning those no longer configured."""
+
+from __future__ import annotations
+
+import click
+
+from pipeline.model_store import prunable, prune_model, stored_models
+from secrag import database
+from secrag.embedder import ALLOWLIST
+from serving.settings import ServingSettings
+
+from .errors import SecragGroup
+
+
+@click.group(cls=SecragGroup)
+def models() -> None:
+    """Embedding models: their vectors in the store, and removing the ones no longer configured."""
+
+
+def _kept(settings: ServingSettings) -> set[str]:
+    """The configured models: the pipeline's (SECRAG_EMBEDDING_MODEL) and the API's (SECRAG_SERVING_MODEL)."""
+    return {m for m in (settings.embedding_model, settings.serving_model) if m}
+
+
+@models.command("list")
+def list_models() -> None:
+    """Each model in the store: dimensions, vectors, active (searched), configured."""
+    settings = ServingSettings()
+    url = database.database_url(settings)
+    kept = _kept(settings)
+    with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        stored = stored_models(conn, settings.sql_dir)
+    click.echo(f"{'model':28} {'dims':>5} {'vectors':>9}  state")
+    for m in stored:
+        state = ", ".join(s for s, on in (("active", m.active), ("configured", m.model_id in kept)) if on)
+        click.echo(f"{m.model_id:28} {m.dimensions:>5} {m.vectors:>9}  {state or 'not configured (prunable)'}")
+    others = sorted(set(ALLOWLIST) - {m.model_id for m in stored})
+    if others:
+        click.echo(f"allowlisted, not in the store: {', '.join(others)}")
+
+
+@models.command()
+@click.option("--yes", is_flag=True, help="Remove them (default: only list what would go).")
+def prune(yes: bool) -> None:
+    """Remove the vectors, index and row of every model that is neither active nor configured."""
+    settings = ServingSettings()
+    url = database.database_url(settings)
+    with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        doomed = prunable(stored_models(conn, settings.sql_dir), _kept(settings))
+        if not doomed:
+            click.echo("nothing to prune: every model in the store is active or configured")
+            return
+        for m in doomed:
+            if yes:
+                removed = prune_model(conn, settings.sql_dir, m.model_id)
+                click.echo(f"pruned {m.model_id}: {removed} vectors and its index")
+            else:
+                click.echo(f"would prune {m.model_id}: {m.vectors} vectors and its index")
+    if not yes:
+        click.echo("run again with --yes to remove them")
