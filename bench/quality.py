@@ -12,6 +12,7 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
+from typing import Any, Protocol
 
 import httpx
 
@@ -37,6 +38,51 @@ def recall(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
     return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
+Scores = dict[tuple[str, str], list[tuple[float, float, float]]]
+
+
+class Poster(Protocol):
+    """An HTTP client of the API (httpx.Client, or FastAPI's TestClient for an API in process)."""
+
+    def post(self, url: str, *, json: Any) -> Any: ...  # noqa: ANN401
+
+
+def load_items(path: Path, limit: int = 0) -> list[dict[str, Any]]:
+    items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return items[:limit] if limit else items
+
+
+def evaluate(http: Poster, items: list[dict[str, Any]], modes: list[str], extra: dict[str, Any]) -> tuple[Scores, int]:
+    """nDCG@10, MRR@10 and Recall@10 per (task, mode) and overall ("ALL"); and the failed requests."""
+    scores: Scores = defaultdict(list)
+    failures = 0
+    for item in items:
+        grades = {r["doc_id"]: int(r.get("grade", 1)) for r in item["relevant"]}
+        for mode in modes:
+            body = {
+                "query": item["query"][:8000],
+                "mode": mode,
+                "k": K,
+                "filters": {k: v for k, v in (item.get("filters") or {}).items() if v},
+                "return": {"snippets": False},
+                **extra,
+            }
+            response = http.post("/v1/search", json=body)
+            if response.status_code != 200:
+                failures += 1
+                ranked: list[str] = []
+            else:
+                ranked = [r["doc_id"] for r in response.json()["results"]]
+            result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades))
+            scores[(item.get("task", "all"), mode)].append(result)
+            scores[("ALL", mode)].append(result)
+    return scores, failures
+
+
+def means(values: list[tuple[float, float, float]]) -> list[float]:
+    return [sum(v[i] for v in values) / len(values) for i in range(3)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=Path, required=True)
@@ -52,39 +98,15 @@ def main() -> None:
         help="Extra request field, e.g. --param w_fuzzy=0 --param rrf_k0=30 (repeatable).",
     )
     args = parser.parse_args()
-    items = [json.loads(line) for line in args.queries.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if args.limit:
-        items = items[: args.limit]
+    items = load_items(args.queries, args.limit)
     headers = {"X-API-Key": args.api_key} if args.api_key else {}
     extra = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}
-    scores: dict[tuple[str, str], list[tuple[float, float, float]]] = defaultdict(list)
-    failures = 0
     with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
-        for item in items:
-            grades = {r["doc_id"]: int(r.get("grade", 1)) for r in item["relevant"]}
-            for mode in args.modes.split(","):
-                body = {
-                    "query": item["query"][:8000],
-                    "mode": mode,
-                    "k": K,
-                    "filters": {k: v for k, v in (item.get("filters") or {}).items() if v},
-                    "return": {"snippets": False},
-                    **extra,
-                }
-                response = http.post("/v1/search", json=body)
-                if response.status_code != 200:
-                    failures += 1
-                    ranked: list[str] = []
-                else:
-                    ranked = [r["doc_id"] for r in response.json()["results"]]
-                result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades))
-                scores[(item.get("task", "all"), mode)].append(result)
-                scores[("ALL", mode)].append(result)
+        scores, failures = evaluate(http, items, args.modes.split(","), extra)
     print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8}")
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
-        n = len(values)
-        means = [sum(v[i] for v in values) / n for i in range(3)]
-        print(f"{task:<28} {mode:<8} {n:>5} {means[0]:>8.3f} {means[1]:>8.3f} {means[2]:>8.3f}")
+        m = means(values)
+        print(f"{task:<28} {mode:<8} {len(values):>5} {m[0]:>8.3f} {m[1]:>8.3f} {m[2]:>8.3f}")
     if failures:
         print(f"{failures} requests failed (counted as empty rankings)")
 
