@@ -15,6 +15,7 @@ from secrag.queries import Queries, one_row
 
 from .indexing import embedding_input
 from .model_store import ensure_model_index
+from .store.counts import refresh_all_counts, refresh_counts
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,11 @@ def embed_pending(
         done += len(batch)
         if progress is not None:
             progress(done, len(todo))
+    if source is None:
+        refresh_all_counts(q, conn)
+    else:
+        with conn.transaction():
+            refresh_counts(q, conn, source)
     stats = EmbedStats(chunks=total, embedded=done, reused=total - done, seconds=time.monotonic() - started)
     log.info(
         "embedded %s/%s chunks of %s with %s in %.1fs",

@@ -161,7 +161,8 @@ class Service:
     def stats(self, principal: Principal) -> dict[str, Any]:
         with self.pool.connection() as conn:
             names = self.catalog.visible_sources(conn, principal)
-            stats = collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary())
+            public = self.catalog.public_sources(conn)
+            stats = collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary(), public)
         return {**stats, "serving_model": self.encoder.model_id, "encoder": self.encoder.cache_info()}
 
 

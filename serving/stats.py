@@ -1,4 +1,5 @@
-"""Store statistics: exact counts per source (one grouped query per table, never a fan-out join)."""
+"""Store statistics: exact counts per source. Online sources' counts are kept by the pipeline
+(source_counts, source_model_counts); user folders, small and access-controlled, are counted live."""
 
 from __future__ import annotations
 
@@ -20,10 +21,28 @@ TABLES = [
 ]
 
 
-def collect_stats(
-    conn: psycopg.Connection, q: Queries, names: list[str], model_id: str, requests: dict[str, Any]
-) -> dict[str, Any]:
-    """Counts, versions, freshness and sizes for the given (visible) sources, plus request metrics."""
+def _counted(
+    conn: psycopg.Connection, q: Queries, names: list[str], model_id: str
+) -> tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, dict[str, int]]]:
+    """Documents, chunks, chunks embedded by `model_id` and vectors per model, from the kept counts."""
+    p = {"names": names}
+    documents: dict[str, int] = {}
+    chunks: dict[str, int] = {}
+    for source, docs, n in conn.execute(q.stats_counts, p).fetchall():
+        documents[source], chunks[source] = docs, n
+    embedded: dict[str, int] = {}
+    vectors: dict[str, dict[str, int]] = {}
+    for source, model, count, with_vector in conn.execute(q.stats_model_counts, p).fetchall():
+        vectors.setdefault(source, {})[model] = count
+        if model == model_id:
+            embedded[source] = with_vector
+    return documents, chunks, embedded, vectors
+
+
+def _live(
+    conn: psycopg.Connection, q: Queries, names: list[str], model_id: str
+) -> tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, dict[str, int]]]:
+    """The same counts computed from the rows (user folders)."""
     p = {"names": names}
     documents: dict[str, int] = dict(conn.execute(q.stats_documents, p).fetchall())
     chunks: dict[str, int] = dict(conn.execute(q.stats_chunks, p).fetchall())
@@ -31,6 +50,28 @@ def collect_stats(
     vectors: dict[str, dict[str, int]] = {}
     for source, model, count in conn.execute(q.stats_embeddings, p).fetchall():
         vectors.setdefault(source, {})[model] = count
+    return documents, chunks, embedded, vectors
+
+
+def collect_stats(
+    conn: psycopg.Connection,
+    q: Queries,
+    names: list[str],
+    model_id: str,
+    requests: dict[str, Any],
+    public: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """Counts, versions, freshness and sizes for the given (visible) sources, plus request metrics;
+    `public`: the online sources, whose counts the pipeline keeps."""
+    p = {"names": names}
+    documents, chunks, embedded, vectors = _counted(conn, q, [n for n in names if n in public], model_id)
+    live = [n for n in names if n not in public]
+    if live:
+        live_documents, live_chunks, live_embedded, live_vectors = _live(conn, q, live, model_id)
+        documents.update(live_documents)
+        chunks.update(live_chunks)
+        embedded.update(live_embedded)
+        vectors.update(live_vectors)
     versions: dict[str, dict[str, int]] = {}
     for source, status, count, _ in conn.execute(q.stats_versions, p).fetchall():
         versions.setdefault(source, {})[status] = count

@@ -102,6 +102,20 @@ CREATE TABLE public.schema_migrations (
     execution_ms integer NOT NULL
 );
 
+CREATE TABLE public.source_counts (
+    source text NOT NULL,
+    documents bigint NOT NULL,
+    chunks bigint NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+CREATE TABLE public.source_model_counts (
+    source text NOT NULL,
+    model_id text NOT NULL,
+    vectors bigint NOT NULL,
+    chunks_embedded bigint NOT NULL
+);
+
 CREATE TABLE public.source_versions (
     id bigint NOT NULL,
     source text NOT NULL,
@@ -180,6 +194,12 @@ ALTER TABLE ONLY public.query_log
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 
+ALTER TABLE ONLY public.source_counts
+    ADD CONSTRAINT source_counts_pkey PRIMARY KEY (source);
+
+ALTER TABLE ONLY public.source_model_counts
+    ADD CONSTRAINT source_model_counts_pkey PRIMARY KEY (source, model_id);
+
 ALTER TABLE ONLY public.source_versions
     ADD CONSTRAINT source_versions_pkey PRIMARY KEY (id);
 
@@ -227,6 +247,15 @@ ALTER TABLE ONLY public.documents
 ALTER TABLE ONLY public.embeddings
     ADD CONSTRAINT embeddings_model_id_fkey FOREIGN KEY (model_id) REFERENCES public.embedding_models(model_id);
 
+ALTER TABLE ONLY public.source_counts
+    ADD CONSTRAINT source_counts_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.source_model_counts
+    ADD CONSTRAINT source_model_counts_model_id_fkey FOREIGN KEY (model_id) REFERENCES public.embedding_models(model_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.source_model_counts
+    ADD CONSTRAINT source_model_counts_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.source_versions
     ADD CONSTRAINT source_versions_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
 
@@ -246,6 +275,10 @@ GRANT SELECT ON TABLE public.mitre_techniques TO secrag_reader;
 GRANT INSERT ON TABLE public.query_log TO secrag_querylog;
 
 GRANT SELECT ON TABLE public.schema_migrations TO secrag_reader;
+
+GRANT SELECT ON TABLE public.source_counts TO secrag_reader;
+
+GRANT SELECT ON TABLE public.source_model_counts TO secrag_reader;
 
 GRANT SELECT ON TABLE public.source_versions TO secrag_reader;
 

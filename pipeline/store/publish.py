@@ -16,6 +16,7 @@ from secrag.queries import Queries
 from ..chunking import ChunkConfig
 from ..sources.records import Record, Skipped
 from . import versions
+from .counts import refresh_counts
 from .diff import Changes, diff
 from .models import Access, PublishResult
 from .rows import chunk_copy_row, document_copy_row, document_params
@@ -98,6 +99,7 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     access = {"tenant": pub.access.tenant, "acl_users": list(pub.access.users), "acl_groups": list(pub.access.groups)}
     conn.execute(q.apply_access, {"source": pub.source, **access})
     conn.execute(q.mark_published, {"source": pub.source, "version": pub.version, "records": len(pub.records)})
+    refresh_counts(q, conn, pub.source)
     counts: dict[str, Any] = {
         "parsed": len(pub.records),
         "inserted": len(changes.inserted),

@@ -271,6 +271,13 @@ GROUP BY c.source
 SELECT m.model_id, m.dimensions, m.active, (SELECT count(*) FROM embeddings e WHERE e.model_id = m.model_id)
 FROM embedding_models m ORDER BY m.model_id
 
+-- name: stats_counts
+-- Kept by the pipeline (migration 0007): online sources read these instead of counting.
+SELECT source, documents, chunks FROM source_counts WHERE source = ANY(%(names)s::text[])
+
+-- name: stats_model_counts
+SELECT source, model_id, vectors, chunks_embedded FROM source_model_counts WHERE source = ANY(%(names)s::text[])
+
 -- name: stats_versions
 SELECT source, status, count(*), max(finished_at)
 FROM source_versions WHERE source = ANY(%(names)s::text[])

@@ -151,3 +151,27 @@ DELETE FROM embeddings WHERE model_id = %(model)s
 -- name: delete_model
 -- Only a model that is not active (the API may be searching with the active one).
 DELETE FROM embedding_models WHERE model_id = %(model)s AND NOT active
+
+-- name: refresh_source_counts
+-- The source's document and chunk counts (see migration 0007), in the caller's transaction.
+INSERT INTO source_counts (source, documents, chunks, updated_at)
+VALUES (%(source)s,
+        (SELECT count(*) FROM documents WHERE source = %(source)s),
+        (SELECT count(*) FROM chunks WHERE source = %(source)s),
+        now())
+ON CONFLICT (source) DO UPDATE
+SET documents = EXCLUDED.documents, chunks = EXCLUDED.chunks, updated_at = EXCLUDED.updated_at
+
+-- name: clear_source_model_counts
+DELETE FROM source_model_counts WHERE source = %(source)s
+
+-- name: refresh_source_model_counts
+-- Vectors and embedded chunks of the source per model.
+INSERT INTO source_model_counts (source, model_id, vectors, chunks_embedded)
+SELECT c.source, e.model_id, count(DISTINCT e.content_hash), count(*)
+FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash
+WHERE c.source = %(source)s
+GROUP BY c.source, e.model_id
+
+-- name: all_source_names
+SELECT name FROM sources ORDER BY name

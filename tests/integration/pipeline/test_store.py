@@ -158,3 +158,35 @@ def test_readers_see_old_or_new_never_a_mix(store: Store, db_url: str, db: psyco
         stop.set()
         thread.join()
     assert seen <= {(300, 0), (0, 300)}
+
+
+def _counts(db: psycopg.Connection) -> tuple[int, int]:
+    return db.execute("SELECT documents, chunks FROM source_counts WHERE source = 'demo'").fetchone()
+
+
+def _live(db: psycopg.Connection) -> tuple[int, int]:
+    return db.execute(
+        "SELECT (SELECT count(*) FROM documents WHERE source = 'demo'), "
+        "(SELECT count(*) FROM chunks WHERE source = 'demo')"
+    ).fetchone()
+
+
+def test_kept_counts_follow_every_publish_and_embedding_pass(store: Store, db: psycopg.Connection) -> None:
+    """/v1/stats reads source_counts and source_model_counts: they equal the rows after each change."""
+    from pipeline.embedding import embed_pending
+    from secrag.encoders import document_encoder
+    from secrag.settings import get_settings
+
+    publish(store, db, "v1", [rec(i) for i in range(10)])
+    assert _counts(db) == _live(db) == (10, 10)
+    publish(store, db, "v2", [rec(0), rec(1, body="changed " * 300)], force=True)
+    assert _counts(db) == _live(db) and _counts(db)[0] == 2
+    assert db.execute("SELECT count(*) FROM source_model_counts").fetchone()[0] == 0
+    encoder = document_encoder("all-MiniLM-L6-v2-int8", batch_size=32, threads=1, cache_dir=get_settings().models_dir)
+    embed_pending(db, encoder, sql_dir(), source="demo")
+    row = db.execute("SELECT model_id, vectors, chunks_embedded FROM source_model_counts").fetchone()
+    distinct = db.execute("SELECT count(DISTINCT content_hash) FROM chunks WHERE source = 'demo'").fetchone()[0]
+    assert distinct < _live(db)[1]  # repeated text: chunks that share a vector count it once
+    assert row == ("all-MiniLM-L6-v2-int8", distinct, _live(db)[1])
+    publish(store, db, "v3", [rec(0)], force=True)  # the publish recounts the vectors its chunks keep
+    assert db.execute("SELECT vectors, chunks_embedded FROM source_model_counts").fetchone() == (1, 1)
