@@ -57,6 +57,7 @@ def quality(url: str, model: str, items: list[dict], modes: list[str]) -> tuple[
         serving_model=model,
         mcp_enabled=False,
         query_cache_size=0,
+        result_cache_size=0,
         anonymous_rate_per_minute=0,
         anonymous_heavy_concurrency=0,
     )

@@ -22,6 +22,7 @@ from .statements import Statements
 T = TypeVar("T")
 LOOKUP_TTL = 300.0
 SOURCES_TTL = 30.0
+DATA_VERSION_TTL = 1.0  # how stale a cached search response may be after a publish
 
 
 @dataclass
@@ -57,6 +58,16 @@ class Catalog:
     _source_names: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
     _public_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
     _lexeme_stats: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _data_version: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
+
+    def data_version(self) -> str:
+        """A token that changes with every publish and embedding pass (read at most once a second)."""
+
+        def load() -> str:
+            with self.pool.connection() as conn:
+                return str(one_row(conn.execute(self.queries.data_version))[0])
+
+        return self._data_version.get(load)
 
     def technique_lookup(self) -> dict[str, str]:
         """ATT&CK id -> full name for query-time enrichment (the index-time lookup, cached)."""

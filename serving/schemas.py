@@ -367,6 +367,13 @@ class EncoderStats(BaseModel):
     encode_ms: float = Field(description="Milliseconds spent in the model.")
 
 
+class ResultCacheStats(BaseModel):
+    hits: int = Field(description="Searches answered from the result cache since start.")
+    misses: int
+    size: int
+    max_size: int = Field(description="Capacity (SECRAG_RESULT_CACHE_SIZE; 0 = off).")
+
+
 class StatsResponse(BaseModel):
     totals: dict[str, int]
     sources: dict[str, SourceStats]
@@ -378,6 +385,7 @@ class StatsResponse(BaseModel):
     table_bytes: dict[str, int]
     requests: RequestStats
     encoder: EncoderStats
+    result_cache: ResultCacheStats
 
 
 class Health(BaseModel):

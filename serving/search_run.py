@@ -4,7 +4,7 @@ one statement, their fusion, and the page with its display fields."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -20,6 +20,7 @@ from .auth import Principal
 from .catalog import Catalog
 from .encoder import QueryEncoder
 from .limits import cap
+from .result_cache import ResultCache, cache_key
 from .schemas import LegScore, LegScores, SearchFilters, SearchRequest, SearchResponse, SearchResult
 from .search_config import SearchConfig
 from .sessions import DEFAULT_EF_SEARCH, ReaderSessions
@@ -51,9 +52,23 @@ class Searcher:
     config: SearchConfig
     sessions: ReaderSessions
     max_response_bytes: int
+    results: ResultCache = field(default_factory=lambda: ResultCache(0))
 
     def search(self, req: SearchRequest, principal: Principal) -> SearchResponse:
+        """The response from the result cache when the store has not changed since, else a fresh one."""
         started = time.perf_counter()
+        key = None
+        if self.results.max_size:
+            key = cache_key(self.catalog.data_version(), self.encoder.model_id, principal, req)
+        cached = self.results.get(key) if key else None
+        if cached is not None:
+            return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 2)})
+        response = self._search(req, principal, started)
+        if key:
+            self.results.put(key, response)
+        return response
+
+    def _search(self, req: SearchRequest, principal: Principal, started: float) -> SearchResponse:
         analysis = logic.analyse(req.query)
         enriched = enrich(req.query.strip(), self.catalog.technique_lookup())
         plan = logic.plan_for(

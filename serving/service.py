@@ -22,6 +22,7 @@ from .encoder import QueryEncoder
 from .metrics import Metrics
 from .querylog import QueryLog
 from .reads import Reads
+from .result_cache import ResultCache
 from .schemas import (
     Attempt,
     Chunk,
@@ -65,9 +66,11 @@ class Service:
     reads: Reads = field(init=False)
     _active: Cached = field(init=False, default_factory=lambda: Cached(SOURCES_TTL))
     _switching: threading.Lock = field(init=False, default_factory=threading.Lock)
+    results: ResultCache = field(init=False)
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(self.pool, self.queries, self.statements)
+        self.results = ResultCache(self.settings.result_cache_size)
         self.searcher = self._searcher(self.encoder, self.statements)
         self.reads = Reads(self.pool, self.statements, self.refetcher, self.settings.max_response_bytes)
 
@@ -80,6 +83,7 @@ class Service:
             config=self.search_config,
             sessions=self.sessions,
             max_response_bytes=self.settings.max_response_bytes,
+            results=self.results,
         )
 
     # --- the serving model --------------------------------------------------------------------
@@ -163,7 +167,12 @@ class Service:
             names = self.catalog.visible_sources(conn, principal)
             public = self.catalog.public_sources(conn)
             stats = collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary(), public)
-        return {**stats, "serving_model": self.encoder.model_id, "encoder": self.encoder.cache_info()}
+        return {
+            **stats,
+            "serving_model": self.encoder.model_id,
+            "encoder": self.encoder.cache_info(),
+            "result_cache": self.results.info(),
+        }
 
 
 def _source_info(r: dict[str, Any]) -> SourceInfo:

@@ -91,6 +91,9 @@ class ServingSettings(Settings):
         default=1, ge=1, le=64, description="onnxruntime threads per query batch (torch uses torch_threads)."
     )
     query_cache_size: int = Field(default=1024, ge=0, description="Query vectors cached in process; 0 = no cache.")
+    result_cache_size: int = Field(
+        default=1024, ge=0, description="Search responses cached in process until the store changes; 0 = no cache."
+    )
     model_cache_dir: Path | None = Field(
         default=None, description="Where the ONNX export of the model is kept; unset = <data_dir>/models."
     )

@@ -307,3 +307,7 @@ ORDER BY t.relname
 INSERT INTO query_log (endpoint, query_type, query_text, top_score, result_count, latency_ms, details)
 VALUES (%(endpoint)s, %(query_type)s, %(query_text)s, %(top_score)s, %(result_count)s, %(latency_ms)s,
         %(details)s)
+
+-- name: data_version
+-- Changes with every publish and every embedding pass (both rewrite source_counts, migration 0007).
+SELECT coalesce(max(updated_at)::text, '') || '/' || count(*) FROM source_counts

@@ -68,6 +68,8 @@ def settings_for(api_keys_file: Path) -> Callable[..., ServingSettings]:
             "rate_per_minute": 0,
             "anonymous_heavy_concurrency": 0,
             "heavy_concurrency": 0,
+            # tests change the store and search again at once; test_result_cache.py turns the cache on
+            "result_cache_size": 0,
         }
         values.update(overrides)
         return ServingSettings(_env_file=None, **values)  # type: ignore[call-arg]
