@@ -3,7 +3,8 @@
 Query encoding is part of each request only when the API's query-vector cache misses, so measure
 with the cache off and with distinct queries (each request takes the next query of the set):
 
-    SECRAG_QUERY_CACHE_SIZE=0 SECRAG_RESULT_CACHE_SIZE=0 SECRAG_ANONYMOUS_RATE_PER_MINUTE=0 SECRAG_ANONYMOUS_HEAVY_CONCURRENCY=0 secrag serve &
+    SECRAG_QUERY_CACHE_SIZE=0 SECRAG_RESULT_CACHE_SIZE=0 \\
+        SECRAG_ANONYMOUS_RATE_PER_MINUTE=0 SECRAG_ANONYMOUS_HEAVY_CONCURRENCY=0 secrag serve &
     python bench/search.py --url http://127.0.0.1:8000 --queries ../shared/eval/dev_queries.jsonl
 
 (The bench is one anonymous caller at up to 8 concurrent requests: the anonymous quotas must be off.)
