@@ -75,7 +75,7 @@ def bench_definitions(settings: Settings, url: str, mirror: Mirror, specs: dict[
         "embedder": EmbedderResource(
             model=settings.embedding_model,
             batch_size=settings.embedding_batch_size,
-            torch_threads=settings.torch_threads,
+            threads=settings.embedding_threads,
         ),
     }
     present = {n: s for n, s in specs.items() if n in mirror.repos}
@@ -134,7 +134,7 @@ def standalone_embedding(url: str, settings: Settings, sample: int) -> dict[str,
     embedder = EmbedderResource(
         model=settings.embedding_model,
         batch_size=settings.embedding_batch_size,
-        torch_threads=settings.torch_threads,
+        threads=settings.embedding_threads,
     ).embedder()
     embedder.load()
     started = time.monotonic()

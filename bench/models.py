@@ -37,10 +37,10 @@ DEFAULT_MODELS = "all-MiniLM-L6-v2,all-MiniLM-L6-v2-int8"
 def embed(url: str, model: str, settings: Settings, *, onnx: bool) -> str:
     encoder: TextModel
     if onnx:  # the same vectors as torch's (to 1e-4), in a third of the time
-        encoder = OnnxEncoder(model, settings.models_dir, threads=settings.torch_threads)
+        encoder = OnnxEncoder(model, settings.models_dir, threads=settings.embedding_threads)
     else:
         encoder = EmbedderResource(
-            model=model, batch_size=settings.embedding_batch_size, torch_threads=settings.torch_threads
+            model=model, batch_size=settings.embedding_batch_size, threads=settings.embedding_threads
         ).embedder()
     encoder.load()
     with database.connect(url, autocommit=True) as conn:

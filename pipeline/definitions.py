@@ -44,7 +44,7 @@ def default_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
         "embedder": EmbedderResource(
             model=settings.embedding_model,
             batch_size=settings.embedding_batch_size,
-            torch_threads=settings.torch_threads,
+            threads=settings.embedding_threads,
         ),
     }
 

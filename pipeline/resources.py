@@ -141,17 +141,17 @@ def _embedder(model: str, batch_size: int, threads: int, models_dir: Path) -> Te
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """The embedding model (from the allowlist), its batch size and threads (torch's, or onnxruntime's
-    for an int8 model, whose ONNX export is kept in the data directory's models folder)."""
+    """The embedding model (from the allowlist), its batch size and onnxruntime threads (its ONNX export
+    is kept in the data directory's models folder)."""
 
     model: str = "all-MiniLM-L6-v2"
     batch_size: int = 64  # texts per forward pass
-    torch_threads: int = 0  # 0 = torch default
+    threads: int = 0  # onnxruntime intra-op threads; 0 = one per core
     write_batch: int = 256  # chunks per committed COPY of vectors
 
     def embedder(self) -> TextModel:
         model_info(self.model)  # ConfigError naming the allowlist
-        return _embedder(self.model, self.batch_size, self.torch_threads, get_settings().models_dir)
+        return _embedder(self.model, self.batch_size, self.threads, get_settings().models_dir)
 
     def dimensions(self) -> int:
         return model_info(self.model).dimensions

@@ -85,7 +85,10 @@ class Settings(BaseSettings):
     # Embeddings
     embedding_model: str = Field(default="all-MiniLM-L6-v2", description="Must be on the allowlist.")
     embedding_batch_size: int = Field(default=64, ge=1, le=1024)
-    torch_threads: int = Field(default=0, ge=0, description="0 = torch default.")
+    torch_threads: int = Field(default=0, ge=0, description="torch threads of SECRAG_QUERY_ENCODER=torch; 0 = default.")
+    embedding_threads: int = Field(
+        default=0, ge=0, le=64, description="onnxruntime threads embedding documents; 0 = one per core."
+    )
 
     @property
     def pgdata(self) -> Path:

@@ -16,6 +16,11 @@ def embeddings_code_version(model: str, chunker_version: str) -> str:
     return f"{model}|chunker {chunker_version}"
 
 
+# One embedding step at a time across all runs (dagster.yaml: concurrency.pools.default_limit 1): the
+# encoder uses one onnxruntime thread per core, so two steps at once would oversubscribe the CPU.
+EMBEDDING_POOL = "embedding"
+
+
 def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code_version: str) -> dg.AssetsDefinition:
     """Embed the pending chunks of one source, then switch the served model if the new one is complete."""
 
@@ -26,8 +31,9 @@ def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code
         code_version=code_version,
         automation_condition=on_new_inputs(),
         owners=OWNERS,
-        kinds={"pytorch", "postgres"},
+        kinds={"onnx", "postgres"},
         tags={"secrag/source": source},
+        pool=EMBEDDING_POOL,
         description=f"Vectors of every chunk of {source} for the configured embedding model. Unchanged "
         "chunk texts reuse their vectors; the served model switches only once the new one "
         "covers every chunk of every source.",

@@ -158,6 +158,6 @@ def test_torch_cannot_run_the_int8_model() -> None:
         Embedder(INT8)
 
 
-def test_documents_of_the_int8_model_are_encoded_with_onnx(tmp_path: Path) -> None:
+def test_documents_are_encoded_with_onnx(tmp_path: Path) -> None:
     assert isinstance(document_encoder(INT8, batch_size=64, threads=1, cache_dir=tmp_path), OnnxEncoder)
-    assert isinstance(document_encoder(MODEL, batch_size=64, threads=1, cache_dir=tmp_path), Embedder)
+    assert isinstance(document_encoder(MODEL, batch_size=64, threads=1, cache_dir=tmp_path), OnnxEncoder)

@@ -58,7 +58,9 @@ def test_every_source_has_the_same_shape(tmp_path: Path):
         node = graph.get(dg.AssetKey(["sources", name]))
         assert node.code_version == spec.parser_version
         assert {"python", "postgres"} <= set(node.kinds)
-        assert graph.get(dg.AssetKey(["embeddings", name])).code_version.startswith("all-MiniLM-L6-v2|chunker ")
+        embedding = graph.get(dg.AssetKey(["embeddings", name]))
+        assert embedding.code_version.startswith("all-MiniLM-L6-v2|chunker ")
+        assert embedding.pools == {"embedding"}  # one embedding step at a time (dagster.yaml)
 
 
 def test_a_model_off_the_allowlist_fails_the_load():

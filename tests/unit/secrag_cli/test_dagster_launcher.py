@@ -7,6 +7,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from secrag.settings import Settings
 from secrag_cli import dagster_launcher as launcher
 from secrag_cli import processes
@@ -67,3 +69,13 @@ def _gone(pid: int, wait: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_the_instance_yaml_is_valid_dagster_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Dagster validates the copied file (e.g. run limits under `concurrency`, not the coordinator)."""
+    from dagster._core.instance.config import dagster_instance_config
+
+    home = launcher.prepare_home(_settings(tmp_path))
+    monkeypatch.setenv("SECRAG_DAGSTER_PG_URL", "postgresql://db/secrag_dagster")
+    config, _ = dagster_instance_config(str(home))
+    assert config["concurrency"] == {"runs": {"max_concurrent_runs": 2}, "pools": {"default_limit": 1}}
