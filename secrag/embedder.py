@@ -25,7 +25,7 @@ class ModelInfo:
     """An allowlisted embedding model: id stored with vectors, dimensions, where its weights live.
 
     A quantised model (`quantized_from` set) is the ONNX export of that model's weights with int8
-    weights (secrag/onnx_model.py): its own id, so its vectors are a set apart from the original's.
+    weights (secrag/onnx_export.py): its own id, so its vectors are a set apart from the original's.
     """
 
     model_id: str

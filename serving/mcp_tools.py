@@ -23,7 +23,8 @@ from .errors import public_error
 from .plan_schemas import PlanRequest
 from .plans import PlansConfig
 from .quotas import Caller, Gate
-from .schemas import IdsRequest, SearchRequest, StatsResponse
+from .responses import StatsResponse
+from .schemas import IdsRequest, SearchRequest
 from .service import Service
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ from psycopg_pool import ConnectionPool
 from .auth import Principal
 from .errors import NotFound
 from .limits import cap
-from .schemas import Chunk, ChunksResponse, Document, DocumentsResponse, UpstreamResponse
+from .responses import Chunk, ChunksResponse, Document, DocumentsResponse, UpstreamResponse
 from .statements import Statements
 from .upstream import Refetcher
 

@@ -12,7 +12,8 @@ from collections import OrderedDict
 from typing import Any
 
 from .auth import Principal
-from .schemas import SearchRequest, SearchResponse
+from .responses import SearchResponse
+from .schemas import SearchRequest
 
 Key = tuple[str, str, str, str, tuple[str, ...], str]
 

@@ -20,8 +20,9 @@ from .auth import Principal
 from .catalog import Catalog
 from .encoder import QueryEncoder
 from .limits import cap
+from .responses import LegScore, LegScores, SearchResponse, SearchResult
 from .result_cache import ResultCache, cache_key
-from .schemas import LegScore, LegScores, SearchFilters, SearchRequest, SearchResponse, SearchResult
+from .schemas import SearchFilters, SearchRequest
 from .search_config import SearchConfig
 from .sessions import DEFAULT_EF_SEARCH, ReaderSessions
 from .statements import Statements

@@ -22,19 +22,19 @@ from .encoder import QueryEncoder
 from .metrics import Metrics
 from .querylog import QueryLog
 from .reads import Reads
-from .result_cache import ResultCache
-from .schemas import (
+from .responses import (
     Attempt,
     Chunk,
     ChunksResponse,
     Document,
     DocumentsResponse,
-    SearchRequest,
     SearchResponse,
     SourceInfo,
     SourcesResponse,
     UpstreamResponse,
 )
+from .result_cache import ResultCache
+from .schemas import SearchRequest
 from .search_config import SearchConfig
 from .search_run import Searcher
 from .sessions import ReaderSessions

@@ -7,7 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from ..deps import PrincipalDep, ServiceDep
-from ..schemas import Chunk, ChunksResponse, Document, DocumentsResponse, ErrorResponse, IdsRequest, UpstreamResponse
+from ..responses import Chunk, ChunksResponse, Document, DocumentsResponse, UpstreamResponse
+from ..schemas import ErrorResponse, IdsRequest
 
 router = APIRouter(tags=["documents"])
 _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}

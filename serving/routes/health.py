@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ..deps import ServiceDep
-from ..schemas import Health, Readiness
+from ..responses import Health, Readiness
 from ..service import readiness
 
 router = APIRouter(tags=["health"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks
 
 from ..deps import HeavySlot, PrincipalDep, ServiceDep
-from ..schemas import SCORE_SCALES, ErrorResponse, SearchRequest, SearchResponse
+from ..responses import SearchResponse
+from ..schemas import SCORE_SCALES, ErrorResponse, SearchRequest
 
 router = APIRouter(tags=["search"])
 

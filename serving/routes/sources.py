@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from ..deps import PrincipalDep, ServiceDep
-from ..schemas import SourcesResponse
+from ..responses import SourcesResponse
 
 router = APIRouter(tags=["sources"])
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from ..deps import PrincipalDep, ServiceDep
-from ..schemas import StatsResponse
+from ..responses import StatsResponse
 
 router = APIRouter(tags=["stats"])
 

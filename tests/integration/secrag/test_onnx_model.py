@@ -11,51 +11,10 @@ import pytest
 from secrag.embedder import Embedder
 from secrag.encoders import document_encoder
 from secrag.errors import ConfigError
-from secrag.onnx_model import OnnxEncoder, export_onnx, file_sha256
+from secrag.onnx_model import OnnxEncoder
 from serving.encoder import QueryEncoder, shared_encoder
 
-MODEL = "all-MiniLM-L6-v2"
-LONG = " ".join(f"Step {i}: the adversary dumps LSASS memory with procdump.exe and exfiltrates it." for i in range(40))
-QUERIES = [
-    "T1003",
-    "mimikatz",
-    "lsass memory dump",
-    "how do attackers abuse rundll32 to proxy execution of code",
-    "CVE-2021-44228 log4j JNDI lookup",
-    LONG,
-]
-
-
-@pytest.fixture(scope="session")
-def onnx_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("onnx")
-
-
-@pytest.fixture(scope="session")
-def exported(onnx_dir: Path) -> Path:
-    return export_onnx(MODEL, onnx_dir)
-
-
-@pytest.fixture(scope="session")
-def onnx_encoder(exported: Path, onnx_dir: Path) -> OnnxEncoder:
-    encoder = OnnxEncoder(MODEL, onnx_dir)
-    encoder.load()
-    return encoder
-
-
-@pytest.fixture(scope="session")
-def reference() -> Embedder:
-    return Embedder(MODEL, batch_size=1)
-
-
-def test_export_is_written_once_and_reused(exported: Path, onnx_dir: Path) -> None:
-    assert exported.parent == onnx_dir and exported.name.startswith(f"{MODEL}-") and exported.suffix == ".onnx"
-    before = exported.stat()
-    again = export_onnx(MODEL, onnx_dir)
-    after = again.stat()
-    assert again == exported and (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
-    # no temporary file left behind; the checksum beside the export
-    assert sorted(p.name for p in onnx_dir.iterdir()) == [exported.name, exported.name + ".sha256"]
+from .onnx_cases import INT8, LONG, MODEL, QUERIES
 
 
 def test_vectors_match_sentence_transformers(onnx_encoder: OnnxEncoder, reference: Embedder) -> None:
@@ -80,15 +39,6 @@ def test_long_texts_are_truncated_to_the_models_max_length(onnx_encoder: OnnxEnc
     a, b = onnx_encoder.encode([LONG, LONG + " And then it deletes the shadow copies."])
     assert np.array_equal(a, b)
     assert onnx_encoder.encode([]).shape == (0, 384)
-
-
-def test_export_failures_are_config_errors(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
-    with pytest.raises(ConfigError, match="cannot export"):
-        export_onnx(MODEL, blocker / "models")
-    with pytest.raises(ConfigError, match="allowlist"):
-        export_onnx("bert-huge", tmp_path)
 
 
 def test_concurrent_queries_are_batched_and_get_their_own_vectors(onnx_encoder: OnnxEncoder) -> None:
@@ -118,39 +68,6 @@ def test_the_shared_serving_encoder_uses_onnx(exported: Path, onnx_dir: Path, re
     assert isinstance(encoder.embedder, Embedder) and encoder.embedder.model_id == MODEL
     assert np.abs(encoder.encode("lsass memory dump") - reference.encode(["lsass memory dump"])[0]).max() < 1e-4
     assert encoder.cache_info()["misses"] == 1
-
-
-INT8 = "all-MiniLM-L6-v2-int8"
-
-
-def test_the_int8_model_is_reproducible_and_close_to_fp32(
-    exported: Path, onnx_dir: Path, onnx_encoder: OnnxEncoder, tmp_path: Path
-) -> None:
-    """Quantised from the fp32 export with no network; the same bytes on a second export in another folder."""
-    quantised = export_onnx(INT8, onnx_dir)
-    assert quantised.name.startswith(f"{INT8}-") and quantised != exported
-    assert quantised.stat().st_size < exported.stat().st_size / 3
-    checksum = (onnx_dir / (quantised.name + ".sha256")).read_text().strip()
-    assert file_sha256(quantised) == checksum
-    again = export_onnx(INT8, tmp_path / "elsewhere")
-    assert file_sha256(again) == checksum
-    assert file_sha256(again.parent / exported.name) == file_sha256(exported)  # the fp32 export is reproducible too
-    int8 = OnnxEncoder(INT8, onnx_dir)
-    assert (int8.model_id, int8.dimensions) == (INT8, 384)
-    cosines = np.sum(int8.encode(QUERIES) * onnx_encoder.encode(QUERIES), axis=1)
-    assert cosines.min() >= 0.95, cosines
-
-
-def test_a_cached_export_that_fails_its_checksum_is_made_again(onnx_dir: Path, tmp_path: Path) -> None:
-    path = export_onnx(INT8, tmp_path)
-    good = file_sha256(path)
-    with open(path, "r+b") as fh:  # a flipped byte
-        fh.seek(1000)
-        byte = fh.read(1)
-        fh.seek(1000)
-        fh.write(bytes([byte[0] ^ 0xFF]))
-    assert file_sha256(path) != good
-    assert export_onnx(INT8, tmp_path) == path and file_sha256(path) == good
 
 
 def test_torch_cannot_run_the_int8_model() -> None:

@@ -1,0 +1,210 @@
+"""Pydantic models of the HTTP edge's responses (requests: serving/schemas.py); descriptions feed the
+OpenAPI document."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .schemas import SCORE_SCALES
+
+
+class LegScore(BaseModel):
+    score: float = Field(description="The leg's own score (scale as for the single-leg mode).")
+    rank: int = Field(description="1-based rank within the leg.")
+
+
+class LegScores(BaseModel):
+    fts: LegScore | None = None
+    vector: LegScore | None = None
+    fuzzy: LegScore | None = None
+
+
+class SearchResult(BaseModel):
+    doc_id: str
+    chunk_id: str
+    source: str
+    title: str
+    url: str | None
+    score: float = Field(description=SCORE_SCALES)
+    exact: bool = Field(description="The document id is the identifier queried.")
+    scores: LegScores
+    techniques: list[str]
+    platforms: list[str]
+    snippet: str | None = None
+    text: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchResult]
+    query_type: str = Field(
+        description="technique, sub_technique, cve, capec, atlas, d3fend, uuid, identifier, keyword or natural."
+    )
+    enriched_query: str = Field(description="The query after ATT&CK enrichment (what the vector leg embeds).")
+    model: str = Field(description="The embedding model of the vector leg (see /v1/stats).")
+    took_ms: float
+    truncated: bool = Field(description="Results were dropped to keep the response under its size cap.")
+
+
+class Document(BaseModel):
+    doc_id: str
+    source: str
+    source_version: str
+    title: str
+    url: str | None
+    body: str
+    metadata: dict[str, Any]
+    techniques: list[str]
+    platforms: list[str]
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+    chunk_ids: list[str]
+
+
+class DocumentsResponse(BaseModel):
+    documents: list[Document]
+    missing: list[str] = Field(description="Ids not found (or not visible to the caller).")
+    truncated: bool
+
+
+class UpstreamResponse(BaseModel):
+    """The authoritative upstream record of a document."""
+
+    doc_id: str
+    source: str
+    version: str = Field(description="The commit, release tag or feed version the document was published from.")
+    path: str = Field(description="The file in the upstream repository or release (or the feed).")
+    fetched_from: str = Field(description="The URL or mirror path read.")
+    size: int = Field(description="Bytes read.")
+    content: str = Field(description="The file as text (for a feed: the whole feed).")
+    record: Any = Field(default=None, description="The record picked out of a feed, when the source is one.")
+
+
+class Chunk(BaseModel):
+    chunk_id: str
+    doc_id: str
+    source: str
+    ordinal: int
+    title: str
+    text: str
+    enriched_text: str
+    identifiers: list[str]
+
+
+class ChunksResponse(BaseModel):
+    chunks: list[Chunk]
+    missing: list[str]
+    truncated: bool
+
+
+class Attempt(BaseModel):
+    """One refresh attempt of a source."""
+
+    at: datetime
+    status: Literal["running", "published", "refused", "failed", "abandoned"]
+    phase: Literal["probe", "fetch", "parse", "publish"] | None
+    version: str | None = Field(description="The upstream version tried (none when the probe failed).")
+    reason: str | None
+
+
+class SourceInfo(BaseModel):
+    name: str
+    kind: str
+    description: str
+    category: str
+    upstream: str | None
+    branch: str | None
+    tracking: str | None
+    version: str | None = Field(description="The published (served) version.")
+    last_seen_version: str | None
+    last_check: datetime | None
+    last_sync: datetime | None
+    records: int
+    state: str
+    last_error: str | None
+    last_attempt: Attempt | None = Field(description="The last refresh attempt, whatever its outcome.")
+    last_success: datetime | None = Field(description="When a version of this source was last published.")
+
+
+class SourcesResponse(BaseModel):
+    sources: list[SourceInfo]
+
+
+class Percentiles(BaseModel):
+    count: int
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+
+class SourceStats(BaseModel):
+    documents: int
+    chunks: int
+    chunks_embedded: int = Field(description="Chunks with a vector for the active model.")
+    embeddings: dict[str, int] = Field(description="Distinct vectors per model id.")
+    versions: dict[str, int] = Field(description="source_versions rows per status.")
+    current_version: str | None
+    last_sync: datetime | None
+    sync_age_s: float | None
+
+
+class ModelStats(BaseModel):
+    model_id: str
+    dimensions: int
+    active: bool
+    embeddings: int
+
+
+class RequestStats(BaseModel):
+    since: datetime
+    total: Percentiles
+    by_route: dict[str, Percentiles]
+    by_status: dict[str, int]
+
+
+class EncoderStats(BaseModel):
+    backend: str = Field(description="onnx or torch.")
+    hits: int = Field(description="Queries answered from the query-vector cache since start.")
+    misses: int
+    size: int
+    max_size: int = Field(description="Cache capacity (SECRAG_QUERY_CACHE_SIZE; 0 = off).")
+    runs: int = Field(description="Model runs; concurrent queries share a run (micro-batching).")
+    encoded: int = Field(description="Texts encoded by the model.")
+    encode_ms: float = Field(description="Milliseconds spent in the model.")
+
+
+class ResultCacheStats(BaseModel):
+    hits: int = Field(description="Searches answered from the result cache since start.")
+    misses: int
+    size: int
+    max_size: int = Field(description="Capacity (SECRAG_RESULT_CACHE_SIZE; 0 = off).")
+
+
+class StatsResponse(BaseModel):
+    totals: dict[str, int]
+    sources: dict[str, SourceStats]
+    models: list[ModelStats]
+    serving_model: str = Field(
+        description="The model searches embed queries with: SECRAG_SERVING_MODEL, else the active model."
+    )
+    index_bytes: dict[str, int]
+    table_bytes: dict[str, int]
+    requests: RequestStats
+    encoder: EncoderStats
+    result_cache: ResultCacheStats
+
+
+class Health(BaseModel):
+    status: str
+
+
+class Readiness(BaseModel):
+    status: str
+    checks: dict[str, bool]
+    schema_version: int | None
+    expected_schema_version: int
+    model: str | None
