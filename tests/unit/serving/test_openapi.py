@@ -10,20 +10,19 @@ from pydantic import BaseModel
 from serving.app import create_app
 from serving.openapi import load_examples
 from serving.plan_schemas import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
-from serving.schemas import (
+from serving.responses import (
     Chunk,
     ChunksResponse,
     Document,
     DocumentsResponse,
     Health,
-    IdsRequest,
     Readiness,
-    SearchRequest,
     SearchResponse,
     SourcesResponse,
     StatsResponse,
     UpstreamResponse,
 )
+from serving.schemas import IdsRequest, SearchRequest
 from serving.settings import ServingSettings
 
 # operation id -> (request body model, 200 response model)
