@@ -50,7 +50,9 @@ def main() -> None:
         for label, kept in (("counted live (before)", frozenset[str]()), ("kept counts (after)", public)):
             p50, p95 = _timed(functools.partial(collect_stats, conn, q, names, model, {}, kept), args.repeats)
             print(f"collect_stats, {label:<22} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms")
-    settings = ServingSettings(_env_file=None, database_url=args.database_url, mcp_enabled=False)  # type: ignore[call-arg]
+    settings = ServingSettings(  # type: ignore[call-arg]
+        _env_file=None, database_url=args.database_url, mcp_enabled=False, anonymous_rate_per_minute=0
+    )
     with TestClient(create_app(settings)) as api:
         p50, p95 = _timed(lambda: api.get("/v1/stats").raise_for_status(), args.repeats)
         print(f"GET /v1/stats (in process, anonymous) p50 {p50:7.1f} ms  p95 {p95:7.1f} ms")

@@ -75,6 +75,7 @@ def embed_pending(
     else:
         with conn.transaction():
             refresh_counts(q, conn, source)
+    conn.execute(q.refresh_model_vectors, {"model": embedder.model_id})
     stats = EmbedStats(chunks=total, embedded=done, reused=total - done, seconds=time.monotonic() - started)
     log.info(
         "embedded %s/%s chunks of %s with %s in %.1fs",

@@ -47,6 +47,7 @@ CREATE TABLE public.embedding_models (
     dimensions integer NOT NULL,
     active boolean DEFAULT false NOT NULL,
     activated_at timestamp with time zone,
+    vectors bigint DEFAULT 0 NOT NULL,
     CONSTRAINT embedding_models_dimensions_check CHECK ((dimensions > 0))
 );
 

@@ -268,8 +268,8 @@ WHERE c.source = ANY(%(names)s::text[])
 GROUP BY c.source
 
 -- name: stats_models
-SELECT m.model_id, m.dimensions, m.active, (SELECT count(*) FROM embeddings e WHERE e.model_id = m.model_id)
-FROM embedding_models m ORDER BY m.model_id
+-- `vectors` is kept by the pipeline (migration 0008).
+SELECT model_id, dimensions, active, vectors FROM embedding_models ORDER BY model_id
 
 -- name: stats_counts
 -- Kept by the pipeline (migration 0007): online sources read these instead of counting.

@@ -175,3 +175,8 @@ GROUP BY c.source, e.model_id
 
 -- name: all_source_names
 SELECT name FROM sources ORDER BY name
+
+-- name: refresh_model_vectors
+-- The model's vector count (migration 0008), after an embedding pass.
+UPDATE embedding_models SET vectors = (SELECT count(*) FROM embeddings WHERE model_id = %(model)s)
+WHERE model_id = %(model)s

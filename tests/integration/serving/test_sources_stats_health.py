@@ -39,6 +39,9 @@ def test_stats_counts_are_exact(client: TestClient, serving_db_url: str) -> None
     assert stats["totals"]["documents"] == sum(s["documents"] for s in stats["sources"].values())
     assert any(name.startswith("embeddings_minilm_hnsw") for name in stats["index_bytes"])
     assert stats["models"][0]["model_id"] == "all-MiniLM-L6-v2" and stats["models"][0]["active"]
+    with database.connect(serving_db_url) as conn:  # kept by the pipeline (migration 0008), still exact
+        vectors = conn.execute("SELECT count(*) FROM embeddings WHERE model_id = 'all-MiniLM-L6-v2'").fetchone()[0]
+    assert stats["models"][0]["embeddings"] == vectors
 
 
 def test_stats_report_request_latency(client: TestClient) -> None:
