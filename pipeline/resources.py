@@ -18,7 +18,7 @@ import psycopg
 from pydantic import PrivateAttr
 
 from secrag import database
-from secrag.embedder import TextModel, model_info
+from secrag.embedder import DEFAULT_MODEL, TextModel, model_info
 from secrag.encoders import document_encoder
 from secrag.settings import Settings, get_settings
 
@@ -144,7 +144,7 @@ class EmbedderResource(dg.ConfigurableResource):
     """The embedding model (from the allowlist), its batch size and onnxruntime threads (its ONNX export
     is kept in the data directory's models folder)."""
 
-    model: str = "all-MiniLM-L6-v2"
+    model: str = DEFAULT_MODEL
     batch_size: int = 64  # texts per forward pass
     threads: int = 0  # onnxruntime intra-op threads; 0 = one per core
     write_batch: int = 256  # chunks per committed COPY of vectors

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .embedder import DEFAULT_MODEL
 from .package_data import sql_dir
 
 # The checkout secrag runs from: dagster.yaml, workspace.yaml and folders.yaml live here.
@@ -83,7 +84,7 @@ class Settings(BaseSettings):
     )
 
     # Embeddings
-    embedding_model: str = Field(default="all-MiniLM-L6-v2", description="Must be on the allowlist.")
+    embedding_model: str = Field(default=DEFAULT_MODEL, description="Must be on the allowlist.")
     embedding_batch_size: int = Field(default=64, ge=1, le=1024)
     torch_threads: int = Field(default=0, ge=0, description="torch threads of SECRAG_QUERY_ENCODER=torch; 0 = default.")
     embedding_threads: int = Field(

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.assets.keys import LOOKUP_KEY, NO_SHRINK, embeddings_key, source_key
 from pipeline.assets.sources import REQUESTED_VERSION_TAG
+from secrag.embedder import DEFAULT_MODEL
 from tests.plugins.graph import SOURCES, Harness
 from tests.plugins.mirror_changes import add_commit
 
@@ -46,7 +47,7 @@ def test_full_build_publishes_embeds_and_checks_every_asset(built_store, mirror)
     assert {"url", "skipped", "skipped_sample", "seconds", "deleted", "unchanged", "updated"} <= car.keys()
     emb = _metadata(result, embeddings_key("hijacklibs"))
     assert emb["chunks"] == emb["embedded"] + emb["reused"] > 0
-    assert emb["model"] == emb["active_model"] == "all-MiniLM-L6-v2"
+    assert emb["model"] == emb["active_model"] == DEFAULT_MODEL  # complete at once: activated
 
 
 def test_data_version_is_the_published_upstream_version(built_store, mirror):

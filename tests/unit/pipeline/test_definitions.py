@@ -59,7 +59,7 @@ def test_every_source_has_the_same_shape(tmp_path: Path):
         assert node.code_version == spec.parser_version
         assert {"python", "postgres"} <= set(node.kinds)
         embedding = graph.get(dg.AssetKey(["embeddings", name]))
-        assert embedding.code_version.startswith("all-MiniLM-L6-v2|chunker ")
+        assert embedding.code_version.startswith("all-MiniLM-L6-v2-int8|chunker ")  # the default model
         assert embedding.pools == {"embedding"}  # one embedding step at a time (dagster.yaml)
 
 
