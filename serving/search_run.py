@@ -31,8 +31,10 @@ from .statements import Statements
 # candidates, as natural-language queries always do (a wider pool measured no better: dev nDCG@10 0.608 at
 # the vector leg's 60, 0.604 at 100, 0.595 at 300).
 FTS_CORPUS_MAX_MATCHES = 1000
-# Filters estimated to keep at most this many chunks get exact vector distances instead of the HNSW index.
-EXACT_VECTOR_MAX_CHUNKS = 4000
+# Filters estimated to keep at most this many chunks get exact vector distances (over chunk_vectors, migration
+# 0009) instead of the HNSW index: about 0.45 us a chunk on the full snapshot, 2.2 ms for sigma's 4,817
+# (bench/filtered.py), where an iterative HNSW scan took 9 ms and missed 3 % of the nearest.
+EXACT_VECTOR_MAX_CHUNKS = 10000
 CHUNKS_PER_DOC_BOUND = 8
 # Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
 PROSE_MAX_WORDS = 8
@@ -55,11 +57,12 @@ class Searcher:
     max_response_bytes: int
     results: ResultCache = field(default_factory=lambda: ResultCache(0))
 
-    def search(self, req: SearchRequest, principal: Principal) -> SearchResponse:
-        """The response from the result cache when the store has not changed since, else a fresh one."""
+    def search(self, req: SearchRequest, principal: Principal, *, cache: bool = True) -> SearchResponse:
+        """The response from the result cache when the store has not changed since, else a fresh one
+        (`cache=False`: always fresh, and not kept)."""
         started = time.perf_counter()
         key = None
-        if self.results.max_size:
+        if cache and self.results.max_size:
             key = cache_key(self.catalog.data_version(), self.encoder.model_id, principal, req)
         cached = self.results.get(key) if key else None
         if cached is not None:
@@ -138,6 +141,7 @@ class Searcher:
             "tags_all": filters.tags_all,
             "updated_after": filters.updated_after,
             "updated_before": filters.updated_before,
+            "doc_filters": _document_filters(filters),
             "fts_text": analysis.fts_text,
             "ident_text": analysis.ident_text,
             "fuzzy_text": req.query.strip()[:64],
@@ -269,6 +273,21 @@ class Searcher:
         }
         display = {r["chunk_id"]: r for r in _fetch(conn, self.statements.result_rows, display_params)}
         return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
+
+
+def _document_filters(filters: SearchFilters) -> bool:
+    """Whether a filter reads the document (techniques, platforms, tags, dates), not only its chunks."""
+    return any(
+        value is not None
+        for value in (
+            filters.techniques,
+            filters.platforms,
+            filters.tags_any,
+            filters.tags_all,
+            filters.updated_after,
+            filters.updated_before,
+        )
+    )
 
 
 def _fetch(conn: psycopg.Connection, statement: str | sql.Composed, params: dict[str, Any]) -> list[dict[str, Any]]:

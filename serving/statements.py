@@ -51,18 +51,22 @@ def _union(parts: Iterable[str]) -> str:
 
 
 def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
-    """Fill `{visible}`, `{filters}`, `{tsq}`, `{ident_tsq}`, `{vec}` and `{model}` into the blocks.
+    """Fill `{visible}`, `{filters}` (`{document_filters}` and the chunk's), `{tsq}`, `{ident_tsq}`, `{vec}`
+    (`{cv_vec}` over chunk_vectors) and `{model}` into the blocks.
 
     The vector expression and the model literal must equal those of the partial HNSW index
     (`(vector::vector(384)) ... WHERE model_id = 'all-MiniLM-L6-v2'`) for the planner to use it.
     """
     visible = sql.SQL(queries.visible)
+    document_filters = sql.SQL(queries.document_filters).format(visible=visible)
     parts = {
         "visible": visible,
-        "filters": sql.SQL(queries.filters).format(visible=visible),
+        "document_filters": document_filters,
+        "filters": sql.SQL(queries.filters).format(document_filters=document_filters),
         "tsq": sql.SQL(queries.tsq),
         "ident_tsq": sql.SQL(queries.ident_tsq),
         "vec": sql.SQL("e.vector::vector({})").format(sql.Literal(int(dimensions))),
+        "cv_vec": sql.SQL("cv.vector::vector({})").format(sql.Literal(int(dimensions))),
         "model": sql.Literal(model_id),
     }
 

@@ -6,6 +6,60 @@ CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public;
 
 COMMENT ON EXTENSION vector IS 'vector data type and ivfflat and hnsw access methods';
 
+CREATE FUNCTION public.chunk_vectors_from_chunks() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO chunk_vectors (chunk_id, model_id, content_hash, doc_id, source, tenant, vector)
+    SELECT a.chunk_id, e.model_id, a.content_hash, a.doc_id, a.source, d.tenant, e.vector
+    FROM added a
+    JOIN documents d ON d.doc_id = a.doc_id
+    JOIN embeddings e ON e.content_hash = a.content_hash
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION public.chunk_vectors_from_embeddings() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO chunk_vectors (chunk_id, model_id, content_hash, doc_id, source, tenant, vector)
+    SELECT c.chunk_id, a.model_id, a.content_hash, c.doc_id, c.source, d.tenant, a.vector
+    FROM added a
+    JOIN chunks c ON c.content_hash = a.content_hash
+    JOIN documents d ON d.doc_id = c.doc_id
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION public.chunk_vectors_tenant() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE chunk_vectors SET tenant = NEW.tenant WHERE doc_id = NEW.doc_id;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION public.chunk_vectors_vector() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE chunk_vectors SET vector = NEW.vector
+    WHERE content_hash = NEW.content_hash AND model_id = NEW.model_id;
+    RETURN NULL;
+END $$;
+
+CREATE TABLE public.chunk_vectors (
+    chunk_id text NOT NULL,
+    model_id text NOT NULL,
+    content_hash text NOT NULL,
+    doc_id text NOT NULL,
+    source text NOT NULL,
+    tenant text,
+    vector public.vector NOT NULL
+);
+ALTER TABLE ONLY public.chunk_vectors ALTER COLUMN vector SET STORAGE PLAIN;
+
 CREATE TABLE public.chunks (
     chunk_id text NOT NULL,
     doc_id text NOT NULL,
@@ -171,6 +225,9 @@ CREATE TABLE public.sources (
     CONSTRAINT sources_tracking_check CHECK ((tracking = ANY (ARRAY['commit'::text, 'release'::text, 'feed'::text])))
 );
 
+ALTER TABLE ONLY public.chunk_vectors
+    ADD CONSTRAINT chunk_vectors_pkey PRIMARY KEY (chunk_id, model_id);
+
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_doc_ordinal_key UNIQUE (doc_id, ordinal);
 
@@ -207,6 +264,12 @@ ALTER TABLE ONLY public.source_versions
 ALTER TABLE ONLY public.sources
     ADD CONSTRAINT sources_pkey PRIMARY KEY (name);
 
+CREATE INDEX chunk_vectors_doc_idx ON public.chunk_vectors USING btree (doc_id);
+
+CREATE INDEX chunk_vectors_embedding_idx ON public.chunk_vectors USING btree (content_hash, model_id);
+
+CREATE INDEX chunk_vectors_model_source_idx ON public.chunk_vectors USING btree (model_id, source);
+
 CREATE INDEX chunks_content_hash_idx ON public.chunks USING btree (content_hash);
 
 CREATE INDEX chunks_identifiers_trgm_idx ON public.chunks USING gin (identifiers public.gin_trgm_ops);
@@ -239,6 +302,20 @@ CREATE INDEX source_versions_running_idx ON public.source_versions USING btree (
 
 CREATE INDEX source_versions_source_started_idx ON public.source_versions USING btree (source, started_at DESC);
 
+CREATE TRIGGER chunk_vectors_on_chunks AFTER INSERT ON public.chunks REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.chunk_vectors_from_chunks();
+
+CREATE TRIGGER chunk_vectors_on_embeddings AFTER INSERT ON public.embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.chunk_vectors_from_embeddings();
+
+CREATE TRIGGER chunk_vectors_on_tenant AFTER UPDATE OF tenant ON public.documents FOR EACH ROW WHEN ((old.tenant IS DISTINCT FROM new.tenant)) EXECUTE FUNCTION public.chunk_vectors_tenant();
+
+CREATE TRIGGER chunk_vectors_on_vector AFTER UPDATE OF vector ON public.embeddings FOR EACH ROW EXECUTE FUNCTION public.chunk_vectors_vector();
+
+ALTER TABLE ONLY public.chunk_vectors
+    ADD CONSTRAINT chunk_vectors_chunk_id_fkey FOREIGN KEY (chunk_id) REFERENCES public.chunks(chunk_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.chunk_vectors
+    ADD CONSTRAINT chunk_vectors_content_hash_model_id_fkey FOREIGN KEY (content_hash, model_id) REFERENCES public.embeddings(content_hash, model_id) ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
 
@@ -262,6 +339,8 @@ ALTER TABLE ONLY public.source_versions
 
 GRANT USAGE ON SCHEMA public TO secrag_reader;
 GRANT USAGE ON SCHEMA public TO secrag_querylog;
+
+GRANT SELECT ON TABLE public.chunk_vectors TO secrag_reader;
 
 GRANT SELECT ON TABLE public.chunks TO secrag_reader;
 

@@ -49,7 +49,11 @@ SELECT set_config('hnsw.ef_search', %(ef_search)s, false)
 -- name: filters
     (%(sources)s::text[] IS NULL OR c.source = ANY(%(sources)s::text[]))
 AND (%(doc_ids)s::text[] IS NULL OR c.doc_id = ANY(%(doc_ids)s::text[]))
-AND (%(techniques)s::text[] IS NULL OR d.techniques && %(techniques)s::text[])
+AND {document_filters}
+
+-- name: document_filters
+-- The filters (and the access check) that read the document d: `filters` is these and the chunk's own.
+    (%(techniques)s::text[] IS NULL OR d.techniques && %(techniques)s::text[])
 AND (%(platforms)s::text[] IS NULL OR d.platforms && %(platforms)s::text[])
 AND (%(tags_any)s::text[] IS NULL OR d.tags && %(tags_any)s::text[])
 AND (%(tags_all)s::text[] IS NULL OR d.tags @> %(tags_all)s::text[])
@@ -86,16 +90,20 @@ ORDER BY {vec} <=> %(qvec)s::vector
 LIMIT %(vec_k)s
 
 -- name: leg_vec_exact
--- The same leg by exact distance over the filtered chunks, for filters that keep few of them (one small
--- source, a list of documents): an HNSW scan would walk thousands of neighbours to find k that pass
--- (mitre_attack, a twentieth of the chunks: ~100 ms). `+ 0` keeps the planner off the index.
+-- The same leg by exact distance over the filtered chunks, for filters that keep few of them (one
+-- source, a list of documents): an HNSW scan would walk thousands of neighbours to find k that pass.
+-- chunk_vectors (migration 0009) holds each chunk's vector with its source, document and tenant, so
+-- the distances are taken over one source's rows without a join per chunk. A public chunk passes
+-- unless a document-level filter is set (doc_filters); any other is checked like every read.
 WITH nn AS MATERIALIZED (
-    SELECT c.chunk_id, ({vec} <=> %(qvec)s::vector) AS distance
-    FROM chunks c
-    JOIN documents d ON d.doc_id = c.doc_id
-    JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = {model}
-    WHERE {filters}
-    ORDER BY ({vec} <=> %(qvec)s::vector) + 0, c.chunk_id
+    SELECT cv.chunk_id, ({cv_vec} <=> %(qvec)s::vector) AS distance
+    FROM chunk_vectors cv
+    WHERE cv.model_id = {model}
+      AND (%(sources)s::text[] IS NULL OR cv.source = ANY(%(sources)s::text[]))
+      AND (%(doc_ids)s::text[] IS NULL OR cv.doc_id = ANY(%(doc_ids)s::text[]))
+      AND ((cv.tenant IS NULL AND NOT %(doc_filters)s)
+           OR EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = cv.doc_id AND {document_filters}))
+    ORDER BY distance, cv.chunk_id
     LIMIT %(vec_k)s
 )
 SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, (1 - nn.distance)::float8 AS score,

@@ -15,9 +15,11 @@ def statements() -> Statements:
 
 
 def test_every_leg_is_filled_with_the_index_expression_and_model(statements: Statements) -> None:
-    for text in (statements.vec, statements.vec_exact, statements.fts_vec):
+    for text in (statements.vec, statements.fts_vec):
         assert "e.vector::vector(384) <=> %(qvec)s::vector" in text
         assert "'all-MiniLM-L6-v2'" in text
+    assert "cv.vector::vector(384) <=> %(qvec)s::vector" in statements.vec_exact  # over chunk_vectors
+    assert "cv.model_id = 'all-MiniLM-L6-v2'" in statements.vec_exact
     for text in (
         statements.vec,
         statements.vec_exact,
