@@ -35,6 +35,7 @@ from .sessions import ReaderSessions, querylog_url, reader_url
 from .settings import ServingSettings, get_serving_settings
 from .statements import compose
 from .upstream import Refetcher
+from .warm_up import warm_up
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
@@ -114,7 +115,7 @@ def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPo
     if settings.query_log:
         query_log = QueryLog(querylog_url(settings, url), queries, with_text=settings.query_log_text)
         query_log.open()
-    return Service(
+    service = Service(
         settings=settings,
         pool=pool,
         encoder=encoder,
@@ -127,6 +128,9 @@ def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPo
         query_log=query_log,
         make_encoder=make_encoder,
     )
+    if settings.warm_up:
+        warm_up(service.searcher)
+    return service
 
 
 def stop_service(service: Service) -> None:

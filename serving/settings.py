@@ -94,6 +94,10 @@ class ServingSettings(Settings):
     result_cache_size: int = Field(
         default=1024, ge=0, description="Search responses cached in process until the store changes; 0 = no cache."
     )
+    warm_up: bool = Field(
+        default=True,
+        description="Run a few searches at start-up, before the first request (serving/warm_up.py).",
+    )
     model_cache_dir: Path | None = Field(
         default=None, description="Where the ONNX export of the model is kept; unset = <data_dir>/models."
     )

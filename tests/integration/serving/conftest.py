@@ -70,6 +70,8 @@ def settings_for(api_keys_file: Path) -> Callable[..., ServingSettings]:
             "heavy_concurrency": 0,
             # tests change the store and search again at once; test_result_cache.py turns the cache on
             "result_cache_size": 0,
+            # apps are created by the dozen; tests/integration/serving/test_warm_up.py turns it on
+            "warm_up": False,
         }
         values.update(overrides)
         return ServingSettings(_env_file=None, **values)  # type: ignore[call-arg]
