@@ -24,7 +24,8 @@ from urllib.parse import SplitResult
 
 import httpx
 
-from secrag.downloads import DownloadLimits, get_bytes
+from secrag.download_limits import DownloadLimits
+from secrag.downloads import get_bytes
 from secrag.url_policy import UrlPolicy, parse_url
 
 

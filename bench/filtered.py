@@ -8,7 +8,7 @@ no filter and one source each (sigma, mitre_attack, splunk_security by default),
 
 - `hnsw`: the model's HNSW index with pgvector's iterative scan (relaxed order) and the filter;
 - `exact`: exact distances over the filtered chunks (leg_vec_exact);
-- `auto`: the choice the API makes (serving/search_run.py: exact below EXACT_VECTOR_MAX_CHUNKS).
+- `auto`: the choice the API makes (serving/leg_shapes.py: exact below EXACT_VECTOR_MAX_CHUNKS).
 
 Prints p50/p95 of the statement's time as the client sees it (local socket), recall@k against exact
 distances, and the fewest rows any query returned (never fewer than k when k exist).
@@ -30,7 +30,7 @@ from secrag.package_data import sql_dir
 from secrag.queries import Queries
 from serving.auth import ANONYMOUS
 from serving.encoder import shared_encoder
-from serving.search_run import EXACT_VECTOR_MAX_CHUNKS
+from serving.leg_shapes import EXACT_VECTOR_MAX_CHUNKS
 from serving.sessions import DEFAULT_EF_SEARCH
 from serving.statements import compose
 

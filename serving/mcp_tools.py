@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from importlib import metadata
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, Field
-from pydantic.fields import FieldInfo
 
-from .errors import public_error
+from .mcp_calls import as_json, caller_of, field_annotation, run_safely, server_version, tool_signature
 from .plan_schemas import PlanRequest
 from .plans import PlansConfig
 from .quotas import Caller, Gate
@@ -27,59 +23,8 @@ from .responses import StatsResponse
 from .schemas import IdsRequest, SearchRequest
 from .service import Service
 
-T = TypeVar("T")
 Run = Callable[[Any, Caller], Any]  # (validated request, caller) -> a pydantic model or a dict
 MODES = ("fts", "vector", "hybrid", "fuzzy")
-
-
-def server_version() -> str:
-    try:
-        return metadata.version("secrag")
-    except metadata.PackageNotFoundError:  # a source tree that was never installed
-        from secrag import __version__
-
-        return __version__
-
-
-def _caller(ctx: Context | None, gate: Gate, default_key: str | None) -> Caller:
-    """The caller of a tool: its key from the HTTP headers, or the server's own key over stdio."""
-    request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return gate.caller(default_key, "stdio")
-    key = headers.get("x-api-key")
-    auth = headers.get("authorization", "")
-    if not key and auth.lower().startswith("bearer "):
-        key = auth[7:].strip()
-    client = getattr(request, "client", None)
-    return gate.caller(key, getattr(client, "host", None) or "mcp")
-
-
-def _safe(call: Callable[[], T]) -> T:
-    """Run a Service call; a failure becomes its public message (serving.errors.public_error)."""
-    try:
-        return call()
-    except ToolError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - every failure is mapped, none leaks internals
-        raise ToolError(public_error(exc).message()) from None
-
-
-def _json(value: Any) -> dict[str, Any]:  # noqa: ANN401 - a response model or a plain dict
-    return value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value)
-
-
-def _signature(params: list[inspect.Parameter]) -> tuple[inspect.Signature, dict[str, Any]]:
-    ctx = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context | None)
-    everything = [*params, ctx]
-    annotations = {p.name: p.annotation for p in everything} | {"return": dict[str, Any]}
-    return inspect.Signature(everything, return_annotation=dict[str, Any]), annotations
-
-
-def _annotation(field: FieldInfo) -> Any:  # noqa: ANN401 - a typing form
-    """The field's type with its constraints and docs, but not its default (the parameter carries that)."""
-    docs = Field(alias=field.alias, description=field.description, examples=field.examples)
-    return Annotated[(field.annotation, *field.metadata, docs)]
 
 
 class _Tools:
@@ -90,13 +35,13 @@ class _Tools:
 
     def _call(self, ctx: Context | None, run: Callable[[Caller], Any], *, heavy: bool) -> dict[str, Any]:
         def call() -> dict[str, Any]:
-            caller = _caller(ctx, self.gate, self.default_key)
+            caller = caller_of(ctx, self.gate, self.default_key)
             if not heavy:
-                return _json(run(caller))
+                return as_json(run(caller))
             with self.gate.heavy(caller):
-                return _json(run(caller))
+                return as_json(run(caller))
 
-        return _safe(call)
+        return run_safely(call)
 
     def from_model(
         self, name: str, description: str, model: type[BaseModel], run: Run, *, heavy: bool = False, **fixed: Any
@@ -109,7 +54,7 @@ class _Tools:
                 default=inspect.Parameter.empty
                 if field.is_required()
                 else field.get_default(call_default_factory=True),
-                annotation=_annotation(field),
+                annotation=field_annotation(field),
             )
             for key, field in model.model_fields.items()
             if key not in fixed
@@ -120,7 +65,7 @@ class _Tools:
             values = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in arguments.items()}
             return self._call(ctx, lambda caller: run(model.model_validate({**values, **fixed}), caller), heavy=heavy)
 
-        tool.__signature__, tool.__annotations__ = _signature(params)  # type: ignore[attr-defined]
+        tool.__signature__, tool.__annotations__ = tool_signature(params)  # type: ignore[attr-defined]
         tool.__name__ = name
         self.server.add_tool(tool, name=name, description=description)
 
@@ -132,7 +77,7 @@ class _Tools:
             return self._call(ctx, lambda caller: run(value, caller), heavy=False)
 
         annotation = Annotated[str, Field(min_length=1, max_length=512, description=f"the {param.replace('_', ' ')}")]
-        tool.__signature__, tool.__annotations__ = _signature(  # type: ignore[attr-defined]
+        tool.__signature__, tool.__annotations__ = tool_signature(  # type: ignore[attr-defined]
             [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)]
         )
         tool.__name__ = name
@@ -239,10 +184,3 @@ def build_mcp(
         lambda caller: StatsResponse.model_validate(get_service().stats(caller.principal)),
     )
     return server
-
-
-def transport_security(hosts: list[str]) -> TransportSecuritySettings:
-    """DNS-rebinding protection limited to the configured Host headers."""
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=[f"http://{h}" for h in hosts]
-    )

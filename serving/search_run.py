@@ -1,5 +1,5 @@
-"""One search against the store: the query's parameters, the shape of its full-text leg, the legs in
-one statement, their fusion, and the page with its display fields."""
+"""One search against the store: the query's parameters, the legs in one statement (shaped by
+serving/leg_shapes.py), their fusion, and the page with its display fields."""
 
 from __future__ import annotations
 
@@ -19,29 +19,15 @@ from . import search as logic
 from .auth import Principal
 from .catalog import Catalog
 from .encoder import QueryEncoder
+from .leg_shapes import LegShaper
 from .limits import cap
-from .responses import LegScore, LegScores, SearchResponse, SearchResult
+from .responses import SearchResponse
 from .result_cache import ResultCache, cache_key
+from .result_rows import search_result
 from .schemas import SearchFilters, SearchRequest
 from .search_config import SearchConfig
 from .sessions import DEFAULT_EF_SEARCH, ReaderSessions
 from .statements import Statements
-
-# Keyword queries estimated (serving/lexicon.py) to match more chunks rank full text within the vector leg's
-# candidates, as natural-language queries always do (a wider pool measured no better: dev nDCG@10 0.608 at
-# the vector leg's 60, 0.604 at 100, 0.595 at 300).
-FTS_CORPUS_MAX_MATCHES = 1000
-# Filters estimated to keep at most this many chunks get exact vector distances (over chunk_vectors, migration
-# 0009) instead of the HNSW index: about 0.45 us a chunk on the full snapshot, 2.2 ms for sigma's 4,817
-# (bench/filtered.py), where an iterative HNSW scan took 9 ms and missed 3 % of the nearest.
-EXACT_VECTOR_MAX_CHUNKS = 10000
-CHUNKS_PER_DOC_BOUND = 8
-# Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
-PROSE_MAX_WORDS = 8
-PROSE_MAX_SHARE = 0.02
-# Hybrid ranks the full text of longer prose within the vector pool by its rarest distinct words: ts_rank_cd
-# of an OR of hundreds of words costs seconds even on a pool (a 900-word query: 2.5 s; see bench/flood.py).
-POOL_MAX_WORDS = 64
 
 
 @dataclass(frozen=True)
@@ -56,6 +42,10 @@ class Searcher:
     sessions: ReaderSessions
     max_response_bytes: int
     results: ResultCache = field(default_factory=lambda: ResultCache(0))
+
+    @property
+    def shaper(self) -> LegShaper:
+        return LegShaper(self.catalog)
 
     def search(self, req: SearchRequest, principal: Principal, *, cache: bool = True) -> SearchResponse:
         """The response from the result cache when the store has not changed since, else a fresh one
@@ -94,8 +84,8 @@ class Searcher:
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
             params["sources"] = self.catalog.resolve_sources(conn, principal, req.filters.sources)
-            self._shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
-            exact_vectors = plan.vec_k > 0 and self.exact_vectors(conn, req.filters)
+            self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
+            exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, req.filters)
             if plan.vec_k:
                 self.sessions.ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
             window_rows = self._fused(conn, req, plan, params, exact_vectors, then_vec=then_vec)
@@ -108,7 +98,7 @@ class Searcher:
                 min_score=req.min_score,
             )
             page = self._page(conn, req, params, ranked[req.offset : req.offset + req.k])
-        results, truncated = cap([_result(r) for r in page], self.max_response_bytes)
+        results, truncated = cap([search_result(r) for r in page], self.max_response_bytes)
         return SearchResponse(
             results=results,
             query_type=analysis.query_type,
@@ -158,64 +148,6 @@ class Searcher:
             "child_ids": logic.exact_doc_ids(logic.child_forms(analysis, ids), names) if pinned else [],
             "pool_fts": False,
         }
-
-    def _shape_full_text(
-        self,
-        conn: psycopg.Connection,
-        req: SearchRequest,
-        analysis: logic.QueryAnalysis,
-        plan: logic.Plan,
-        params: dict[str, Any],
-        *,
-        then_vec: bool,
-    ) -> None:
-        """Rank full text within the vector pool (prose, common words) or by the query's rarest words."""
-        if not then_vec and plan.fts_k and self.pool_fts(conn, req, analysis, params):
-            params["pool_fts"] = True
-            if analysis.fts_text.count(" or ") >= POOL_MAX_WORDS:
-                params["fts_text"] = self.rare_words(conn, params, POOL_MAX_WORDS, 1.0) or params["fts_text"]
-        elif req.mode == "fts" and analysis.query_type == "natural":
-            params["fts_text"] = self.rare_words(conn, params, PROSE_MAX_WORDS, PROSE_MAX_SHARE) or params["fts_text"]
-
-    def pool_fts(
-        self, conn: psycopg.Connection, req: SearchRequest, analysis: logic.QueryAnalysis, params: dict[str, Any]
-    ) -> bool:
-        """Whether hybrid search ranks full text within the vector pool instead of across the corpus."""
-        if req.mode != "hybrid":
-            return False
-        if analysis.query_type == "natural":
-            return True  # an OR of many words matches half the corpus; rank prose within the semantic pool
-        stats = self.catalog.lexeme_stats(conn)
-        if not stats.shares:
-            return False
-        words, idents = self.catalog.query_lexemes(conn, params)
-        return stats.estimate(words, idents, req.filters.sources) > FTS_CORPUS_MAX_MATCHES
-
-    def rare_words(self, conn: psycopg.Connection, params: dict[str, Any], limit: int, max_share: float) -> str | None:
-        """For prose: an OR of its `limit` rarest lexemes found in at most `max_share` of the chunks
-        (None without statistics).
-
-        An OR of every word of a paragraph matches half the corpus and ranking that takes seconds;
-        ts_rank_cd has no inverse document frequency either, so common words only add noise.
-        """
-        stats = self.catalog.lexeme_stats(conn)
-        if not stats.shares:
-            return None
-        words, _ = self.catalog.query_lexemes(conn, params)
-        ranked = sorted(set(words), key=lambda w: (stats.share(w), w))
-        rare = [w for w in ranked if stats.share(w) <= max_share][:limit] or ranked[:3]
-        return " or ".join(rare) if rare else None
-
-    def exact_vectors(self, conn: psycopg.Connection, filters: SearchFilters) -> bool:
-        """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""
-        estimates: list[float] = []
-        if filters.doc_ids:
-            estimates.append(len(filters.doc_ids) * CHUNKS_PER_DOC_BOUND)
-        if filters.sources:
-            stats = self.catalog.lexeme_stats(conn)
-            if stats.source_shares:
-                estimates.append(stats.chunks_in(filters.sources))
-        return bool(estimates) and min(estimates) <= EXACT_VECTOR_MAX_CHUNKS
 
     def _fused(
         self,
@@ -298,31 +230,3 @@ def _fetch(conn: psycopg.Connection, statement: str | sql.Composed, params: dict
 
 def _best_first(row: dict[str, Any]) -> tuple[float, str]:
     return -row["score"], row["chunk_id"]
-
-
-def _leg(score: Any, rank: Any) -> LegScore | None:  # noqa: ANN401
-    if score is None or rank is None:
-        return None
-    return LegScore(score=float(score), rank=int(rank))
-
-
-def _result(row: dict[str, Any]) -> SearchResult:
-    return SearchResult(
-        doc_id=row["doc_id"],
-        chunk_id=row["chunk_id"],
-        source=row["source"],
-        title=row["title"],
-        url=row["url"],
-        score=round(float(row["score"]), 6),
-        exact=bool(row["exact"]),
-        scores=LegScores(
-            fts=_leg(row["fts_score"], row["fts_rank"]),
-            vector=_leg(row["vec_score"], row["vec_rank"]),
-            fuzzy=_leg(row["fuzzy_score"], row["fuzzy_rank"]),
-        ),
-        techniques=list(row["techniques"] or ()),
-        platforms=list(row["platforms"] or ()),
-        snippet=row.get("snippet"),
-        text=row.get("text"),
-        metadata=row.get("metadata"),
-    )

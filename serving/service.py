@@ -1,6 +1,6 @@
 """The one implementation behind the REST routes and the MCP tools, composed of its parts: the catalog
-(serving/catalog.py), search (serving/search_run.py), document reads (serving/reads.py), and here the
-sources, statistics and readiness."""
+(serving/catalog.py), search (serving/search_run.py, serving/leg_shapes.py), document reads
+(serving/reads.py), and here the sources and statistics (readiness: serving/readiness.py)."""
 
 from __future__ import annotations
 
@@ -202,24 +202,3 @@ def _source_info(r: dict[str, Any]) -> SourceInfo:
         ),
         last_success=r["last_success_at"],
     )
-
-
-def readiness(service: Service, expected_version: int) -> dict[str, Any]:
-    """Database reachable, schema at the expected migration, query model loaded."""
-    checks = {"database": False, "schema": False, "model": service.encoder.loaded}
-    version: int | None = None
-    try:
-        with service.pool.connection(timeout=1.0) as conn:
-            row = conn.execute(service.queries.schema_version).fetchone()
-            checks["database"] = True
-            version = int(row[0]) if row else 0
-            checks["schema"] = version == expected_version
-    except (psycopg.Error, Exception) as exc:  # noqa: BLE001 - readiness reports, never raises
-        log.info("readiness check failed", extra={"error": type(exc).__name__})
-    return {
-        "status": "ready" if all(checks.values()) else "not ready",
-        "checks": checks,
-        "schema_version": version,
-        "expected_schema_version": expected_version,
-        "model": service.encoder.model_id if service.encoder.loaded else None,
-    }

@@ -14,7 +14,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from secrag.downloads import DownloadLimits, get_bytes
+from secrag.download_limits import DownloadLimits
+from secrag.downloads import get_bytes
 from secrag.errors import FetchError, FetchTimeout, FetchTooLarge
 from secrag.safe_files import FileTooLarge, UnsafeFile, read_capped
 from secrag.url_policy import UrlPolicy

@@ -9,7 +9,7 @@ import dagster as dg
 from secrag.queries import Queries
 
 from ..automation import on_new_inputs
-from ..refresh import pinned_version
+from ..refresh_inputs import pinned_version
 from ..resources import StoreResource, UpstreamResource
 from ..sources.mitre_lookup import techniques_from_bundle
 from ..sources.registry import SourceSpec

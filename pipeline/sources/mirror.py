@@ -1,4 +1,5 @@
-"""Local upstream mirrors built from a snapshot folder: bare git repos, release JSON and feed files."""
+"""Local upstream mirrors built from a snapshot folder: bare git repos, release JSON and feed files
+(what each source needs mirrored: pipeline/sources/mirror_plan.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from secrag.safe_files import UnsafeFile, read_capped
 from secrag.url_policy import file_path
 
 from .git_fetch import git_env, run_git
+from .mirror_plan import MirrorSource, plan
 from .registry import SourceSpec
 
 log = logging.getLogger(__name__)
@@ -28,19 +30,6 @@ log = logging.getLogger(__name__)
 FORMAT = "secrag-mirror/1"  # bump to rebuild every mirror after a layout change
 GIT_TIMEOUT = 900.0
 _IDENTITY = {"NAME": "secrag mirror", "EMAIL": "mirror@secrag.invalid"}
-_EPOCH = 946684800  # 2000-01-01, when the snapshot manifest names no commit date
-
-
-@dataclass(frozen=True)
-class MirrorSource:
-    """How one source is mirrored: branch, and what else its tracking needs."""
-
-    name: str
-    branch: str
-    tracking: str = "commit"
-    github: str = ""
-    feed_path: str = ""
-    date: str = f"{_EPOCH} +0000"
 
 
 @dataclass(frozen=True)
@@ -95,54 +84,6 @@ def mirror_env(**extra: str) -> dict[str, str]:
             env[f"GIT_{role}_{key}"] = value
     env.update(extra)
     return env
-
-
-def _manifest(snapshot: Path) -> dict[str, dict[str, object]]:
-    path = snapshot / "MANIFEST.json"
-    if not path.is_file():
-        return {}
-    return dict(json.loads(path.read_text(encoding="utf-8")).get("sources", {}))
-
-
-def _git_date(iso: object) -> str:
-    from datetime import datetime
-
-    try:
-        return f"{int(datetime.fromisoformat(str(iso)).timestamp())} +0000"
-    except ValueError:
-        return f"{_EPOCH} +0000"
-
-
-def plan(snapshot: Path, specs: Mapping[str, SourceSpec], sources: Iterable[str] | None) -> list[MirrorSource]:
-    """What to mirror: the given sources (default: every snapshot folder), described by spec or manifest."""
-    manifest = _manifest(snapshot)
-    names = (
-        sorted(sources)
-        if sources is not None
-        else sorted(p.name for p in snapshot.iterdir() if p.is_dir() and not p.name.startswith("."))
-    )
-    planned = []
-    for name in names:
-        if not (snapshot / name).is_dir():
-            raise ConfigError(f"no folder {name!r} in the upstream snapshot {snapshot}")
-        info = manifest.get(name, {})
-        spec = specs.get(name)
-        if spec is None:
-            planned.append(
-                MirrorSource(name, str(info.get("branch") or "main"), date=_git_date(info.get("commit_date")))
-            )
-            continue
-        planned.append(
-            MirrorSource(
-                name,
-                spec.branch,
-                spec.tracking,
-                github=spec.github if spec.tracking == "release" else "",
-                feed_path=spec.paths[0] if spec.tracking == "feed" and spec.paths else "",
-                date=_git_date(info.get("commit_date")),
-            )
-        )
-    return planned
 
 
 def _listing_key(folder: Path, source: MirrorSource) -> str:

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
-from secrag.downloads import DownloadLimits
+from secrag.download_limits import DownloadLimits
 from secrag.url_policy import UrlPolicy
 
 from .registry import SourceSpec

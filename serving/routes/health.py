@@ -6,8 +6,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from ..deps import ServiceDep
+from ..readiness import readiness
 from ..responses import Health, Readiness
-from ..service import readiness
 
 router = APIRouter(tags=["health"])
 

@@ -19,7 +19,7 @@ import pytest
 from pipeline.sources.mirror import Mirror, build_mirror
 from pipeline.sources.registry import SourceSpec, default_registry
 from pipeline.sources.upstream import UpstreamConfig
-from secrag.downloads import DownloadLimits
+from secrag.download_limits import DownloadLimits
 from secrag.url_policy import UrlPolicy, parse_url
 
 SNAPSHOT = Path(__file__).resolve().parents[2].parent / "shared" / "upstream"

@@ -9,7 +9,8 @@ from urllib.parse import SplitResult
 
 import pytest
 
-from secrag.downloads import DownloadLimits, get_bytes
+from secrag.download_limits import DownloadLimits
+from secrag.downloads import get_bytes
 from secrag.errors import FetchError, FetchTimeout, FetchTooLarge
 from secrag.url_policy import UrlPolicy, parse_url
 from tests.plugins.upstream import LoopbackPolicy, LoopbackServer

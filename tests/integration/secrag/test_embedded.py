@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from secrag import embedded
+from secrag import embedded, embedded_data_dir
 from secrag.errors import EmbeddedServerError
 
 
@@ -103,7 +103,7 @@ def test_a_data_directory_of_the_previous_wheel_keeps_working(tmp_path: Path) ->
         for root, dirs, files in os.walk(pgdata):
             for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
                 os.chown(name, legacy.pw_uid, legacy.pw_gid, follow_symlinks=False)
-        expected_owner = embedded.SERVER_USER
+        expected_owner = embedded_data_dir.SERVER_USER
     else:
         expected_owner = _owner(pgdata)
     try:
@@ -133,7 +133,7 @@ def test_a_server_left_running_by_another_installation_is_replaced(tmp_path: Pat
     if os.geteuid() == 0:  # the copy must be reachable by the server user, as the library does for its own
         ensure_prefix_permissions(other)
         ensure_folder_permissions(other, 0o055)
-        user = embedded.SERVER_USER
+        user = embedded_data_dir.SERVER_USER
     subprocess.run(
         [
             str(other / "bin" / "pg_ctl"),

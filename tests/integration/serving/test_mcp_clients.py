@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from serving.app import create_app
-from serving.mcp_tools import server_version
+from serving.mcp_calls import server_version
 from serving.settings import ServingSettings
 
 

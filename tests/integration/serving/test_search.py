@@ -161,9 +161,9 @@ def test_selective_filter_still_returns_k(
     client: TestClient, serving_db_url: str, mode: str, exact_max: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A filter matching ~1 % of the chunks still yields every match (iterative HNSW scans or exact distances)."""
-    from serving import search_run
+    from serving import leg_shapes
 
-    monkeypatch.setattr(search_run, "EXACT_VECTOR_MAX_CHUNKS", exact_max)
+    monkeypatch.setattr(leg_shapes, "EXACT_VECTOR_MAX_CHUNKS", exact_max)
     with database.connect(serving_db_url) as conn:
         total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
         docs = [
@@ -268,8 +268,8 @@ def test_common_words_rank_full_text_within_the_vector_pool(
     client: TestClient, serving_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Keyword queries estimated to match many chunks (column statistics) skip the corpus-wide full-text leg."""
+    from serving import leg_shapes
     from serving import search as logic
-    from serving import search_run
     from serving.schemas import SearchRequest
 
     with database.connect(serving_db_url, autocommit=True) as conn:
@@ -278,14 +278,14 @@ def test_common_words_rank_full_text_within_the_vector_pool(
     service.catalog.forget_lexeme_stats()  # re-read the statistics ANALYZE just wrote
     stats = service.catalog.lexeme_stats()
     common = max(stats.shares, key=stats.shares.get)
-    monkeypatch.setattr(search_run, "FTS_CORPUS_MAX_MATCHES", stats.chunks * stats.shares[common] / 2)
+    monkeypatch.setattr(leg_shapes, "FTS_CORPUS_MAX_MATCHES", stats.chunks * stats.shares[common] / 2)
 
     def pooled(query: str, **body: object) -> bool:
         req = SearchRequest(query=query, **body)
         analysis = logic.analyse(query)
         params = {"fts_text": analysis.fts_text, "ident_text": analysis.ident_text}
         with service.pool.connection() as conn:
-            return service.searcher.pool_fts(conn, req, analysis, params)
+            return service.searcher.shaper.pool_fts(conn, req, analysis, params)
 
     assert pooled(common)
     assert not pooled("zzyzx")
@@ -300,14 +300,15 @@ def test_small_filters_use_exact_distances(client: TestClient) -> None:
 
     service = client.app.state.service  # type: ignore[attr-defined]
     with service.pool.connection() as conn:
-        assert service.searcher.exact_vectors(conn, SearchFilters(doc_ids=["a", "b"]))
-        assert not service.searcher.exact_vectors(conn, SearchFilters())
-        assert not service.searcher.exact_vectors(conn, SearchFilters(platforms=["windows"]))  # no estimate: the index
+        assert service.searcher.shaper.exact_vectors(conn, SearchFilters(doc_ids=["a", "b"]))
+        assert not service.searcher.shaper.exact_vectors(conn, SearchFilters())
+        shaper = service.searcher.shaper
+        assert not shaper.exact_vectors(conn, SearchFilters(platforms=["windows"]))  # no estimate: the index
 
 
 def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, serving_db_url: str) -> None:
+    from serving import leg_shapes
     from serving import search as logic
-    from serving import search_run
 
     with database.connect(serving_db_url, autocommit=True) as conn:
         conn.execute("ANALYZE chunks")
@@ -317,7 +318,7 @@ def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, s
     analysis = logic.analyse(prose)
     with service.pool.connection() as conn:
         params = {"fts_text": analysis.fts_text, "ident_text": analysis.ident_text}
-        rare = service.searcher.rare_words(conn, params, search_run.PROSE_MAX_WORDS, search_run.PROSE_MAX_SHARE)
+        rare = service.searcher.shaper.rare_words(conn, params, leg_shapes.PROSE_MAX_WORDS, leg_shapes.PROSE_MAX_SHARE)
     words = rare.split(" or ")
     assert 1 <= len(words) <= 8 and "mimikatz" in words
     payload = search(client, prose, mode="fts", k=5)

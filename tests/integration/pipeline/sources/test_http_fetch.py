@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.sources.http_fetch import download, get_bytes, get_json
 from pipeline.sources.upstream import UpstreamConfig
-from secrag.downloads import DownloadLimits
+from secrag.download_limits import DownloadLimits
 from secrag.errors import FetchError
 from secrag.url_policy import UrlPolicy
 from tests.plugins.upstream import LoopbackPolicy, LoopbackServer, Reply
