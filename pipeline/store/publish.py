@@ -64,6 +64,10 @@ def publish(q: Queries, conn: psycopg.Connection, pub: Publication) -> PublishRe
     try:
         with conn.transaction():
             result = _publish_locked(q, conn, pub, info)
+        if result.inserted or result.updated or result.deleted:
+            conn.execute(q.analyze_published)  # ~1 s on a full store; estimates must know the new rows
+            if not conn.autocommit:
+                conn.commit()
     except PublishRefused as refused:
         reason = str(refused)
         counts = {"parsed": len(pub.records), "skipped": len(pub.skipped)}

@@ -180,3 +180,9 @@ SELECT name FROM sources ORDER BY name
 -- The model's vector count (migration 0008), after an embedding pass.
 UPDATE embedding_models SET vectors = (SELECT count(*) FROM embeddings WHERE model_id = %(model)s)
 WHERE model_id = %(model)s
+
+-- name: analyze_published
+-- Planner and lexeme statistics after a publish that changed rows: autovacuum waits for 10 % of a
+-- table to change, so a new source (OSSEM's 2,063 chunks are 4 % of a full store) stayed unknown to
+-- the estimates that choose exact vector distances and full-text pools (serving/lexicon.py).
+ANALYZE documents, chunks

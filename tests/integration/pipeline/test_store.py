@@ -84,6 +84,23 @@ def test_unchanged_republish_writes_nothing(store: Store, db: psycopg.Connection
     assert (result.inserted, result.updated, result.deleted, result.unchanged, result.chunks_written) == (0, 0, 0, 5, 0)
 
 
+def _analyzed(db: psycopg.Connection) -> int:
+    return db.execute("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'chunks'").fetchone()[0]
+
+
+def test_a_publish_that_changed_rows_refreshes_the_planner_statistics(store: Store, db: psycopg.Connection) -> None:
+    before = _analyzed(db)
+    publish(store, db, "v1", [rec(i) for i in range(5)])
+    db.execute("SELECT pg_stat_force_next_flush()")
+    after_first = _analyzed(db)
+    assert after_first == before + 1
+    stats = db.execute("SELECT most_common_vals::text FROM pg_stats WHERE tablename = 'chunks' AND attname = 'source'")
+    assert "demo" in (stats.fetchone() or [""])[0]  # the estimates know the new source at once
+    publish(store, db, "v2", [rec(i) for i in range(5)])  # nothing changed: no ANALYZE
+    db.execute("SELECT pg_stat_force_next_flush()")
+    assert _analyzed(db) == after_first
+
+
 def test_lookup_change_reindexes_affected_chunks(store: Store, db: psycopg.Connection) -> None:
     records = [rec(1, body="uses T1003"), rec(2)]
     publish(store, db, "v1", records)
