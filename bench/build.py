@@ -1,7 +1,7 @@
 """Full build of every source through the Dagster asset graph into a fresh store, with figures.
 
     python bench/build.py --upstream ../shared/upstream [--only mitre_car,hijacklibs]
-        [--data-dir .secrag/bench] [--standalone-sample 3000] [--json]
+        [--data-dir .secrag/bench] [--standalone-sample 3000] [--into-existing] [--json]
 
 Serves the snapshot as local git mirrors, creates a fresh database `secrag_bench` on the embedded
 server (or DATABASE_URL's server), materializes the whole graph in process, then embeds a sample
@@ -62,6 +62,13 @@ def fresh_database(settings: Settings) -> str:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DB)))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DB)))
     url = database.with_database(server, BENCH_DB)
+    with database.connect(url, autocommit=True) as conn:
+        migrations.migrate(conn, settings.sql_dir)
+    return url
+
+
+def existing_database(settings: Settings) -> str:
+    url = database.with_database(database.server_url(settings, create=True), BENCH_DB)
     with database.connect(url, autocommit=True) as conn:
         migrations.migrate(conn, settings.sql_dir)
     return url
@@ -176,6 +183,11 @@ def main() -> int:
         default=3000,
         help="chunks embedded outside the pipeline for the throughput figure (0 = all)",
     )
+    ap.add_argument(
+        "--into-existing",
+        action="store_true",
+        help="add the sources to the existing secrag_bench (migrated first) instead of a fresh database",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     settings = settings_for(args.data_dir)
@@ -183,7 +195,7 @@ def main() -> int:
     t0 = time.monotonic()
     mirror = mirror_for(args.upstream.resolve(), args.data_dir, specs)
     mirror_seconds = time.monotonic() - t0
-    url = fresh_database(settings)
+    url = existing_database(settings) if args.into_existing else fresh_database(settings)
     defs = bench_definitions(settings, url, mirror, specs)
     result, seconds = run_graph(defs)
     mats = materializations(result)

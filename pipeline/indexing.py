@@ -32,13 +32,22 @@ def embedding_input(title: str, enriched_text: str) -> str:
     return f"{title}\n{enriched_text}"
 
 
+def _identifiers(record: Record, doc_level: str, text: str) -> list[str]:
+    """The chunk's identifier forms, and the record's own identifiers (field names) that its text holds."""
+    found = set(identifier_variants(f"{doc_level}\n{text}"))
+    if record.identifiers:
+        lowered = text.lower()
+        found.update(name.lower() for name in record.identifiers if name.lower() in lowered)
+    return sorted(found)
+
+
 def chunk_rows(record: Record, lookup: Mapping[str, str], cfg: ChunkConfig) -> list[ChunkRow]:
     """The chunk rows of one record; identical input gives identical ids and hashes."""
     doc_level = " ".join([record.upstream_id, record.title, *record.techniques])
     rows = []
     for ordinal, text in enumerate(chunk_text(record.body, cfg)):
         enriched = enrich(text, lookup, extra_techniques=record.techniques if ordinal == 0 else ())
-        identifiers = " ".join(identifier_variants(f"{doc_level}\n{text}"))
+        identifiers = " ".join(_identifiers(record, doc_level, text))
         digest = hashlib.sha256(embedding_input(record.title, enriched).encode("utf-8")).hexdigest()
         rows.append(
             ChunkRow(

@@ -34,6 +34,7 @@ from .service import Service
 from .sessions import ReaderSessions, querylog_url, reader_url
 from .settings import ServingSettings, get_serving_settings
 from .statements import compose
+from .telemetry import shipped_telemetry
 from .upstream import Refetcher
 from .warm_up import warm_up
 
@@ -149,6 +150,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     api_keys = load_api_keys(settings.api_keys_file)
     gate = Gate(api_keys, settings)
     plans_config = load_plans(settings.plans_file)  # validated at start-up: a bad file fails here
+    shipped_telemetry()  # the logsource -> schema table of the query-writing plan, likewise
     mcp_server = None
     mcp_app = None
     if settings.mcp_enabled:

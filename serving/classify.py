@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from .plans import Classification
 from .query_classes import DEFAULT_TYPE, QueryType
 
-# Keyword ties go to the more specific kind of question.
-_PRIORITY: tuple[QueryType, ...] = ("detection", "forensic", "lolbin", "test")
+# Keyword ties go to the more specific kind of question ("which table has the command line": schema).
+_PRIORITY: tuple[QueryType, ...] = ("schema", "detection", "forensic", "lolbin", "test")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ CATEGORY_TITLES = {
     "forensic": "Forensic artifacts",
     "lolbin": "Living-off-the-land binaries and drivers",
     "vulnerability": "Vulnerabilities",
+    "schema": "Telemetry schemas (events, tables and their fields)",
     "user": "Your documents",
 }
 _STOP = frozenset(

@@ -18,13 +18,16 @@ from .plan_schemas import (
     PlansResponse,
     SelectedChunk,
 )
+from .plan_telemetry import schema_candidates
 from .plans import QUERY_TYPES, Plan, PlansConfig
 from .schemas import ReturnOptions, SearchRequest
 from .selection import Candidate, Selection, select
 from .service import Service
+from .telemetry import shipped_telemetry
 
 MAX_TEXT_CHARS = 4000
 MAX_CANDIDATES = 400
+SCHEMA_PLAN = "schema"  # query-writing intents: telemetry schemas first, then detections over them
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,9 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
             "k": min(50, wanted),
             "filters": req.filters,
             "group_by_doc": plan.max_chunks_per_doc == 1,
-            "return": ReturnOptions(text=True, snippets=False, max_text_chars=MAX_TEXT_CHARS),
+            "return": ReturnOptions(
+                text=True, snippets=False, max_text_chars=MAX_TEXT_CHARS, metadata=name == SCHEMA_PLAN
+            ),
         }
     )
     search = search.model_copy(update={"k": wanted})  # internal: candidate pools may exceed the public k cap
@@ -76,6 +81,10 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
                 source_version=(info.version or "") if info else "",
             )
         )
+    if name == SCHEMA_PLAN:  # the schema records each detection found reads, beside it
+        versions = {n: s.version or "" for n, s in sources.items()}
+        taken = {c.doc_id for c in candidates}
+        candidates += schema_candidates(service, shipped_telemetry(), hits, principal, taken, versions)
     return _Run(
         classified.query_type, classified.signals, name, plan, total, candidates, select(candidates, plan, total)
     )

@@ -17,7 +17,7 @@ from typing import Literal, get_args
 
 from secrag.config_files import FieldError
 
-QueryType = Literal["default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test"]
+QueryType = Literal["default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test", "schema"]
 QUERY_TYPES: tuple[QueryType, ...] = get_args(QueryType)
 DEFAULT_TYPE: QueryType = "default"
 

@@ -44,6 +44,8 @@ class Record:
     tags: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
     path: str = ""
+    # Names keyword search must find as written (a schema's field names): kept with each chunk that holds one.
+    identifiers: tuple[str, ...] = ()
 
     @property
     def doc_id(self) -> str:
@@ -60,6 +62,7 @@ class Record:
                 list(self.platforms),
                 list(self.tags),
                 self.metadata,
+                *([list(self.identifiers)] if self.identifiers else []),  # older records hash as before
             ],
             sort_keys=True,
             ensure_ascii=False,

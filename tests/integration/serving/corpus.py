@@ -64,6 +64,17 @@ SUBSETS = (
     Subset("capec", limit=12, must=("CAPEC-66",)),
     Subset("mitre_atlas", limit=15, must=("AML.T0051", "AML.T0051.000")),
     Subset("mitre_d3fend", limit=15, must=("D3-AL",)),
+    Subset(
+        "ossem_dd",
+        paths=(
+            "windows/sysmon/events/event-1.yml",
+            "windows/sysmon/events/event-3.yml",
+            "windows/microsoftdefenderforendpoint/events/DeviceProcessEvents_v1.yml",
+            "windows/etw-providers/Microsoft-Windows-Security-Auditing/events/event-4688.yml",
+            "linux/osquery/events/processes.yml",
+        ),
+    ),
+    Subset("ecs", keep=lambda r: r.upstream_id in {"process", "dns"}),
 )
 
 # Private user-folder documents of two tenants, for the access-control tests.

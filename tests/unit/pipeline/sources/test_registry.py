@@ -1,4 +1,5 @@
-"""The source registry: all 22 sources of SOURCES.md, valid specs, importable parsers."""
+"""The source registry: all 24 sources of SOURCES.md (22 knowledge sources, 2 telemetry schemas), valid specs,
+importable parsers."""
 
 from __future__ import annotations
 
@@ -32,8 +33,10 @@ EXPECTED = {
     "stratus_red_team",
     "mitre_atlas",
     "mitre_engage",
+    "ossem_dd",
+    "ecs",
 }
-CATEGORIES = {"technique", "detection", "test", "forensic", "lolbin", "vulnerability"}
+CATEGORIES = {"technique", "detection", "test", "forensic", "lolbin", "vulnerability", "schema"}
 
 
 def test_every_source_is_registered() -> None:
