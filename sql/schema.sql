@@ -272,11 +272,9 @@ CREATE INDEX chunk_vectors_model_source_idx ON public.chunk_vectors USING btree 
 
 CREATE INDEX chunks_content_hash_idx ON public.chunks USING btree (content_hash);
 
-CREATE INDEX chunks_identifiers_trgm_idx ON public.chunks USING gin (identifiers public.gin_trgm_ops);
+CREATE INDEX chunks_first_title_trgm_idx ON public.chunks USING gin (title public.gin_trgm_ops) WHERE (ordinal = 0);
 
 CREATE INDEX chunks_source_idx ON public.chunks USING btree (source);
-
-CREATE INDEX chunks_title_trgm_idx ON public.chunks USING gin (title public.gin_trgm_ops);
 
 CREATE INDEX chunks_tsv_idx ON public.chunks USING gin (tsv);
 

@@ -142,7 +142,8 @@ FROM (
 JOIN embeddings e ON e.content_hash = f.content_hash AND e.model_id = {model}
 
 -- name: leg_fuzzy
--- Titles only: trigram matching against long identifier lists costs ~100 ms per query; the exact and
+-- Titles of first chunks only (their own trigram index, migration 0010): trigram matching against long
+-- identifier lists costs ~100 ms per query; the exact and
 -- full-text legs cover identifiers, and rapidfuzz still re-scores candidates on them.
 SELECT 'fuzzy' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
        greatest(similarity(c.title, %(fuzzy_text)s), word_similarity(%(fuzzy_text)s, c.title))::float8 AS score,
