@@ -1,7 +1,12 @@
 """Retrieval quality per task and mode: nDCG@10, MRR@10 and Recall@10 over graded relevance judgements.
 
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --url http://127.0.0.1:8000
+    python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url postgresql://... \
+        [--save runs/after.json] [--baseline runs/before.json]
 
+With --database-url the API runs in process (caches off). Every run is saved (default
+.secrag/quality/last.json) and compared with the previous one (or --baseline): the table's last
+column is the nDCG@10 delta of each task and mode, so every ranking change shows what it did.
 Each line: {"task", "query", "filters": {"sources": [...]}, "relevant": [{"doc_id", "grade"}], "qid"}.
 """
 
@@ -17,6 +22,7 @@ from typing import Any, Protocol
 import httpx
 
 K = 10
+LAST_RUN = Path(".secrag/quality/last.json")
 
 
 def ndcg(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
@@ -97,18 +103,52 @@ def main() -> None:
         metavar="NAME=JSON",
         help="Extra request field, e.g. --param w_fuzzy=0 --param rrf_k0=30 (repeatable).",
     )
+    parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
+    parser.add_argument("--save", type=Path, default=LAST_RUN, help="Where this run's table is written.")
+    parser.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
     args = parser.parse_args()
     items = load_items(args.queries, args.limit)
     headers = {"X-API-Key": args.api_key} if args.api_key else {}
     extra = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}
-    with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
-        scores, failures = evaluate(http, items, args.modes.split(","), extra)
-    print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8}")
+    baseline_path = args.baseline or args.save
+    baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
+    if args.database_url:
+        scores, failures = _in_process(args.database_url, items, args.modes.split(","), extra)
+    else:
+        with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
+            scores, failures = evaluate(http, items, args.modes.split(","), extra)
+    table = {f"{task}|{mode}": means(values) + [len(values)] for (task, mode), values in scores.items()}
+    print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8} {'delta':>7}")
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
         m = means(values)
-        print(f"{task:<28} {mode:<8} {len(values):>5} {m[0]:>8.3f} {m[1]:>8.3f} {m[2]:>8.3f}")
+        before = baseline.get(f"{task}|{mode}")
+        delta = f"{m[0] - before[0]:+7.3f}" if before else f"{'':>7}"
+        print(f"{task:<28} {mode:<8} {len(values):>5} {m[0]:>8.3f} {m[1]:>8.3f} {m[2]:>8.3f} {delta}")
+    if baseline:
+        print(f"delta: nDCG@10 against {baseline_path}")
     if failures:
         print(f"{failures} requests failed (counted as empty rankings)")
+    args.save.parent.mkdir(parents=True, exist_ok=True)
+    args.save.write_text(json.dumps(table, indent=1, sort_keys=True))
+
+
+def _in_process(url: str, items: list[dict[str, Any]], modes: list[str], extra: dict[str, Any]) -> tuple[Scores, int]:
+    from fastapi.testclient import TestClient
+
+    from serving.app import create_app
+    from serving.settings import ServingSettings
+
+    settings = ServingSettings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=url,
+        mcp_enabled=False,
+        query_cache_size=0,
+        result_cache_size=0,
+        anonymous_rate_per_minute=0,
+        anonymous_heavy_concurrency=0,
+    )
+    with TestClient(create_app(settings)) as api:
+        return evaluate(api, items, modes, extra)
 
 
 if __name__ == "__main__":

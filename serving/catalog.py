@@ -1,4 +1,5 @@
-"""What searches look up on every request, cached: technique names, source names, lexeme statistics."""
+"""What searches look up on every request, cached: technique names, source names, lexeme statistics, the
+title vocabulary of spelling correction."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from secrag.queries import Queries, one_row
 from .auth import Principal
 from .errors import InvalidField
 from .lexicon import LexemeStats
+from .spelling import Vocabulary
 from .statements import Statements
 
 T = TypeVar("T")
@@ -59,6 +61,7 @@ class Catalog:
     _public_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
     _lexeme_stats: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _data_version: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
+    _vocabulary: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
 
     def data_version(self) -> str:
         """A token that changes with every publish and embedding pass (read at most once a second)."""
@@ -138,6 +141,12 @@ class Catalog:
                 return read(own)
 
         return self._lexeme_stats.get(load)
+
+    def vocabulary(self, conn: psycopg.Connection) -> Vocabulary:
+        """The words of public titles, for spelling correction (cached; read on `conn`, ~0.1 s)."""
+        return self._vocabulary.get(
+            lambda: Vocabulary.from_rows(conn.execute(self.queries.spelling_vocabulary).fetchall())
+        )
 
     def forget_lexeme_stats(self) -> None:
         """Re-read the statistics on next use (after an ANALYZE)."""

@@ -83,6 +83,9 @@ class ExplainResponse(BaseModel):
     signals: list[str]
     plan_name: str
     quotas: dict[str, int]
+    corrections: dict[str, str] = Field(
+        default_factory=dict, description="Misspelt query words and what the full-text leg searched instead."
+    )
     decisions: list[Decision]
 
 

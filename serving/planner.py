@@ -39,6 +39,7 @@ class _Run:
     total: int
     candidates: list[Candidate]
     selection: Selection
+    corrections: dict[str, str]
 
 
 def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal: Principal) -> _Run:
@@ -63,7 +64,8 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
         }
     )
     search = search.model_copy(update={"k": wanted})  # internal: candidate pools may exceed the public k cap
-    hits = service.search(search, principal).results
+    found = service.search(search, principal)
+    hits = found.results
     sources = {s.name: s for s in service.sources(principal).sources}
     candidates = []
     for hit in hits:
@@ -86,7 +88,14 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
         taken = {c.doc_id for c in candidates}
         candidates += schema_candidates(service, shipped_telemetry(), hits, principal, taken, versions)
     return _Run(
-        classified.query_type, classified.signals, name, plan, total, candidates, select(candidates, plan, total)
+        classified.query_type,
+        classified.signals,
+        name,
+        plan,
+        total,
+        candidates,
+        select(candidates, plan, total),
+        found.corrections,
     )
 
 
@@ -146,6 +155,7 @@ def explain(service: Service, config: PlansConfig, req: PlanRequest, principal: 
         signals=list(run.signals),
         plan_name=run.name,
         quotas=run.selection.quotas,
+        corrections=run.corrections,
         decisions=[
             Decision(
                 chunk_id=d.chunk_id,

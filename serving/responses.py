@@ -45,6 +45,11 @@ class SearchResponse(BaseModel):
     )
     enriched_query: str = Field(description="The query after ATT&CK enrichment (what the vector leg embeds).")
     model: str = Field(description="The embedding model of the vector leg (see /v1/stats).")
+    corrections: dict[str, str] = Field(
+        default_factory=dict,
+        description="Query words no visible chunk contains, and the title words the full-text leg searched "
+        "instead (the vector leg embeds the query as written).",
+    )
     took_ms: float
     truncated: bool = Field(description="Results were dropped to keep the response under its size cap.")
 

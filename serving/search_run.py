@@ -14,7 +14,7 @@ from psycopg_pool import ConnectionPool
 
 from secrag.enrichment import enrich
 
-from . import fusion
+from . import fusion, spelling
 from . import search as logic
 from .auth import Principal
 from .catalog import Catalog
@@ -84,6 +84,7 @@ class Searcher:
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
             params["sources"] = self.catalog.resolve_sources(conn, principal, req.filters.sources)
+            fixes = self._corrections(conn, req, analysis, plan, params)
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, req.filters)
             if plan.vec_k:
@@ -104,9 +105,27 @@ class Searcher:
             query_type=analysis.query_type,
             enriched_query=enriched,
             model=self.encoder.model_id,
+            corrections=fixes,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
             truncated=truncated,
         )
+
+    def _corrections(
+        self,
+        conn: psycopg.Connection,
+        req: SearchRequest,
+        analysis: logic.QueryAnalysis,
+        plan: logic.Plan,
+        params: dict[str, Any],
+    ) -> dict[str, str]:
+        """Correct misspelt words of a keyword or prose query for its full-text leg (serving/spelling.py)."""
+        if not plan.fts_k or analysis.query_type not in {"keyword", "natural"}:
+            return {}
+        fixes = spelling.corrections(
+            conn, self.statements.absent_words, params, req.query, self.catalog.vocabulary(conn)
+        )
+        params["fts_text"] = spelling.apply(params["fts_text"], fixes)
+        return fixes
 
     def _params(
         self,

@@ -34,6 +34,7 @@ class Statements:
     chunks_by_id: str
     upstream_record: str
     known_sources: str
+    absent_words: str
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def search(self, legs: Iterable[str], *, exact_vectors: bool = False) -> str:
@@ -101,5 +102,6 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         chunks_by_id=fill(queries.chunks_by_id),
         upstream_record=fill(queries.upstream_record),
         known_sources=fill(queries.known_sources),
+        absent_words=fill(queries.absent_words),
         _searches=searches,
     )

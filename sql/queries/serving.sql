@@ -320,3 +320,19 @@ VALUES (%(endpoint)s, %(query_type)s, %(query_text)s, %(top_score)s, %(result_co
 -- name: data_version
 -- Changes with every publish and every embedding pass (both rewrite source_counts, migration 0007).
 SELECT coalesce(max(updated_at)::text, '') || '/' || count(*) FROM source_counts
+
+-- name: spelling_vocabulary
+-- The words of public document titles (technique names, rule titles, tools, artefacts) and how many
+-- documents' titles hold each: what a misspelt query word is corrected to (serving/spelling.py).
+SELECT word, ndoc FROM ts_stat(
+    'SELECT to_tsvector(''simple'', c.title) FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+     WHERE c.ordinal = 0 AND d.tenant IS NULL')
+
+-- name: absent_words
+-- The query words no chunk the caller may see contains (a GIN lookup each; only words missing from the
+-- title vocabulary are asked, so rarely a common one). Stop words have no lexeme and are never absent.
+SELECT w FROM unnest(%(words)s::text[]) AS w
+WHERE numnode(plainto_tsquery('english', w)) > 0
+  AND NOT EXISTS (
+    SELECT 1 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+    WHERE c.tsv @@ plainto_tsquery('english', w) AND {visible})

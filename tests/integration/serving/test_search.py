@@ -382,3 +382,18 @@ def test_operation_ids_are_the_route_names(client: TestClient) -> None:
     assert paths["/v1/search"]["post"]["operationId"] == "search"
     assert paths["/v1/docs/{doc_id}"]["get"]["operationId"] == "get_document"
     assert client.post("/v1/search", json={"query": "lsass", "k": 10.0}).status_code == 200  # integral: an integer
+
+
+def test_a_misspelt_word_is_corrected_for_full_text_and_reported(client: TestClient) -> None:
+    payload = search(client, "credental dumping from lsass", mode="fts", k=5)
+    assert payload["corrections"] == {"credental": "credential"}
+    assert payload["results"]  # the corrected word matches; as written it matched nothing
+    assert search(client, "credential dumping from lsass", k=5)["corrections"] == {}
+
+
+def test_the_vocabulary_holds_public_titles_only(client: TestClient) -> None:
+    service = client.app.state.service  # type: ignore[attr-defined]
+    with service.pool.connection() as conn:
+        words = service.catalog.vocabulary(conn).documents
+    assert "mimikatz" in words and "credential" in words
+    assert "acme" not in words and "globex" not in words  # private folder titles never become corrections

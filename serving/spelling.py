@@ -1,0 +1,86 @@
+"""Spelling correction against the corpus's own vocabulary: a query word that no chunk the caller may see
+contains is replaced, for the full-text leg only, by the closest word of the public document titles
+(technique names, rule titles, tool and artefact names) within a small edit distance. The vector leg
+keeps the query as written; the response lists each correction."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from rapidfuzz.distance import OSA
+
+MIN_CHARS = 5  # shorter words are too often abbreviations or ids to correct
+MAX_WORDS = 12  # a query's words checked at most (prose has few typos per word that matter)
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
+
+
+def max_edits(word: str) -> int:
+    """Edits (insert, delete, substitute, swap neighbours) allowed: 1 up to 7 letters, 2 beyond."""
+    return 1 if len(word) <= 7 else 2
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """Lower-cased title words with the number of documents whose title holds them."""
+
+    documents: dict[str, int]
+    _by_length: dict[int, list[str]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_rows(cls, rows: Iterable[tuple[str, int]]) -> Vocabulary:
+        documents = {str(w): int(n) for w, n in rows if _WORD.fullmatch(str(w))}
+        by_length: dict[int, list[str]] = defaultdict(list)
+        for word in documents:
+            by_length[len(word)].append(word)
+        return cls(documents, dict(by_length))
+
+    def closest(self, word: str) -> str | None:
+        """The vocabulary word fewest edits away (within max_edits), then the most common, then the first."""
+        limit = max_edits(word)
+        best: tuple[int, int, str] | None = None
+        for length in range(len(word) - limit, len(word) + limit + 1):
+            for candidate in self._by_length.get(length, ()):
+                distance = OSA.distance(word, candidate, score_cutoff=limit)
+                if distance <= limit:
+                    key = (distance, -self.documents[candidate], candidate)
+                    if best is None or key < best:
+                        best = key
+        return best[2] if best else None
+
+
+def candidates(query: str, vocabulary: Vocabulary) -> list[str]:
+    """The query's words worth checking: long enough, alphabetic, not title words already."""
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if len(w) >= MIN_CHARS)
+    return [w for w in words if w not in vocabulary.documents][:MAX_WORDS]
+
+
+def corrections(
+    conn: psycopg.Connection, statement: str, params: dict[str, Any], query: str, vocabulary: Vocabulary
+) -> dict[str, str]:
+    """Misspelt word -> the title word the full-text leg searches instead (none when every word is known).
+
+    `statement` returns the words of `words` that no chunk the caller may see contains (GIN lookups of
+    rare words; the common ones are title words and never asked)."""
+    words = candidates(query, vocabulary)
+    if not words:
+        return {}
+    absent = [r[0] for r in conn.execute(statement, {**params, "words": words}).fetchall()]
+    out = {}
+    for word in absent:
+        fixed = vocabulary.closest(word)
+        if fixed and fixed != word:
+            out[word] = fixed
+    return out
+
+
+def apply(text: str, fixes: dict[str, str]) -> str:
+    """The text with each misspelt word (any case, whole words) replaced."""
+    if not fixes:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in fixes) + r")\b", re.IGNORECASE)
+    return pattern.sub(lambda m: fixes[m.group(0).lower()], text)
