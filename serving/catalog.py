@@ -20,6 +20,7 @@ from .errors import InvalidField
 from .lexicon import LexemeStats
 from .spelling import Vocabulary
 from .statements import Statements
+from .technique_names import TechniqueNames
 
 T = TypeVar("T")
 LOOKUP_TTL = 300.0
@@ -62,6 +63,7 @@ class Catalog:
     _lexeme_stats: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _data_version: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
     _vocabulary: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _technique_names: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
 
     def data_version(self) -> str:
         """A token that changes with every publish and embedding pass (read at most once a second)."""
@@ -80,6 +82,10 @@ class Catalog:
                 return dict(conn.execute(self.queries.technique_names).fetchall())
 
         return self._lookup.get(load)
+
+    def technique_names(self) -> TechniqueNames:
+        """The technique names a query may name in full, for the label leg (cached with the lookup)."""
+        return self._technique_names.get(lambda: TechniqueNames.from_lookup(self.technique_lookup()))
 
     def technique_ids(self) -> list[str]:
         def load() -> list[str]:

@@ -12,6 +12,7 @@ _LEG_FIELDS = {
     "fts": ("fts_score", "fts_rank"),
     "vec": ("vec_score", "vec_rank"),
     "fuzzy": ("fuzzy_score", "fuzzy_rank"),
+    "label": ("label_score", "label_rank"),
 }
 
 
@@ -31,7 +32,7 @@ def fuse(
     Hybrid scores are sum(w_leg / (rrf_k0 + rank_leg)) / rrf_max; a single-leg mode keeps the
     leg's own score (fts rank, cosine similarity or trigram similarity).
     """
-    weights = {"fts": plan.w_fts, "vec": plan.w_vec, "fuzzy": plan.w_fuzzy}
+    weights = {"fts": plan.w_fts, "vec": plan.w_vec, "fuzzy": plan.w_fuzzy, "label": plan.w_label}
     items: dict[str, dict[str, Any]] = {}
 
     def item(row: Row) -> dict[str, Any]:
@@ -53,6 +54,8 @@ def fuse(
                 "vec_rank": None,
                 "fuzzy_score": None,
                 "fuzzy_rank": None,
+                "label_score": None,
+                "label_rank": None,
             }
         found["ident_hit"] = found["ident_hit"] or bool(row.get("ident_hit"))
         return found

@@ -20,6 +20,11 @@ class LegScores(BaseModel):
     fts: LegScore | None = None
     vector: LegScore | None = None
     fuzzy: LegScore | None = None
+    label: LegScore | None = Field(
+        default=None,
+        description="The document is labelled with a technique the query names; cosine similarity and rank "
+        "among those documents' chunks.",
+    )
 
 
 class SearchResult(BaseModel):

@@ -127,6 +127,7 @@ class Plan:
     single_leg: str  # '' for fused hybrid
     window: int
     needs_vector: bool
+    w_label: float = 0.0  # the label leg's weight: set when the query names a technique (hybrid only)
 
 
 def plan_for(
@@ -169,7 +170,10 @@ def plan_for(
 def rrf_max(plan: Plan, k0: int) -> float:
     """The fused score of a chunk ranked first in every weighted leg (normalises RRF to (0, 1])."""
     total = (
-        (plan.w_fts if plan.fts_k else 0) + (plan.w_vec if plan.vec_k else 0) + (plan.w_fuzzy if plan.fuzzy_k else 0)
+        (plan.w_fts if plan.fts_k else 0)
+        + (plan.w_vec if plan.vec_k else 0)
+        + (plan.w_fuzzy if plan.fuzzy_k else 0)
+        + plan.w_label
     )
     return total / (k0 + 1) if total > 0 else 1.0
 

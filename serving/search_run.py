@@ -3,6 +3,7 @@ serving/leg_shapes.py), their fusion, and the page with its display fields."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,9 @@ from .schemas import SearchFilters, SearchRequest
 from .search_config import SearchConfig
 from .sessions import DEFAULT_EF_SEARCH, ReaderSessions
 from .statements import Statements
+
+# The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/technique_names.py).
+LABEL_WEIGHT = 1.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class Searcher:
         with self.pool.connection() as conn:
             params["sources"] = self.catalog.resolve_sources(conn, principal, req.filters.sources)
             fixes = self._corrections(conn, req, analysis, plan, params)
+            plan = self._label(req, analysis, plan, params, fixes, then_vec=then_vec)
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, req.filters)
             if plan.vec_k:
@@ -122,10 +127,35 @@ class Searcher:
         if not plan.fts_k or analysis.query_type not in {"keyword", "natural"}:
             return {}
         fixes = spelling.corrections(
-            conn, self.statements.absent_words, params, req.query, self.catalog.vocabulary(conn)
+            conn,
+            self.statements.absent_words,
+            params,
+            req.query,
+            self.catalog.vocabulary(conn),
+            public_only=params["tenant"] is None,
         )
         params["fts_text"] = spelling.apply(params["fts_text"], fixes)
         return fixes
+
+    def _label(
+        self,
+        req: SearchRequest,
+        analysis: logic.QueryAnalysis,
+        plan: logic.Plan,
+        params: dict[str, Any],
+        fixes: dict[str, str],
+        *,
+        then_vec: bool,
+    ) -> logic.Plan:
+        """The techniques a hybrid query names in full (after spelling correction) for the label leg."""
+        params["label_ids"] = []
+        if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", "natural"}:
+            return plan
+        ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))
+        if not ids:
+            return plan
+        params["label_ids"] = list(ids)
+        return dataclasses.replace(plan, w_label=LABEL_WEIGHT)
 
     def _params(
         self,
@@ -188,6 +218,7 @@ class Searcher:
                 "vec": plan.vec_k > 0,
                 "fts": plan.fts_k > 0 and not params["pool_fts"],
                 "fuzzy": plan.fuzzy_k > 0,
+                "label": bool(params["label_ids"]),
                 "exact": bool(params["exact_ids"] or params["child_ids"]),
             }
         statement = self.statements.search(
@@ -196,7 +227,7 @@ class Searcher:
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg, needed in wanted.items() if needed}
         for row in _fetch(conn, statement, params):
             rows[row["leg"]].append(row)
-        for leg in ("vec", "fts", "fts_vec", "fuzzy"):  # each leg best first (UNION ALL promises no order)
+        for leg in ("vec", "fts", "fts_vec", "fuzzy", "label"):  # each leg best first (UNION ALL promises no order)
             if leg in rows:
                 rows[leg].sort(key=_best_first)
         exact = rows.pop("exact", [])

@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 MIN_CHARS = 5  # shorter words are too often abbreviations or ids to correct
 MAX_WORDS = 12  # a query's words checked at most (prose has few typos per word that matter)
+MAX_KNOWN = 100_000  # words known to be in public chunks, remembered per vocabulary
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
 
 
@@ -30,6 +32,9 @@ class Vocabulary:
 
     documents: dict[str, int]
     _by_length: dict[int, list[str]] = field(default_factory=dict, repr=False)
+    # Words some chunk of a public document contains (so no caller needs them corrected), learnt from the
+    # checks of callers who see public documents only; bounded, and gone with the vocabulary.
+    known: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, int]]) -> Vocabulary:
@@ -44,32 +49,42 @@ class Vocabulary:
         limit = max_edits(word)
         best: tuple[int, int, str] | None = None
         for length in range(len(word) - limit, len(word) + limit + 1):
-            for candidate in self._by_length.get(length, ()):
-                distance = OSA.distance(word, candidate, score_cutoff=limit)
-                if distance <= limit:
-                    key = (distance, -self.documents[candidate], candidate)
-                    if best is None or key < best:
-                        best = key
+            choices = self._by_length.get(length, ())
+            for candidate, distance, _ in process.extract(
+                word, choices, scorer=OSA.distance, score_cutoff=limit, limit=None
+            ):
+                key = (int(distance), -self.documents[candidate], candidate)
+                if best is None or key < best:
+                    best = key
         return best[2] if best else None
 
 
 def candidates(query: str, vocabulary: Vocabulary) -> list[str]:
     """The query's words worth checking: long enough, alphabetic, not title words already."""
     words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if len(w) >= MIN_CHARS)
-    return [w for w in words if w not in vocabulary.documents][:MAX_WORDS]
+    return [w for w in words if w not in vocabulary.documents and w not in vocabulary.known][:MAX_WORDS]
 
 
 def corrections(
-    conn: psycopg.Connection, statement: str, params: dict[str, Any], query: str, vocabulary: Vocabulary
+    conn: psycopg.Connection,
+    statement: str,
+    params: dict[str, Any],
+    query: str,
+    vocabulary: Vocabulary,
+    *,
+    public_only: bool,
 ) -> dict[str, str]:
     """Misspelt word -> the title word the full-text leg searches instead (none when every word is known).
 
     `statement` returns the words of `words` that no chunk the caller may see contains (GIN lookups of
-    rare words; the common ones are title words and never asked)."""
+    rare words; title words and words learnt present are never asked). A caller who sees public
+    documents only (`public_only`) teaches the vocabulary which words are present."""
     words = candidates(query, vocabulary)
     if not words:
         return {}
     absent = [r[0] for r in conn.execute(statement, {**params, "words": words}).fetchall()]
+    if public_only and len(vocabulary.known) < MAX_KNOWN:
+        vocabulary.known.update(set(words) - set(absent))
     out = {}
     for word in absent:
         fixed = vocabulary.closest(word)

@@ -22,13 +22,17 @@ WHERE r.rolname = current_user
 -- name: session_settings
 -- Search statements are prepared after a few runs (psycopg); their filters are `param IS NULL OR ...`,
 -- which a generic plan cannot prune, so always plan with the actual values. JIT compiles for longer
--- than these sub-100 ms statements run. The search settings hold for the session, so a search is one
+-- than these sub-100 ms statements run, and parallel workers cost more than they save for them: a
+-- Gather starts processes per statement and takes the cores concurrent callers need (the label leg of
+-- "Command and Scripting Interpreter: PowerShell" chose a parallel scan: 20.6 ms; without: 4.0 ms,
+-- through the GIN index). The search settings hold for the session, so a search is one
 -- statement with no transaction around it (hnsw.ef_search is set again only when a request needs
 -- another value: search_ef).
 SELECT set_config('statement_timeout', %(timeout)s, false),
        set_config('default_transaction_read_only', 'on', false),
        set_config('plan_cache_mode', 'force_custom_plan', false),
        set_config('jit', 'off', false),
+       set_config('max_parallel_workers_per_gather', '0', false),
        set_config('hnsw.iterative_scan', %(iterative_scan)s, false),
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, false),
        set_config('hnsw.ef_search', %(ef_search)s, false),
@@ -152,6 +156,21 @@ FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.ordinal = 0 AND (c.title %% %(fuzzy_text)s OR %(fuzzy_text)s <%% c.title) AND {filters}
 ORDER BY score DESC, c.chunk_id
 LIMIT %(fuzzy_k)s
+
+-- name: leg_label
+-- Documents labelled with a technique the query names in full (serving/technique_names.py), ranked by
+-- the exact cosine similarity of their first chunk to the query: a rule tagged T1003.003 is found for
+-- "OS Credential Dumping: NTDS" even when its text only says ntdsutil. First chunks only: the label is
+-- the document's, and T1059.001 labels thousands of chunks (every chunk: 46 ms; first chunks: see below).
+SELECT 'label' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
+       (1 - ({cv_vec} <=> %(qvec)s::vector))::float8 AS score, NULL::float8 AS pool_fts,
+       false AS ident_hit, false AS is_exact, NULL::float8 AS vec_score
+FROM documents d
+JOIN chunk_vectors cv ON cv.chunk_id = d.doc_id || '#0' AND cv.model_id = {model}
+JOIN chunks c ON c.chunk_id = cv.chunk_id
+WHERE d.techniques && %(label_ids)s::text[] AND {filters}
+ORDER BY score DESC, c.chunk_id
+LIMIT %(vec_k)s
 
 -- name: leg_exact
 -- The document named by an exact identifier (exact) and, for a parent technique, its sub-techniques.

@@ -397,3 +397,13 @@ def test_the_vocabulary_holds_public_titles_only(client: TestClient) -> None:
         words = service.catalog.vocabulary(conn).documents
     assert "mimikatz" in words and "credential" in words
     assert "acme" not in words and "globex" not in words  # private folder titles never become corrections
+
+
+def test_a_technique_named_in_full_ranks_its_labelled_documents(client: TestClient) -> None:
+    payload = search(client, "OS Credential Dumping: LSASS Memory", k=5, filters={"sources": ["sigma"]})
+    top = payload["results"]
+    assert top and all("T1003.001" in r["techniques"] for r in top)
+    assert all(r["scores"]["label"] is not None for r in top)  # the label leg found each of them
+    unlabelled = search(client, "OS Credential Dumping: LSASS Memory", mode="fts", k=5)
+    assert all(r["scores"]["label"] is None for r in unlabelled["results"])  # hybrid only
+    assert all(r["scores"]["label"] is None for r in search(client, "lsass memory dump", k=5)["results"])

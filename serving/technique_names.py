@@ -1,0 +1,43 @@
+"""ATT&CK technique names in a query: "OS Credential Dumping: NTDS" in the words of the question brings
+its id (T1003.003), so that documents labelled with that technique can rank up even when their text
+uses other words (the search's label leg)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+MIN_NAME_CHARS = 6  # shorter names ("Hooking" is 7) are too easily part of other prose
+MAX_IDS = 4
+
+
+def normalise(text: str) -> str:
+    """Lower case, every run of other characters one space, padded so names match as whole words."""
+    return f" {_NON_WORD.sub(' ', text.lower()).strip()} "
+
+
+@dataclass(frozen=True)
+class TechniqueNames:
+    """Normalised technique names -> ids, longest first."""
+
+    names: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def from_lookup(cls, lookup: Mapping[str, str]) -> TechniqueNames:
+        pairs = {normalise(name): tid for tid, name in lookup.items() if len(name.strip()) >= MIN_NAME_CHARS}
+        return cls(tuple(sorted(pairs.items(), key=lambda p: (-len(p[0]), p[1]))))
+
+    def find(self, query: str) -> tuple[str, ...]:
+        """Ids of the techniques the query names in full, most specific first: a sub-technique's full name
+        ("Parent: Sub") hides its parent's name inside it."""
+        text = normalise(query)
+        found: list[str] = []
+        for name, tid in self.names:
+            if name in text:
+                found.append(tid)
+                text = text.replace(name, " | ")  # the parent's name inside the full name is used up
+                if len(found) == MAX_IDS:
+                    break
+        return tuple(found)
