@@ -1,6 +1,7 @@
 """Spelling correction against the corpus's own vocabulary: a query word that no chunk the caller may see
 contains is replaced, for the full-text leg only, by the closest word of the public document titles
-(technique names, rule titles, tool and artefact names) within a small edit distance. The vector leg
+(technique names, rule titles, tool and artefact names) or telemetry-schema field names within a small
+edit distance. The vector leg
 keeps the query as written; the response lists each correction."""
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ class Vocabulary:
 
     @classmethod
     def from_rows(cls, rows: Iterable[tuple[str, int]]) -> Vocabulary:
-        documents = {str(w): int(n) for w, n in rows if _WORD.fullmatch(str(w))}
+        documents: dict[str, int] = {}
+        for w, n in rows:  # a word both a title word and a field name counts once, at its larger count
+            if _WORD.fullmatch(str(w)):
+                documents[str(w)] = max(documents.get(str(w), 0), int(n))
         by_length: dict[int, list[str]] = defaultdict(list)
         for word in documents:
             by_length[len(word)].append(word)

@@ -341,11 +341,17 @@ VALUES (%(endpoint)s, %(query_type)s, %(query_text)s, %(top_score)s, %(result_co
 SELECT coalesce(max(updated_at)::text, '') || '/' || count(*) FROM source_counts
 
 -- name: spelling_vocabulary
--- The words of public document titles (technique names, rule titles, tools, artefacts) and how many
--- documents' titles hold each: what a misspelt query word is corrected to (serving/spelling.py).
+-- The words of public document titles (technique names, rule titles, tools, artefacts) and the field
+-- names of the telemetry schemas (category schema), with how many documents or chunks hold each: what
+-- a misspelt query word is corrected to (serving/spelling.py).
 SELECT word, ndoc FROM ts_stat(
     'SELECT to_tsvector(''simple'', c.title) FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
      WHERE c.ordinal = 0 AND d.tenant IS NULL')
+UNION ALL
+SELECT word, ndoc FROM ts_stat(
+    'SELECT to_tsvector(''simple'', c.identifiers) FROM chunks c
+     JOIN documents d ON d.doc_id = c.doc_id JOIN sources s ON s.name = d.source
+     WHERE s.category = ''schema'' AND d.tenant IS NULL')
 
 -- name: absent_words
 -- The query words no chunk the caller may see contains (a GIN lookup each; only words missing from the

@@ -56,3 +56,9 @@ def test_a_query_writing_plan_opens_with_the_schema_and_the_detections_over_it(c
     assert result["context"].index("## Telemetry schemas") < result["context"].index("## Detections")
     chosen = {c["doc_id"] for c in result["selected"]}
     assert {SYSMON_1, DEFENDER, "ecs:process"} & chosen  # the process-creation telemetry the rules read
+
+
+def test_a_misspelt_field_name_is_corrected_to_the_schema_s_own(client: TestClient) -> None:
+    payload = search(client, "InitiatingProcesCommandLine", k=3, filters={"sources": SCHEMAS})
+    assert payload["corrections"] == {"initiatingprocescommandline": "initiatingprocesscommandline"}
+    assert doc_ids(payload)[0] == DEFENDER
