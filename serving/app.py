@@ -10,6 +10,7 @@ from typing import Any
 import anyio.to_thread
 import psycopg
 from fastapi import Depends, FastAPI
+from fastapi_offline import FastAPIOffline
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from secrag import database
@@ -40,6 +41,7 @@ from .warm_up import warm_up
 
 log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
+DOCS_ASSETS = "/docs-assets"  # Swagger UI's script, styles and icon (fastapi-offline)
 # What every /v1 operation may answer besides its own: an unparseable body (400), the gate
 # (serving/quotas.py: 401, 429), the body limit (413), validation (422) and the database (503 while
 # down, 504 for a cancelled statement).
@@ -178,12 +180,13 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         finally:
             await anyio.to_thread.run_sync(stop_service, service)
 
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs serves Swagger UI from the package, not a CDN: it works offline
         title="secrag",
         version="1",
         lifespan=lifespan,
         docs_url="/docs",
         redoc_url=None,
+        static_url=DOCS_ASSETS,
         dependencies=[Depends(stamp_route)],
         description="Read-only search over security knowledge (ATT&CK, Sigma, Atomic, KEV, ...).",
         generate_unique_id_function=openapi.operation_id,

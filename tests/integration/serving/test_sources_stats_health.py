@@ -67,3 +67,12 @@ def test_openapi_documents_the_score_scales(client: TestClient) -> None:
     assert "/v1/search" in schema["paths"]
     assert "cosine similarity" in schema["paths"]["/v1/search"]["post"]["description"]
     assert client.get("/docs").status_code == 200
+
+
+def test_the_docs_page_needs_no_internet(client: TestClient) -> None:
+    page = client.get("/docs").text
+    assert "/docs-assets/swagger-ui-bundle.js" in page and "/docs-assets/swagger-ui.css" in page
+    assert "cdn." not in page and "https://" not in page.split("<body>")[0]  # nothing fetched from elsewhere
+    script = client.get("/docs-assets/swagger-ui-bundle.js")
+    assert script.status_code == 200 and "SwaggerUIBundle" in script.text[:2000]
+    assert client.get("/docs-assets/swagger-ui.css").status_code == 200
