@@ -29,6 +29,7 @@ from .plans import load_plans
 from .querylog import QueryLog
 from .quotas import Gate
 from .routes import docs, health, plans, search, sources, stats
+from .routes import metrics as metrics_route
 from .schemas import ErrorResponse
 from .search_config import load_search_config
 from .service import Service
@@ -204,6 +205,8 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     for module in (search, plans, docs, sources, stats):  # every operation: a known (or allowed anonymous) caller
         app.include_router(module.router, prefix=API_PREFIX, dependencies=[Depends(get_caller)], responses=_GATED)
     app.include_router(health.router)
+    if settings.metrics_enabled:
+        app.include_router(metrics_route.router)
     if mcp_app is not None:
         app.mount("/mcp", mcp_app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .prometheus import Exposition
+
 WINDOW = 10_000  # latencies kept per route for the percentiles
 ROUTE_KEY = "secrag_route"
 
@@ -32,8 +34,10 @@ class Metrics:
         self._latency: dict[str, deque[float]] = {}
         self._counts: Counter[str] = Counter()
         self._status: Counter[str] = Counter()
+        self.prometheus = Exposition()  # the same requests, for GET /metrics
 
     def record(self, route: str, status: int, ms: float) -> None:
+        self.prometheus.record(route, status, ms)
         with self._lock:
             self._latency.setdefault(route, deque(maxlen=WINDOW)).append(ms)
             self._counts[route] += 1

@@ -94,6 +94,7 @@ class ServingSettings(Settings):
     result_cache_size: int = Field(
         default=1024, ge=0, description="Search responses cached in process until the store changes; 0 = no cache."
     )
+    metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at GET /metrics.")
     warm_up: bool = Field(
         default=True,
         description="Run a few searches at start-up, before the first request (serving/warm_up.py).",

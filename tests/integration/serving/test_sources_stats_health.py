@@ -76,3 +76,14 @@ def test_the_docs_page_needs_no_internet(client: TestClient) -> None:
     script = client.get("/docs-assets/swagger-ui-bundle.js")
     assert script.status_code == 200 and "SwaggerUIBundle" in script.text[:2000]
     assert client.get("/docs-assets/swagger-ui.css").status_code == 200
+
+
+def test_prometheus_metrics_follow_the_requests(client: TestClient) -> None:
+    client.post("/v1/search", json={"query": "lsass memory dump", "k": 3})
+    response = client.get("/metrics")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert 'secrag_http_requests_total{route="/v1/search",status="200"}' in text
+    assert "secrag_http_request_duration_seconds_bucket" in text
+    assert 'secrag_db_pool{stat="pool_size"}' in text and 'secrag_query_encoder{stat="runs"}' in text
+    assert "/metrics" not in client.get("/openapi.json").json()["paths"]

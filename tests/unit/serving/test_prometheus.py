@@ -1,0 +1,36 @@
+"""The Prometheus exposition: requests by route and status with a latency histogram, and gauges set from
+the figures given at scrape time; each app has its own registry."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from serving.prometheus import Exposition
+
+
+def _samples(text: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+    }
+
+
+def test_requests_latency_and_gauges() -> None:
+    exposition = Exposition()
+    exposition.record("/v1/search", 200, 12.0)
+    exposition.record("/v1/search", 200, 30.0)
+    exposition.record("/v1/search", 429, 1.0)
+    got = _samples(exposition.scrape(pool={"pool_size": 4}, encoder={"hits": 3, "backend": "onnx"}))
+    assert got[("secrag_http_requests_total", (("route", "/v1/search"), ("status", "200")))] == 2
+    assert got[("secrag_http_requests_total", (("route", "/v1/search"), ("status", "429")))] == 1
+    assert got[("secrag_http_request_duration_seconds_count", (("route", "/v1/search"),))] == 3
+    assert got[("secrag_http_request_duration_seconds_bucket", (("le", "0.02"), ("route", "/v1/search")))] == 2
+    assert got[("secrag_db_pool", (("stat", "pool_size"),))] == 4
+    assert got[("secrag_query_encoder", (("stat", "hits"),))] == 3  # text figures are left out
+
+
+def test_apps_do_not_share_a_registry() -> None:
+    first, second = Exposition(), Exposition()
+    first.record("/healthz", 200, 1.0)
+    assert b'route="/healthz"' in first.scrape() and b'route="/healthz"' not in second.scrape()
