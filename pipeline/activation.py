@@ -24,7 +24,9 @@ class Activation:
 
 
 def activate_model_if_complete(conn: psycopg.Connection, sql_dir: Path, model: str) -> Activation:
-    """Make `model` the active one iff every chunk has a vector for it; else keep the old one.
+    """Make `model` the active one iff every chunk has a vector for it; else keep the old one, unless the
+    old one has no vector at all (a fresh store, whose migrations seed a model row): then partial
+    coverage beats none, and the API's vector leg finds chunks while the first build still embeds.
 
     The model rows are locked, the coverage counted and the flag moved in one transaction, so the
     API sees the old model or the new one, never none (the one-active index forbids two).
@@ -38,9 +40,9 @@ def activate_model_if_complete(conn: psycopg.Connection, sql_dir: Path, model: s
         if model not in {m for m, _ in rows}:
             return Activation(model, active, -1, switched=False)
         missing = int(one_row(conn.execute(q.chunks_missing_model, {"model": model}))[0])
-        if missing:
+        if missing and (active is None or bool(one_row(conn.execute(q.model_has_vectors, {"model": active}))[0])):
             return Activation(model, active, missing, switched=False)
         conn.execute(q.deactivate_models, {"model": model})
         conn.execute(q.activate_model, {"model": model})
-    log.info("activated embedding model %s (was %s)", model, active)
-    return Activation(model, model, 0, switched=True)
+    log.info("activated embedding model %s (was %s; %d chunks still to embed)", model, active, missing)
+    return Activation(model, model, missing, switched=True)

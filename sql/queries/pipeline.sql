@@ -39,6 +39,9 @@ SELECT model_id, active FROM embedding_models ORDER BY model_id FOR UPDATE
 SELECT count(*) FROM chunks c
 WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash AND e.model_id = %(model)s)
 
+-- name: model_has_vectors
+SELECT EXISTS (SELECT 1 FROM embeddings WHERE model_id = %(model)s)
+
 -- name: deactivate_models
 UPDATE embedding_models SET active = false WHERE active AND model_id <> %(model)s
 

@@ -28,6 +28,11 @@ def _active(db: psycopg.Connection) -> list[str]:
 
 def test_new_model_activates_only_when_every_chunk_has_a_vector(db: psycopg.Connection):
     hashes = _publish(db)
+    serving = (
+        "INSERT INTO embeddings (content_hash, model_id, vector)"
+        " SELECT %s, 'all-MiniLM-L6-v2', array_fill(0.1, ARRAY[384])::real[]::vector"
+    )
+    db.execute(serving, [hashes[0]])  # the active model serves a set of its own
     db.execute("INSERT INTO embedding_models (model_id, dimensions) VALUES (%s, 3)", [NEW])
     db.execute("INSERT INTO embeddings (content_hash, model_id, vector) VALUES (%s, %s, '[1,0,0]')", [hashes[0], NEW])
     partial = activate_model_if_complete(db, SQL, NEW)
@@ -39,6 +44,17 @@ def test_new_model_activates_only_when_every_chunk_has_a_vector(db: psycopg.Conn
     assert done.switched and done.active == NEW
     assert _active(db) == [NEW]
     assert not activate_model_if_complete(db, SQL, NEW).switched
+
+
+def test_a_model_with_some_vectors_replaces_an_active_one_with_none(db: psycopg.Connection):
+    """A fresh store: the migrations seed a model row without vectors; the configured model's first
+    vectors serve at once rather than none."""
+    hashes = _publish(db)
+    db.execute("INSERT INTO embedding_models (model_id, dimensions) VALUES (%s, 3)", [NEW])
+    db.execute("INSERT INTO embeddings (content_hash, model_id, vector) VALUES (%s, %s, '[1,0,0]')", [hashes[0], NEW])
+    result = activate_model_if_complete(db, SQL, NEW)
+    assert result.switched and result.active == NEW and result.missing == len(hashes) - 1
+    assert _active(db) == [NEW]
 
 
 def test_unknown_model_never_activates(db: psycopg.Connection):
