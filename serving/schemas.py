@@ -95,6 +95,11 @@ class SearchFilters(Strict):
         description="Source names in any case (see /v1/sources; the enum lists the online sources of this "
         "deployment, and the user folders the caller may see are accepted too); an unknown name is a 422.",
     )
+    source_contains: Annotated[str, Field(min_length=1, max_length=64, pattern=QUERY_PATTERN)] | None = Field(
+        default=None,
+        description="Only sources whose name contains this text, in any case (`mitre` matches mitre_attack, "
+        "mitre_car, ...; user folders the caller may see included); ANDed with `sources`.",
+    )
     doc_ids: list[Text] | None = Field(default=None, max_length=1000)
     techniques: list[TechniqueId] | None = Field(
         default=None,

@@ -87,11 +87,12 @@ class Searcher:
         params = self._params(req, analysis, plan, qvec, principal)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
-            params["sources"] = self.catalog.resolve_sources(conn, principal, req.filters.sources)
+            params["sources"] = self._sources(conn, principal, req.filters)
             fixes = self._corrections(conn, req, analysis, plan, params)
             plan = self._label(req, analysis, plan, params, fixes, then_vec=then_vec)
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
-            exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, req.filters)
+            resolved = req.filters.model_copy(update={"sources": params["sources"]})
+            exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, resolved)
             if plan.vec_k:
                 self.sessions.ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
             window_rows = self._fused(conn, req, plan, params, exact_vectors, then_vec=then_vec)
@@ -114,6 +115,15 @@ class Searcher:
             took_ms=round((time.perf_counter() - started) * 1000, 2),
             truncated=truncated,
         )
+
+    def _sources(self, conn: psycopg.Connection, principal: Principal, filters: SearchFilters) -> list[str] | None:
+        """The source names to search: `sources` as stored, narrowed to the names holding `source_contains`."""
+        sources = self.catalog.resolve_sources(conn, principal, filters.sources)
+        if filters.source_contains is None:
+            return sources
+        part = filters.source_contains.strip().casefold()
+        matching = [n for n in self.catalog.visible_sources(conn, principal) if part in n.casefold()]
+        return [n for n in matching if sources is None or n in sources]
 
     def _corrections(
         self,

@@ -407,3 +407,16 @@ def test_a_technique_named_in_full_ranks_its_labelled_documents(client: TestClie
     unlabelled = search(client, "OS Credential Dumping: LSASS Memory", mode="fts", k=5)
     assert all(r["scores"]["label"] is None for r in unlabelled["results"])  # hybrid only
     assert all(r["scores"]["label"] is None for r in search(client, "lsass memory dump", k=5)["results"])
+
+
+def test_a_source_name_fragment_filters_by_substring(client: TestClient) -> None:
+    mitre = search(client, "credential dumping", k=20, filters={"source_contains": "MITRE"})
+    assert mitre["results"] and all(r["source"].startswith("mitre_") for r in mitre["results"])
+    assert len({r["source"] for r in mitre["results"]}) > 1  # mitre_attack and others
+    both = search(client, "credential dumping", k=5, filters={"source_contains": "mitre", "sources": ["sigma"]})
+    assert both["results"] == []  # ANDed with the exact list
+    assert search(client, "mimikatz", k=5, filters={"source_contains": "acme"})["results"] == []  # private
+    alice = search(client, "mimikatz", "alice-key", k=5, filters={"source_contains": "acme"})
+    assert alice["results"] and all(r["source"].startswith("acme") for r in alice["results"])
+    blank = client.post("/v1/search", json={"query": "x", "filters": {"source_contains": " "}})
+    assert blank.status_code == 422
