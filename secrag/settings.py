@@ -90,6 +90,9 @@ class Settings(BaseSettings):
     embedding_threads: int = Field(
         default=0, ge=0, le=64, description="onnxruntime threads embedding documents; 0 = one per core."
     )
+    model_cache_dir: Path | None = Field(
+        default=None, description="Where the ONNX exports of the models are kept; unset = <data_dir>/models."
+    )
 
     @property
     def pgdata(self) -> Path:
@@ -97,8 +100,8 @@ class Settings(BaseSettings):
 
     @property
     def models_dir(self) -> Path:
-        """Exported models (the API's ONNX query encoder)."""
-        return self.data_dir / "models"
+        """Exported models (the ONNX document and query encoders); the container image bakes them in."""
+        return self.model_cache_dir or self.data_dir / "models"
 
 
 @lru_cache(maxsize=1)

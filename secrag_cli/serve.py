@@ -43,6 +43,10 @@ def serve(
     """Serve the search API at http://HOST:PORT/v1 (OpenAPI at /docs, MCP at /mcp/)."""
     import uvicorn
 
+    from secrag import logs
+
+    log_format = (click.get_current_context().obj or {}).get("log_format", "text")
+
     if bool(ssl_certfile) != bool(ssl_keyfile):
         raise click.UsageError("--ssl-certfile and --ssl-keyfile go together")
     check_port_free(host, port, "--port")  # one line, not a traceback from inside uvicorn
@@ -53,6 +57,7 @@ def serve(
         port=port,
         workers=workers,
         log_level=log_level,
+        log_config=logs.config_dict(log_format, log_level),  # applied again in every worker process
         proxy_headers=forwarded_allow_ips is not None,
         forwarded_allow_ips=forwarded_allow_ips,
         ssl_certfile=ssl_certfile,

@@ -107,17 +107,16 @@ def _encoder_factory(settings: ServingSettings) -> Callable[[str], QueryEncoder]
 
 def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPolicy | None = None) -> Service:
     """Open the pool, load the active model's encoder, read the search config."""
-    url = database.database_url(settings)
     queries = Queries(settings.sql_dir, "serving")
     sessions = ReaderSessions(queries, settings)
-    login = reader_url(settings, url)
+    login = reader_url(settings)
     sessions.check_login(login, settings.connect_timeout)  # a privileged login stops the start here
     pool = open_reader_pool(login, settings, sessions)
     make_encoder = _encoder_factory(settings)
     encoder = make_encoder(_serving_model(pool, queries, settings))
     query_log = None
     if settings.query_log:
-        query_log = QueryLog(querylog_url(settings, url), queries, with_text=settings.query_log_text)
+        query_log = QueryLog(querylog_url(settings), queries, with_text=settings.query_log_text)
         query_log.open()
     service = Service(
         settings=settings,

@@ -33,14 +33,15 @@ MAX_EF_SEARCH = 1000
 TRGM_THRESHOLD = 0.3
 
 
-def reader_url(settings: ServingSettings, database_url: str) -> str:
-    """The API's login: SECRAG_READER_DATABASE_URL, else the secrag database as secrag_reader."""
-    return settings.reader_database_url or database.with_user(database_url, READER_ROLE)
+def reader_url(settings: ServingSettings) -> str:
+    """The API's login: SECRAG_READER_DATABASE_URL, else the secrag database (DATABASE_URL's, or the
+    embedded server's) as secrag_reader. With the former the API never needs the owner's URL."""
+    return settings.reader_database_url or database.with_user(database.database_url(settings), READER_ROLE)
 
 
-def querylog_url(settings: ServingSettings, database_url: str) -> str:
+def querylog_url(settings: ServingSettings) -> str:
     """The query log's login: SECRAG_QUERYLOG_DATABASE_URL, else the secrag database as secrag_querylog."""
-    return settings.querylog_database_url or database.with_user(database_url, QUERYLOG_ROLE)
+    return settings.querylog_database_url or database.with_user(database.database_url(settings), QUERYLOG_ROLE)
 
 
 def _ways_out(conn: psycopg.Connection[Any], queries: Queries) -> list[str]:

@@ -99,18 +99,11 @@ class ServingSettings(Settings):
         default=True,
         description="Run a few searches at start-up, before the first request (serving/warm_up.py).",
     )
-    model_cache_dir: Path | None = Field(
-        default=None, description="Where the ONNX export of the model is kept; unset = <data_dir>/models."
-    )
     mcp_enabled: bool = Field(default=True, description="Serve the MCP tools at /mcp.")
     mcp_allowed_hosts: list[str] = Field(
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
         description="Host headers the MCP endpoint accepts (DNS-rebinding protection).",
     )
-
-    @property
-    def models_dir(self) -> Path:
-        return self.model_cache_dir or super().models_dir
 
 
 @lru_cache(maxsize=1)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -11,15 +13,33 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from dagster import DagsterInstance
 from psycopg import sql
 
 from secrag import database
 from tests.plugins.upstream import SNAPSHOT
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main"]
+
+
+@contextmanager
+def mock_env(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
 SOURCE = "hijacklibs"
 
 
@@ -31,7 +51,9 @@ def _free_port() -> int:
 
 @pytest.fixture
 def live_dagster(tmp_path: Path, db_url: str, pg_server_url: str) -> Iterator[tuple[str, dict[str, str]]]:
-    """`secrag run --no-api` over a one-source snapshot; yields (Dagster URL, the environment)."""
+    """`secrag run --no-api` over a one-source snapshot: Dagster's production topology (a code server,
+    dagster-webserver and dagster-daemon with deploy/dagster.yaml and workspace.yaml); yields (Dagster
+    URL, the environment)."""
     snapshot = tmp_path / "snapshot"
     snapshot.mkdir()
     (snapshot / SOURCE).symlink_to(SNAPSHOT / SOURCE)
@@ -45,10 +67,10 @@ def live_dagster(tmp_path: Path, db_url: str, pg_server_url: str) -> Iterator[tu
             "SECRAG_DAGSTER_DATABASE_NAME": instance_db,
         }
     )
-    port = _free_port()
+    port, code_port = _free_port(), _free_port()
     log = (tmp_path / "run.log").open("wb")
     proc = subprocess.Popen(
-        [*SECRAG, "run", "--no-api", "--dagster-port", str(port)],
+        [*SECRAG, "run", "--no-api", "--dagster-port", str(port), "--code-server-port", str(code_port)],
         env=env,
         cwd=tmp_path,
         stdout=log,
@@ -79,7 +101,10 @@ def live_dagster(tmp_path: Path, db_url: str, pg_server_url: str) -> Iterator[tu
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(instance_db)))
 
 
-def test_backfill_queues_a_run_and_waits_for_it(live_dagster: tuple[str, dict[str, str]], db_url: str) -> None:
+def test_backfill_queues_a_run_and_waits_for_it(
+    live_dagster: tuple[str, dict[str, str]], db_url: str, tmp_path: Path
+) -> None:
+    """Submitted through the webserver, queued, dequeued by the daemon, run by the code server."""
     url, env = live_dagster
     result = subprocess.run(
         [*SECRAG, "backfill", SOURCE, "--wait", "--timeout", "600", "--dagster-url", url],
@@ -96,3 +121,22 @@ def test_backfill_queues_a_run_and_waits_for_it(live_dagster: tuple[str, dict[st
         docs = conn.execute("SELECT count(*) FROM documents WHERE source = %s", [SOURCE]).fetchone()[0]
         state = conn.execute("SELECT state FROM sources WHERE name = %s", [SOURCE]).fetchone()[0]
     assert docs > 0 and state == "ok"
+    log = (tmp_path / "run.log").read_text(errors="replace")
+    assert "dagster code server ready" in log
+    assert "dagster dev" not in log and "DAGSTER_HOME" not in log  # no development-mode or instance warnings
+    with _instance(env) as instance:
+        [run] = instance.get_runs()
+        assert run.tags["secrag/source"] == SOURCE
+        kinds = {e.dagster_event.event_type_value for e in instance.all_logs(run.run_id) if e.dagster_event}
+    # Enqueued by the webserver; only the daemon's run queue launches a queued run (STARTING).
+    assert {"PIPELINE_ENQUEUED", "PIPELINE_STARTING", "PIPELINE_SUCCESS"} <= kinds
+
+
+@contextmanager
+def _instance(env: dict[str, str]) -> Iterator[DagsterInstance]:
+    """The running Dagster's instance, as `. .secrag/dagster/env.sh` gives it to CLI commands."""
+    home = Path(env["SECRAG_DATA_DIR"]) / "dagster"
+    values = dict(re.findall(r"^export (\w+)=(.*)$", (home / "env.sh").read_text(), re.M))
+    with mock_env({k: shlex.split(v)[0] for k, v in values.items()}):
+        with DagsterInstance.from_config(str(home)) as instance:
+            yield instance

@@ -32,3 +32,16 @@ def test_the_prune_command_lists_then_removes(
     assert [m.model_id for m in stored_models(db, SQL_DIR)] == [FP32]
     again = CliRunner().invoke(models, ["prune"])
     assert "nothing to prune" in again.output
+
+
+def test_export_fills_the_model_cache_and_refuses_unknown_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    from secrag.onnx_export import onnx_path
+    from secrag.settings import Settings
+
+    cache = Settings(_env_file=None).models_dir  # type: ignore[call-arg]  # the suite's exports, reused
+    monkeypatch.setenv("SECRAG_MODEL_CACHE_DIR", str(cache))
+    done = CliRunner().invoke(models, ["export", "--model", INT8])
+    assert done.exit_code == 0, done.output
+    assert f"{INT8}: {onnx_path(INT8, cache)} (sha256 " in done.output
+    refused = CliRunner().invoke(models, ["export", "--model", "bert-huge"])
+    assert refused.exit_code == 1 and "not on the model allowlist: bert-huge" in refused.output

@@ -112,3 +112,18 @@ def test_the_query_log_writes_as_its_own_insert_only_role(
                 conn.execute("SELECT count(*) FROM documents")
     with database.connect(db_url) as conn:
         assert conn.execute("SELECT count(*) FROM query_log").fetchone()[0] == 1
+
+
+def test_the_reader_url_alone_starts_the_api(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings], tmp_path: Path
+) -> None:
+    """A container given only SECRAG_READER_DATABASE_URL serves, and starts no embedded server."""
+    reader = database.with_user(serving_db_url, "secrag_reader")
+    models = settings_for(serving_db_url).models_dir  # the exports the suite already made
+    settings = settings_for(
+        None, reader_database_url=reader, data_dir=tmp_path / "data", model_cache_dir=models, mcp_enabled=False
+    )
+    with TestClient(create_app(settings)) as api:
+        assert api.get("/readyz").status_code == 200
+        assert api.post("/v1/search", json={"query": "mimikatz", "k": 1}).status_code == 200
+    assert not (tmp_path / "data" / "pgdata").exists()

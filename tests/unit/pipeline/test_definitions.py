@@ -68,13 +68,15 @@ def test_a_model_off_the_allowlist_fails_the_load():
         build_definitions(Settings(_env_file=None, embedding_model="bert-huge"), default_registry(), [])
 
 
-def test_dagster_validates_the_code_location(tmp_path: Path):
+def test_dagster_validates_the_code_location_from_the_repository_root():
+    """Dagster's own CLI works from the root with no DAGSTER_HOME and no secrag variable: the root
+    dagster.yaml is a temporary instance's configuration, the deployments' is deploy/dagster.yaml."""
     dagster = Path(sys.executable).with_name("dagster")
-    # Outside the repository root, so a temporary instance is used instead of ./dagster.yaml (Postgres).
-    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"} | {"PYTHONPATH": str(REPO_ROOT)}
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME" and not k.startswith("SECRAG_")}
+    before = set(REPO_ROOT.iterdir())
     proc = subprocess.run(
         [str(dagster), "definitions", "validate", "-m", "pipeline.definitions"],
-        cwd=tmp_path,
+        cwd=REPO_ROOT,
         env=env,
         capture_output=True,
         text=True,
@@ -82,3 +84,4 @@ def test_dagster_validates_the_code_location(tmp_path: Path):
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Validation successful" in proc.stdout + proc.stderr
+    assert set(REPO_ROOT.iterdir()) == before  # the temporary instance is gone

@@ -1,0 +1,132 @@
+"""deploy/: every command that compose.yaml, the Kubernetes manifests, the Helm values and the
+Dockerfile run exists among the image's entry points (the console scripts of this environment) and
+accepts its arguments (each is run with `--help` appended, which parses them first)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from secrag.settings import REPO_ROOT
+
+DEPLOY = REPO_ROOT / "deploy"
+BIN = Path(sys.executable).parent
+
+
+def _compose() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+
+
+def _k8s_documents() -> Iterator[dict[str, Any]]:
+    for path in sorted((DEPLOY / "k8s").glob("*.yaml")):
+        yield from (d for d in yaml.safe_load_all(path.read_text()) if d)
+
+
+def _containers(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = doc.get("spec", {})
+    pod = spec.get("template", {}).get("spec", {})
+    return list(pod.get("containers", []))
+
+
+def _expand(arg: str) -> str:
+    """Compose's `${NAME:-default}` with its default."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", arg)
+
+
+def _commands() -> list[tuple[str, list[str]]]:
+    found: list[tuple[str, list[str]]] = []
+    for name, service in _compose()["services"].items():
+        if "build" not in service:
+            continue  # PostgreSQL's own image
+        if "command" in service:
+            found.append((f"compose {name}", [_expand(a) for a in service["command"]]))
+        test = service.get("healthcheck", {}).get("test", [])
+        if test[:1] == ["CMD"] and test[1] != "python":
+            found.append((f"compose {name} healthcheck", test[1:]))
+    for doc in _k8s_documents():
+        for container in _containers(doc):
+            found.append((f"k8s {doc['metadata']['name']}", container["command"]))
+    values = yaml.safe_load((DEPLOY / "helm" / "dagster-values.yaml").read_text())
+    for deployment in values["dagster-user-deployments"]["deployments"]:
+        found.append((f"helm {deployment['name']}", ["dagster", "code-server", "start", *deployment["codeServerArgs"]]))
+    cmd = re.search(r"^CMD (\[.*\])$", (DEPLOY / "Dockerfile").read_text(), re.M)
+    assert cmd is not None
+    found.append(("Dockerfile CMD", yaml.safe_load(cmd.group(1))))
+    return found
+
+
+COMMANDS = _commands()
+
+
+def test_every_role_of_the_image_is_deployed() -> None:
+    programs = {tuple(c[:3]) for _, c in COMMANDS}
+    assert ("secrag", "db", "migrate") in programs
+    assert ("dagster", "code-server", "start") in programs
+    assert any(p[0] == "dagster-webserver" for p in programs)
+    assert ("dagster-daemon", "run", "-w") in programs
+    assert any(p[:2] == ("secrag", "serve") for p in programs)
+
+
+@pytest.mark.parametrize(("where", "command"), COMMANDS, ids=[w for w, _ in COMMANDS])
+def test_each_command_is_an_entry_point_that_takes_its_arguments(where: str, command: list[str]) -> None:
+    program = BIN / command[0]
+    assert program.is_file(), f"{where}: {command[0]} is not a console script of the image"
+    result = subprocess.run(
+        [str(program), *command[1:], "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, f"{where}: {' '.join(command)}\n{result.stdout[-1500:]}{result.stderr[-1500:]}"
+    assert "Usage:" in result.stdout
+
+
+def test_compose_wires_the_roles_like_dagsters_docker_deployment() -> None:
+    services = _compose()["services"]
+    assert set(services) == {"postgres", "migrate", "code-server", "webserver", "daemon", "api"}
+    for name in ("code-server", "api"):
+        assert services[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
+    for name in ("webserver", "daemon"):
+        assert services[name]["depends_on"]["code-server"] == {"condition": "service_healthy"}
+        assert "/opt/secrag/workspace.yaml" in services[name]["command"]
+    # The API logs in as the read-only role and is never given the owner's URL.
+    api_env = services["api"]["environment"]
+    assert set(api_env) == {"SECRAG_READER_DATABASE_URL"}
+    assert api_env["SECRAG_READER_DATABASE_URL"].startswith("postgresql://secrag_reader:")
+    assert all("healthcheck" in s for n, s in services.items() if n != "migrate")
+    example = (DEPLOY / ".env.example").read_text()
+    for variable in set(re.findall(r"\$\{([A-Z_]+):\?", (DEPLOY / "compose.yaml").read_text())):
+        assert f"\n{variable}=" in f"\n{example}", f"{variable} is required by compose.yaml but not in .env.example"
+
+
+def test_the_image_holds_the_files_the_roles_read() -> None:
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert "COPY workspace.yaml /opt/secrag/workspace.yaml" in dockerfile
+    assert "deploy/dagster.yaml /opt/secrag/dagster_home/dagster.yaml" in dockerfile
+    assert "DAGSTER_HOME=/opt/secrag/dagster_home" in dockerfile
+    assert "torch==2.13.0" in dockerfile and "download.pytorch.org/whl/cpu" in dockerfile
+    assert re.search(r"^USER secrag$", dockerfile, re.M)
+    assert "secrag models export" in dockerfile
+    for source in re.findall(r"^COPY (?!--from)(?:--chown=\S+ )?(\S+)", dockerfile, re.M):
+        assert (REPO_ROOT / source).exists(), source
+
+
+def test_kubernetes_api_probes_and_secrets() -> None:
+    docs = {(d["kind"], d["metadata"]["name"]): d for d in _k8s_documents()}
+    deployment = docs[("Deployment", "secrag-api")]
+    [container] = _containers(deployment)
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["envFrom"] == [{"secretRef": {"name": "secrag-reader"}}]
+    assert container["resources"]["requests"] and container["resources"]["limits"]
+    assert ("Service", "secrag-api") in docs and ("HorizontalPodAutoscaler", "secrag-api") in docs
+    values = yaml.safe_load((DEPLOY / "helm" / "dagster-values.yaml").read_text())
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    assert values["postgresql"]["enabled"] is False
+    queue = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
+    instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+    assert queue["tagConcurrencyLimits"] == instance["concurrency"]["runs"]["tag_concurrency_limits"]
