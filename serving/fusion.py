@@ -13,6 +13,7 @@ _LEG_FIELDS = {
     "vec": ("vec_score", "vec_rank"),
     "fuzzy": ("fuzzy_score", "fuzzy_rank"),
     "label": ("label_score", "label_rank"),
+    "neighbours": ("neighbours_score", "neighbours_rank"),
 }
 
 
@@ -32,7 +33,13 @@ def fuse(
     Hybrid scores are sum(w_leg / (rrf_k0 + rank_leg)) / rrf_max; a single-leg mode keeps the
     leg's own score (fts rank, cosine similarity or trigram similarity).
     """
-    weights = {"fts": plan.w_fts, "vec": plan.w_vec, "fuzzy": plan.w_fuzzy, "label": plan.w_label}
+    weights = {
+        "fts": plan.w_fts,
+        "vec": plan.w_vec,
+        "fuzzy": plan.w_fuzzy,
+        "label": plan.w_label,
+        "neighbours": plan.w_neighbours,
+    }
     items: dict[str, dict[str, Any]] = {}
 
     def item(row: Row) -> dict[str, Any]:
@@ -56,6 +63,8 @@ def fuse(
                 "fuzzy_rank": None,
                 "label_score": None,
                 "label_rank": None,
+                "neighbours_score": None,
+                "neighbours_rank": None,
             }
         found["ident_hit"] = found["ident_hit"] or bool(row.get("ident_hit"))
         return found

@@ -25,6 +25,12 @@ class LegScores(BaseModel):
         description="The document is labelled with a technique the query names; cosine similarity and rank "
         "among those documents' chunks.",
     )
+    neighbours: LegScore | None = Field(
+        default=None,
+        description="The document is labelled with techniques of the query's nearest documents (any source); "
+        "the mean vote of its labels (each near document votes its cosine similarity, split over its labels) "
+        "and rank.",
+    )
 
 
 class SearchResult(BaseModel):

@@ -28,6 +28,7 @@ def search_result(row: dict[str, Any]) -> SearchResult:
             vector=_leg(row["vec_score"], row["vec_rank"]),
             fuzzy=_leg(row["fuzzy_score"], row["fuzzy_rank"]),
             label=_leg(row.get("label_score"), row.get("label_rank")),
+            neighbours=_leg(row.get("neighbours_score"), row.get("neighbours_rank")),
         ),
         techniques=list(row["techniques"] or ()),
         platforms=list(row["platforms"] or ()),

@@ -128,6 +128,7 @@ class Plan:
     window: int
     needs_vector: bool
     w_label: float = 0.0  # the label leg's weight: set when the query names a technique (hybrid only)
+    w_neighbours: float = 0.0  # the neighbours leg's weight: techniques of the nearest documents (hybrid only)
 
 
 def plan_for(
@@ -174,6 +175,7 @@ def rrf_max(plan: Plan, k0: int) -> float:
         + (plan.w_vec if plan.vec_k else 0)
         + (plan.w_fuzzy if plan.fuzzy_k else 0)
         + plan.w_label
+        + plan.w_neighbours
     )
     return total / (k0 + 1) if total > 0 else 1.0
 

@@ -157,10 +157,14 @@ class Searcher:
         *,
         then_vec: bool,
     ) -> logic.Plan:
-        """The techniques a hybrid query names in full (after spelling correction) for the label leg."""
+        """The techniques a hybrid query names in full (after spelling correction) for the label leg, and
+        the neighbours leg (techniques of the query's nearest documents) for every hybrid text query."""
         params["label_ids"] = []
+        neighbours = self.config.neighbours  # serving/search.yaml
+        params["nb_chunks"], params["nb_docs"] = neighbours.chunks, neighbours.documents
         if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", "natural"}:
             return plan
+        plan = dataclasses.replace(plan, w_neighbours=neighbours.weight if plan.vec_k else 0.0)
         ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))
         if not ids:
             return plan
@@ -229,6 +233,7 @@ class Searcher:
                 "fts": plan.fts_k > 0 and not params["pool_fts"],
                 "fuzzy": plan.fuzzy_k > 0,
                 "label": bool(params["label_ids"]),
+                "neighbours": plan.w_neighbours > 0,
                 "exact": bool(params["exact_ids"] or params["child_ids"]),
             }
         statement = self.statements.search(
@@ -237,7 +242,7 @@ class Searcher:
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg, needed in wanted.items() if needed}
         for row in _fetch(conn, statement, params):
             rows[row["leg"]].append(row)
-        for leg in ("vec", "fts", "fts_vec", "fuzzy", "label"):  # each leg best first (UNION ALL promises no order)
+        for leg in ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours"):  # best first (UNION ALL has no order)
             if leg in rows:
                 rows[leg].sort(key=_best_first)
         exact = rows.pop("exact", [])

@@ -12,7 +12,7 @@ from psycopg import sql
 from secrag.queries import Queries
 
 # `vec` is either leg_vec (HNSW) or leg_vec_exact (exact distances); `fts_vec` serves strategy fts_then_vec
-LEGS = ("vec", "fts", "fts_vec", "fuzzy", "label", "exact")
+LEGS = ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours", "exact")
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         "fts_vec": fill(queries.leg_fts_vec),
         "fuzzy": fill(queries.leg_fuzzy),
         "label": fill(queries.leg_label),
+        "neighbours": fill(queries.leg_neighbours),
         "exact": fill(queries.leg_exact),
     }
     vec_exact = fill(queries.leg_vec_exact)

@@ -172,6 +172,46 @@ WHERE d.techniques && %(label_ids)s::text[] AND {filters}
 ORDER BY score DESC, c.chunk_id
 LIMIT %(vec_k)s
 
+-- name: leg_neighbours
+-- Documents labelled with the techniques of the query's nearest documents in any source the caller may
+-- see (kNN label transfer): a pasted Atomic test, Elastic rule or CAPEC pattern finds its ATT&CK
+-- techniques through the rules and tests near it, whose upstream labels name them, even when no
+-- technique text shares its words. Each near document votes its similarity, split over its labels
+-- (a group citing 60 techniques votes little for each), and half of a sub-technique's vote goes to
+-- its parent; a labelled document scores the mean vote of its labels. First chunks only.
+WITH nn AS MATERIALIZED (
+    SELECT c.doc_id, (1 - ({vec} <=> %(qvec)s::vector))::float8 AS sim
+    FROM embeddings e
+    JOIN chunks c ON c.content_hash = e.content_hash
+    JOIN documents d ON d.doc_id = c.doc_id
+    WHERE e.model_id = {model} AND {visible}
+    ORDER BY {vec} <=> %(qvec)s::vector
+    LIMIT %(nb_chunks)s
+), near AS (
+    SELECT doc_id, max(sim) AS sim FROM nn GROUP BY doc_id ORDER BY sim DESC, doc_id LIMIT %(nb_docs)s
+), votes AS MATERIALIZED (
+    SELECT t.technique, sum(n.sim / cardinality(d.techniques) * t.share)::float8 AS vote
+    FROM near n
+    JOIN documents d ON d.doc_id = n.doc_id AND cardinality(d.techniques) > 0
+    CROSS JOIN LATERAL (
+        SELECT x, 1.0 FROM unnest(d.techniques) x
+        UNION ALL
+        SELECT split_part(x, '.', 1), 0.5 FROM unnest(d.techniques) x WHERE strpos(x, '.') > 0
+    ) t(technique, share)
+    GROUP BY t.technique
+)
+SELECT 'neighbours' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
+       ((SELECT sum(v.vote) FROM votes v WHERE v.technique = ANY(d.techniques))
+        / cardinality(d.techniques))::float8 AS score,
+       NULL::float8 AS pool_fts, false AS ident_hit, false AS is_exact, NULL::float8 AS vec_score
+FROM documents d
+JOIN chunks c ON c.chunk_id = d.doc_id || '#0'
+WHERE d.techniques && (SELECT coalesce(array_agg(technique), '{{}}') FROM votes)
+  AND (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))  -- before the chunks are read
+  AND {filters}
+ORDER BY score DESC, c.chunk_id
+LIMIT %(vec_k)s
+
 -- name: leg_exact
 -- The document named by an exact identifier (exact) and, for a parent technique, its sub-techniques.
 SELECT 'exact' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, 1.0::float8 AS score,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from secrag import database
+from serving.app import create_app
+from serving.settings import ServingSettings
 
 from .conftest import doc_ids, search
 
@@ -103,7 +107,8 @@ def test_score_scales_per_mode(client: TestClient, mode: str, low: float, high: 
 def test_hybrid_fuses_legs_by_reciprocal_rank(client: TestClient) -> None:
     payload = search(client, "powershell download cradle", k=10, rrf_k0=60, w_fuzzy=0)
     for r in payload["results"]:
-        expected = sum(1 / (60 + v["rank"]) for k, v in r["scores"].items() if v and k != "fuzzy") / (2 / 61)
+        # three legs at weight 1: full text, vectors and the neighbours leg (every hybrid text query)
+        expected = sum(1 / (60 + v["rank"]) for k, v in r["scores"].items() if v and k != "fuzzy") / (3 / 61)
         assert r["score"] == pytest.approx(expected, rel=1e-4)
 
 
@@ -420,3 +425,30 @@ def test_a_source_name_fragment_filters_by_substring(client: TestClient) -> None
     assert alice["results"] and all(r["source"].startswith("acme") for r in alice["results"])
     blank = client.post("/v1/search", json={"query": "x", "filters": {"source_contains": " "}})
     assert blank.status_code == 422
+
+
+def test_the_labels_of_near_documents_bring_their_techniques(client: TestClient) -> None:
+    """kNN label transfer: an Atomic test's own words, asked of ATT&CK, find the technique it is
+    labelled with through the neighbours leg (the test itself and the rules near it vote)."""
+    body = {"filters": {"sources": ["atomic"], "techniques": ["T1218.011"]}, "return": {"text": True}}
+    [atomic] = search(client, "rundll32", k=1, **body)["results"]
+    question = f"{atomic['title']}. {atomic['text']}"[:900]
+    payload = search(client, question, k=5, filters={"sources": ["mitre_attack"]})
+    top = {r["doc_id"]: r for r in payload["results"]}
+    assert "mitre_attack:T1218.011" in list(top)[:3]
+    assert top["mitre_attack:T1218.011"]["scores"]["neighbours"] is not None
+    assert top["mitre_attack:T1218.011"]["scores"]["neighbours"]["rank"] <= 2  # among the most voted
+    for mode in ("fts", "vector"):  # hybrid only
+        single = search(client, question, mode=mode, k=5, filters={"sources": ["mitre_attack"]})
+        assert all(r["scores"]["neighbours"] is None for r in single["results"])
+    assert all(r["scores"]["neighbours"] is None for r in search(client, "T1218.011", k=3)["results"])
+
+
+def test_weight_zero_turns_the_neighbours_leg_off(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings], tmp_path: Path
+) -> None:
+    config = tmp_path / "search.yaml"
+    config.write_text("neighbours: {weight: 0}\n")
+    with TestClient(create_app(settings_for(serving_db_url, search_config=config, mcp_enabled=False))) as api:
+        payload = search(api, "rundll32 executing a dll export", k=5, filters={"sources": ["mitre_attack"]})
+    assert payload["results"] and all(r["scores"]["neighbours"] is None for r in payload["results"])

@@ -21,9 +21,28 @@ def test_shipped_search_config_loads() -> None:
     assert config.boost("mitre_attack") == 1.0 and config.boost("unknown") == 1.0
     assert config.threshold("fuzzy", "keyword") == 0.45
     assert config.threshold("vector", "natural") == -1.0
+    assert (config.neighbours.weight, config.neighbours.documents, config.neighbours.chunks) == (1.0, 5, 40)
 
 
-@pytest.mark.parametrize("text", ["thresholds: {magic: {default: 1}}", "surprise: 1", "source_boosts: {sigma: lots}"])
+def test_the_neighbours_leg_is_configurable(tmp_path: Path) -> None:
+    path = tmp_path / "search.yaml"
+    path.write_text("neighbours: {weight: 0, documents: 3}")
+    config = load_search_config(path)
+    assert (config.neighbours.weight, config.neighbours.documents, config.neighbours.chunks) == (0, 3, 40)
+    assert load_search_config(tmp_path / "absent.yaml").neighbours.weight == 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "thresholds: {magic: {default: 1}}",
+        "surprise: 1",
+        "source_boosts: {sigma: lots}",
+        "neighbours: {documents: 0}",
+        "neighbours: {weight: -1}",
+        "neighbours: {votes: 3}",
+    ],
+)
 def test_bad_search_config_is_refused(tmp_path: Path, text: str) -> None:
     path = tmp_path / "search.yaml"
     path.write_text(text)
