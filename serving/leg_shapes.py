@@ -51,7 +51,7 @@ class LegShaper:
             params["pool_fts"] = True
             if analysis.fts_text.count(" or ") >= POOL_MAX_WORDS:
                 params["fts_text"] = self.rare_words(conn, params, POOL_MAX_WORDS, 1.0) or params["fts_text"]
-        elif req.mode == "fts" and analysis.query_type == "natural":
+        elif req.mode in ("fts", "fuzzy") and analysis.query_type == "natural":
             params["fts_text"] = self.rare_words(conn, params, PROSE_MAX_WORDS, PROSE_MAX_SHARE) or params["fts_text"]
 
     def pool_fts(

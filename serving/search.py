@@ -160,7 +160,9 @@ def plan_for(
     if mode == "vector":
         return Plan(0, per_leg, 0, 0, 1, 0, "vec", window, True)
     if mode == "fuzzy":
-        return Plan(0, 0, max(per_leg, 100), 0, 0, 1, "fuzzy", max(window, 100), False)
+        # Typo-tolerant lexical search: trigram titles and full text over the spelling-corrected query,
+        # fused by reciprocal rank with hybrid's weights (no vectors).
+        return Plan(per_leg, 0, max(per_leg, 100), w_fts, 0, w_fuzzy, "", max(window, 100), False)
     typo_prone = query_type not in IDENTIFIER_TYPES or query_type == "identifier"
     fuzzy_k = per_leg if short and typo_prone and w_fuzzy > 0 else 0
     return Plan(
@@ -197,9 +199,7 @@ def rescore(
         if item.get("fuzzy_score") is not None:
             item["fuzzy_score"] = fuzzy_score(query, item["title"], item.get("identifiers") or "")
         score = float(item["score"]) if item["score"] is not None else 0.0
-        if mode == "fuzzy":
-            score = item["fuzzy_score"] if item.get("fuzzy_score") is not None else 0.0
-        if item["exact"] and mode in ("hybrid", "fts"):
+        if item["exact"] and mode in ("hybrid", "fts", "fuzzy"):
             score = max(score, 1.0)
         score *= config.boost(item["source"])
         item["score"] = score

@@ -78,7 +78,18 @@ def test_fuzzy_mode_survives_typos(client: TestClient) -> None:
     top = payload["results"][0]
     assert "mimikatz" in (top["title"].lower() + " " + top["doc_id"]) or top["scores"]["fuzzy"]["score"] >= 0.8
     assert all(0.0 <= r["score"] <= 1.0 for r in payload["results"])
-    assert all(r["scores"]["fuzzy"] is not None and r["scores"]["fts"] is None for r in payload["results"])
+    assert all(r["scores"]["vector"] is None for r in payload["results"])  # lexical legs only
+    assert any(r["scores"]["fuzzy"] is not None for r in payload["results"])
+
+
+def test_fuzzy_mode_corrects_spelling_for_its_full_text_leg(client: TestClient) -> None:
+    """Typo tolerance beyond titles: a misspelt word of a longer query is corrected for full text."""
+    payload = search(client, "credentail dumping from lsass memory", mode="fuzzy", k=5)
+    assert payload["corrections"] == {"credentail": "credential"}
+    assert any(r["scores"]["fts"] is not None for r in payload["results"])
+    assert "mitre_attack:T1003.001" in doc_ids(payload) or any(
+        "lsass" in r["title"].lower() for r in payload["results"]
+    )
 
 
 def test_natural_language_query_ranks_the_technique(client: TestClient) -> None:
@@ -95,7 +106,7 @@ def test_score_scales_per_mode(client: TestClient, mode: str, low: float, high: 
     scores = [r["score"] for r in payload["results"]]
     assert all(low <= s <= high for s in scores)
     assert scores == sorted(scores, reverse=True)
-    leg = {"fts": "fts", "vector": "vector", "fuzzy": "fuzzy"}.get(mode)
+    leg = {"fts": "fts", "vector": "vector"}.get(mode)  # hybrid and fuzzy are fused
     for r in payload["results"]:
         if leg:
             assert r["scores"][leg]["score"] == pytest.approx(r["score"], abs=1e-5)

@@ -19,7 +19,7 @@ from serving.search_config import load_search_config
 def test_shipped_search_config_loads() -> None:
     config = load_search_config(package_path("serving", "search.yaml"))
     assert config.boost("mitre_attack") == 1.0 and config.boost("unknown") == 1.0
-    assert config.threshold("fuzzy", "keyword") == 0.45
+    assert config.threshold("fuzzy", "keyword") == 0.0
     assert config.threshold("vector", "natural") == -1.0
     assert (config.neighbours.weight, config.neighbours.documents, config.neighbours.chunks) == (1.0, 5, 40)
 

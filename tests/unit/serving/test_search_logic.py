@@ -103,6 +103,22 @@ def test_plans() -> None:
         group_by_doc=False,
     )
     assert (fts.vec_k, fts.needs_vector, fts.single_leg) == (0, False, "fts")
+    fuzzy = search.plan_for(
+        "fuzzy",
+        k=5,
+        offset=0,
+        query="credentail dumping from lsass memory",
+        fts_k=None,
+        vec_k=None,
+        w_fts=1,
+        w_vec=1,
+        w_fuzzy=0.5,
+        rerank_k=10,
+        group_by_doc=False,
+    )
+    # typo-tolerant lexical search: trigram titles and full text fused, no vectors
+    assert (fuzzy.fts_k, fuzzy.vec_k, fuzzy.fuzzy_k, fuzzy.single_leg, fuzzy.needs_vector) == (60, 0, 100, "", False)
+    assert search.rrf_max(fuzzy, 60) == pytest.approx(1.5 / 61)
 
 
 def _row(
