@@ -28,6 +28,17 @@ class Neighbours(ConfigModel):
     chunks: int = Field(default=40, ge=1, le=400, description="Nearest chunks read to find those documents.")
 
 
+class LegWeights(ConfigModel):
+    """Hybrid leg weights for one query shape; unset legs keep their defaults (the request's w_fts,
+    w_vec, w_fuzzy; the label leg's 1.0; `neighbours.weight`)."""
+
+    fts: float | None = Field(default=None, ge=0, le=10)
+    vec: float | None = Field(default=None, ge=0, le=10)
+    fuzzy: float | None = Field(default=None, ge=0, le=10)
+    label: float | None = Field(default=None, ge=0, le=10)
+    neighbours: float | None = Field(default=None, ge=0, le=10)
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """Boost per source name; threshold per mode and query shape (`default` as the fallback); the
@@ -36,6 +47,11 @@ class SearchConfig:
     source_boosts: Mapping[str, float] = field(default_factory=dict)
     thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     neighbours: Neighbours = field(default_factory=Neighbours)
+    class_weights: Mapping[str, LegWeights] = field(default_factory=dict)
+
+    def weights(self, query_type: str) -> LegWeights:
+        """The leg weights configured for this query shape (every field None when none are)."""
+        return self.class_weights.get(query_type) or LegWeights()
 
     def boost(self, source: str) -> float:
         return self.source_boosts.get(source, 1.0)
@@ -51,6 +67,13 @@ class SearchConfigFile(ConfigModel):
     source_boosts: dict[str, float] = Field(default_factory=dict)
     thresholds: dict[Mode, dict[str, float]] = Field(default_factory=dict)
     neighbours: Neighbours = Field(default_factory=Neighbours)
+    class_weights: dict[str, LegWeights] = Field(default_factory=dict)
+
+    @field_validator("class_weights")
+    @classmethod
+    def _weight_shapes(cls, weights: dict[str, LegWeights]) -> dict[str, LegWeights]:
+        check_names(weights, QUERY_SHAPES, "query shape")
+        return weights
 
     @field_validator("source_boosts")
     @classmethod
@@ -80,4 +103,5 @@ def load_search_config(path: Path) -> SearchConfig:
         source_boosts=MappingProxyType(dict(raw.source_boosts)),
         thresholds=MappingProxyType({mode: MappingProxyType(dict(v)) for mode, v in raw.thresholds.items()}),
         neighbours=raw.neighbours,
+        class_weights=MappingProxyType(dict(raw.class_weights)),
     )

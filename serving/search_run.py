@@ -69,6 +69,7 @@ class Searcher:
     def _search(self, req: SearchRequest, principal: Principal, started: float) -> SearchResponse:
         analysis = logic.analyse(req.query)
         enriched = enrich(req.query.strip(), self.catalog.technique_lookup())
+        w_fts, w_vec, w_fuzzy = self._weights(req, analysis)
         plan = logic.plan_for(
             req.mode,
             k=req.k,
@@ -76,9 +77,9 @@ class Searcher:
             query=req.query,
             fts_k=req.fts_k,
             vec_k=req.vec_k,
-            w_fts=req.w_fts,
-            w_vec=req.w_vec,
-            w_fuzzy=req.w_fuzzy,
+            w_fts=w_fts,
+            w_vec=w_vec,
+            w_fuzzy=w_fuzzy,
             rerank_k=req.rerank_k,
             group_by_doc=req.group_by_doc,
             query_type=analysis.query_type,
@@ -115,6 +116,20 @@ class Searcher:
             took_ms=round((time.perf_counter() - started) * 1000, 2),
             truncated=truncated,
         )
+
+    def _weights(self, req: SearchRequest, analysis: logic.QueryAnalysis) -> tuple[float, float, float]:
+        """w_fts, w_vec and w_fuzzy: the request's, or for a hybrid search the query shape's from
+        search.yaml (`class_weights`) where the request does not set them."""
+        chosen = self.config.weights(analysis.query_type) if req.mode == "hybrid" else None
+        given = req.model_fields_set
+
+        def pick(name: str, configured: float | None) -> float:
+            own = float(getattr(req, f"w_{name}"))
+            return own if name in {f.removeprefix("w_") for f in given} or configured is None else configured
+
+        if chosen is None:
+            return req.w_fts, req.w_vec, req.w_fuzzy
+        return pick("fts", chosen.fts), pick("vec", chosen.vec), pick("fuzzy", chosen.fuzzy)
 
     def _sources(self, conn: psycopg.Connection, principal: Principal, filters: SearchFilters) -> list[str] | None:
         """The source names to search: `sources` as stored, narrowed to the names holding `source_contains`."""
@@ -164,12 +179,20 @@ class Searcher:
         params["nb_chunks"], params["nb_docs"] = neighbours.chunks, neighbours.documents
         if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", "natural"}:
             return plan
-        plan = dataclasses.replace(plan, w_neighbours=neighbours.weight if plan.vec_k else 0.0)
+        chosen = self.config.weights(analysis.query_type)
+        weight = neighbours.weight if chosen.neighbours is None else chosen.neighbours
+        plan = dataclasses.replace(plan, w_neighbours=weight if plan.vec_k else 0.0)
         ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))
         if not ids:
             return plan
+        # A query that names a technique is of the technique-name class whatever its shape: it says
+        # which technique it means, so its neighbours keep the default weight.
         params["label_ids"] = list(ids)
-        return dataclasses.replace(plan, w_label=LABEL_WEIGHT)
+        return dataclasses.replace(
+            plan,
+            w_label=LABEL_WEIGHT if chosen.label is None else chosen.label,
+            w_neighbours=neighbours.weight if plan.vec_k else 0.0,
+        )
 
     def _params(
         self,

@@ -463,3 +463,26 @@ def test_weight_zero_turns_the_neighbours_leg_off(
     with TestClient(create_app(settings_for(serving_db_url, search_config=config, mcp_enabled=False))) as api:
         payload = search(api, "rundll32 executing a dll export", k=5, filters={"sources": ["mitre_attack"]})
     assert payload["results"] and all(r["scores"]["neighbours"] is None for r in payload["results"])
+
+
+def test_class_weights_apply_to_their_query_shape_unless_the_request_sets_them(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings], tmp_path: Path
+) -> None:
+    config = tmp_path / "search.yaml"
+    config.write_text("class_weights: {natural: {neighbours: 0, fts: 0}, keyword: {vec: 0}}\n")
+    prose = "a scheduled job quietly copies files to a remote share every night"  # names no technique
+    with TestClient(create_app(settings_for(serving_db_url, search_config=config, mcp_enabled=False))) as api:
+        natural = search(api, prose, k=5, rrf_k0=60)
+        assert natural["query_type"] == "natural" and natural["results"]
+        assert all(r["scores"]["neighbours"] is None for r in natural["results"])  # weight 0: not run
+        for r in natural["results"]:  # full text weighs 0: the fused score is the vector leg's alone
+            vector_only = 1 / (60 + r["scores"]["vector"]["rank"]) / (1 / 61) if r["scores"]["vector"] else 0.0
+            assert r["score"] == pytest.approx(vector_only, rel=1e-4)
+        keyword = search(api, "mimikatz lsass", k=5)
+        assert keyword["query_type"] == "keyword"
+        assert any(r["scores"]["neighbours"] is not None for r in keyword["results"])
+        # the keyword shape weighs vectors 0 unless the request sets w_vec
+        unweighted = [r for r in keyword["results"] if r["scores"]["vector"] and not r["scores"]["fts"]]
+        assert all(r["score"] < 0.5 for r in unweighted)
+        own = search(api, "mimikatz lsass", k=5, w_vec=1.0)
+        assert own["results"]

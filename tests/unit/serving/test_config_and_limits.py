@@ -32,6 +32,19 @@ def test_the_neighbours_leg_is_configurable(tmp_path: Path) -> None:
     assert load_search_config(tmp_path / "absent.yaml").neighbours.weight == 1.0
 
 
+def test_class_weights_per_query_shape(tmp_path: Path) -> None:
+    shipped = load_search_config(package_path("serving", "search.yaml"))
+    assert shipped.weights("natural").neighbours == 2.0
+    assert shipped.weights("keyword").neighbours is None  # the defaults
+    path = tmp_path / "search.yaml"
+    path.write_text("class_weights: {keyword: {fts: 2, label: 0.5}}")
+    weights = load_search_config(path).weights("keyword")
+    assert (weights.fts, weights.vec, weights.label) == (2, None, 0.5)
+    path.write_text("class_weights: {prose: {fts: 2}}")
+    with pytest.raises(ConfigError, match="unknown query shape 'prose'"):
+        load_search_config(path)
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -41,6 +54,8 @@ def test_the_neighbours_leg_is_configurable(tmp_path: Path) -> None:
         "neighbours: {documents: 0}",
         "neighbours: {weight: -1}",
         "neighbours: {votes: 3}",
+        "class_weights: {natural: {vectors: 2}}",
+        "class_weights: {natural: {fts: -1}}",
     ],
 )
 def test_bad_search_config_is_refused(tmp_path: Path, text: str) -> None:
