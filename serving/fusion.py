@@ -140,20 +140,39 @@ def then_vec(candidates: Sequence[Row], fill: Sequence[Row], exact: Sequence[Row
     return list(items.values())
 
 
-def window(items: Sequence[dict[str, Any]], *, group_by_doc: bool, size: int) -> list[dict[str, Any]]:
-    """The best chunk per document (or every chunk), ordered exact, child tier, identifier hit, score."""
+def window(
+    items: Sequence[dict[str, Any]], *, group_by_doc: bool, size: int, aggregate: str = "max", rrf_k0: int = 60
+) -> list[dict[str, Any]]:
+    """The best chunk per document (or every chunk), ordered exact, child tier, identifier hit, score.
+
+    Grouped by document, the best chunk stands for it and its score is the document's by `aggregate`:
+    `max` (the best chunk's), `top2` (the mean of the two best chunks', a lone chunk counting 0 for the
+    second) or `rrf` (reciprocal ranks of all its chunks among all chunks, divided by the first rank's).
+    """
 
     def best_first(r: Mapping[str, Any]) -> tuple[bool, int, float, str]:
         return (not r["exact"], -r["tier"], -r["score"], r["chunk_id"])
 
     chosen: list[dict[str, Any]]
     if group_by_doc:
-        per_doc: dict[str, dict[str, Any]] = {}
+        per_doc: dict[str, list[dict[str, Any]]] = {}
         for entry in items:
-            current = per_doc.get(entry["doc_id"])
-            if current is None or best_first(entry) < best_first(current):
-                per_doc[entry["doc_id"]] = entry
-        chosen = list(per_doc.values())
+            per_doc.setdefault(entry["doc_id"], []).append(entry)
+        ranks = {}
+        if aggregate == "rrf":
+            by_score = sorted(items, key=lambda r: (-r["score"], r["chunk_id"]))
+            ranks = {r["chunk_id"]: rank for rank, r in enumerate(by_score, start=1)}
+        chosen = []
+        for chunks in per_doc.values():
+            chunks.sort(key=best_first)
+            best = chunks[0]
+            if aggregate == "top2":
+                second = chunks[1]["score"] if len(chunks) > 1 else 0.0
+                best = {**best, "score": (best["score"] + second) / 2}
+            elif aggregate == "rrf":
+                total = sum(1 / (rrf_k0 + ranks[c["chunk_id"]]) for c in chunks)
+                best = {**best, "score": total * (rrf_k0 + 1)}
+            chosen.append(best)
     else:
         chosen = list(items)
     chosen.sort(key=lambda r: (not r["exact"], -r["tier"], not r["ident_hit"], -r["score"], r["chunk_id"]))

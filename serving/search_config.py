@@ -15,6 +15,7 @@ from secrag.config_files import ConfigModel, FieldError, load_model
 from .query_classes import DEFAULT_SHAPE, QUERY_SHAPES, check_names
 
 Mode = Literal["hybrid", "fts", "vector", "fuzzy"]
+DocumentScore = Literal["max", "top2", "rrf"]  # a document's score from its chunks' (serving/fusion.py window)
 MODES: tuple[Mode, ...] = get_args(Mode)
 
 
@@ -48,6 +49,7 @@ class SearchConfig:
     thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     neighbours: Neighbours = field(default_factory=Neighbours)
     class_weights: Mapping[str, LegWeights] = field(default_factory=dict)
+    document_score: DocumentScore = "max"
 
     def weights(self, query_type: str) -> LegWeights:
         """The leg weights configured for this query shape (every field None when none are)."""
@@ -68,6 +70,7 @@ class SearchConfigFile(ConfigModel):
     thresholds: dict[Mode, dict[str, float]] = Field(default_factory=dict)
     neighbours: Neighbours = Field(default_factory=Neighbours)
     class_weights: dict[str, LegWeights] = Field(default_factory=dict)
+    document_score: DocumentScore = "max"
 
     @field_validator("class_weights")
     @classmethod
@@ -104,4 +107,5 @@ def load_search_config(path: Path) -> SearchConfig:
         thresholds=MappingProxyType({mode: MappingProxyType(dict(v)) for mode, v in raw.thresholds.items()}),
         neighbours=raw.neighbours,
         class_weights=MappingProxyType(dict(raw.class_weights)),
+        document_score=raw.document_score,
     )

@@ -275,7 +275,13 @@ class Searcher:
             if params["pool_fts"]:
                 rows["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
             items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
-        return fusion.window(items, group_by_doc=req.group_by_doc, size=plan.window)
+        return fusion.window(
+            items,
+            group_by_doc=req.group_by_doc,
+            size=plan.window,
+            aggregate=self.config.document_score,
+            rrf_k0=req.rrf_k0,
+        )
 
     def _page(
         self, conn: psycopg.Connection, req: SearchRequest, params: dict[str, Any], page: list[dict[str, Any]]

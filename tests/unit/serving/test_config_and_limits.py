@@ -56,6 +56,7 @@ def test_class_weights_per_query_shape(tmp_path: Path) -> None:
         "neighbours: {votes: 3}",
         "class_weights: {natural: {vectors: 2}}",
         "class_weights: {natural: {fts: -1}}",
+        "document_score: mean",
     ],
 )
 def test_bad_search_config_is_refused(tmp_path: Path, text: str) -> None:

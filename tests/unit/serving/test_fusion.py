@@ -80,6 +80,32 @@ def test_window_keeps_the_best_chunk_per_document_in_order() -> None:
     assert [i["chunk_id"] for i in fusion.window(items, group_by_doc=False, size=2)] == ["c#0", "b#0"]
 
 
+def _chunk(chunk_id: str, score: float) -> dict:
+    return {
+        "chunk_id": chunk_id,
+        "doc_id": chunk_id.split("#")[0],
+        "exact": False,
+        "tier": 0,
+        "ident_hit": False,
+        "score": score,
+    }
+
+
+@pytest.mark.parametrize(
+    ("aggregate", "order", "a_score"),
+    [
+        ("max", ["b#0", "a#0"], 0.8),  # b's one strong chunk beats a's best
+        ("top2", ["a#0", "b#0"], 0.75),  # a's two good chunks beat b's one
+        ("rrf", ["a#0", "b#0"], (1 / 62 + 1 / 63 + 1 / 64) * 61),  # a holds ranks 2, 3 and 4
+    ],
+)
+def test_document_scores_from_their_chunks(aggregate: str, order: list[str], a_score: float) -> None:
+    items = [_chunk("b#0", 0.9), _chunk("a#0", 0.8), _chunk("a#1", 0.7), _chunk("a#2", 0.1)]
+    grouped = fusion.window(items, group_by_doc=True, size=10, aggregate=aggregate, rrf_k0=60)
+    assert [i["chunk_id"] for i in grouped] == order  # the best chunk stands for its document
+    assert {i["doc_id"]: i["score"] for i in grouped}["a"] == pytest.approx(a_score)
+
+
 def test_pool_fts_ranks_the_vector_pool_lexically() -> None:
     pool = [_row("a#0", 0.9, pool_fts=None), _row("b#0", 0.8, pool_fts=0.2), _row("c#0", 0.7, pool_fts=0.5)]
     assert [(r["chunk_id"], r["score"]) for r in fusion.pool_fts(pool, 5)] == [("c#0", 0.5), ("b#0", 0.2)]
