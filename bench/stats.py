@@ -21,7 +21,8 @@ from secrag.package_data import sql_dir
 from secrag.queries import Queries
 from serving.app import create_app
 from serving.settings import ServingSettings
-from serving.stats import collect_stats
+from serving.statements import compose
+from serving.stats import LiveCounts, collect_stats
 
 
 def _timed(call: Callable[[], object], repeats: int) -> tuple[float, float]:
@@ -47,8 +48,11 @@ def main() -> None:
         model = (conn.execute(q.active_model).fetchone() or ("all-MiniLM-L6-v2",))[0]
         chunks = (conn.execute("SELECT count(*) FROM chunks").fetchone() or (0,))[0]
         print(f"{len(names)} sources ({len(public)} online), {chunks} chunks, model {model}")
+        dimensions = 384  # the allowlisted MiniLM models'; the counts read no vector
+        live = LiveCounts(compose(q, model, dimensions), {"tenant": None, "user": None, "groups": []})
         for label, kept in (("counted live (before)", frozenset[str]()), ("kept counts (after)", public)):
-            p50, p95 = _timed(functools.partial(collect_stats, conn, q, names, model, {}, kept), args.repeats)
+            call = functools.partial(collect_stats, conn, q, names, model, {}, kept, live)
+            p50, p95 = _timed(call, args.repeats)
             print(f"collect_stats, {label:<22} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms")
     settings = ServingSettings(  # type: ignore[call-arg]
         _env_file=None, database_url=args.database_url, mcp_enabled=False, anonymous_rate_per_minute=0

@@ -40,7 +40,7 @@ from .search_run import Searcher
 from .sessions import ReaderSessions
 from .settings import ServingSettings
 from .statements import Statements, compose
-from .stats import collect_stats
+from .stats import LiveCounts, collect_stats
 from .upstream import Refetcher
 
 log = logging.getLogger(__name__)
@@ -160,13 +160,26 @@ class Service:
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             names = self.catalog.visible_sources(conn, principal)
             rows = cur.execute(self.queries.sources_list, {"names": names}).fetchall()
-        return SourcesResponse(sources=[_source_info(r) for r in rows])
+            folders = [n for n in names if n not in self.catalog.public_sources(conn)]
+            visible: dict[str, int] = {}
+            if folders:  # a user folder's records are those the caller may see
+                params = {**principal.params(), "names": folders}
+                visible = {r["source"]: r["count"] for r in cur.execute(self.statements.stats_documents, params)}
+        return SourcesResponse(
+            sources=[
+                _source_info({**r, "record_count": visible.get(r["name"], 0)} if r["name"] in folders else r)
+                for r in rows
+            ]
+        )
 
     def stats(self, principal: Principal) -> dict[str, Any]:
         with self.pool.connection() as conn:
             names = self.catalog.visible_sources(conn, principal)
             public = self.catalog.public_sources(conn)
-            stats = collect_stats(conn, self.queries, names, self.encoder.model_id, self.metrics.summary(), public)
+            live = LiveCounts(self.statements, principal.params())
+            stats = collect_stats(
+                conn, self.queries, names, self.encoder.model_id, self.metrics.summary(), public, live
+            )
         return {
             **stats,
             "serving_model": self.encoder.model_id,

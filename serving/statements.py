@@ -35,6 +35,10 @@ class Statements:
     upstream_record: str
     known_sources: str
     absent_words: str
+    stats_documents: str  # live counts of user folders, of what the caller may see
+    stats_chunks: str
+    stats_embeddings: str
+    stats_embedded_chunks: str
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def search(self, legs: Iterable[str], *, exact_vectors: bool = False) -> str:
@@ -105,5 +109,9 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         upstream_record=fill(queries.upstream_record),
         known_sources=fill(queries.known_sources),
         absent_words=fill(queries.absent_words),
+        stats_documents=fill(queries.stats_documents),
+        stats_chunks=fill(queries.stats_chunks),
+        stats_embeddings=fill(queries.stats_embeddings),
+        stats_embedded_chunks=fill(queries.stats_embedded_chunks),
         _searches=searches,
     )

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 
 from secrag.queries import Queries
+
+from .statements import Statements
 
 TABLES = [
     "sources",
@@ -40,17 +44,27 @@ def _counted(
 
 
 def _live(
-    conn: psycopg.Connection, q: Queries, names: list[str], model_id: str
+    conn: psycopg.Connection, live: LiveCounts, names: list[str], model_id: str
 ) -> tuple[dict[str, int], dict[str, int], dict[str, int], dict[str, dict[str, int]]]:
-    """The same counts computed from the rows (user folders)."""
-    p = {"names": names}
-    documents: dict[str, int] = dict(conn.execute(q.stats_documents, p).fetchall())
-    chunks: dict[str, int] = dict(conn.execute(q.stats_chunks, p).fetchall())
-    embedded: dict[str, int] = dict(conn.execute(q.stats_embedded_chunks, {**p, "model": model_id}).fetchall())
+    """The same counts computed from the rows (user folders), of the documents the caller may see."""
+    p = {**live.principal, "names": names}
+    documents: dict[str, int] = dict(conn.execute(live.statements.stats_documents, p).fetchall())
+    chunks: dict[str, int] = dict(conn.execute(live.statements.stats_chunks, p).fetchall())
+    embedded: dict[str, int] = dict(
+        conn.execute(live.statements.stats_embedded_chunks, {**p, "model": model_id}).fetchall()
+    )
     vectors: dict[str, dict[str, int]] = {}
-    for source, model, count in conn.execute(q.stats_embeddings, p).fetchall():
+    for source, model, count in conn.execute(live.statements.stats_embeddings, p).fetchall():
         vectors.setdefault(source, {})[model] = count
     return documents, chunks, embedded, vectors
+
+
+@dataclass(frozen=True)
+class LiveCounts:
+    """What the live counts of user folders need: the composed statements and the caller's identity."""
+
+    statements: Statements
+    principal: Mapping[str, Any]
 
 
 def collect_stats(
@@ -60,14 +74,16 @@ def collect_stats(
     model_id: str,
     requests: dict[str, Any],
     public: frozenset[str] = frozenset(),
+    live_counts: LiveCounts | None = None,
 ) -> dict[str, Any]:
     """Counts, versions, freshness and sizes for the given (visible) sources, plus request metrics;
-    `public`: the online sources, whose counts the pipeline keeps."""
+    `public`: the online sources, whose counts the pipeline keeps; the others are counted live, of
+    the documents the caller may see (`live_counts`)."""
     p = {"names": names}
     documents, chunks, embedded, vectors = _counted(conn, q, [n for n in names if n in public], model_id)
     live = [n for n in names if n not in public]
-    if live:
-        live_documents, live_chunks, live_embedded, live_vectors = _live(conn, q, live, model_id)
+    if live and live_counts is not None:
+        live_documents, live_chunks, live_embedded, live_vectors = _live(conn, live_counts, live, model_id)
         documents.update(live_documents)
         chunks.update(live_chunks)
         embedded.update(live_embedded)

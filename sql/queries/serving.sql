@@ -314,24 +314,28 @@ WHERE s.name = ANY(%(names)s::text[])
 ORDER BY s.name
 
 -- name: stats_documents
-SELECT source, count(*) FROM documents WHERE source = ANY(%(names)s::text[]) GROUP BY source
+-- The live counts (user folders) count only the documents the caller may see (the visible check).
+SELECT d.source, count(*) FROM documents d WHERE d.source = ANY(%(names)s::text[]) AND {visible} GROUP BY d.source
 
 -- name: stats_chunks
-SELECT source, count(*) FROM chunks WHERE source = ANY(%(names)s::text[]) GROUP BY source
+SELECT c.source, count(*)
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+WHERE c.source = ANY(%(names)s::text[]) AND {visible}
+GROUP BY c.source
 
 -- name: stats_embeddings
 -- Distinct vectors per source and model (chunks sharing a text share a vector; counted once).
 SELECT x.source, x.model_id, count(*)
 FROM (SELECT DISTINCT c.source, e.model_id, e.content_hash
-      FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash
-      WHERE c.source = ANY(%(names)s::text[])) x
+      FROM chunks c JOIN embeddings e ON e.content_hash = c.content_hash JOIN documents d ON d.doc_id = c.doc_id
+      WHERE c.source = ANY(%(names)s::text[]) AND {visible}) x
 GROUP BY x.source, x.model_id
 
 -- name: stats_embedded_chunks
 -- Chunks of each source that have a vector for the active model.
 SELECT c.source, count(*)
-FROM chunks c
-WHERE c.source = ANY(%(names)s::text[])
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+WHERE c.source = ANY(%(names)s::text[]) AND {visible}
   AND EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash AND e.model_id = %(model)s)
 GROUP BY c.source
 

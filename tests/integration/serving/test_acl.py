@@ -66,3 +66,29 @@ def test_bearer_token_and_unknown_key(client: TestClient) -> None:
     ).json()
     assert payload["results"] and payload["results"][0]["source"] == "globex_notes"
     assert client.post("/v1/search", json={"query": "x"}, headers={"X-API-Key": "wrong"}).status_code == 401
+
+
+def test_counts_are_of_the_documents_the_caller_may_see(client: TestClient, serving_db_url: str) -> None:
+    """/v1/stats and /v1/sources count a user folder's documents as the caller sees them, even when
+    one document of a folder the caller may see is restricted further."""
+    from secrag import database
+
+    def counts(key: str) -> tuple[int, int, int]:
+        stats = client.get("/v1/stats", headers={"X-API-Key": key}).json()["sources"]["acme_shared"]
+        [listed] = [
+            s
+            for s in client.get("/v1/sources", headers={"X-API-Key": key}).json()["sources"]
+            if s["name"] == "acme_shared"
+        ]
+        return stats["documents"], stats["chunks"], listed["records"]
+
+    before = counts("bob-key")
+    assert before == counts("alice-key") and before[0] == 3
+    with database.connect(serving_db_url, autocommit=True) as conn:
+        conn.execute("UPDATE documents SET acl_users = '{alice}' WHERE doc_id = 'acme_shared:note-0'")
+        try:
+            assert counts("alice-key") == before
+            bob = counts("bob-key")
+            assert bob[0] == bob[2] == 2 and bob[1] < before[1]
+        finally:
+            conn.execute("UPDATE documents SET acl_users = '{}' WHERE doc_id = 'acme_shared:note-0'")
