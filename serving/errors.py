@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from secrag.errors import SecragError
 
 from .auth import UnknownApiKey
+from .metrics import ERROR_KEY
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +136,26 @@ def public_error(exc: BaseException) -> PublicError:
     return _INTERNAL
 
 
-async def _respond(_: Request, exc: Exception) -> JSONResponse:
+def error_kind(exc: BaseException, status: int) -> str:
+    """A short, bounded label of a failure for /metrics (never free text)."""
+    if isinstance(exc, RequestValidationError | ValidationError):
+        return "validation"
+    if isinstance(exc, UnknownApiKey):
+        return "unknown_api_key"
+    if isinstance(exc, psycopg.errors.QueryCanceled):
+        return "statement_timeout"
+    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
+        return "database_unavailable"
+    if isinstance(exc, psycopg.Error):
+        return "database_error"
+    if isinstance(exc, ApiError | StarletteHTTPException):
+        return f"http_{status}"
+    return "internal"
+
+
+async def _respond(request: Request, exc: Exception) -> JSONResponse:
     error = public_error(exc)
+    request.scope.setdefault("state", {})[ERROR_KEY] = error_kind(exc, error.status)
     return JSONResponse(status_code=error.status, content={"detail": error.detail}, headers=dict(error.headers))
 
 

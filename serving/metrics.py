@@ -15,6 +15,7 @@ from .prometheus import Exposition
 
 WINDOW = 10_000  # latencies kept per route for the percentiles
 ROUTE_KEY = "secrag_route"
+ERROR_KEY = "secrag_error"  # the kind of an error response (serving/errors.py), for /metrics
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -36,8 +37,8 @@ class Metrics:
         self._status: Counter[str] = Counter()
         self.prometheus = Exposition()  # the same requests, for GET /metrics
 
-    def record(self, route: str, status: int, ms: float) -> None:
-        self.prometheus.record(route, status, ms)
+    def record(self, route: str, status: int, ms: float, error: str | None = None) -> None:
+        self.prometheus.record(route, status, ms, error)
         with self._lock:
             self._latency.setdefault(route, deque(maxlen=WINDOW)).append(ms)
             self._counts[route] += 1
@@ -92,7 +93,8 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             template = state.get(ROUTE_KEY) or ("/mcp" if scope.get("path", "").startswith("/mcp") else "other")
-            self.metrics.record(template, status, (time.perf_counter() - started) * 1000)
+            error = state.get(ERROR_KEY) or ("internal" if status >= 500 else None)
+            self.metrics.record(template, status, (time.perf_counter() - started) * 1000, error)
 
 
 def stamp_route(request: Request) -> None:

@@ -20,5 +20,6 @@ def metrics(request: Request) -> Response:
         pool={k: v for k, v in service.pool.get_stats().items() if k in POOL_STATS},
         encoder=service.encoder.cache_info(),
         results=service.results.info(),
+        model=service.encoder.model_id,
     )
     return Response(body, media_type=CONTENT_TYPE_LATEST)

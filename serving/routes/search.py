@@ -32,6 +32,7 @@ def search(
     body: SearchRequest, service: ServiceDep, principal: PrincipalDep, background: BackgroundTasks
 ) -> SearchResponse:
     response = service.search(body, principal)
+    service.metrics.prometheus.search(body.mode, response.query_type, response.took_ms)
     if service.query_log is not None:
         background.add_task(service.log_search, body, response)
     return response

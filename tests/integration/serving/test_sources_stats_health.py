@@ -86,4 +86,8 @@ def test_prometheus_metrics_follow_the_requests(client: TestClient) -> None:
     assert 'secrag_http_requests_total{route="/v1/search",status="200"}' in text
     assert "secrag_http_request_duration_seconds_bucket" in text
     assert 'secrag_db_pool{stat="pool_size"}' in text and 'secrag_query_encoder{stat="runs"}' in text
+    assert 'secrag_searches_total{mode="hybrid",query_type="keyword"}' in text
+    assert "secrag_build_info{" in text and "secrag_serving_model{model=" in text
+    assert client.post("/v1/search", json={"query": "x", "k": 0}).status_code == 422
+    assert 'secrag_http_errors_total{kind="validation",route="/v1/search"}' in client.get("/metrics").text
     assert "/metrics" not in client.get("/openapi.json").json()["paths"]

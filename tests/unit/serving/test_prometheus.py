@@ -34,3 +34,24 @@ def test_apps_do_not_share_a_registry() -> None:
     first, second = Exposition(), Exposition()
     first.record("/healthz", 200, 1.0)
     assert b'route="/healthz"' in first.scrape() and b'route="/healthz"' not in second.scrape()
+
+
+def test_errors_searches_build_model_and_hit_ratio() -> None:
+    exposition = Exposition()
+    exposition.record("/v1/search", 422, 1.0, "validation")
+    exposition.record("/v1/search", 504, 2000.0, "statement_timeout")
+    exposition.search("hybrid", "natural", 18.0)
+    exposition.search("hybrid", "natural", 22.0)
+    exposition.search("fts", "keyword", 4.0)
+    got = _samples(exposition.scrape(encoder={"hits": 1, "misses": 3}, model="all-MiniLM-L6-v2-int8"))
+    assert got[("secrag_http_errors_total", (("kind", "validation"), ("route", "/v1/search")))] == 1
+    assert got[("secrag_http_errors_total", (("kind", "statement_timeout"), ("route", "/v1/search")))] == 1
+    assert got[("secrag_searches_total", (("mode", "hybrid"), ("query_type", "natural")))] == 2
+    assert got[("secrag_search_duration_seconds_count", (("mode", "hybrid"),))] == 2
+    assert got[("secrag_query_encoder", (("stat", "hit_ratio"),))] == 0.25
+    assert got[("secrag_serving_model", (("model", "all-MiniLM-L6-v2-int8"),))] == 1
+    [build] = [v for (name, labels), v in got.items() if name == "secrag_build_info"]
+    assert build == 1
+    # a model switch leaves one series
+    got = _samples(exposition.scrape(model="all-MiniLM-L6-v2"))
+    assert [labels for (name, labels) in got if name == "secrag_serving_model"] == [(("model", "all-MiniLM-L6-v2"),)]
