@@ -69,25 +69,54 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(w for w in words if w not in _STOP and len(w) > 1))
 
 
+# Weights of the plan's quality score: coverage, balance, relative score, completeness.
+QUALITY_WEIGHTS = (0.3, 0.2, 0.2, 0.3)
+REQUIRED_SHARE = 0.15  # a category with at least this share of the quotas is a required part
+
+
 def metrics(
     query: str, selected: Sequence[Candidate], quotas: dict[str, int], top_score_scale: float
 ) -> dict[str, float]:
     """coverage: share of query terms found in the selected text; balance: 1 - half the L1 distance
     between the selected category shares and the quota shares; mean_score: mean raw score;
-    confidence: mean of coverage, balance and the mean score relative to `top_score_scale`."""
+    confidence: mean of coverage, balance and the mean score relative to `top_score_scale`;
+    completeness: share of the required parts (categories with at least REQUIRED_SHARE of the quotas)
+    with a selected chunk; quality: QUALITY_WEIGHTS over coverage, balance, relative score and
+    completeness; correlation: share of the pairs of labelled chunks of different categories that
+    share an ATT&CK technique (parents compared), e.g. detections of the techniques described."""
     terms = query_terms(query)
     corpus = " ".join(f"{c.title} {c.text}" for c in selected).lower()
     coverage = sum(1 for t in terms if t in corpus) / len(terms) if terms else 0.0
     total_quota = sum(quotas.values()) or 1
     n = len(selected) or 1
     shares = {c: sum(1 for s in selected if s.category == c) / n for c in set(quotas) | {s.category for s in selected}}
-    balance = 1 - sum(abs(shares.get(c, 0) - quotas.get(c, 0) / total_quota) for c in shares) / 2
+    balance = max(0.0, 1 - sum(abs(shares.get(c, 0) - quotas.get(c, 0) / total_quota) for c in shares) / 2)
     mean_score = sum(c.score for c in selected) / len(selected) if selected else 0.0
     relative = min(1.0, mean_score / top_score_scale) if top_score_scale > 0 else 0.0
     confidence = (coverage + balance + relative) / 3 if selected else 0.0
+    required = [c for c, q in quotas.items() if q > 0 and q / total_quota >= REQUIRED_SHARE]
+    present = {s.category for s in selected}
+    completeness = sum(1 for c in required if c in present) / len(required) if required else 1.0
+    parts = (coverage, balance, relative, completeness)
+    quality = sum(w * v for w, v in zip(QUALITY_WEIGHTS, parts, strict=True)) if selected else 0.0
     return {
         "coverage": round(coverage, 4),
-        "balance": round(max(0.0, balance), 4),
+        "balance": round(balance, 4),
         "mean_score": round(mean_score, 6),
         "confidence": round(confidence, 4),
+        "completeness": round(completeness, 4),
+        "quality": round(quality, 4),
+        "correlation": round(correlation(selected), 4),
     }
+
+
+def correlation(selected: Sequence[Candidate]) -> float:
+    """Share of the pairs of labelled chunks of different categories sharing a technique (parents)."""
+    labelled = [(c.category, {t.split(".")[0] for t in c.techniques}) for c in selected if c.techniques]
+    pairs = agree = 0
+    for i, (category, techniques) in enumerate(labelled):
+        for other, theirs in labelled[i + 1 :]:
+            if other != category:
+                pairs += 1
+                agree += bool(techniques & theirs)
+    return agree / pairs if pairs else 0.0

@@ -52,6 +52,19 @@ class PlanMetrics(BaseModel):
     balance: float = Field(description="1 - half the L1 distance between category shares and quotas, 0..1.")
     mean_score: float = Field(description="Mean hybrid score of the selected chunks.")
     confidence: float = Field(description="Mean of coverage, balance and mean_score, 0..1.")
+    completeness: float = Field(
+        description="Share of the plan's required parts (categories with at least 15 % of the quotas) that "
+        "have a selected chunk, 0..1."
+    )
+    quality: float = Field(
+        description="Context quality, 0..1: 0.3 coverage + 0.2 balance + 0.2 mean score (relative) + "
+        "0.3 completeness. A plan missing a required part scores lower."
+    )
+    correlation: float = Field(
+        description="Share of the pairs of selected chunks of different categories that share an ATT&CK "
+        "technique (parents compared), 0..1: detections of the techniques described score high; 0 when "
+        "fewer than two categories carry labels."
+    )
 
 
 class PlanResponse(BaseModel):

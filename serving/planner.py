@@ -81,6 +81,7 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
                 text=hit.text or "",
                 url=hit.url or "",
                 source_version=(info.version or "") if info else "",
+                techniques=tuple(hit.techniques),
             )
         )
     if name == SCHEMA_PLAN:  # the schema records each detection found reads, beside it

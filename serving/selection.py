@@ -23,6 +23,7 @@ class Candidate:
     url: str = ""
     source_version: str = ""
     adjusted: float = 0.0
+    techniques: tuple[str, ...] = ()  # the document's ATT&CK labels (the plan's correlation score)
 
 
 @dataclass(frozen=True)

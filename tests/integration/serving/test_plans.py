@@ -32,6 +32,8 @@ def test_plan_contract_for_a_technique_id(client: TestClient) -> None:
     for citation in result["citations"]:
         assert f"[{citation['number']}] {citation['doc_id']}" in context
     assert all(0 <= v <= 1 for k, v in result["metrics"].items() if k != "mean_score")
+    assert result["metrics"]["quality"] > 0
+    assert result["metrics"]["correlation"] > 0  # the T1003 detections and the technique agree
     doc_ids = [c["doc_id"] for c in result["selected"]]
     assert len(doc_ids) == len(set(doc_ids))  # one chunk per document by default
 

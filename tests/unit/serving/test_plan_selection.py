@@ -133,3 +133,36 @@ def test_metrics_are_bounded() -> None:
     m = metrics("technique detection foo", result.selected, result.quotas, top_score_scale=0.02)
     assert 0 <= m["coverage"] <= 1 and 0 <= m["balance"] <= 1 and 0 <= m["confidence"] <= 1
     assert m["coverage"] == pytest.approx(2 / 3, abs=0.01)
+
+
+def _part(
+    chunk_id: str, category: str, techniques: tuple[str, ...], text: str = "lsass credential dumping"
+) -> Candidate:
+    return Candidate(chunk_id, chunk_id, "src", category, 0.8, chunk_id, text, techniques=techniques)
+
+
+PART_QUOTAS = {"technique": 3, "detection": 4, "test": 2, "forensic": 1}  # technique, detection, test required
+
+
+def test_a_plan_missing_a_required_part_scores_lower() -> None:
+    whole = [
+        _part("t1", "technique", ("T1003.001",)),
+        _part("d1", "detection", ("T1003.001",)),
+        _part("x1", "test", ("T1003.001",)),
+    ]
+    full = metrics("lsass credential dumping", whole, PART_QUOTAS, top_score_scale=1.0)
+    missing = metrics("lsass credential dumping", whole[:2], PART_QUOTAS, top_score_scale=1.0)
+    assert full["completeness"] == 1.0 and missing["completeness"] == pytest.approx(2 / 3, abs=1e-4)
+    assert missing["quality"] < full["quality"]
+    assert 0 <= missing["quality"] <= full["quality"] <= 1
+
+
+def test_correlation_is_the_share_of_parts_that_agree_on_techniques() -> None:
+    agree = [_part("t1", "technique", ("T1003",)), _part("d1", "detection", ("T1003.001",))]
+    assert metrics("q", agree, PART_QUOTAS, 1.0)["correlation"] == 1.0  # a sub-technique's parent matches
+    apart = [_part("t1", "technique", ("T1003",)), _part("d1", "detection", ("T1059.001",))]
+    assert metrics("q", apart, PART_QUOTAS, 1.0)["correlation"] == 0.0
+    mixed = [*agree, _part("d2", "detection", ("T1059.001",)), _part("d3", "detection", ())]
+    # pairs across categories: t1-d1 agree, t1-d2 not (d3 is unlabelled); d1-d2 are one category
+    assert metrics("q", mixed, PART_QUOTAS, 1.0)["correlation"] == 0.5
+    assert metrics("q", agree[:1], PART_QUOTAS, 1.0)["correlation"] == 0.0  # one category: nothing to correlate
