@@ -49,6 +49,8 @@ def params(qvec: Any, sources: list[str] | None, k: int) -> dict[str, Any]:  # n
         "tags_all": None,
         "updated_after": None,
         "updated_before": None,
+        "created_after": None,
+        "created_before": None,
         "doc_filters": False,
         "fts_text": "",
         "ident_text": "",

@@ -117,6 +117,10 @@ class SearchFilters(Strict):
     tags_all: list[Text] | None = Field(default=None, max_length=100)
     updated_after: IsoDatetime | None = None
     updated_before: IsoDatetime | None = None
+    created_after: IsoDatetime | None = Field(
+        default=None, description="Documents first published at or after this time (created_at)."
+    )
+    created_before: IsoDatetime | None = Field(default=None, description="Documents first published before this time.")
 
     @field_validator("techniques")
     @classmethod

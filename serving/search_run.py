@@ -217,6 +217,8 @@ class Searcher:
             "tags_all": filters.tags_all,
             "updated_after": filters.updated_after,
             "updated_before": filters.updated_before,
+            "created_after": filters.created_after,
+            "created_before": filters.created_before,
             "doc_filters": _document_filters(filters),
             "fts_text": analysis.fts_text,
             "ident_text": analysis.ident_text,
@@ -312,6 +314,8 @@ def _document_filters(filters: SearchFilters) -> bool:
             filters.tags_all,
             filters.updated_after,
             filters.updated_before,
+            filters.created_after,
+            filters.created_before,
         )
     )
 

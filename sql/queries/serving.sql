@@ -63,6 +63,8 @@ AND (%(tags_any)s::text[] IS NULL OR d.tags && %(tags_any)s::text[])
 AND (%(tags_all)s::text[] IS NULL OR d.tags @> %(tags_all)s::text[])
 AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
 AND (%(updated_before)s::timestamptz IS NULL OR d.updated_at < %(updated_before)s::timestamptz)
+AND (%(created_after)s::timestamptz IS NULL OR d.created_at >= %(created_after)s::timestamptz)
+AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)s::timestamptz)
 AND {visible}
 
 -- name: tsq

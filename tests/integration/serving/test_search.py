@@ -154,6 +154,10 @@ def test_platform_tag_and_date_filters(client: TestClient) -> None:
     assert linux["results"] and all("linux" in r["platforms"] for r in linux["results"])
     none = search(client, "process execution", k=5, filters={"updated_before": "2000-01-01T00:00:00Z"})
     assert none["results"] == []
+    assert search(client, "process execution", k=5, filters={"created_before": "2000-01-01T00:00:00Z"})["results"] == []
+    since = search(client, "process execution", k=5, filters={"created_after": "2000-01-01T00:00:00Z"}, mode="fts")
+    assert since["results"]  # every document of the test store was created after 2000
+    assert search(client, "process execution", k=5, filters={"created_after": "2999-01-01T00:00:00Z"})["results"] == []
     tags = search(
         client,
         "credential",
@@ -234,6 +238,8 @@ def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
         "tags_all": None,
         "updated_after": None,
         "updated_before": None,
+        "created_after": None,
+        "created_before": None,
         "fts_text": "lsass",
         "ident_text": "",
         "has_ident": False,
