@@ -84,30 +84,49 @@ def metrics(
     with a selected chunk; quality: QUALITY_WEIGHTS over coverage, balance, relative score and
     completeness; correlation: share of the pairs of labelled chunks of different categories that
     share an ATT&CK technique (parents compared), e.g. detections of the techniques described."""
-    terms = query_terms(query)
-    corpus = " ".join(f"{c.title} {c.text}" for c in selected).lower()
-    coverage = sum(1 for t in terms if t in corpus) / len(terms) if terms else 0.0
-    total_quota = sum(quotas.values()) or 1
-    n = len(selected) or 1
-    shares = {c: sum(1 for s in selected if s.category == c) / n for c in set(quotas) | {s.category for s in selected}}
-    balance = max(0.0, 1 - sum(abs(shares.get(c, 0) - quotas.get(c, 0) / total_quota) for c in shares) / 2)
-    mean_score = sum(c.score for c in selected) / len(selected) if selected else 0.0
+    if not selected:
+        return dict.fromkeys(
+            ("coverage", "balance", "mean_score", "confidence", "completeness", "quality", "correlation"), 0.0
+        )
+    cover = coverage(query, selected)
+    balanced = balance(selected, quotas)
+    mean_score = sum(c.score for c in selected) / len(selected)
     relative = min(1.0, mean_score / top_score_scale) if top_score_scale > 0 else 0.0
-    confidence = (coverage + balance + relative) / 3 if selected else 0.0
-    required = [c for c, q in quotas.items() if q > 0 and q / total_quota >= REQUIRED_SHARE]
-    present = {s.category for s in selected}
-    completeness = sum(1 for c in required if c in present) / len(required) if required else 1.0
-    parts = (coverage, balance, relative, completeness)
-    quality = sum(w * v for w, v in zip(QUALITY_WEIGHTS, parts, strict=True)) if selected else 0.0
+    complete = completeness(selected, quotas)
+    parts = (cover, balanced, relative, complete)
     return {
-        "coverage": round(coverage, 4),
-        "balance": round(balance, 4),
+        "coverage": round(cover, 4),
+        "balance": round(balanced, 4),
         "mean_score": round(mean_score, 6),
-        "confidence": round(confidence, 4),
-        "completeness": round(completeness, 4),
-        "quality": round(quality, 4),
+        "confidence": round((cover + balanced + relative) / 3, 4),
+        "completeness": round(complete, 4),
+        "quality": round(sum(w * v for w, v in zip(QUALITY_WEIGHTS, parts, strict=True)), 4),
         "correlation": round(correlation(selected), 4),
     }
+
+
+def coverage(query: str, selected: Sequence[Candidate]) -> float:
+    """Share of the query's terms found in the selected titles and texts."""
+    terms = query_terms(query)
+    corpus = " ".join(f"{c.title} {c.text}" for c in selected).lower()
+    return sum(1 for t in terms if t in corpus) / len(terms) if terms else 0.0
+
+
+def balance(selected: Sequence[Candidate], quotas: dict[str, int]) -> float:
+    """1 - half the L1 distance between the selected category shares and the quota shares."""
+    total_quota = sum(quotas.values()) or 1
+    n = len(selected) or 1
+    categories = set(quotas) | {s.category for s in selected}
+    shares = {c: sum(1 for s in selected if s.category == c) / n for c in categories}
+    return max(0.0, 1 - sum(abs(shares[c] - quotas.get(c, 0) / total_quota) for c in categories) / 2)
+
+
+def completeness(selected: Sequence[Candidate], quotas: dict[str, int]) -> float:
+    """Share of the required parts (at least REQUIRED_SHARE of the quotas) with a selected chunk."""
+    total_quota = sum(quotas.values()) or 1
+    required = [c for c, q in quotas.items() if q > 0 and q / total_quota >= REQUIRED_SHARE]
+    present = {s.category for s in selected}
+    return sum(1 for c in required if c in present) / len(required) if required else 1.0
 
 
 def correlation(selected: Sequence[Candidate]) -> float:
