@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from importlib import metadata
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context
@@ -19,15 +18,6 @@ from .errors import public_error
 from .quotas import Caller, Gate
 
 T = TypeVar("T")
-
-
-def server_version() -> str:
-    try:
-        return metadata.version("secrag")
-    except metadata.PackageNotFoundError:  # a source tree that was never installed
-        from secrag import __version__
-
-        return __version__
 
 
 def caller_of(ctx: Context | None, gate: Gate, default_key: str | None) -> Caller:

@@ -15,7 +15,9 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
-from .mcp_calls import as_json, caller_of, field_annotation, run_safely, server_version, tool_signature
+from secrag.version import version as server_version
+
+from .mcp_calls import as_json, caller_of, field_annotation, run_safely, tool_signature
 from .plan_schemas import PlanRequest
 from .plans import PlansConfig
 from .quotas import Caller, Gate

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Mapping
-from importlib import metadata
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
+
+from secrag.version import version
 
 # Seconds: searches take 10-60 ms here, plans and refetches up to seconds.
 BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
@@ -49,7 +50,7 @@ class Exposition:
             registry=self.registry,
         )
         self.build = Info("secrag_build", "secrag version and runtime", registry=self.registry)
-        self.build.info({"version": _version(), "python": platform.python_version()})
+        self.build.info({"version": version(), "python": platform.python_version()})
         self.model = Gauge(
             "secrag_serving_model", "The model queries are encoded with (1)", ["model"], registry=self.registry
         )
@@ -87,10 +88,3 @@ class Exposition:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     gauge.labels(stat=stat).set(value)
         return generate_latest(self.registry)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("secrag")
-    except metadata.PackageNotFoundError:
-        return "unknown"

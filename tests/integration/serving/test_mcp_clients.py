@@ -18,8 +18,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from secrag.version import version as server_version
 from serving.app import create_app
-from serving.mcp_calls import server_version
 from serving.settings import ServingSettings
 
 
