@@ -97,6 +97,7 @@ class PublicError:
     status: int
     detail: Any
     headers: Mapping[str, str] = field(default_factory=dict)
+    kind: str = "internal"  # a short, bounded label for /metrics (never free text)
 
     def message(self) -> str:
         """The detail as one line (field errors as `loc: msg; ...`)."""
@@ -105,7 +106,9 @@ class PublicError:
         return str(self.detail)
 
 
-_UNAVAILABLE = PublicError(503, "database unavailable, try again shortly", {"Retry-After": "2"})
+_UNAVAILABLE = PublicError(
+    503, "database unavailable, try again shortly", {"Retry-After": "2"}, kind="database_unavailable"
+)
 _INTERNAL = PublicError(500, "internal error")
 
 
@@ -115,47 +118,30 @@ def public_error(exc: BaseException) -> PublicError:
     One branch per failure kind the API knows; everything else is an internal error, logged in full.
     """
     if isinstance(exc, ApiError):
-        return PublicError(exc.status, exc.detail, dict(exc.headers))
+        return PublicError(exc.status, exc.detail, dict(exc.headers), kind=f"http_{exc.status}")
     if isinstance(exc, RequestValidationError | ValidationError):
-        return PublicError(422, _clean_errors(list(exc.errors())))
+        return PublicError(422, _clean_errors(list(exc.errors())), kind="validation")
     if isinstance(exc, UnknownApiKey):
-        return PublicError(401, "unknown API key", {"WWW-Authenticate": "Bearer"})
+        return PublicError(401, "unknown API key", {"WWW-Authenticate": "Bearer"}, kind="unknown_api_key")
     if isinstance(exc, psycopg.errors.QueryCanceled):
         log.warning("statement timeout", extra={"error": type(exc).__name__})
-        return PublicError(504, "the query took too long and was cancelled")
+        return PublicError(504, "the query took too long and was cancelled", kind="statement_timeout")
     if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
         log.warning("database unavailable", extra={"error": type(exc).__name__})
         return _UNAVAILABLE
     if isinstance(exc, psycopg.Error):
         log.error("database error", extra={"error": type(exc).__name__, "sqlstate": exc.sqlstate})
-        return _INTERNAL
+        return PublicError(500, _INTERNAL.detail, kind="database_error")
     if isinstance(exc, StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else "error"
-        return PublicError(exc.status_code, detail, dict(exc.headers or {}))
+        return PublicError(exc.status_code, detail, dict(exc.headers or {}), kind=f"http_{exc.status_code}")
     log.error("unhandled error", exc_info=exc)
     return _INTERNAL
 
 
-def error_kind(exc: BaseException, status: int) -> str:
-    """A short, bounded label of a failure for /metrics (never free text)."""
-    if isinstance(exc, RequestValidationError | ValidationError):
-        return "validation"
-    if isinstance(exc, UnknownApiKey):
-        return "unknown_api_key"
-    if isinstance(exc, psycopg.errors.QueryCanceled):
-        return "statement_timeout"
-    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
-        return "database_unavailable"
-    if isinstance(exc, psycopg.Error):
-        return "database_error"
-    if isinstance(exc, ApiError | StarletteHTTPException):
-        return f"http_{status}"
-    return "internal"
-
-
 async def _respond(request: Request, exc: Exception) -> JSONResponse:
     error = public_error(exc)
-    request.scope.setdefault("state", {})[ERROR_KEY] = error_kind(exc, error.status)
+    request.scope.setdefault("state", {})[ERROR_KEY] = error.kind
     return JSONResponse(status_code=error.status, content={"detail": error.detail}, headers=dict(error.headers))
 
 
