@@ -94,6 +94,7 @@ def run(
     if not dagster and not api:
         return
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    log_format = (ctx.obj or {}).get("log_format", "text")  # `secrag --log-format`, passed to every child
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt(signal.Signals(signum).name)
@@ -106,12 +107,12 @@ def run(
                 host=host,
                 webserver_port=dagster_port,
                 code_server_port=code_server_port,
-                log_format=(ctx.obj or {}).get("log_format", "text"),
+                log_format=log_format,
             )
             children.extend(start_dagster(settings, url, endpoints))
             click.echo(f"Dagster UI: http://{host}:{dagster_port}")
         if api:
-            children.append(("api", start_api(url, host, api_port, (ctx.obj or {}).get("log_format", "text"))))
+            children.append(("api", start_api(url, host, api_port, log_format)))
             click.echo(f"search API: http://{host}:{api_port}/docs")
         click.echo("running; Ctrl-C stops everything")
         while True:

@@ -148,16 +148,14 @@ class Searcher:
     def _weights(self, req: SearchRequest, analysis: logic.QueryAnalysis) -> tuple[float, float, float]:
         """w_fts, w_vec and w_fuzzy: the request's, or for a hybrid search the query shape's from
         search.yaml (`class_weights`) where the request does not set them."""
-        chosen = self.config.weights(analysis.query_type) if req.mode == "hybrid" else None
-        given = req.model_fields_set
+        if req.mode != "hybrid":
+            return req.w_fts, req.w_vec, req.w_fuzzy
+        chosen = self.config.weights(analysis.query_type)
 
         def pick(name: str, configured: float | None) -> float:
-            own = float(getattr(req, f"w_{name}"))
-            return own if name in {f.removeprefix("w_") for f in given} or configured is None else configured
+            return float(getattr(req, name)) if name in req.model_fields_set or configured is None else configured
 
-        if chosen is None:
-            return req.w_fts, req.w_vec, req.w_fuzzy
-        return pick("fts", chosen.fts), pick("vec", chosen.vec), pick("fuzzy", chosen.fuzzy)
+        return pick("w_fts", chosen.fts), pick("w_vec", chosen.vec), pick("w_fuzzy", chosen.fuzzy)
 
     def _sources(self, conn: psycopg.Connection, principal: Principal, filters: SearchFilters) -> list[str] | None:
         """The source names to search: `sources` as stored, narrowed to the names holding `source_contains`."""
@@ -207,20 +205,16 @@ class Searcher:
         params["nb_chunks"], params["nb_docs"] = neighbours.chunks, neighbours.documents
         if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", "natural"}:
             return plan
-        chosen = self.config.weights(analysis.query_type)
-        weight = neighbours.weight if chosen.neighbours is None else chosen.neighbours
-        plan = dataclasses.replace(plan, w_neighbours=weight if plan.vec_k else 0.0)
         ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))
-        if not ids:
-            return plan
+        chosen = self.config.weights(analysis.query_type)
         # A query that names a technique is of the technique-name class whatever its shape: it says
         # which technique it means, so its neighbours keep the default weight.
+        weight = neighbours.weight if ids or chosen.neighbours is None else chosen.neighbours
+        plan = dataclasses.replace(plan, w_neighbours=weight if plan.vec_k else 0.0)
+        if not ids:
+            return plan
         params["label_ids"] = list(ids)
-        return dataclasses.replace(
-            plan,
-            w_label=LABEL_WEIGHT if chosen.label is None else chosen.label,
-            w_neighbours=neighbours.weight if plan.vec_k else 0.0,
-        )
+        return dataclasses.replace(plan, w_label=LABEL_WEIGHT if chosen.label is None else chosen.label)
 
     def _params(
         self,
@@ -295,10 +289,9 @@ class Searcher:
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg, needed in wanted.items() if needed}
         for row in _fetch(conn, statement, params):
             rows[row["leg"]].append(row)
-        for leg in ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours"):  # best first (UNION ALL has no order)
-            if leg in rows:
-                rows[leg].sort(key=_best_first)
         exact = rows.pop("exact", [])
+        for leg_rows in rows.values():  # each leg best first (UNION ALL promises no order)
+            leg_rows.sort(key=_best_first)
         if then_vec:
             items = fusion.then_vec(rows["fts_vec"], rows["vec"], exact)
         else:

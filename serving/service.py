@@ -160,7 +160,8 @@ class Service:
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             names = self.catalog.visible_sources(conn, principal)
             rows = cur.execute(self.queries.sources_list, {"names": names}).fetchall()
-            folders = [n for n in names if n not in self.catalog.public_sources(conn)]
+            public = self.catalog.public_sources(conn)
+            folders = [n for n in names if n not in public]
             visible: dict[str, int] = {}
             if folders:  # a user folder's records are those the caller may see
                 params = {**principal.params(), "names": folders}
