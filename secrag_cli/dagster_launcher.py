@@ -128,16 +128,20 @@ def code_server_command(endpoints: Endpoints) -> list[str]:
     ]
 
 
-def health_check_command(endpoints: Endpoints) -> list[str]:
-    return [
-        _bin("dagster"),
-        "api",
-        "grpc-health-check",
-        "--host",
-        endpoints.code_server_host,
-        "-p",
-        str(endpoints.code_server_port),
-    ]
+def code_server_serving(endpoints: Endpoints, timeout: float = 5.0) -> bool:
+    """Whether the code server answers the standard gRPC health check for Dagster's API with SERVING
+    (what `dagster api grpc-health-check` asks, without starting a Python process per poll)."""
+    import grpc
+    from grpc_health.v1 import health_pb2
+    from grpc_health.v1.health_pb2_grpc import HealthStub
+
+    target = f"{endpoints.code_server_host}:{endpoints.code_server_port}"
+    try:
+        with grpc.insecure_channel(target) as channel:
+            reply = HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="DagsterApi"), timeout=timeout)
+    except grpc.RpcError:
+        return False
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 
 
 def webserver_command(endpoints: Endpoints) -> list[str]:
@@ -158,7 +162,7 @@ def daemon_command(endpoints: Endpoints | None = None) -> list[str]:
 
 
 def wait_for_code_server(
-    proc: subprocess.Popen[bytes], endpoints: Endpoints, env: dict[str, str], timeout: float = CODE_SERVER_START_SECONDS
+    proc: subprocess.Popen[bytes], endpoints: Endpoints, timeout: float = CODE_SERVER_START_SECONDS
 ) -> float:
     """Poll the code server's gRPC health check until it answers; the seconds it took. A code server
     that exits or stays silent for `timeout` is a ConfigError (its own log says why)."""
@@ -169,10 +173,7 @@ def wait_for_code_server(
                 f"the Dagster code server exited with code {proc.returncode} while loading {DEFINITIONS_MODULE}",
                 hint="its log above says why",
             )
-        check = subprocess.run(
-            health_check_command(endpoints), env=env, cwd=REPO_ROOT, capture_output=True, timeout=60, check=False
-        )
-        if check.returncode == 0:
+        if code_server_serving(endpoints):
             return time.monotonic() - started
         time.sleep(1.0)
     raise ConfigError(
@@ -211,7 +212,7 @@ def start_dagster(
     )
     children = [("code-server", spawn(code_server_command(endpoints), cwd=REPO_ROOT, env=env))]
     try:
-        took = wait_for_code_server(children[0][1], endpoints, env)
+        took = wait_for_code_server(children[0][1], endpoints)
         log.info("dagster code server ready in %.1fs", took)
         children.append(("dagster-webserver", spawn(webserver_command(endpoints), cwd=REPO_ROOT, env=env)))
         children.append(("dagster-daemon", spawn(daemon_command(endpoints), cwd=REPO_ROOT, env=env)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -70,7 +71,10 @@ def test_the_production_process_model():
         str(launcher.WORKSPACE_YAML),
     ]
     assert launcher.daemon_command()[1:] == ["run", "-w", str(launcher.WORKSPACE_YAML)]
-    assert launcher.health_check_command(endpoints)[-2:] == ["-p", "4300"]
+    with socket.socket() as closed:  # a port nothing listens on: not serving
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    assert launcher.code_server_serving(launcher.Endpoints(code_server_port=port), timeout=1) is False
     for command in (code_server, launcher.webserver_command(endpoints), launcher.daemon_command()):
         assert "dev" not in command and Path(command[0]).is_file()
 
@@ -92,7 +96,7 @@ def test_a_code_server_that_exits_is_a_one_line_error(tmp_path: Path):
     proc = subprocess.Popen(["sh", "-c", "exit 3"])
     proc.wait()
     with pytest.raises(ConfigError, match="code server exited with code 3"):
-        launcher.wait_for_code_server(proc, launcher.Endpoints(code_server_port=1), {}, timeout=5)
+        launcher.wait_for_code_server(proc, launcher.Endpoints(code_server_port=1), timeout=5)
 
 
 def test_stopping_reaches_every_process_of_the_group(tmp_path: Path):
