@@ -21,41 +21,18 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fastapi.testclient import TestClient
-from quality import K, load_items, ndcg
+from quality import _in_process, load_items
 
 from secrag.package_data import package_path
-from serving.app import create_app
 from serving.search import analyse
-from serving.settings import ServingSettings
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
 
 
 def per_query(url: str, items: list[dict[str, Any]], config: Path) -> list[float]:
-    settings = ServingSettings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=url,
-        search_config=config,
-        mcp_enabled=False,
-        query_cache_size=0,
-        result_cache_size=0,
-        anonymous_rate_per_minute=0,
-        anonymous_heavy_concurrency=0,
-        warm_up=False,
-    )
-    out = []
-    with TestClient(create_app(settings)) as api:
-        for item in items:
-            body = {
-                "query": item["query"][:8000],
-                "k": K,
-                "filters": {k: v for k, v in (item.get("filters") or {}).items() if v},
-                "return": {"snippets": False},
-            }
-            ranked = [r["doc_id"] for r in api.post("/v1/search", json=body).json()["results"]]
-            out.append(ndcg(ranked, {r["doc_id"]: int(r.get("grade", 1)) for r in item["relevant"]}))
-    return out
+    """Hybrid nDCG@10 of each item, in order, with `config` as search.yaml."""
+    scores, _ = _in_process(url, items, ["hybrid"], {}, search_config=config)
+    return [ndcg for ndcg, _mrr, _recall in scores[("ALL", "hybrid")]]
 
 
 def fold_of(item: dict[str, Any], folds: int) -> int:

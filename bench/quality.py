@@ -132,7 +132,15 @@ def main() -> None:
     args.save.write_text(json.dumps(table, indent=1, sort_keys=True))
 
 
-def _in_process(url: str, items: list[dict[str, Any]], modes: list[str], extra: dict[str, Any]) -> tuple[Scores, int]:
+def _in_process(
+    url: str,
+    items: list[dict[str, Any]],
+    modes: list[str],
+    extra: dict[str, Any],
+    search_config: Path | None = None,
+) -> tuple[Scores, int]:
+    """evaluate() against the API run in process on the store at `url` (caches off); `search_config`
+    replaces the shipped search.yaml (bench/class_weights.py)."""
     from fastapi.testclient import TestClient
 
     from serving.app import create_app
@@ -140,6 +148,7 @@ def _in_process(url: str, items: list[dict[str, Any]], modes: list[str], extra: 
 
     settings = ServingSettings(  # type: ignore[call-arg]
         _env_file=None,
+        **({"search_config": search_config} if search_config else {}),
         database_url=url,
         mcp_enabled=False,
         query_cache_size=0,
