@@ -164,17 +164,6 @@ class SearchRequest(Strict):
     """A search over chunks of the documents the caller may see."""
 
     query: str = query_field("What to search for.")
-    query_embedding: Annotated[list[float], Field(min_length=1, max_length=4096)] | None = Field(
-        default=None,
-        description="The query's vector, made by the caller with the serving model (see /v1/stats "
-        "`serving_model`): the vector leg uses it instead of encoding `query`, which the other legs still "
-        "search. Requires `query_embedding_model`; a vector of another model or length is a 422.",
-    )
-    query_embedding_model: str | None = Field(
-        default=None,
-        max_length=64,
-        description="The model id `query_embedding` was made with: equal dimensions do not mean the same model.",
-    )
     k: SInt = Field(default=10, ge=1, le=50)
     offset: SInt = Field(default=0, ge=0, le=1000)
     mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid"

@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
@@ -21,7 +20,6 @@ from . import search as logic
 from .auth import Principal
 from .catalog import Catalog
 from .encoder import QueryEncoder
-from .errors import InvalidField
 from .leg_shapes import LegShaper
 from .limits import cap
 from .responses import SearchResponse
@@ -86,8 +84,7 @@ class Searcher:
             group_by_doc=req.group_by_doc,
             query_type=analysis.query_type,
         )
-        given = self._given_vector(req)  # checked in every mode
-        qvec = (given if given is not None else self.encoder.encode(enriched)) if plan.needs_vector else None
+        qvec = self.encoder.encode(enriched) if plan.needs_vector else None
         params = self._params(req, analysis, plan, qvec, principal)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
@@ -119,31 +116,6 @@ class Searcher:
             took_ms=round((time.perf_counter() - started) * 1000, 2),
             truncated=truncated,
         )
-
-    def _given_vector(self, req: SearchRequest) -> np.ndarray | None:
-        """The caller's `query_embedding` as a unit vector, checked against the serving model."""
-        if req.query_embedding is None:
-            if req.query_embedding_model is not None:
-                raise InvalidField(
-                    ["body", "query_embedding"], "query_embedding_model is given without query_embedding"
-                )
-            return None
-        model = self.encoder.model_id
-        if req.query_embedding_model != model:
-            raise InvalidField(
-                ["body", "query_embedding_model"],
-                f"query_embedding must be made with the serving model {model}, not {req.query_embedding_model!r}",
-            )
-        if len(req.query_embedding) != self.encoder.dimensions:
-            raise InvalidField(
-                ["body", "query_embedding"],
-                f"{model} vectors have {self.encoder.dimensions} dimensions, not {len(req.query_embedding)}",
-            )
-        vector = np.asarray(req.query_embedding, dtype=np.float32)
-        norm = float(np.linalg.norm(vector))
-        if not np.isfinite(norm) or norm == 0:
-            raise InvalidField(["body", "query_embedding"], "query_embedding must be a finite, non-zero vector")
-        return vector / norm
 
     def _weights(self, req: SearchRequest, analysis: logic.QueryAnalysis) -> tuple[float, float, float]:
         """w_fts, w_vec and w_fuzzy: the request's, or for a hybrid search the query shape's from

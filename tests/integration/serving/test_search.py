@@ -492,26 +492,3 @@ def test_class_weights_apply_to_their_query_shape_unless_the_request_sets_them(
         assert all(r["score"] < 0.5 for r in unweighted)
         own = search(api, "mimikatz lsass", k=5, w_vec=1.0)
         assert own["results"]
-
-
-def test_a_caller_supplied_query_embedding(client: TestClient) -> None:
-    encoder = client.app.state.service.encoder  # type: ignore[attr-defined]
-    query = "dump lsass process memory"
-    plain = search(client, query, mode="vector", k=5)
-    vector = [float(x) * 3.0 for x in encoder.encode(plain["enriched_query"])]  # any length: normalised
-    given = search(client, query, mode="vector", k=5, query_embedding=vector, query_embedding_model=encoder.model_id)
-    assert doc_ids(given) == doc_ids(plain)
-    elsewhere = search(
-        client, "unrelated words", mode="vector", k=5, query_embedding=vector, query_embedding_model=encoder.model_id
-    )
-    assert doc_ids(elsewhere) == doc_ids(plain)  # the vector leg searched the given vector
-    for body, field in (
-        ({"query_embedding": vector, "query_embedding_model": "all-MiniLM-L6-v2-other"}, "query_embedding_model"),
-        ({"query_embedding": vector}, "query_embedding_model"),
-        ({"query_embedding": vector[:100], "query_embedding_model": encoder.model_id}, "query_embedding"),
-        ({"query_embedding": [0.0] * len(vector), "query_embedding_model": encoder.model_id}, "query_embedding"),
-        ({"query_embedding_model": encoder.model_id, "mode": "fts"}, "query_embedding"),
-    ):
-        response = client.post("/v1/search", json={"query": query, **body})
-        assert response.status_code == 422, body
-        assert response.json()["detail"][0]["loc"][-1] == field
