@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.secrag-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install run test test-fast lint schema clean
+.PHONY: install browser run test test-fast lint schema clean
 
 install: $(STAMP)
 
@@ -21,8 +21,16 @@ $(STAMP): pyproject.toml
 run: install
 	$(BIN)/secrag run
 
-test: install
+test: install browser
 	$(BIN)/python -m pytest
+
+# The browser tests (Swagger UI at /docs, the Dagster UI) render pages in Debian's headless Chromium;
+# installed here when missing (as root, from Debian's packages), or named by SECRAG_TEST_CHROMIUM.
+browser:
+	@test -n "$$SECRAG_TEST_CHROMIUM" || command -v chromium >/dev/null || { \
+	  test "$$(id -u)" = 0 && command -v apt-get >/dev/null && echo "make: installing Debian's chromium for the browser tests" \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || { \
+	  echo "make: the browser tests need Chromium: apt-get install chromium, or set SECRAG_TEST_CHROMIUM" >&2; exit 1; }
 
 test-fast: install
 	$(BIN)/python -m pytest tests/unit

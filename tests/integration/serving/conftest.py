@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 from psycopg import sql
 
@@ -95,3 +99,23 @@ def search(client: TestClient, query: str, key: str | None = None, **body: Any) 
 
 def doc_ids(payload: dict[str, Any]) -> list[str]:
     return [r["doc_id"] for r in payload["results"]]
+
+
+@pytest.fixture
+def live_api(serving_db_url: str, settings_for: Callable[..., ServingSettings]) -> Iterator[str]:
+    """The API served by uvicorn on a loopback port; yields its base URL (http://127.0.0.1:port)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    settings = settings_for(serving_db_url, mcp_allowed_hosts=[f"127.0.0.1:{port}"])
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()

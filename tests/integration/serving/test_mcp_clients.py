@@ -4,43 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
-import pytest
-import uvicorn
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from secrag.version import version as server_version
-from serving.app import create_app
-from serving.settings import ServingSettings
-
-
-@pytest.fixture
-def live_api(serving_db_url: str, settings_for: Callable[..., ServingSettings]) -> Iterator[str]:
-    """The API served by uvicorn on a loopback port; yields its MCP URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    settings = settings_for(serving_db_url, mcp_allowed_hosts=[f"127.0.0.1:{port}"])
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp/"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
 
 
 async def _exercise(session: ClientSession) -> dict[str, Any]:
@@ -68,7 +40,7 @@ def _check(seen: dict[str, Any]) -> None:
 
 def test_official_client_over_streamable_http(live_api: str) -> None:
     async def main() -> dict[str, Any]:
-        async with streamable_http_client(live_api) as (read, write), ClientSession(read, write) as session:
+        async with streamable_http_client(f"{live_api}/mcp/") as (read, write), ClientSession(read, write) as session:
             return await _exercise(session)
 
     _check(anyio.run(main))
