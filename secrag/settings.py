@@ -58,6 +58,12 @@ class Settings(BaseSettings):
     sql_dir: Path = Field(default_factory=sql_dir, description="Migrations and named queries (shipped in the package).")
     connect_timeout: int = Field(default=5, ge=1, le=120, description="Seconds to wait for the database.")
     reader_statement_timeout_ms: int = Field(default=2000, ge=100)
+    reader_aggregate_timeout_ms: int = Field(
+        default=60_000,
+        ge=100,
+        description="Statement timeout of the API's store-wide reads (the spelling vocabulary), which run "
+        "at start-up and then in the background, never inside a request's reader_statement_timeout_ms.",
+    )
 
     # Upstreams (fetchers and probes)
     upstream_mirror: Path | None = Field(

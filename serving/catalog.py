@@ -3,6 +3,7 @@ title vocabulary of spelling correction."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from .statements import Statements
 from .technique_names import TechniqueNames
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 LOOKUP_TTL = 300.0
 SOURCES_TTL = 30.0
 DATA_VERSION_TTL = 1.0  # how stale a cached search response may be after a publish
@@ -36,6 +38,7 @@ class Cached:
     value: Any = None
     at: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    refreshing: bool = False
 
     def get(self, load: Callable[[], T]) -> T:
         with self.lock:
@@ -43,6 +46,29 @@ class Cached:
                 self.value = load()
                 self.at = time.monotonic()
             return self.value  # type: ignore[no-any-return]
+
+    def get_or_refresh(self, load: Callable[[], T], refresh: Callable[[], T]) -> T:
+        """The value, loaded now if there is none; once it is older than `ttl`, the old value is returned
+        while one background thread runs `refresh` (a slow store-wide read never holds up requests)."""
+        with self.lock:
+            if self.value is None:
+                self.value, self.at = load(), time.monotonic()
+            elif time.monotonic() - self.at > self.ttl and not self.refreshing:
+                self.refreshing = True
+                threading.Thread(target=self._refresh, args=(refresh,), name="catalog-refresh", daemon=True).start()
+            return self.value  # type: ignore[no-any-return]
+
+    def _refresh(self, load: Callable[[], Any]) -> None:
+        try:
+            value = load()
+            with self.lock:
+                self.value, self.at = value, time.monotonic()
+        except Exception:  # noqa: BLE001 - the old value serves until the next attempt
+            log.warning("catalog refresh failed; the previous value is kept", exc_info=True)
+            with self.lock:
+                self.at = time.monotonic()
+        finally:
+            self.refreshing = False
 
     def clear(self) -> None:
         with self.lock:
@@ -56,6 +82,9 @@ class Catalog:
     pool: ConnectionPool
     queries: Queries
     statements: Statements
+    # Statement timeout of store-wide reads (the spelling vocabulary: 0.2 s on the real corpus, 3.5 s at
+    # 1M chunks (docs/scaling.md), beyond a request's timeout).
+    aggregate_timeout_ms: int = 60_000
     _lookup: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_ids: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _source_names: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
@@ -149,10 +178,20 @@ class Catalog:
         return self._lexeme_stats.get(load)
 
     def vocabulary(self, conn: psycopg.Connection) -> Vocabulary:
-        """The words of public titles, for spelling correction (cached; read on `conn`, ~0.1 s)."""
-        return self._vocabulary.get(
-            lambda: Vocabulary.from_rows(conn.execute(self.queries.spelling_vocabulary).fetchall())
-        )
+        """The words of public titles, for spelling correction: read on `conn` the first time, then
+        refreshed in the background every LOOKUP_TTL on a pooled connection; store-wide, so each read
+        has `aggregate_timeout_ms` instead of a request's timeout."""
+
+        def read(on: psycopg.Connection) -> Vocabulary:
+            with on.transaction():
+                on.execute("SELECT set_config('statement_timeout', %s, true)", [str(self.aggregate_timeout_ms)])
+                return Vocabulary.from_rows(on.execute(self.queries.spelling_vocabulary).fetchall())
+
+        def refresh() -> Vocabulary:
+            with self.pool.connection() as own:
+                return read(own)
+
+        return self._vocabulary.get_or_refresh(lambda: read(conn), refresh)
 
     def forget_lexeme_stats(self) -> None:
         """Re-read the statistics on next use (after an ANALYZE)."""

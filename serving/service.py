@@ -69,7 +69,9 @@ class Service:
     results: ResultCache = field(init=False)
 
     def __post_init__(self) -> None:
-        self.catalog = Catalog(self.pool, self.queries, self.statements)
+        self.catalog = Catalog(
+            self.pool, self.queries, self.statements, aggregate_timeout_ms=self.settings.reader_aggregate_timeout_ms
+        )
         self.results = ResultCache(self.settings.result_cache_size)
         self.searcher = self._searcher(self.encoder, self.statements)
         self.reads = Reads(self.pool, self.statements, self.refetcher, self.settings.max_response_bytes)
