@@ -1,5 +1,5 @@
 """The OpenAPI document: readable operation ids, an example per operation, and the vocabularies
-only the store knows.
+only the store and the running API know (the online sources, the serving model and its dimensions).
 
 Examples (a request body, path parameters and the 200 response per operation) are package data,
 `openapi_examples.yaml`. The online sources a filter may name are this deployment's data, so the
@@ -70,12 +70,28 @@ def _list_sources(document: dict[str, Any], names: list[str]) -> None:
             variant["items"]["enum"] = names
 
 
+def _serving_model(app: FastAPI) -> tuple[str, int] | None:
+    service = getattr(app.state, "service", None)
+    if service is None:
+        return None
+    return service.encoder.model_id, service.encoder.dimensions
+
+
+def _state_model(document: dict[str, Any], model: str, dimensions: int) -> None:
+    """QueryEmbedding as this API accepts it: the serving model's id and its number of dimensions."""
+    props = document.get("components", {}).get("schemas", {}).get("QueryEmbedding", {}).get("properties", {})
+    if props:
+        props["model"]["enum"] = [model]
+        props["values"]["minItems"] = props["values"]["maxItems"] = dimensions
+
+
 def install(app: FastAPI) -> None:
     """Serve the document built by `build`, cached once it holds the store's vocabularies."""
 
     def build() -> dict[str, Any]:
-        if app.openapi_schema is not None:
-            return app.openapi_schema
+        model = _serving_model(app)
+        if app.openapi_schema is not None and getattr(app.state, "openapi_model", None) == model:
+            return app.openapi_schema  # built for this serving model (the API follows the active one)
         document = get_openapi(
             title=app.title,
             version=app.version,
@@ -85,9 +101,12 @@ def install(app: FastAPI) -> None:
         )
         _add_examples(document, load_examples())
         names = _source_names(app)
+        if model:
+            _state_model(document, *model)
         if names:
             _list_sources(document, names)
-            app.openapi_schema = document
+        if names and model:
+            app.openapi_schema, app.state.openapi_model = document, model
         return document
 
     app.openapi = build  # type: ignore[method-assign]

@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator, model_validator
 from pydantic import Strict as PydanticStrict
 
 from secrag.platforms import PLATFORMS, canonical, platform_names
@@ -160,10 +160,52 @@ class ReturnOptions(Strict):
     max_text_chars: SInt = Field(default=2000, ge=1, le=100_000)
 
 
+# A caller's query vector: each value within +-MAX_EMBEDDING_VALUE and at least one at least
+# MIN_EMBEDDING_NORM_VALUE from zero, so its norm is non-zero in float32 too (what the schema's
+# `contains` says in JSON Schema).
+MAX_EMBEDDING_VALUE = 1e6
+MIN_EMBEDDING_NORM_VALUE = 1e-6
+EMBEDDING_NON_ZERO: dict[str, JsonValue] = {
+    "anyOf": [{"minimum": MIN_EMBEDDING_NORM_VALUE}, {"maximum": -MIN_EMBEDDING_NORM_VALUE}]
+}
+
+
+class QueryEmbedding(Strict):
+    """The query's vector, made by the caller with the serving model."""
+
+    model: str = Field(
+        min_length=1,
+        max_length=64,
+        description="The model id the vector was made with; it must be the serving model (GET /v1/stats "
+        "`serving_model`, and the only value this document allows once the API is up): equal dimensions do "
+        "not mean the same model.",
+    )
+    values: list[Annotated[float, Field(ge=-MAX_EMBEDDING_VALUE, le=MAX_EMBEDDING_VALUE), NUMBER]] = Field(
+        min_length=1,
+        max_length=4096,
+        description="The vector, as many values as the serving model has dimensions; any length (it is "
+        "normalised), not zero.",
+        json_schema_extra={"contains": EMBEDDING_NON_ZERO},
+    )
+
+    @field_validator("values")
+    @classmethod
+    def _not_zero(cls, values: list[float]) -> list[float]:
+        if not any(abs(v) >= MIN_EMBEDDING_NORM_VALUE for v in values):
+            raise ValueError(f"query_embedding must have a value at least {MIN_EMBEDDING_NORM_VALUE} from zero")
+        return values
+
+
 class SearchRequest(Strict):
     """A search over chunks of the documents the caller may see."""
 
     query: str = query_field("What to search for.")
+    query_embedding: QueryEmbedding | None = Field(
+        default=None,
+        description="The query's vector made by the caller with the serving model: the vector leg searches it "
+        "instead of encoding `query`, which the full-text and fuzzy legs still search. A vector of another model "
+        "or length is a 422.",
+    )
     k: SInt = Field(default=10, ge=1, le=50)
     offset: SInt = Field(default=0, ge=0, le=1000)
     mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid"

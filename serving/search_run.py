@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
@@ -20,6 +21,7 @@ from . import search as logic
 from .auth import Principal
 from .catalog import Catalog
 from .encoder import QueryEncoder
+from .errors import InvalidField
 from .leg_shapes import LegShaper
 from .limits import cap
 from .responses import SearchResponse
@@ -84,7 +86,8 @@ class Searcher:
             group_by_doc=req.group_by_doc,
             query_type=analysis.query_type,
         )
-        qvec = self.encoder.encode(enriched) if plan.needs_vector else None
+        given = self._given_vector(req)  # checked in every mode
+        qvec = (given if given is not None else self.encoder.encode(enriched)) if plan.needs_vector else None
         params = self._params(req, analysis, plan, qvec, principal)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
@@ -116,6 +119,25 @@ class Searcher:
             took_ms=round((time.perf_counter() - started) * 1000, 2),
             truncated=truncated,
         )
+
+    def _given_vector(self, req: SearchRequest) -> np.ndarray | None:
+        """The caller's `query_embedding` as a unit vector, checked against the serving model."""
+        given = req.query_embedding
+        if given is None:
+            return None
+        model = self.encoder.model_id
+        if given.model != model:
+            raise InvalidField(
+                ["body", "query_embedding", "model"],
+                f"query_embedding must be made with the serving model {model}, not {given.model!r}",
+            )
+        if len(given.values) != self.encoder.dimensions:
+            raise InvalidField(
+                ["body", "query_embedding", "values"],
+                f"{model} vectors have {self.encoder.dimensions} dimensions, not {len(given.values)}",
+            )
+        vector = np.asarray(given.values, dtype=np.float32)
+        return vector / float(np.linalg.norm(vector))  # not zero: QueryEmbedding checked it
 
     def _weights(self, req: SearchRequest, analysis: logic.QueryAnalysis) -> tuple[float, float, float]:
         """w_fts, w_vec and w_fuzzy: the request's, or for a hybrid search the query shape's from

@@ -29,3 +29,11 @@ def test_the_source_filter_lists_the_online_sources(client: TestClient) -> None:
     assert not any(name.startswith(("acme", "globex")) for name in items["enum"])  # user folders stay private
     upper = client.post("/v1/search", json={"query": "lsass", "filters": {"sources": ["SIGMA"]}})
     assert upper.status_code == 200  # any case is accepted, as the description says
+
+
+def test_the_query_embedding_is_stated_for_the_serving_model(client: TestClient) -> None:
+    encoder = client.app.state.service.encoder  # type: ignore[attr-defined]
+    schema = client.get("/openapi.json").json()["components"]["schemas"]["QueryEmbedding"]["properties"]
+    assert schema["model"]["enum"] == [encoder.model_id]
+    assert schema["values"]["minItems"] == schema["values"]["maxItems"] == encoder.dimensions
+    assert "contains" in schema["values"]  # not zero, in JSON Schema's words

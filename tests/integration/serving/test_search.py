@@ -492,3 +492,25 @@ def test_class_weights_apply_to_their_query_shape_unless_the_request_sets_them(
         assert all(r["score"] < 0.5 for r in unweighted)
         own = search(api, "mimikatz lsass", k=5, w_vec=1.0)
         assert own["results"]
+
+
+def test_a_caller_supplied_query_embedding(client: TestClient) -> None:
+    encoder = client.app.state.service.encoder  # type: ignore[attr-defined]
+    query = "dump lsass process memory"
+    plain = search(client, query, mode="vector", k=5)
+    values = [float(x) * 3.0 for x in encoder.encode(plain["enriched_query"])]  # any length: normalised
+    given = {"model": encoder.model_id, "values": values}
+    assert doc_ids(search(client, query, mode="vector", k=5, query_embedding=given)) == doc_ids(plain)
+    elsewhere = search(client, "unrelated words", mode="vector", k=5, query_embedding=given)
+    assert doc_ids(elsewhere) == doc_ids(plain)  # the vector leg searched the given vector
+    assert search(client, query, mode="fts", k=5, query_embedding=given)["results"]  # checked, not needed
+    for embedding, loc in (
+        ({"model": "all-MiniLM-L6-v2-other", "values": values}, ["query_embedding", "model"]),
+        ({"model": encoder.model_id, "values": values[:100]}, ["query_embedding", "values"]),
+        ({"model": encoder.model_id, "values": [0.0] * len(values)}, ["query_embedding", "values"]),
+        ({"model": encoder.model_id, "values": [1e-7] * len(values)}, ["query_embedding", "values"]),
+        ({"values": values}, ["query_embedding", "model"]),
+    ):
+        response = client.post("/v1/search", json={"query": query, "query_embedding": embedding})
+        assert response.status_code == 422, embedding
+        assert response.json()["detail"][0]["loc"][1:3] == loc, response.json()
