@@ -1,0 +1,92 @@
+"""Build throughput with 1 and 2 run workers on one machine: the embedding step, which is most of a build.
+
+    python bench/run_workers.py --database-url postgresql://...secrag_bench... [--sample 3000]
+
+A full build spends about 92 % of its time embedding (bench/build.py: 886.6 s of 961.5 s on the
+AVX-512 EPYC), and each run embeds its own source, so two runs at once (deploy/dagster.yaml allows 2)
+are two encoders at once. This starts W processes, as W run workers would be, each with the pipeline's
+document encoder (the active model, batches of 256 as the pipeline hands them over) and
+SECRAG_EMBEDDING_THREADS-style thread counts, gives each an equal share of one sample of the store's
+chunks, and prints the total chunks per second from the first start to the last finish:
+
+- 1 worker, one thread per core (the default, 0);
+- 2 workers, one thread per core each (the default for both: they contend for the cores);
+- 2 workers, cores / 2 threads each (SECRAG_EMBEDDING_THREADS set for sharing the machine).
+
+On Kubernetes each run is its own pod with its own CPU request, so there the figure that scales is the
+one-worker rate per pod.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import multiprocessing as mp
+import os
+import random
+import time
+
+from pipeline.indexing import embedding_input
+from secrag import database
+from secrag.cpu import read_cpuinfo
+from secrag.onnx_model import OnnxEncoder
+from secrag.settings import Settings
+
+BATCH = 256
+
+
+def work(model: str, threads: int, texts: list[str], ready: mp.Barrier, out: mp.Queue) -> None:  # type: ignore[type-arg]
+    encoder = OnnxEncoder(model, Settings().models_dir, threads=threads)
+    encoder.load()
+    encoder.encode(texts[:32])  # warm
+    ready.wait()
+    started = time.monotonic()
+    for i in range(0, len(texts), BATCH):
+        encoder.encode(texts[i : i + BATCH])
+    out.put((started, time.monotonic(), len(texts)))
+
+
+def run(model: str, workers: int, threads: int, sample: list[str]) -> float:
+    ctx = mp.get_context("spawn")
+    ready, out = ctx.Barrier(workers), ctx.Queue()
+    share = len(sample) // workers
+    procs = [
+        ctx.Process(target=work, args=(model, threads, sample[w * share : (w + 1) * share], ready, out))
+        for w in range(workers)
+    ]
+    for p in procs:
+        p.start()
+    spans = [out.get() for _ in procs]
+    for p in procs:
+        p.join()
+    first, last = min(s[0] for s in spans), max(s[1] for s in spans)
+    return sum(s[2] for s in spans) / (last - first)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--database-url", required=True)
+    ap.add_argument("--sample", type=int, default=3000)
+    args = ap.parse_args()
+    logging.disable(logging.WARNING)
+    cpu, cores = read_cpuinfo(), os.cpu_count() or 1
+    if cpu is not None:
+        flags = ", ".join(f for f in ("avx2", "avx512f", "avx512_vnni") if f in cpu.flags)
+        print(f"CPU: {cpu.model}, {cores} cores ({flags})")
+    with database.connect(args.database_url, autocommit=True) as conn:
+        model = conn.execute("SELECT model_id FROM embedding_models WHERE active").fetchone()[0]  # type: ignore[index]
+        rows = conn.execute(
+            "SELECT DISTINCT ON (content_hash) title, enriched_text FROM chunks ORDER BY content_hash"
+        ).fetchall()
+    sample = random.Random(7).sample([embedding_input(t, e) for t, e in rows], min(args.sample, len(rows)))
+    print(f"model {model}, {len(sample)} chunks")
+    one = run(model, 1, 0, sample)
+    print(f"1 worker,  {cores} threads:          {one:6.1f} chunks/s  1.00x")
+    for threads in (0, max(1, cores // 2)):
+        rate = run(model, 2, threads, sample)
+        label = f"{threads or cores} threads each"
+        print(f"2 workers, {label:<20} {rate:6.1f} chunks/s  {rate / one:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

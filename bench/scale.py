@@ -1,0 +1,397 @@
+"""Sizing: synthetic stores of N chunks grown from a real one; index builds, sizes, memory and search latency.
+
+    python bench/scale.py --database-url postgresql://...secrag_bench... --chunks 200000 1000000
+
+For each N, a database `secrag_scale_<N>` is cloned from the real store (CREATE DATABASE ... TEMPLATE:
+nothing may be connected to it) and grown to about N chunks by copying every document with its chunks
+`copies` times (ids suffixed `~k`). Each copy's vectors are the originals plus uniform noise of the
+given per-dimension standard deviation, renormalised, so the copies are new points near the real ones
+(the mean cosine to the original is printed), and its text is the original's, so full text matches grow
+with N as they would in a larger corpus of similar content. Only the active model's vectors are kept.
+
+The HNSW, full-text (GIN) and trigram indexes are dropped before the copies and built afterwards, each
+timed, with `--maintenance-work-mem` and `--parallel-workers` for the session (what `docs/scaling.md`
+recommends for a bulk build). Then the API runs in process on the grown store (caches off) and answers
+the first `--queries` dev queries in each shape: hybrid with no filter, hybrid filtered to one source,
+vector only. Printed per N: chunks, build times, sizes, the server's memory (PSS of its processes) and
+p50/p99 of the in-process request time. `--keep` keeps the databases; otherwise they are dropped;
+`--reuse` measures a kept one again without growing it (no build times then).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from secrag import database
+
+QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
+GROWN_INDEXES = ("hnsw", "chunks_tsv_idx", "chunks_first_title_trgm_idx")
+SHAPES: dict[str, dict[str, Any]] = {
+    "hybrid": {"mode": "hybrid"},
+    "hybrid, sources=[sigma]": {"mode": "hybrid", "filters": {"sources": ["sigma"]}},
+    "vector": {"mode": "vector"},
+}
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def columns(conn: psycopg.Connection, table: str) -> list[str]:
+    """The table's columns a copy writes (not the generated ones)."""
+    rows = conn.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = %s"
+        " AND is_generated = 'NEVER' ORDER BY ordinal_position",
+        [table],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def copy_statement(conn: psycopg.Connection, table: str, replaced: dict[str, str], where: str) -> sql.Composed:
+    cols = columns(conn, table)
+    exprs = [sql.SQL(replaced[c]) if c in replaced else sql.Identifier(c) for c in cols]
+    return sql.SQL("INSERT INTO {t} ({cols}) SELECT {exprs} FROM {t} WHERE {where}").format(
+        t=sql.Identifier(table),
+        cols=sql.SQL(", ").join(map(sql.Identifier, cols)),
+        exprs=sql.SQL(", ").join(exprs),
+        where=sql.SQL(where),
+    )
+
+
+def grow(conn: psycopg.Connection, model: str, base_chunks: int, target: int, noise: float) -> None:
+    """Add copies of the original documents, chunks and vectors until about `target` chunks: whole
+    copies, then a last copy of the share of documents (by a hash of their id) that is still missing."""
+    suffix = "'~' || %(k)s::text"
+    picked = "position('~' in doc_id) = 0 AND abs(hashtext(doc_id)) %% 10000 < %(share)s"
+    half_width = noise * math.sqrt(3)  # uniform on [-w, w] has standard deviation w / sqrt(3)
+    statements = [
+        copy_statement(
+            conn,
+            "documents",
+            {"doc_id": f"doc_id || {suffix}", "content_hash": f"content_hash || {suffix}"},
+            picked,
+        ),
+        copy_statement(
+            conn,
+            "chunks",
+            {
+                "doc_id": f"doc_id || {suffix}",
+                "chunk_id": f"doc_id || {suffix} || '#' || ordinal",
+                "content_hash": f"content_hash || {suffix}",
+            },
+            picked,
+        ),
+        # Each new chunk's vector: its original's plus noise (the trigger chunk_vectors_on_embeddings
+        # fills chunk_vectors).
+        sql.SQL(
+            "INSERT INTO embeddings (content_hash, model_id, vector) "
+            "SELECT DISTINCT ON (c.content_hash) c.content_hash, e.model_id, "
+            "l2_normalize((SELECT array_agg(x + %(w)s * (2 * random() - 1)) "
+            "FROM unnest(e.vector::real[]) AS x)::vector) "
+            "FROM chunks c JOIN embeddings e ON e.content_hash = split_part(c.content_hash, '~', 1) "
+            "AND e.model_id = %(model)s WHERE c.doc_id LIKE '%%~' || %(k)s::text ORDER BY c.content_hash"
+        ),
+    ]
+    missing, k = target - base_chunks, 0
+    while missing > 0:
+        k += 1
+        share = min(10000, math.ceil(10000 * missing / base_chunks))
+        started = time.monotonic()
+        with conn.transaction():
+            for statement in statements:
+                conn.execute(statement, {"k": k, "w": half_width, "model": model, "share": share})
+            added = conn.execute("SELECT count(*) FROM chunks WHERE doc_id LIKE %s", [f"%~{k}"]).fetchone()[0]  # type: ignore[index]
+        missing -= added
+        log(f"copy {k} ({share / 100:.1f} % of the documents): {added} chunks in {time.monotonic() - started:.1f}s")
+
+
+def server_pss_mb(conn: psycopg.Connection) -> float:
+    """Proportional set size of the server's processes (the postmaster and its children), in MB."""
+    data_dir = Path(conn.execute("SELECT current_setting('data_directory')").fetchone()[0])  # type: ignore[index]
+    postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+    total = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if int(proc.name) != postmaster and ppid != postmaster:
+                continue
+            for line in (proc / "smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / 1024
+
+
+def relation_mb(conn: psycopg.Connection, name: str) -> float:
+    return float(conn.execute("SELECT pg_total_relation_size(%s::regclass) / 1048576.0", [name]).fetchone()[0])  # type: ignore[index]
+
+
+def build_indexes(conn: psycopg.Connection, definitions: dict[str, str]) -> dict[str, float]:
+    seconds = {}
+    for name, definition in definitions.items():
+        started = time.monotonic()
+        conn.execute(definition)  # type: ignore[arg-type]
+        seconds[name] = time.monotonic() - started
+        log(f"built {name} in {seconds[name]:.1f}s ({relation_mb(conn, name):.0f} MB)")
+    return seconds
+
+
+def search_latency(url: str, texts: list[str], k: int) -> dict[str, tuple[float, float, int]]:
+    """p50/p99 in ms of POST /v1/search per shape, the API in process (caches off), after one warm pass,
+    and how many requests failed (a 504 when a statement outlives the reader's statement timeout; its
+    time counts too)."""
+    from fastapi.testclient import TestClient
+
+    from serving.app import create_app
+    from serving.settings import ServingSettings
+
+    settings = ServingSettings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=url,
+        mcp_enabled=False,
+        query_cache_size=0,
+        result_cache_size=0,
+        anonymous_rate_per_minute=0,
+        anonymous_heavy_concurrency=0,
+    )
+    figures = {}
+    with TestClient(create_app(settings)) as api:
+        for shape, body in SHAPES.items():
+            times, failed = [], 0
+            for timed in (False, True):
+                for text in texts:
+                    started = time.perf_counter()
+                    response = api.post("/v1/search", json={"query": text, "k": k, **body})
+                    elapsed = (time.perf_counter() - started) * 1000
+                    if timed:
+                        times.append(elapsed)
+                        failed += response.status_code != 200
+            times.sort()
+            p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
+            figures[shape] = (statistics.median(times), p99, failed)
+    return figures
+
+
+VARIANTS = {  # the vector index at lower precision: its expression, operator class and nearest-k query
+    "vector (as served)": (None, "{vec} <=> %(q)s::vector({d})"),
+    "halfvec": (
+        "(vector::halfvec({d})) halfvec_cosine_ops",
+        "(vector::halfvec({d})) <=> %(q)s::vector({d})::halfvec({d})",
+    ),
+    "binary + re-rank x4": ("(binary_quantize(vector)::bit({d})) bit_hamming_ops", None),
+}
+
+
+def vector_variants(
+    conn: psycopg.Connection, model: str, dims: int, vectors: list[Any], k: int, served: tuple[float, float]
+) -> dict[str, Any]:
+    """Each lower-precision index built beside the served one: build time, size, recall@k against exact
+    cosine distances and p50 of the nearest-k statement (hnsw.ef_search 100)."""
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    where = sql.SQL("model_id = {}").format(sql.Literal(model))
+    vec = f"(vector::vector({dims}))"
+    nearest = "SELECT content_hash FROM embeddings WHERE {where} ORDER BY {order} LIMIT %(k)s"
+    conn.execute("SET hnsw.ef_search = 100")
+    conn.execute("SET enable_indexscan = off")
+    truth = [
+        {
+            r[0]
+            for r in conn.execute(
+                sql.SQL(nearest).format(where=where, order=sql.SQL(f"{vec} <=> %(q)s::vector({dims})")),
+                {"q": v, "k": k},
+            )
+        }
+        for v in vectors
+    ]
+    conn.execute("RESET enable_indexscan")
+    figures: dict[str, Any] = {}
+    for name, (opclass, order) in VARIANTS.items():
+        index, (built, size) = None, served
+        if opclass:
+            index = "scale_variant_idx"
+            started = time.monotonic()
+            conn.execute(
+                sql.SQL("CREATE INDEX {i} ON embeddings USING hnsw ({e}) WHERE {w}").format(
+                    i=sql.Identifier(index), e=sql.SQL(opclass.format(d=dims)), w=where
+                )
+            )
+            built, size = time.monotonic() - started, relation_mb(conn, index)
+        if order is None:  # binary: hamming distance over bits for 4k candidates, then exact cosine
+            statement = sql.SQL(
+                "SELECT content_hash FROM (SELECT content_hash, vector FROM embeddings WHERE {w} "
+                "ORDER BY binary_quantize(vector)::bit({d}) <~> binary_quantize(%(q)s::vector({d})) "
+                "LIMIT %(k)s * 4) c ORDER BY (vector::vector({d})) <=> %(q)s::vector({d}) LIMIT %(k)s"
+            ).format(w=where, d=sql.Literal(dims))
+        else:
+            statement = sql.SQL(nearest).format(where=where, order=sql.SQL(order.format(vec=vec, d=dims)))
+        times, recalls = [], []
+        for v, expected in zip(vectors, truth, strict=True):
+            started = time.perf_counter()
+            found = {r[0] for r in conn.execute(statement, {"q": v, "k": k})}
+            times.append((time.perf_counter() - started) * 1000)
+            recalls.append(len(found & expected) / max(1, len(expected)))
+        figures[name] = {
+            "build_s": built,
+            "size_mb": size,
+            "recall": statistics.mean(recalls),
+            "p50_ms": statistics.median(times),
+        }
+        log(f"{name}: recall@{k} {figures[name]['recall']:.3f}, p50 {figures[name]['p50_ms']:.1f} ms")
+        if index:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
+    return figures
+
+
+def measure(server_url: str, base: str, target: int, args: argparse.Namespace, texts: list[str]) -> dict[str, Any]:
+    name = f"secrag_scale_{target}"
+    admin = database.with_database(server_url, "postgres")
+    with database.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
+        reuse = args.reuse and exists
+        if not reuse:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            started = time.monotonic()
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(base)))
+            log(f"cloned {base} into {name} in {time.monotonic() - started:.1f}s")
+    url = database.with_database(server_url, name)
+    result: dict[str, Any] = {"target": target, "grow_s": 0.0, "index_s": {}}
+    with database.connect(url, autocommit=True) as conn:
+        model = conn.execute("SELECT model_id FROM embedding_models WHERE active").fetchone()[0]  # type: ignore[index]
+        indexes = [
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'"
+                " AND (indexname IN ('chunks_tsv_idx', 'chunks_first_title_trgm_idx')"
+                "      OR (indexdef LIKE '%%USING hnsw%%' AND indexdef LIKE '%%' || %s || '''%%'))",
+                [model],
+            )
+        ]
+        # Index builds (ours and the variants') with the memory to keep the graph in memory.
+        conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(args.maintenance_work_mem)))
+        conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(args.parallel_workers)))
+        conn.execute("DROP INDEX IF EXISTS scale_variant_idx")  # left by an interrupted run
+        if reuse:
+            log(f"{name}: measured as it is (--reuse)")
+        else:
+            conn.execute("DELETE FROM chunk_vectors WHERE model_id <> %s", [model])
+            conn.execute("DELETE FROM embeddings WHERE model_id <> %s", [model])
+            definitions = dict(
+                conn.execute(
+                    "SELECT indexname, indexdef FROM pg_indexes WHERE indexname = ANY(%s)", [indexes]
+                ).fetchall()
+            )
+            for index in definitions:
+                conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
+            base_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # type: ignore[index]
+            log(f"{name}: {base_chunks} chunks of model {model}; growing to about {target}")
+            started = time.monotonic()
+            grow(conn, model, base_chunks, target, args.noise)
+            result["grow_s"] = time.monotonic() - started
+            conn.execute("VACUUM ANALYZE")
+            result["index_s"] = build_indexes(conn, definitions)
+        result["chunks"] = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # type: ignore[index]
+        result["documents"] = conn.execute("SELECT count(*) FROM documents").fetchone()[0]  # type: ignore[index]
+        result["cosine_to_original"] = conn.execute(  # NULL: no copies
+            "SELECT avg(1 - (c.vector <=> o.vector)) FROM (SELECT content_hash, vector FROM embeddings"
+            " WHERE content_hash LIKE '%%~%%' LIMIT 2000) c JOIN embeddings o"
+            " ON o.content_hash = split_part(c.content_hash, '~', 1) AND o.model_id = %s",
+            [model],
+        ).fetchone()[0]  # type: ignore[index]
+        result["sizes_mb"] = {
+            "database": float(conn.execute("SELECT pg_database_size(current_database()) / 1048576.0").fetchone()[0]),  # type: ignore[index]
+            **{i: relation_mb(conn, i) for i in indexes},
+            "embeddings (heap)": float(conn.execute("SELECT pg_relation_size('embeddings') / 1048576.0").fetchone()[0]),  # type: ignore[index]
+            "chunk_vectors (heap)": float(
+                conn.execute("SELECT pg_relation_size('chunk_vectors') / 1048576.0").fetchone()[0]  # type: ignore[index]
+            ),
+            "chunks (with toast)": relation_mb(conn, "chunks"),
+        }
+        result["latency_ms"] = search_latency(url, texts, args.k)
+        for shape, (p50, p99, failed) in result["latency_ms"].items():
+            log(f"search {shape}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, {failed} failed")
+        result["server_pss_mb"] = server_pss_mb(conn)
+        if args.variants:
+            from serving.encoder import shared_encoder
+
+            encoder = shared_encoder(model, 1, backend="onnx", encoder_threads=1, cache_size=0)
+            vectors = [encoder.encode(t) for t in texts[: args.variant_queries]]
+            hnsw = next(i for i in indexes if i.endswith("_hnsw_idx"))
+            served = (result["index_s"].get(hnsw, 0.0), result["sizes_mb"][hnsw])
+            result["variants"] = vector_variants(conn, model, encoder.dimensions, vectors, args.variant_k, served)
+        result["shared_buffers"] = conn.execute("SELECT current_setting('shared_buffers')").fetchone()[0]  # type: ignore[index]
+    if not args.keep:
+        with database.connect(admin, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    return result
+
+
+def report(result: dict[str, Any]) -> None:
+    print(f"\n== {result['chunks']:,} chunks, {result['documents']:,} documents (target {result['target']:,})")
+    cosine = result["cosine_to_original"]
+    similarity = f"mean cosine of a copy to its original {cosine:.3f}" if cosine is not None else "no copies"
+    print(f"grown in {result['grow_s']:.0f}s; {similarity}")
+    for name, seconds in result["index_s"].items():
+        print(f"index build {name:<45} {seconds:8.1f}s")
+    for name, mb in result["sizes_mb"].items():
+        print(f"size {name:<52} {mb:8.0f} MB")
+    print(
+        f"server PSS after the searches: {result['server_pss_mb']:.0f} MB (shared_buffers {result['shared_buffers']})"
+    )
+    for shape, (p50, p99, failed) in result["latency_ms"].items():
+        print(f"search {shape:<26} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   {failed} failed")
+    for name, v in result.get("variants", {}).items():
+        print(
+            f"vector index {name:<20} build {v['build_s']:7.1f}s  size {v['size_mb']:6.0f} MB  "
+            f"recall {v['recall']:.3f}  p50 {v['p50_ms']:6.1f} ms"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--database-url", required=True, help="the real store to grow from (nothing connected to it)")
+    ap.add_argument(
+        "--chunks", type=int, nargs="+", default=[0, 200_000, 1_000_000], help="targets; 0: the real store as it is"
+    )
+    ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--noise", type=float, default=0.015, help="per-dimension standard deviation of a copy's noise")
+    ap.add_argument("--maintenance-work-mem", default="4GB")
+    ap.add_argument("--parallel-workers", type=int, default=1)
+    ap.add_argument("--query-file", type=Path, default=QUERIES)
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="measure a kept secrag_scale_<N> as it is")
+    ap.add_argument("--variants", action="store_true", help="also build halfvec and binary indexes and compare")
+    ap.add_argument("--variant-queries", type=int, default=50)
+    ap.add_argument(
+        "--variant-k", type=int, default=60, help="k of the variant comparison (the API's vector candidates)"
+    )
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args()
+    texts = [json.loads(line)["query"] for line in args.query_file.read_text().splitlines() if line.strip()]
+    texts = texts[: args.queries]
+    base = args.database_url.split("?")[0].rsplit("/", 1)[1]
+    results = []
+    for target in args.chunks:
+        results.append(measure(args.database_url, base, target, args, texts))
+        report(results[-1])
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
