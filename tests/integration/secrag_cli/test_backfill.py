@@ -126,9 +126,12 @@ def test_backfill_queues_a_run_and_waits_for_it(
     log = (tmp_path / "run.log").read_text(errors="replace")
     assert "dagster code server ready" in log
     assert "dagster dev" not in log and "DAGSTER_HOME" not in log  # no development-mode or instance warnings
+    queued = re.search(r"as run ([0-9a-f-]{36})", result.stdout)
+    assert queued is not None, result.stdout
     with _instance(env) as instance:
-        [run] = instance.get_runs()
-        assert run.tags["secrag/source"] == SOURCE
+        # The backfill's run; the source's sensor (on in `secrag run`) may have queued one of its own.
+        run = instance.get_run_by_id(queued.group(1))
+        assert run is not None and run.tags["secrag/source"] == SOURCE
         kinds = {e.dagster_event.event_type_value for e in instance.all_logs(run.run_id) if e.dagster_event}
     # Enqueued by the webserver; only the daemon's run queue launches a queued run (STARTING).
     assert {"PIPELINE_ENQUEUED", "PIPELINE_STARTING", "PIPELINE_SUCCESS"} <= kinds
