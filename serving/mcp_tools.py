@@ -115,7 +115,9 @@ def build_mcp(
     tools = _Tools(server, gate, default_key)
 
     def search(req: SearchRequest, caller: Caller) -> Any:  # noqa: ANN401
-        return get_service().search(req, caller.principal)
+        service = get_service()
+        service.limits.check_search(req)
+        return service.search(req, caller.principal)
 
     tools.from_model(
         "search",

@@ -21,6 +21,8 @@ from psycopg_pool import PoolTimeout
 
 from secrag.package_data import package_path
 
+from .request_limits import RequestLimits
+
 log = logging.getLogger(__name__)
 EXAMPLES = "openapi_examples.yaml"
 
@@ -100,6 +102,7 @@ def install(app: FastAPI) -> None:
             routes=app.routes,
         )
         _add_examples(document, load_examples())
+        RequestLimits.from_settings(app.state.settings).state(document)
         names = _source_names(app)
         if model:
             _state_model(document, *model)

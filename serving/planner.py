@@ -43,6 +43,7 @@ class _Run:
 
 
 def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal: Principal) -> _Run:
+    service.limits.check_query(req.query)
     classified = classify(req.query, config.classification)
     name = req.plan or classified.query_type
     if name not in QUERY_TYPES:

@@ -12,7 +12,11 @@ from pydantic import Strict as PydanticStrict
 
 from secrag.platforms import PLATFORMS, canonical, platform_names
 
-MAX_QUERY_CHARS = 8192
+# Hard caps of the request models; each deployment's own limits (serving/request_limits.py, at most
+# these) are what the OpenAPI document states and what a request is checked against.
+HARD_MAX_QUERY_CHARS = 65536
+HARD_MAX_K = 1000
+HARD_MAX_CANDIDATES = 10000
 MAX_IDS = 100
 MAX_ID_CHARS = 1000
 # Constraints the OpenAPI document states as patterns (JSON Schema patterns are unanchored unless
@@ -72,11 +76,12 @@ def check_query(value: str) -> str:
 
 
 def query_field(description: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
-    """The query of search and plan: 1..MAX_QUERY_CHARS characters, the pattern stated in the schema."""
+    """The query of search and plan: not blank, at most the deployment's max_query_chars (stated in the
+    document as maxLength; HARD_MAX_QUERY_CHARS here), the pattern stated in the schema."""
     return Field(
         min_length=1,
-        max_length=MAX_QUERY_CHARS,
-        description=f"{description} 1..{MAX_QUERY_CHARS} characters, not blank.",
+        max_length=HARD_MAX_QUERY_CHARS,
+        description=f"{description} Not blank; at most this deployment's max_query_chars characters (maxLength).",
         json_schema_extra={"pattern": QUERY_PATTERN},
     )
 
@@ -206,14 +211,14 @@ class SearchRequest(Strict):
         "instead of encoding `query`, which the full-text and fuzzy legs still search. A vector of another model "
         "or length is a 422.",
     )
-    k: SInt = Field(default=10, ge=1, le=50)
+    k: SInt = Field(default=10, ge=1, le=HARD_MAX_K, description="Results per page (at most this deployment's max_k).")
     offset: SInt = Field(default=0, ge=0, le=1000)
     mode: Literal["hybrid", "fts", "vector", "fuzzy"] = "hybrid"
     strategy: Literal["fuse", "fts_then_vec"] = Field(default="fuse", description="Hybrid strategy.")
-    fts_k: Annotated[int, Field(ge=1, le=1000), NUMBER] | None = Field(
+    fts_k: Annotated[int, Field(ge=1, le=HARD_MAX_CANDIDATES), NUMBER] | None = Field(
         default=None, description="Full-text candidates (hybrid)."
     )
-    vec_k: Annotated[int, Field(ge=1, le=1000), NUMBER] | None = Field(
+    vec_k: Annotated[int, Field(ge=1, le=HARD_MAX_CANDIDATES), NUMBER] | None = Field(
         default=None, description="Vector candidates (hybrid)."
     )
     rrf_k0: SInt = Field(default=60, ge=1, le=1000, description="Reciprocal-rank constant.")
@@ -223,12 +228,12 @@ class SearchRequest(Strict):
         default=0.5, ge=0, le=10, description="Weight of the trigram leg (used for queries up to 64 characters)."
     )
     candidates_k: SInt = Field(
-        default=100, ge=1, le=1000, description="fts_then_vec: full-text candidates re-ranked by vector."
+        default=100, ge=1, le=HARD_MAX_CANDIDATES, description="fts_then_vec: full-text candidates re-ranked by vector."
     )
     rerank_k: SInt = Field(
         default=50,
         ge=1,
-        le=1000,
+        le=HARD_MAX_CANDIDATES,
         description="Fused results re-scored (boosts, fuzzy re-scoring, thresholds) before paging.",
     )
     filters: SearchFilters = Field(default_factory=SearchFilters)

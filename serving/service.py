@@ -22,6 +22,7 @@ from .encoder import QueryEncoder
 from .metrics import Metrics
 from .querylog import QueryLog
 from .reads import Reads
+from .request_limits import RequestLimits
 from .responses import (
     Attempt,
     Chunk,
@@ -67,12 +68,14 @@ class Service:
     _active: Cached = field(init=False, default_factory=lambda: Cached(SOURCES_TTL))
     _switching: threading.Lock = field(init=False, default_factory=threading.Lock)
     results: ResultCache = field(init=False)
+    limits: RequestLimits = field(init=False)
 
     def __post_init__(self) -> None:
         self.catalog = Catalog(
             self.pool, self.queries, self.statements, aggregate_timeout_ms=self.settings.reader_aggregate_timeout_ms
         )
         self.results = ResultCache(self.settings.result_cache_size)
+        self.limits = RequestLimits.from_settings(self.settings)
         self.searcher = self._searcher(self.encoder, self.statements)
         self.reads = Reads(self.pool, self.statements, self.refetcher, self.settings.max_response_bytes)
 
@@ -122,6 +125,7 @@ class Service:
     # --- search -------------------------------------------------------------------------------
 
     def search(self, req: SearchRequest, principal: Principal) -> SearchResponse:
+        """A search (the plans' too: the request limits are checked at the edges, REST and MCP)."""
         self.follow_active_model()
         return self.searcher.search(req, principal)
 

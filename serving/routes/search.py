@@ -31,6 +31,7 @@ router = APIRouter(tags=["search"])
 def search(
     body: SearchRequest, service: ServiceDep, principal: PrincipalDep, background: BackgroundTasks
 ) -> SearchResponse:
+    service.limits.check_search(body)
     response = service.search(body, principal)
     service.metrics.prometheus.search(body.mode, response.query_type, response.took_ms)
     if service.query_log is not None:

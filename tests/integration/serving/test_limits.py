@@ -159,3 +159,27 @@ def test_a_900_word_query_is_answered(client: TestClient) -> None:
     response = client.post("/v1/search", json={"query": query, "k": 5})
     assert response.status_code == 200, response.text[:200]
     assert response.json()["results"]
+
+
+def test_request_limits_are_configuration_checked_and_stated(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings]
+) -> None:
+    settings = settings_for(serving_db_url, max_k=5, max_candidates=100, max_query_chars=100)
+    with TestClient(create_app(settings)) as api:
+        document = api.get("/openapi.json").json()["components"]["schemas"]
+        search = document["SearchRequest"]["properties"]
+        assert search["k"]["maximum"] == 5 and search["query"]["maxLength"] == 100
+        assert search["rerank_k"]["maximum"] == 100 and search["vec_k"]["anyOf"][0]["maximum"] == 100
+        assert document["PlanRequest"]["properties"]["query"]["maxLength"] == 100
+        assert api.post("/v1/search", json={"query": "lsass", "k": 5, "vec_k": 100}).status_code == 200
+        for body, field in (
+            ({"query": "lsass", "k": 6}, "k"),
+            ({"query": "lsass", "k": 1, "vec_k": 101}, "vec_k"),
+            ({"query": "x" * 101, "k": 1}, "query"),
+        ):
+            response = api.post("/v1/search", json=body)
+            assert response.status_code == 422, body
+            [error] = response.json()["detail"]
+            assert error["loc"] == ["body", field] and "this deployment's SECRAG_MAX_" in error["msg"]
+        planned = api.post("/v1/plan", json={"query": "x" * 101})
+        assert planned.status_code == 422 and planned.json()["detail"][0]["loc"] == ["body", "query"]

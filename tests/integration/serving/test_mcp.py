@@ -79,7 +79,7 @@ def test_tool_errors_are_clean(client: TestClient) -> None:
     text = json.dumps(result)
     assert "unknown source" in text and "Traceback" not in text
     too_many = rpc(client, "tools/call", {"name": "search", "arguments": {"query": "x", "k": 500}})["result"]
-    assert too_many["isError"] and "less than or equal to 50" in json.dumps(too_many)  # the REST limit
+    assert too_many["isError"] and "k must be at most 50" in json.dumps(too_many)  # the REST limit
 
 
 REST_CASES: list[tuple[str, str, str, dict[str, Any]]] = [

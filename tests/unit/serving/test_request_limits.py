@@ -1,0 +1,44 @@
+"""Request limits: a value over the deployment's limit is a 422 naming the field and the setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from serving.request_limits import LimitExceeded, RequestLimits
+from serving.schemas import SearchRequest
+
+
+def test_values_up_to_the_limits_pass_and_beyond_them_fail() -> None:
+    limits = RequestLimits(max_k=5, max_candidates=100, max_query_chars=20)
+    limits.check_search(SearchRequest(query="x" * 20, k=5, fts_k=100, vec_k=100, candidates_k=100, rerank_k=100))
+    for field, request in (
+        ("k", SearchRequest(query="x", k=6)),
+        ("fts_k", SearchRequest(query="x", k=1, fts_k=101)),
+        ("rerank_k", SearchRequest(query="x", k=1, rerank_k=101)),
+        ("query", SearchRequest(query="x" * 21, k=1)),
+    ):
+        with pytest.raises(LimitExceeded) as raised:
+            limits.check_search(request)
+        assert raised.value.detail[0]["loc"] == ["body", field]
+
+
+def test_the_limits_are_written_into_the_document() -> None:
+    document = {
+        "components": {
+            "schemas": {
+                "SearchRequest": {
+                    "properties": {
+                        "k": {"maximum": 1000},
+                        "vec_k": {"anyOf": [{"type": "integer", "maximum": 10000}, {"type": "null"}]},
+                        "query": {"maxLength": 65536},
+                    }
+                },
+                "PlanRequest": {"properties": {"query": {"maxLength": 65536}}},
+            }
+        }
+    }
+    RequestLimits().state(document)
+    schemas = document["components"]["schemas"]
+    assert schemas["SearchRequest"]["properties"]["k"]["maximum"] == 50
+    assert schemas["SearchRequest"]["properties"]["vec_k"]["anyOf"][0]["maximum"] == 1000
+    assert schemas["PlanRequest"]["properties"]["query"]["maxLength"] == 8192
