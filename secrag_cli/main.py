@@ -13,6 +13,7 @@ from .db import db
 from .errors import SecragGroup
 from .mcp import mcp
 from .models import models
+from .preflight import preflight
 from .run import run
 from .serve import serve
 from .sources import sources
@@ -44,6 +45,7 @@ cli.add_command(backfill)
 cli.add_command(db)
 cli.add_command(mcp)
 cli.add_command(models)
+cli.add_command(preflight)
 cli.add_command(run)
 cli.add_command(serve)
 cli.add_command(sources)

@@ -46,7 +46,11 @@ def _commands() -> list[tuple[str, list[str]]]:
         if "build" not in service:
             continue  # PostgreSQL's own image
         if "command" in service:
-            found.append((f"compose {name}", [_expand(a) for a in service["command"]]))
+            command = [_expand(a) for a in service["command"]]
+            if command[:2] == ["secrag", "preflight"]:  # secrag preflight ROLE -- COMMAND: both run
+                found.append((f"compose {name} preflight", command[:3]))
+                command = command[command.index("--") + 1 :]
+            found.append((f"compose {name}", command))
         test = service.get("healthcheck", {}).get("test", [])
         if test[:1] == ["CMD"] and test[1] != "python":
             found.append((f"compose {name} healthcheck", test[1:]))
