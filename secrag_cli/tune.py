@@ -31,9 +31,11 @@ def tune() -> None:
 @click.option("--days", default=30, show_default=True, help="Look at this many days of the log.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def report(plans_path: str | None, days: int, as_json: bool) -> None:
-    """Propose threshold changes (nothing is written)."""
+    """Per query class top-score figures, the attention log and threshold proposals (nothing is written)."""
+    from serving.attention import FlaggedQuery
+    from serving.attention import report as attention_report
     from serving.plans import load_plans
-    from serving.tuning import LoggedQuery, propose, read_overlay
+    from serving.tuning import LoggedQuery, class_scores, propose, read_overlay
 
     settings = get_settings()
     path = _plans_file(plans_path)
@@ -41,12 +43,50 @@ def report(plans_path: str | None, days: int, as_json: bool) -> None:
     q = Queries(settings.sql_dir, "tuning")
     with database.connect(database.database_url(settings), timeout=settings.connect_timeout) as conn:
         rows = conn.execute(q.recent_queries, {"days": days}).fetchall()
+        flagged = [FlaggedQuery(*row) for row in conn.execute(q.recent_attention, {"days": days})]
     log = [LoggedQuery(t or "default", s, n) for t, s, n in rows]
     proposals = propose(config, log, read_overlay(path)["thresholds"])
+    classes = class_scores(log)
+    attention = attention_report(flagged)
     if as_json:
-        click.echo(json.dumps([p.__dict__ for p in proposals], indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "proposals": [p.__dict__ for p in proposals],
+                    "classes": [c.__dict__ for c in classes],
+                    "attention": {
+                        "flagged": attention.flagged,
+                        "kinds": dict(attention.kinds),
+                        "unknown_attack_ids": dict(attention.unknown_ids),
+                        "content_gaps": attention.gaps,
+                    },
+                },
+                indent=2,
+            )
+        )
         return
     click.echo(f"{len(log)} logged queries in the last {days} days")
+    if classes:
+        click.echo(f"{'class':<14} {'queries':>7} {'empty':>6} {'mean':>7} {'p25':>7} {'min':>7}  (top score)")
+    for c in classes:
+        figures = (
+            f"{c.mean:7.3f} {c.p25:7.3f} {c.minimum:7.3f}"
+            if c.mean is not None and c.p25 is not None and c.minimum is not None
+            else f"{'-':>7} {'-':>7} {'-':>7}"
+        )
+        click.echo(f"{c.query_class:<14} {c.count:>7} {c.empty:>6} {figures}")
+    click.echo(f"attention: {attention.flagged} flagged queries")
+    for name, count in attention.kinds.most_common():
+        click.echo(f"  {name:<20} {count:>6}")
+    if attention.unknown_ids:
+        click.echo(
+            "  ATT&CK ids not in the lookup: "
+            + ", ".join(f"{i} ({n})" for i, n in attention.unknown_ids.most_common(20))
+        )
+    if attention.gaps:
+        click.echo("content gaps (queries with no result):")
+        for text, count in attention.gaps:
+            click.echo(f"  {count:>4}  {text[:100]}")
     if not proposals:
         click.echo("no changes proposed (too few samples, or thresholds already fit)")
     for p in proposals:

@@ -114,10 +114,18 @@ def build_mcp(
     )
     tools = _Tools(server, gate, default_key)
 
+    def plan(req: PlanRequest, caller: Caller) -> Any:  # noqa: ANN401
+        service = get_service()
+        response = plan_context(service, plans, req, caller.principal)
+        service.log_plan(req, response, endpoint="mcp:plan")
+        return response
+
     def search(req: SearchRequest, caller: Caller) -> Any:  # noqa: ANN401
         service = get_service()
         service.limits.check_search(req)
-        return service.search(req, caller.principal)
+        response = service.search(req, caller.principal)
+        service.log_search(req, response, endpoint="mcp:search")  # a no-op unless the query log is on
+        return response
 
     tools.from_model(
         "search",
@@ -136,7 +144,7 @@ def build_mcp(
         "A balanced, cited context for a question (POST /v1/plan): techniques, detections, tests, "
         "forensic artifacts and vulnerabilities mixed by a retrieval plan.",
         PlanRequest,
-        lambda req, caller: plan_context(get_service(), plans, req, caller.principal),
+        plan,
         heavy=True,
     )
     tools.from_model(

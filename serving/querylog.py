@@ -1,4 +1,5 @@
-"""The opt-in query log: one row per search through a separate one-connection writer pool."""
+"""The opt-in query log: one row per search or plan (REST and MCP), with its attention flags
+(serving/attention.py), through a separate one-connection writer pool."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ class QueryLog:
         result_count: int,
         latency_ms: float,
         details: dict[str, Any],
+        attention: list[str] | None = None,
     ) -> None:
         """One row; `query_type` is a query shape or type (serving/query_classes.py), or None."""
         if query_type is not None and not is_logged_class(query_type):
@@ -60,6 +62,7 @@ class QueryLog:
             "result_count": result_count,
             "latency_ms": latency_ms,
             "details": Jsonb(details),
+            "attention": attention or [],
         }
         try:
             with self.pool.connection() as conn:

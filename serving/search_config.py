@@ -29,6 +29,22 @@ class Neighbours(ConfigModel):
     chunks: int = Field(default=40, ge=1, le=400, description="Nearest chunks read to find those documents.")
 
 
+# The 5th percentile of the labelled dev queries' top scores per mode (serving/search.yaml `attention`).
+LOW_SCORES: dict[Mode, float] = {"hybrid": 0.66, "fts": 0.60, "vector": 0.57, "fuzzy": 0.67}
+
+
+class Attention(ConfigModel):
+    """When a query-log row is flagged for a person's look (serving/attention.py)."""
+
+    low_score: dict[Mode, float] = Field(
+        default_factory=lambda: dict(LOW_SCORES),
+        description="Per mode, a top score under this is flagged low_score.",
+    )
+    weak_attack_match: float = Field(
+        default=0.5, ge=0, le=1, description="Best score of a result of a named ATT&CK id under which it is flagged."
+    )
+
+
 class LegWeights(ConfigModel):
     """Hybrid leg weights for one query shape; unset legs keep their defaults (the request's w_fts,
     w_vec, w_fuzzy; the label leg's 1.0; `neighbours.weight`)."""
@@ -50,6 +66,7 @@ class SearchConfig:
     neighbours: Neighbours = field(default_factory=Neighbours)
     class_weights: Mapping[str, LegWeights] = field(default_factory=dict)
     document_score: DocumentScore = "max"
+    attention: Attention = field(default_factory=Attention)
 
     def weights(self, query_type: str) -> LegWeights:
         """The leg weights configured for this query shape (every field None when none are)."""
@@ -71,6 +88,7 @@ class SearchConfigFile(ConfigModel):
     neighbours: Neighbours = Field(default_factory=Neighbours)
     class_weights: dict[str, LegWeights] = Field(default_factory=dict)
     document_score: DocumentScore = "max"
+    attention: Attention = Field(default_factory=Attention)
 
     @field_validator("class_weights")
     @classmethod
@@ -108,4 +126,5 @@ def load_search_config(path: Path) -> SearchConfig:
         neighbours=raw.neighbours,
         class_weights=MappingProxyType(dict(raw.class_weights)),
         document_score=raw.document_score,
+        attention=raw.attention,
     )

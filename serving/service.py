@@ -16,10 +16,13 @@ from psycopg_pool import ConnectionPool
 
 from secrag.queries import Queries
 
+from .attention import Hit
+from .attention import flags as attention_flags
 from .auth import Principal
 from .catalog import SOURCES_TTL, Cached, Catalog
 from .encoder import QueryEncoder
 from .metrics import Metrics
+from .plan_schemas import PlanRequest, PlanResponse
 from .querylog import QueryLog
 from .reads import Reads
 from .request_limits import RequestLimits
@@ -129,18 +132,45 @@ class Service:
         self.follow_active_model()
         return self.searcher.search(req, principal)
 
-    def log_search(self, req: SearchRequest, resp: SearchResponse) -> None:
+    def attention(self, query: str, hits: Sequence[Hit], mode: str) -> list[str]:
+        """The attention flags of an answered request (serving/attention.py)."""
+        config = self.search_config.attention
+        return attention_flags(
+            query,
+            hits,
+            known=self.catalog.technique_lookup().keys(),
+            low_score=config.low_score.get(mode, 0.0),  # type: ignore[call-overload]
+            weak_match=config.weak_attack_match,
+        )
+
+    def log_search(self, req: SearchRequest, resp: SearchResponse, endpoint: str = "search") -> None:
         if self.query_log is None:
             return
-        top = resp.results[0].score if resp.results else None
+        hits = [Hit(r.doc_id, r.score, r.techniques) for r in resp.results]
         self.query_log.write(
-            endpoint="search",
+            endpoint=endpoint,
             query_type=resp.query_type,
             query_text=req.query,
-            top_score=top,
-            result_count=len(resp.results),
+            top_score=hits[0].score if hits else None,
+            result_count=len(hits),
             latency_ms=resp.took_ms,
             details={"mode": req.mode, "k": req.k, "strategy": req.strategy},
+            attention=self.attention(req.query, hits, req.mode),
+        )
+
+    def log_plan(self, req: PlanRequest, resp: PlanResponse, endpoint: str = "plan") -> None:
+        if self.query_log is None:
+            return
+        hits = sorted((Hit(c.doc_id, c.score, ()) for c in resp.selected), key=lambda h: -h.score)
+        self.query_log.write(
+            endpoint=endpoint,
+            query_type=resp.query_type,
+            query_text=req.query,
+            top_score=hits[0].score if hits else None,
+            result_count=len(hits),
+            latency_ms=resp.took_ms,
+            details={"plan": resp.plan_name, "candidates": resp.candidates},
+            attention=self.attention(req.query, hits, "hybrid"),
         )
 
     # --- lookups ------------------------------------------------------------------------------

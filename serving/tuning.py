@@ -85,6 +85,39 @@ def propose(config: PlansConfig, log: Sequence[LoggedQuery], thresholds: dict[st
     return proposals
 
 
+@dataclass(frozen=True)
+class ClassScores:
+    """Top scores of one query class in the log: how many, mean, 25th percentile, minimum."""
+
+    query_class: str
+    count: int
+    empty: int
+    mean: float | None
+    p25: float | None
+    minimum: float | None
+
+
+def class_scores(log: Sequence[LoggedQuery]) -> list[ClassScores]:
+    """Per query class (shape or type as logged), the top-score figures of `secrag tune report`."""
+    by_class: dict[str, list[LoggedQuery]] = {}
+    for entry in log:
+        by_class.setdefault(entry.query_type, []).append(entry)
+    figures = []
+    for name in sorted(by_class):
+        entries = by_class[name]
+        scores = [e.top_score for e in entries if e.top_score is not None]
+        empty = sum(1 for e in entries if e.result_count == 0)
+        if scores:
+            figures.append(
+                ClassScores(
+                    name, len(entries), empty, sum(scores) / len(scores), _percentile(scores, 0.25), min(scores)
+                )
+            )
+        else:
+            figures.append(ClassScores(name, len(entries), empty, None, None, None))
+    return figures
+
+
 def apply_change(
     config: PlansConfig,
     plans_file: Path,

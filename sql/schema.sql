@@ -137,7 +137,8 @@ CREATE TABLE public.query_log (
     top_score double precision,
     result_count integer DEFAULT 0 NOT NULL,
     latency_ms double precision NOT NULL,
-    details jsonb DEFAULT '{}'::jsonb NOT NULL
+    details jsonb DEFAULT '{}'::jsonb NOT NULL,
+    attention text[] DEFAULT '{}'::text[] NOT NULL
 );
 
 ALTER TABLE public.query_log ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
 from .. import planner
 from ..deps import HeavySlot, PrincipalDep, ServiceDep
@@ -38,8 +38,13 @@ PlansDep = Annotated[PlansConfig, Depends(get_plans)]
         "score threshold, character budget and total."
     ),
 )
-def plan(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> PlanResponse:
-    return planner.plan_context(service, plans, body, principal)
+def plan(
+    body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep, background: BackgroundTasks
+) -> PlanResponse:
+    response = planner.plan_context(service, plans, body, principal)
+    if service.query_log is not None:
+        background.add_task(service.log_plan, body, response)
+    return response
 
 
 @router.post(

@@ -378,9 +378,9 @@ WHERE n.nspname = 'public' AND t.relname = ANY(%(tables)s::text[]) AND t.relkind
 ORDER BY t.relname
 
 -- name: log_query
-INSERT INTO query_log (endpoint, query_type, query_text, top_score, result_count, latency_ms, details)
+INSERT INTO query_log (endpoint, query_type, query_text, top_score, result_count, latency_ms, details, attention)
 VALUES (%(endpoint)s, %(query_type)s, %(query_text)s, %(top_score)s, %(result_count)s, %(latency_ms)s,
-        %(details)s)
+        %(details)s, %(attention)s)
 
 -- name: data_version
 -- Changes with every publish and every embedding pass (both rewrite source_counts, migration 0007).
