@@ -128,6 +128,11 @@ def _record(conn: psycopg.Connection, q: Queries, migration: Migration, started:
     )
 
 
+def latest_version(sql_dir: Path) -> int:
+    """The migration this release brings its schema to (the highest shipped; 0 when none)."""
+    return max((m.version for m in load_migrations(sql_dir / "migrations")), default=0)
+
+
 def current_version(conn: psycopg.Connection, sql_dir: Path) -> int:
     """Highest applied migration, 0 on an empty database."""
     q = Queries(sql_dir, "migrations")

@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from secrag import database
 from secrag.embedder import model_info
-from secrag.migrations import load_migrations
+from secrag.migrations import latest_version
 from secrag.queries import Queries
 from secrag.url_policy import UrlPolicy
 
@@ -131,6 +131,7 @@ def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPo
         query_log=query_log,
         make_encoder=make_encoder,
     )
+    service.catalog.load_vocabulary()  # a store-wide read: at start-up, never inside a request
     if settings.warm_up:
         warm_up(service.searcher)
     return service
@@ -196,9 +197,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     app.state.gate = gate
     app.state.plans = plans_config
     app.state.metrics = metrics
-    app.state.expected_schema_version = max(
-        (m.version for m in load_migrations(settings.sql_dir / "migrations")), default=0
-    )
+    app.state.expected_schema_version = latest_version(settings.sql_dir)
     errors.install(app)
     openapi.install(app)
     for module in (search, plans, docs, sources, stats):  # every operation: a known (or allowed anonymous) caller

@@ -47,28 +47,40 @@ class Cached:
                 self.at = time.monotonic()
             return self.value  # type: ignore[no-any-return]
 
-    def get_or_refresh(self, load: Callable[[], T], refresh: Callable[[], T]) -> T:
-        """The value, loaded now if there is none; once it is older than `ttl`, the old value is returned
-        while one background thread runs `refresh` (a slow store-wide read never holds up requests)."""
+    def get_or_refresh(self, refresh: Callable[[], T], empty: T) -> T:
+        """The value without waiting: `empty` until one background thread (`refresh`) has loaded it,
+        then the value, reloaded in the background once it is older than `ttl` (a slow store-wide read
+        never holds up a request, nor a pooled connection of one)."""
         with self.lock:
-            if self.value is None:
-                self.value, self.at = load(), time.monotonic()
-            elif time.monotonic() - self.at > self.ttl and not self.refreshing:
+            due = self.value is None or time.monotonic() - self.at > self.ttl
+            if due and not self.refreshing:
                 self.refreshing = True
-                threading.Thread(target=self._refresh, args=(refresh,), name="catalog-refresh", daemon=True).start()
-            return self.value  # type: ignore[no-any-return]
+                try:
+                    threading.Thread(target=self._refresh, args=(refresh,), name="catalog-refresh", daemon=True).start()
+                except RuntimeError:
+                    self.refreshing = False
+                    raise
+            return empty if self.value is None else self.value
+
+    def load_now(self, load: Callable[[], T]) -> T:
+        """Load the value in this thread (start-up)."""
+        value = load()
+        with self.lock:
+            self.value, self.at = value, time.monotonic()
+        return value
 
     def _refresh(self, load: Callable[[], Any]) -> None:
         try:
             value = load()
             with self.lock:
                 self.value, self.at = value, time.monotonic()
-        except Exception:  # noqa: BLE001 - the old value serves until the next attempt
+        except Exception:  # noqa: BLE001 - the old value (or none) serves until the next attempt
             log.warning("catalog refresh failed; the previous value is kept", exc_info=True)
             with self.lock:
                 self.at = time.monotonic()
         finally:
-            self.refreshing = False
+            with self.lock:
+                self.refreshing = False
 
     def clear(self) -> None:
         with self.lock:
@@ -177,21 +189,25 @@ class Catalog:
 
         return self._lexeme_stats.get(load)
 
-    def vocabulary(self, conn: psycopg.Connection) -> Vocabulary:
-        """The words of public titles, for spelling correction: read on `conn` the first time, then
-        refreshed in the background every LOOKUP_TTL on a pooled connection; store-wide, so each read
-        has `aggregate_timeout_ms` instead of a request's timeout."""
+    def _read_vocabulary(self) -> Vocabulary:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT set_config('statement_timeout', %s, true)", [str(self.aggregate_timeout_ms)])
+            return Vocabulary.from_rows(conn.execute(self.queries.spelling_vocabulary).fetchall())
 
-        def read(on: psycopg.Connection) -> Vocabulary:
-            with on.transaction():
-                on.execute("SELECT set_config('statement_timeout', %s, true)", [str(self.aggregate_timeout_ms)])
-                return Vocabulary.from_rows(on.execute(self.queries.spelling_vocabulary).fetchall())
+    def load_vocabulary(self) -> None:
+        """Read the spelling vocabulary now (at start-up, before requests); a failure is logged and the
+        requests' background refresh tries again."""
+        try:
+            self._vocabulary.load_now(self._read_vocabulary)
+        except Exception:  # noqa: BLE001 - an unreachable store is reported by /readyz, not here
+            log.warning("spelling vocabulary not loaded at start-up; it loads in the background", exc_info=True)
 
-        def refresh() -> Vocabulary:
-            with self.pool.connection() as own:
-                return read(own)
-
-        return self._vocabulary.get_or_refresh(lambda: read(conn), refresh)
+    def vocabulary(self) -> Vocabulary:
+        """The words of public titles, for spelling correction. It is a store-wide read (0.2 s on the
+        real corpus, 3.5 s at 1M chunks), so it is never made inside a request: read at start-up, then
+        refreshed in the background every LOOKUP_TTL on a pooled connection with `aggregate_timeout_ms`;
+        until the first read completes, requests get an empty vocabulary (no corrections)."""
+        return self._vocabulary.get_or_refresh(self._read_vocabulary, Vocabulary.from_rows([]))
 
     def forget_lexeme_stats(self) -> None:
         """Re-read the statistics on next use (after an ANALYZE)."""

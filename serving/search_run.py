@@ -176,7 +176,7 @@ class Searcher:
             self.statements.absent_words,
             params,
             req.query,
-            self.catalog.vocabulary(conn),
+            self.catalog.vocabulary(),
             public_only=params["tenant"] is None,
         )
         params["fts_text"] = spelling.apply(params["fts_text"], fixes)

@@ -415,8 +415,7 @@ def test_a_misspelt_word_is_corrected_for_full_text_and_reported(client: TestCli
 
 def test_the_vocabulary_holds_public_titles_only(client: TestClient) -> None:
     service = client.app.state.service  # type: ignore[attr-defined]
-    with service.pool.connection() as conn:
-        words = service.catalog.vocabulary(conn).documents
+    words = service.catalog.vocabulary().documents  # read at start-up
     assert "mimikatz" in words and "credential" in words
     assert "acme" not in words and "globex" not in words  # private folder titles never become corrections
 
