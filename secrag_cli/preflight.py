@@ -48,12 +48,15 @@ def check_store(timeout: int) -> str:
         raise ConfigError("DATABASE_URL is not set", hint="the code server writes the store there")
     with database.connect(settings.database_url, timeout=timeout, autocommit=True) as conn:
         version = migrations.current_version(conn, settings.sql_dir)
-        expected = max((m.version for m in migrations.load_migrations(settings.sql_dir / "migrations")), default=0)
+        expected = migrations.latest_version(settings.sql_dir)
     if version != expected:
+        newer = version > expected
         raise DatabaseError(
             f"the secrag database at {database.describe(settings.database_url)} is at migration {version}, "
-            f"this release needs {expected}",
-            hint="run `secrag db migrate` (the migrate service or job) first",
+            f"this release {'knows only up to' if newer else 'needs'} {expected}",
+            hint="deploy the release that migrated it (or a newer one)"
+            if newer
+            else "run `secrag db migrate` (the migrate service or job) first",
         )
     return database.describe(settings.database_url)
 

@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-ATTACK_ID = re.compile(r"\b[Tt]\d{4}(?:\.\d{3})?\b")
+from secrag.enrichment import technique_mentions
+
 FLAG_KINDS = ("zero_results", "low_score", "unknown_attack_ids", "weak_attack_match")
 
 
@@ -31,23 +31,27 @@ class Hit:
 
 
 def attack_ids(query: str) -> list[str]:
-    """The ATT&CK technique ids in a query, upper-cased, in order, once each."""
-    return list(dict.fromkeys(m.upper() for m in ATTACK_ID.findall(query)))
+    """The ATT&CK technique ids in a query, as enrichment reads them (T1003, T1003.001, T1003/001; not
+    the ATLAS AML.T0051), normalised, in order, once each."""
+    return technique_mentions(query)
 
 
-def flags(query: str, hits: Sequence[Hit], *, known: Collection[str], low_score: float, weak_match: float) -> list[str]:
-    """The attention flags of one answered request (`known`: the technique lookup's ids)."""
+def flags(
+    query: str, hits: Sequence[Hit], *, known: Collection[str], low_score: float | None, weak_match: float | None
+) -> list[str]:
+    """The attention flags of one answered request (`known`: the technique lookup's ids; a None
+    threshold: that flag is not judged, e.g. a later page has no top result)."""
     found: list[str] = []
     if not hits:
         found.append("zero_results")
-    elif hits[0].score < low_score:
+    elif low_score is not None and hits[0].score < low_score:
         found.append(f"low_score:{hits[0].score:.3f}")
     ids = attack_ids(query)
     unknown = [i for i in ids if i not in known]
     if unknown:
         found.append(f"unknown_attack_ids:{','.join(unknown)}")
     named = {i for i in ids if i in known}
-    if named and hits:
+    if named and hits and weak_match is not None:
         matching = [h.score for h in hits if named & {*h.techniques, h.doc_id.rsplit(":", 1)[-1].upper()}]
         best = max(matching, default=0.0)
         if best < weak_match:

@@ -8,24 +8,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ApiError
+from .errors import InvalidField
 from .schemas import SearchRequest
 from .settings import ServingSettings
 
 CANDIDATE_FIELDS = ("fts_k", "vec_k", "candidates_k", "rerank_k")
 
 
-class LimitExceeded(ApiError):
-    """A request field over this deployment's limit (a 422 in pydantic's shape, as the schema would give)."""
-
-    status = 422
-
-    def __init__(self, field: str, limit: int, setting: str, *, text: bool = False) -> None:
-        kind, bound = (
-            ("string_too_long", f"at most {limit} characters") if text else ("less_than_equal", f"at most {limit}")
-        )
-        message = f"{field} must be {bound} (this deployment's {setting})"
-        super().__init__(message, detail=[{"loc": ["body", field], "msg": message, "type": kind}])
+def exceeded(field: str, limit: int, setting: str, *, text: bool = False) -> InvalidField:
+    """A field over this deployment's limit: a 422 in pydantic's shape, as the schema would give."""
+    kind, bound = (
+        ("string_too_long", f"at most {limit} characters") if text else ("less_than_equal", f"at most {limit}")
+    )
+    return InvalidField(["body", field], f"{field} must be {bound} (this deployment's {setting})", kind)
 
 
 @dataclass(frozen=True)
@@ -40,16 +35,16 @@ class RequestLimits:
 
     def check_query(self, query: str) -> None:
         if len(query) > self.max_query_chars:
-            raise LimitExceeded("query", self.max_query_chars, "SECRAG_MAX_QUERY_CHARS", text=True)
+            raise exceeded("query", self.max_query_chars, "SECRAG_MAX_QUERY_CHARS", text=True)
 
     def check_search(self, req: SearchRequest) -> None:
         self.check_query(req.query)
         if req.k > self.max_k:
-            raise LimitExceeded("k", self.max_k, "SECRAG_MAX_K")
+            raise exceeded("k", self.max_k, "SECRAG_MAX_K")
         for name in CANDIDATE_FIELDS:
             value = getattr(req, name)
             if value is not None and value > self.max_candidates:
-                raise LimitExceeded(name, self.max_candidates, "SECRAG_MAX_CANDIDATES")
+                raise exceeded(name, self.max_candidates, "SECRAG_MAX_CANDIDATES")
 
     def state(self, document: dict[str, Any]) -> None:
         """Write the limits into the OpenAPI document's request schemas."""

@@ -188,8 +188,8 @@ class QueryEmbedding(Strict):
     values: list[Annotated[float, Field(ge=-MAX_EMBEDDING_VALUE, le=MAX_EMBEDDING_VALUE), NUMBER]] = Field(
         min_length=1,
         max_length=4096,
-        description="The vector, as many values as the serving model has dimensions; any length (it is "
-        "normalised), not zero.",
+        description="The vector: as many values as the serving model has dimensions (minItems/maxItems), of "
+        "any magnitude (it is normalised), not zero.",
         json_schema_extra={"contains": EMBEDDING_NON_ZERO},
     )
 

@@ -132,46 +132,58 @@ class Service:
         self.follow_active_model()
         return self.searcher.search(req, principal)
 
-    def attention(self, query: str, hits: Sequence[Hit], mode: str) -> list[str]:
-        """The attention flags of an answered request (serving/attention.py)."""
+    def attention(self, query: str, hits: Sequence[Hit], score_scale: str | None, *, attack: bool = True) -> list[str]:
+        """The attention flags of an answered request (serving/attention.py): `score_scale` is the mode
+        whose low_score applies (None: not judged), `attack` whether the hits carry technique labels."""
         config = self.search_config.attention
         return attention_flags(
             query,
             hits,
             known=self.catalog.technique_lookup().keys(),
-            low_score=config.low_score.get(mode, 0.0),  # type: ignore[call-overload]
-            weak_match=config.weak_attack_match,
+            low_score=config.low_score.get(score_scale) if score_scale else None,  # type: ignore[call-overload]
+            weak_match=config.weak_attack_match if attack else None,
         )
 
     def log_search(self, req: SearchRequest, resp: SearchResponse, endpoint: str = "search") -> None:
+        """One query-log row (never raises: logging must not fail a search, MCP logs in the request)."""
         if self.query_log is None:
             return
-        hits = [Hit(r.doc_id, r.score, r.techniques) for r in resp.results]
-        self.query_log.write(
-            endpoint=endpoint,
-            query_type=resp.query_type,
-            query_text=req.query,
-            top_score=hits[0].score if hits else None,
-            result_count=len(hits),
-            latency_ms=resp.took_ms,
-            details={"mode": req.mode, "k": req.k, "strategy": req.strategy},
-            attention=self.attention(req.query, hits, req.mode),
-        )
+        try:
+            hits = [Hit(r.doc_id, r.score, r.techniques) for r in resp.results]
+            # fts_then_vec scores are cosines (the vector scale); a later page has no top result to judge.
+            scale = "vector" if req.mode == "hybrid" and req.strategy == "fts_then_vec" else req.mode
+            self.query_log.write(
+                endpoint=endpoint,
+                query_type=resp.query_type,
+                query_text=req.query,
+                top_score=hits[0].score if hits else None,
+                result_count=len(hits),
+                latency_ms=resp.took_ms,
+                details={"mode": req.mode, "k": req.k, "strategy": req.strategy},
+                attention=self.attention(req.query, hits, None if req.offset else scale),
+            )
+        except Exception:  # noqa: BLE001
+            log.warning("query log row not written", exc_info=True)
 
     def log_plan(self, req: PlanRequest, resp: PlanResponse, endpoint: str = "plan") -> None:
+        """One query-log row for a plan; its selected chunks carry no technique labels, so
+        weak_attack_match is not judged (never raises)."""
         if self.query_log is None:
             return
-        hits = sorted((Hit(c.doc_id, c.score, ()) for c in resp.selected), key=lambda h: -h.score)
-        self.query_log.write(
-            endpoint=endpoint,
-            query_type=resp.query_type,
-            query_text=req.query,
-            top_score=hits[0].score if hits else None,
-            result_count=len(hits),
-            latency_ms=resp.took_ms,
-            details={"plan": resp.plan_name, "candidates": resp.candidates},
-            attention=self.attention(req.query, hits, "hybrid"),
-        )
+        try:
+            hits = sorted((Hit(c.doc_id, c.score, ()) for c in resp.selected), key=lambda h: -h.score)
+            self.query_log.write(
+                endpoint=endpoint,
+                query_type=resp.query_type,
+                query_text=req.query,
+                top_score=hits[0].score if hits else None,
+                result_count=len(hits),
+                latency_ms=resp.took_ms,
+                details={"plan": resp.plan_name, "candidates": resp.candidates},
+                attention=self.attention(req.query, hits, "hybrid", attack=False),
+            )
+        except Exception:  # noqa: BLE001
+            log.warning("query log row not written", exc_info=True)
 
     # --- lookups ------------------------------------------------------------------------------
 

@@ -71,15 +71,16 @@ class ServingSettings(Settings):
         "how long the API lags behind a database that came back.",
     )
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="Larger request bodies get 413.")
-    max_k: int = Field(default=50, ge=1, le=HARD_MAX_K, description="Largest `k` (results per page) of a search.")
+    # Lower bounds at the request defaults (k 10, candidates_k 100): a request that sets nothing stays valid.
+    max_k: int = Field(default=50, ge=10, le=HARD_MAX_K, description="Largest `k` (results per page) of a search.")
     max_candidates: int = Field(
         default=1000,
-        ge=1,
+        ge=100,
         le=HARD_MAX_CANDIDATES,
         description="Largest fts_k, vec_k, candidates_k and rerank_k of a search (HNSW's ef_search stops at 1000).",
     )
     max_query_chars: int = Field(
-        default=8192, ge=16, le=HARD_MAX_QUERY_CHARS, description="Longest query of a search or plan, in characters."
+        default=8192, ge=64, le=HARD_MAX_QUERY_CHARS, description="Longest query of a search or plan, in characters."
     )
     max_response_bytes: int = Field(
         default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and truncated=true."

@@ -71,3 +71,12 @@ def test_the_code_server_needs_a_migrated_store(pg_server_url: str, db_url: str)
     finally:
         with database.connect(instance, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(empty)))
+
+
+def test_a_store_migrated_by_a_newer_release_is_named_as_such(pg_server_url: str, db_url: str) -> None:
+    with database.connect(db_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, checksum, execution_ms) VALUES (999, 'future', 'x', 0)"
+        )
+    env = {"SECRAG_DAGSTER_PG_URL": database.with_database(pg_server_url, "postgres"), "DATABASE_URL": db_url}
+    _one_error_line(_preflight("code-server", env), "at migration 999", "knows only up to")

@@ -164,16 +164,16 @@ def test_a_900_word_query_is_answered(client: TestClient) -> None:
 def test_request_limits_are_configuration_checked_and_stated(
     serving_db_url: str, settings_for: Callable[..., ServingSettings]
 ) -> None:
-    settings = settings_for(serving_db_url, max_k=5, max_candidates=100, max_query_chars=100)
+    settings = settings_for(serving_db_url, max_k=10, max_candidates=100, max_query_chars=100)
     with TestClient(create_app(settings)) as api:
         document = api.get("/openapi.json").json()["components"]["schemas"]
         search = document["SearchRequest"]["properties"]
-        assert search["k"]["maximum"] == 5 and search["query"]["maxLength"] == 100
+        assert search["k"]["maximum"] == 10 and search["query"]["maxLength"] == 100
         assert search["rerank_k"]["maximum"] == 100 and search["vec_k"]["anyOf"][0]["maximum"] == 100
         assert document["PlanRequest"]["properties"]["query"]["maxLength"] == 100
-        assert api.post("/v1/search", json={"query": "lsass", "k": 5, "vec_k": 100}).status_code == 200
+        assert api.post("/v1/search", json={"query": "lsass", "k": 10, "vec_k": 100}).status_code == 200
         for body, field in (
-            ({"query": "lsass", "k": 6}, "k"),
+            ({"query": "lsass", "k": 11}, "k"),
             ({"query": "lsass", "k": 1, "vec_k": 101}, "vec_k"),
             ({"query": "x" * 101, "k": 1}, "query"),
         ):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from serving.request_limits import LimitExceeded, RequestLimits
+from serving.errors import InvalidField
+from serving.request_limits import RequestLimits
 from serving.schemas import SearchRequest
 
 
@@ -17,7 +18,7 @@ def test_values_up_to_the_limits_pass_and_beyond_them_fail() -> None:
         ("rerank_k", SearchRequest(query="x", k=1, rerank_k=101)),
         ("query", SearchRequest(query="x" * 21, k=1)),
     ):
-        with pytest.raises(LimitExceeded) as raised:
+        with pytest.raises(InvalidField) as raised:
             limits.check_search(request)
         assert raised.value.detail[0]["loc"] == ["body", field]
 
