@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 
 from secrag.enrichment import technique_mentions
 
-FLAG_KINDS = ("zero_results", "low_score", "unknown_attack_ids", "weak_attack_match")
-
 
 @dataclass(frozen=True)
 class Hit:
@@ -28,12 +26,6 @@ class Hit:
     doc_id: str
     score: float
     techniques: Sequence[str]
-
-
-def attack_ids(query: str) -> list[str]:
-    """The ATT&CK technique ids in a query, as enrichment reads them (T1003, T1003.001, T1003/001; not
-    the ATLAS AML.T0051), normalised, in order, once each."""
-    return technique_mentions(query)
 
 
 def flags(
@@ -46,7 +38,7 @@ def flags(
         found.append("zero_results")
     elif low_score is not None and hits[0].score < low_score:
         found.append(f"low_score:{hits[0].score:.3f}")
-    ids = attack_ids(query)
+    ids = technique_mentions(query)  # as enrichment reads them: T1003/001 too, not ATLAS's AML.T0051
     unknown = [i for i in ids if i not in known]
     if unknown:
         found.append(f"unknown_attack_ids:{','.join(unknown)}")

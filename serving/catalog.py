@@ -71,9 +71,7 @@ class Cached:
 
     def _refresh(self, load: Callable[[], Any]) -> None:
         try:
-            value = load()
-            with self.lock:
-                self.value, self.at = value, time.monotonic()
+            self.load_now(load)
         except Exception:  # noqa: BLE001 - the old value (or none) serves until the next attempt
             log.warning("catalog refresh failed; the previous value is kept", exc_info=True)
             with self.lock:

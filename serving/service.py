@@ -145,42 +145,50 @@ class Service:
         )
 
     def log_search(self, req: SearchRequest, resp: SearchResponse, endpoint: str = "search") -> None:
-        """One query-log row (never raises: logging must not fail a search, MCP logs in the request)."""
-        if self.query_log is None:
-            return
-        try:
-            hits = [Hit(r.doc_id, r.score, r.techniques) for r in resp.results]
-            # fts_then_vec scores are cosines (the vector scale); a later page has no top result to judge.
-            scale = "vector" if req.mode == "hybrid" and req.strategy == "fts_then_vec" else req.mode
-            self.query_log.write(
-                endpoint=endpoint,
-                query_type=resp.query_type,
-                query_text=req.query,
-                top_score=hits[0].score if hits else None,
-                result_count=len(hits),
-                latency_ms=resp.took_ms,
-                details={"mode": req.mode, "k": req.k, "strategy": req.strategy},
-                attention=self.attention(req.query, hits, None if req.offset else scale),
-            )
-        except Exception:  # noqa: BLE001
-            log.warning("query log row not written", exc_info=True)
+        # fts_then_vec scores are cosines (the vector scale); a later page has no top result to judge.
+        scale = "vector" if req.mode == "hybrid" and req.strategy == "fts_then_vec" else req.mode
+        self._log(
+            endpoint,
+            req.query,
+            resp.query_type,
+            [Hit(r.doc_id, r.score, r.techniques) for r in resp.results],
+            resp.took_ms,
+            {"mode": req.mode, "k": req.k, "strategy": req.strategy},
+            score_scale=None if req.offset else scale,
+        )
 
     def log_plan(self, req: PlanRequest, resp: PlanResponse, endpoint: str = "plan") -> None:
-        """One query-log row for a plan; its selected chunks carry no technique labels, so
-        weak_attack_match is not judged (never raises)."""
+        """A plan's selected chunks carry no technique labels, so weak_attack_match is not judged."""
+        hits = sorted((Hit(c.doc_id, c.score, ()) for c in resp.selected), key=lambda h: -h.score)
+        details = {"plan": resp.plan_name, "candidates": resp.candidates}
+        self._log(endpoint, req.query, resp.query_type, hits, resp.took_ms, details, score_scale="hybrid", attack=False)
+
+    def _log(
+        self,
+        endpoint: str,
+        query: str,
+        query_type: str,
+        hits: Sequence[Hit],
+        latency_ms: float,
+        details: dict[str, Any],
+        *,
+        score_scale: str | None,
+        attack: bool = True,
+    ) -> None:
+        """One query-log row with its attention flags; never raises (logging must not fail a request,
+        and MCP logs inside it)."""
         if self.query_log is None:
             return
         try:
-            hits = sorted((Hit(c.doc_id, c.score, ()) for c in resp.selected), key=lambda h: -h.score)
             self.query_log.write(
                 endpoint=endpoint,
-                query_type=resp.query_type,
-                query_text=req.query,
+                query_type=query_type,
+                query_text=query,
                 top_score=hits[0].score if hits else None,
                 result_count=len(hits),
-                latency_ms=resp.took_ms,
-                details={"plan": resp.plan_name, "candidates": resp.candidates},
-                attention=self.attention(req.query, hits, "hybrid", attack=False),
+                latency_ms=latency_ms,
+                details=details,
+                attention=self.attention(query, hits, score_scale, attack=attack),
             )
         except Exception:  # noqa: BLE001
             log.warning("query log row not written", exc_info=True)

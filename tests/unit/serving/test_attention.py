@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from serving.attention import FlaggedQuery, Hit, attack_ids, flags, report
+from secrag.enrichment import technique_mentions
+from serving.attention import FlaggedQuery, Hit, flags, report
 
 KNOWN = {"T1003", "T1003.001", "T1059"}
 
@@ -11,8 +12,8 @@ def _flags(query: str, hits: list[Hit]) -> list[str]:
     return flags(query, hits, known=KNOWN, low_score=0.6, weak_match=0.5)
 
 
-def test_attack_ids_are_found_once_upper_cased() -> None:
-    assert attack_ids("t1003 and T1003.001, then T1003 again; T10030 is not one") == ["T1003", "T1003.001"]
+def test_attack_ids_are_read_as_enrichment_reads_them_once_upper_cased() -> None:
+    assert technique_mentions("t1003 and T1003.001, then T1003 again; T10030 is not one") == ["T1003", "T1003.001"]
 
 
 def test_each_flag() -> None:
