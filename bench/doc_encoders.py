@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import random
 import time
 
@@ -22,21 +23,33 @@ from secrag.onnx_model import OnnxEncoder
 from secrag.settings import Settings
 
 
+def cpu_line() -> str:
+    """`CPU: <model>, <n> cores (<the SIMD flags the encoders use>)` for the figures' heading."""
+    cpu, cores = read_cpuinfo(), os.cpu_count() or 1
+    if cpu is None:
+        return f"CPU: unknown, {cores} cores"
+    flags = ", ".join(f for f in ("avx2", "avx512f", "avx512_vnni") if f in cpu.flags)
+    return f"CPU: {cpu.model}, {cores} cores ({flags})"
+
+
+def chunk_sample(url: str, size: int) -> list[str]:
+    """`size` distinct chunks of the store, as the pipeline hands them to the encoder (seeded)."""
+    with database.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT ON (content_hash) title, enriched_text FROM chunks ORDER BY content_hash"
+        ).fetchall()
+    texts = [embedding_input(t, e) for t, e in rows]
+    return random.Random(7).sample(texts, min(size, len(texts)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--database-url", required=True)
     ap.add_argument("--sample", type=int, default=2000)
     args = ap.parse_args()
     logging.disable(logging.WARNING)
-    cpu = read_cpuinfo()
-    if cpu is not None:
-        print(f"CPU: {cpu.model} ({', '.join(f for f in ('avx2', 'avx512f', 'avx512_vnni') if f in cpu.flags)})")
-    with database.connect(args.database_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT DISTINCT ON (content_hash) title, enriched_text FROM chunks ORDER BY content_hash"
-        ).fetchall()
-    texts = [embedding_input(t, e) for t, e in rows]
-    sample = random.Random(7).sample(texts, min(args.sample, len(texts)))
+    print(cpu_line())
+    sample = chunk_sample(args.database_url, args.sample)
     models = Settings().models_dir
     encoders: dict[str, TextModel] = {
         "torch fp32 (batch 64)": Embedder("all-MiniLM-L6-v2", batch_size=64),

@@ -144,9 +144,16 @@ def _in_process(
     from fastapi.testclient import TestClient
 
     from serving.app import create_app
+
+    with TestClient(create_app(api_settings(url, search_config))) as api:
+        return evaluate(api, items, modes, extra)
+
+
+def api_settings(url: str, search_config: Path | None = None) -> Any:  # noqa: ANN401 - a ServingSettings
+    """The API's settings for an in-process bench on the store at `url`: caches, quotas and MCP off."""
     from serving.settings import ServingSettings
 
-    settings = ServingSettings(  # type: ignore[call-arg]
+    return ServingSettings(  # type: ignore[call-arg]
         _env_file=None,
         **({"search_config": search_config} if search_config else {}),
         database_url=url,
@@ -156,8 +163,6 @@ def _in_process(
         anonymous_rate_per_minute=0,
         anonymous_heavy_concurrency=0,
     )
-    with TestClient(create_app(settings)) as api:
-        return evaluate(api, items, modes, extra)
 
 
 if __name__ == "__main__":

@@ -23,12 +23,11 @@ import argparse
 import logging
 import multiprocessing as mp
 import os
-import random
 import time
 
-from pipeline.indexing import embedding_input
+from doc_encoders import chunk_sample, cpu_line
+
 from secrag import database
-from secrag.cpu import read_cpuinfo
 from secrag.onnx_model import OnnxEncoder
 from secrag.settings import Settings
 
@@ -69,16 +68,11 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=3000)
     args = ap.parse_args()
     logging.disable(logging.WARNING)
-    cpu, cores = read_cpuinfo(), os.cpu_count() or 1
-    if cpu is not None:
-        flags = ", ".join(f for f in ("avx2", "avx512f", "avx512_vnni") if f in cpu.flags)
-        print(f"CPU: {cpu.model}, {cores} cores ({flags})")
+    cores = os.cpu_count() or 1
+    print(cpu_line())
     with database.connect(args.database_url, autocommit=True) as conn:
         model = conn.execute("SELECT model_id FROM embedding_models WHERE active").fetchone()[0]  # type: ignore[index]
-        rows = conn.execute(
-            "SELECT DISTINCT ON (content_hash) title, enriched_text FROM chunks ORDER BY content_hash"
-        ).fetchall()
-    sample = random.Random(7).sample([embedding_input(t, e) for t, e in rows], min(args.sample, len(rows)))
+    sample = chunk_sample(args.database_url, args.sample)
     print(f"model {model}, {len(sample)} chunks")
     one = run(model, 1, 0, sample)
     print(f"1 worker,  {cores} threads:          {one:6.1f} chunks/s  1.00x")

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from cold_start import children, memory_mb
 from psycopg import sql
+from quality import api_settings
 
 from secrag import database
 
@@ -118,21 +120,13 @@ def server_pss_mb(conn: psycopg.Connection) -> float:
     """Proportional set size of the server's processes (the postmaster and its children), in MB."""
     data_dir = Path(conn.execute("SELECT current_setting('data_directory')").fetchone()[0])  # type: ignore[index]
     postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
-    total = 0
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
+    total = 0.0
+    for pid in [postmaster, *children(postmaster)]:
         try:
-            stat = (proc / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if int(proc.name) != postmaster and ppid != postmaster:
-                continue
-            for line in (proc / "smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return total / 1024
+            total += memory_mb(pid)[1]
+        except OSError:
+            continue  # a backend that ended meanwhile
+    return total
 
 
 def relation_mb(conn: psycopg.Connection, name: str) -> float:
@@ -156,19 +150,9 @@ def search_latency(url: str, texts: list[str], k: int) -> dict[str, tuple[float,
     from fastapi.testclient import TestClient
 
     from serving.app import create_app
-    from serving.settings import ServingSettings
 
-    settings = ServingSettings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=url,
-        mcp_enabled=False,
-        query_cache_size=0,
-        result_cache_size=0,
-        anonymous_rate_per_minute=0,
-        anonymous_heavy_concurrency=0,
-    )
     figures = {}
-    with TestClient(create_app(settings)) as api:
+    with TestClient(create_app(api_settings(url))) as api:
         for shape, body in SHAPES.items():
             times, failed = [], 0
             for timed in (False, True):
