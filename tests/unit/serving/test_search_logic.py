@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from serving import search
@@ -59,63 +61,31 @@ def test_fuzzy_score_tolerates_typos() -> None:
     assert search.fuzzy_score("mimikats", "Registry Run Keys", "t1547") < 0.6
 
 
+def _plan(mode: str, *, query: str, **overrides: Any) -> search.Plan:  # noqa: ANN401
+    """plan_for with the request defaults (k 10, rerank_k 50, weights 1/1/0.5, grouped) and `overrides`."""
+    args: dict[str, Any] = {
+        "k": 10,
+        "offset": 0,
+        "fts_k": None,
+        "vec_k": None,
+        "w_fts": 1,
+        "w_vec": 1,
+        "w_fuzzy": 0.5,
+        "rerank_k": 50,
+        "group_by_doc": True,
+    }
+    return search.plan_for(mode, query=query, **{**args, **overrides})
+
+
 def test_plans() -> None:
-    fused = search.plan_for(
-        "hybrid",
-        k=10,
-        offset=0,
-        query="lsass",
-        fts_k=None,
-        vec_k=None,
-        w_fts=1,
-        w_vec=1,
-        w_fuzzy=0.5,
-        rerank_k=50,
-        group_by_doc=True,
-    )
+    fused = _plan("hybrid", query="lsass")
     assert (fused.fts_k, fused.vec_k, fused.fuzzy_k, fused.single_leg, fused.needs_vector) == (60, 60, 60, "", True)
     assert search.rrf_max(fused, 60) == pytest.approx(2.5 / 61)
-    long = search.plan_for(
-        "hybrid",
-        k=50,
-        offset=100,
-        query="x" * 100,
-        fts_k=None,
-        vec_k=None,
-        w_fts=1,
-        w_vec=1,
-        w_fuzzy=0.5,
-        rerank_k=50,
-        group_by_doc=True,
-    )
+    long = _plan("hybrid", query="x" * 100, k=50, offset=100)
     assert (long.fuzzy_k, long.w_fuzzy, long.fts_k, long.window) == (0, 0.0, 450, 150)
-    fts = search.plan_for(
-        "fts",
-        k=5,
-        offset=0,
-        query="x",
-        fts_k=None,
-        vec_k=None,
-        w_fts=1,
-        w_vec=1,
-        w_fuzzy=1,
-        rerank_k=10,
-        group_by_doc=False,
-    )
+    fts = _plan("fts", query="x", k=5, w_fuzzy=1, rerank_k=10, group_by_doc=False)
     assert (fts.vec_k, fts.needs_vector, fts.single_leg) == (0, False, "fts")
-    fuzzy = search.plan_for(
-        "fuzzy",
-        k=5,
-        offset=0,
-        query="credentail dumping from lsass memory",
-        fts_k=None,
-        vec_k=None,
-        w_fts=1,
-        w_vec=1,
-        w_fuzzy=0.5,
-        rerank_k=10,
-        group_by_doc=False,
-    )
+    fuzzy = _plan("fuzzy", query="credentail dumping from lsass memory", k=5, rerank_k=10, group_by_doc=False)
     # typo-tolerant lexical search: trigram titles and full text fused, no vectors
     assert (fuzzy.fts_k, fuzzy.vec_k, fuzzy.fuzzy_k, fuzzy.single_leg, fuzzy.needs_vector) == (60, 0, 100, "", False)
     assert search.rrf_max(fuzzy, 60) == pytest.approx(1.5 / 61)
