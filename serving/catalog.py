@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 LOOKUP_TTL = 300.0
 SOURCES_TTL = 30.0
 DATA_VERSION_TTL = 1.0  # how stale a cached search response may be after a publish
+NO_VOCABULARY = Vocabulary.from_rows([])  # until the first read: no spelling corrections
 
 
 @dataclass
@@ -205,7 +206,7 @@ class Catalog:
         real corpus, 3.5 s at 1M chunks), so it is never made inside a request: read at start-up, then
         refreshed in the background every LOOKUP_TTL on a pooled connection with `aggregate_timeout_ms`;
         until the first read completes, requests get an empty vocabulary (no corrections)."""
-        return self._vocabulary.get_or_refresh(self._read_vocabulary, Vocabulary.from_rows([]))
+        return self._vocabulary.get_or_refresh(self._read_vocabulary, NO_VOCABULARY)
 
     def forget_lexeme_stats(self) -> None:
         """Re-read the statistics on next use (after an ANALYZE)."""
