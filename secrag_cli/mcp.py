@@ -21,6 +21,7 @@ def mcp(api_key: str | None) -> None:
     from serving.plans import load_plans
     from serving.quotas import Gate
     from serving.settings import get_serving_settings
+    from serving.tuned_plans import TunedPlans
 
     settings = get_serving_settings()
     gate = Gate(load_api_keys(settings.api_keys_file), settings)
@@ -28,7 +29,8 @@ def mcp(api_key: str | None) -> None:
         gate.caller(api_key, "stdio")  # an unknown key fails here, once, not on every tool call
     plans = load_plans(settings.plans_file)
     service = start_service(settings, Metrics())
+    tuned = TunedPlans(plans, read=service.tuned_thresholds)
     try:
-        build_mcp(lambda: service, gate, plans, default_key=api_key).run("stdio")
+        build_mcp(lambda: service, gate, tuned.current, default_key=api_key).run("stdio")
     finally:
         stop_service(service)

@@ -1,18 +1,29 @@
-"""`secrag tune report|apply`: threshold proposals from the opt-in query log, audited changes."""
+"""`secrag tune report|apply|rollback|history`: threshold proposals from the opt-in query log; approved
+changes in the store with an audit entry (secrag_cli/tuning_audit.py), served within seconds."""
 
 from __future__ import annotations
 
 import getpass
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+import psycopg
 
 from secrag import database
 from secrag.queries import Queries
 from secrag.settings import get_settings
 
 from .errors import SecragGroup
+
+if TYPE_CHECKING:
+    from serving.plans import PlansConfig
+    from serving.tuning import LoggedQuery, Proposal
+
+    from .tuning_audit import AuditEntry
 
 
 def _plans_file(path: str | None) -> Path:
@@ -35,17 +46,12 @@ def report(plans_path: str | None, days: int, as_json: bool) -> None:
     from serving.attention import FlaggedQuery
     from serving.attention import report as attention_report
     from serving.plans import load_plans
-    from serving.tuning import LoggedQuery, class_scores, propose, read_overlay
+    from serving.tuning import class_scores
 
-    settings = get_settings()
-    path = _plans_file(plans_path)
-    config = load_plans(path)
-    q = Queries(settings.sql_dir, "tuning")
-    with database.connect(database.database_url(settings), timeout=settings.connect_timeout) as conn:
-        rows = conn.execute(q.recent_queries, {"days": days}).fetchall()
+    config = load_plans(_plans_file(plans_path))
+    with _connect() as (conn, q):
+        log, proposals = _proposals(conn, q, config, days)
         flagged = [FlaggedQuery(*row) for row in conn.execute(q.recent_attention, {"days": days})]
-    log = [LoggedQuery(t or "default", s, n) for t, s, n in rows]
-    proposals = propose(config, log, read_overlay(path)["thresholds"])
     classes = class_scores(log)
     attention = attention_report(flagged)
     if as_json:
@@ -90,24 +96,136 @@ def report(plans_path: str | None, days: int, as_json: bool) -> None:
     if not proposals:
         click.echo("no changes proposed (too few samples, or thresholds already fit)")
     for p in proposals:
-        click.echo(f"{p.query_type:<14} {p.current:.4f} -> {p.proposed:.4f}  ({p.reason})")
+        click.echo(
+            f"{p.query_type:<14} {p.current:.4f} -> {p.proposed:.4f}  confidence {p.confidence:.2f}  ({p.reason})"
+        )
         click.echo(f"  apply with: secrag tune apply {p.query_type} {p.proposed} --reason '...'")
+    if proposals:
+        click.echo("or approve them one by one: secrag tune apply --interactive")
 
 
 @tune.command()
-@click.argument("query_type")
-@click.argument("threshold", type=float)
-@click.option("--reason", required=True, help="Why this change was approved.")
+@click.argument("query_type", required=False)
+@click.argument("threshold", type=float, required=False)
+@click.option("--reason", help="Why this change was approved (asked for with --interactive).")
 @click.option("--who", default=None, help="Who approved it (default: the current user).")
+@click.option("--interactive", is_flag=True, help="Go through the report's proposals and approve each or not.")
+@click.option("--days", default=30, show_default=True, help="With --interactive: the days of log to propose from.")
 @click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans.yaml).")
-def apply(query_type: str, threshold: float, reason: str, who: str | None, plans_path: str | None) -> None:
-    """Write an approved threshold for QUERY_TYPE, with an audit entry (bounded history)."""
+def apply(
+    query_type: str | None,
+    threshold: float | None,
+    reason: str | None,
+    who: str | None,
+    interactive: bool,
+    days: int,
+    plans_path: str | None,
+) -> None:
+    """Approve THRESHOLD as QUERY_TYPE's score threshold (or, with --interactive, the report's proposals one
+    by one): written to the store with an audit entry; every API worker serves it within seconds."""
     from serving.plans import QUERY_TYPES, load_plans
-    from serving.tuning import apply_change, overlay_path
 
+    from .tuning_audit import apply_change
+
+    config = load_plans(_plans_file(plans_path))
+    who = who or getpass.getuser()
+    if interactive:
+        if query_type is not None or threshold is not None:
+            raise click.UsageError("--interactive takes no QUERY_TYPE or THRESHOLD: it goes through the proposals")
+        _apply_interactively(config, days, who)
+        return
+    if query_type is None or threshold is None:
+        raise click.UsageError("give QUERY_TYPE and THRESHOLD, or --interactive")
     if query_type not in QUERY_TYPES:
         raise click.BadParameter(f"unknown query type; choose one of {', '.join(QUERY_TYPES)}")
-    path = _plans_file(plans_path)
-    entry = apply_change(load_plans(path), path, query_type, threshold, who=who or getpass.getuser(), reason=reason)
-    load_plans(path)  # the result must still validate
-    click.echo(f"{query_type}: score_threshold {entry['old']} -> {entry['new']} (written to {overlay_path(path)})")
+    if not reason:
+        raise click.UsageError("--reason is required: say why this change was approved")
+    with _connect() as (conn, q):
+        entry = apply_change(conn, q, config, query_type, threshold, who=who, reason=reason)
+    click.echo(_describe(entry))
+
+
+@tune.command()
+@click.argument("entry_id", type=int)
+@click.option("--reason", required=True, help="Why the change is rolled back.")
+@click.option("--who", default=None, help="Who decided it (default: the current user).")
+@click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans.yaml).")
+def rollback(entry_id: int, reason: str, who: str | None, plans_path: str | None) -> None:
+    """Restore the threshold ENTRY_ID changed to its value before (a rollback is itself an audit entry)."""
+    from serving.plans import load_plans
+
+    from .tuning_audit import rollback as roll_back
+
+    config = load_plans(_plans_file(plans_path))
+    with _connect() as (conn, q):
+        entry = roll_back(conn, q, config, entry_id, who=who or getpass.getuser(), reason=reason)
+    click.echo(_describe(entry))
+
+
+@tune.command()
+@click.option("--limit", default=20, show_default=True, help="How many entries, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def history(limit: int, as_json: bool) -> None:
+    """The audit entries of approved changes and rollbacks, newest first."""
+    from .tuning_audit import history as read_history
+
+    with _connect() as (conn, q):
+        entries = read_history(conn, q, limit)
+    if as_json:
+        click.echo(json.dumps([e.as_dict() for e in entries], indent=2))
+        return
+    if not entries:
+        click.echo("no tuning changes recorded")
+    for e in entries:
+        click.echo(f"#{e.id} {e.at:%Y-%m-%d %H:%M:%S%z} {e.who}: {_describe(e)}  ({e.reason})")
+
+
+@contextmanager
+def _connect() -> Iterator[tuple[psycopg.Connection, Queries]]:
+    settings = get_settings()
+    q = Queries(settings.sql_dir, "tuning")
+    # Autocommit: each approved change is its own transaction (tuning_audit), served once it commits, even
+    # while an interactive session goes on.
+    url = database.database_url(settings)
+    with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        yield conn, q
+
+
+def _proposals(
+    conn: psycopg.Connection, q: Queries, config: PlansConfig, days: int
+) -> tuple[list[LoggedQuery], list[Proposal]]:
+    from serving.tuning import LoggedQuery, propose
+
+    from .tuning_audit import tuned_thresholds
+
+    rows = conn.execute(q.recent_queries, {"days": days}).fetchall()
+    log = [LoggedQuery(t or "default", s, n) for t, s, n in rows]
+    return log, propose(config, log, tuned_thresholds(conn, q))
+
+
+def _apply_interactively(config: PlansConfig, days: int, who: str) -> None:
+    from .tuning_audit import apply_change
+
+    with _connect() as (conn, q):
+        _, proposals = _proposals(conn, q, config, days)
+        if not proposals:
+            click.echo("no changes proposed (too few samples, or thresholds already fit)")
+            return
+        for p in proposals:
+            click.echo(f"{p.query_type}: score_threshold {p.current:.4f} -> {p.proposed:.4f}")
+            click.echo(f"  {p.reason}; confidence {p.confidence:.2f} ({p.samples} queries)")
+            answer = click.prompt("  apply? [y]es / [n]o / [q]uit", type=click.Choice(["y", "n", "q"]), default="n")
+            if answer == "q":
+                return
+            if answer == "n":
+                continue
+            reason = click.prompt("  reason", default=f"tune report: {p.reason}")
+            entry = apply_change(conn, q, config, p.query_type, p.proposed, who=who, reason=reason)
+            click.echo("  " + _describe(entry))
+
+
+def _describe(entry: AuditEntry) -> str:
+    old = f"{entry.old}" + ("" if entry.old_tuned else " (plans file)")
+    new = f"{entry.new}" + ("" if entry.new_tuned else " (plans file)")
+    what = f"rollback of #{entry.rolls_back}" if entry.action == "rollback" else "applied"
+    return f"{entry.query_type}: {entry.setting} {old} -> {new} ({what}, audit entry #{entry.id})"

@@ -37,6 +37,7 @@ from .sessions import ReaderSessions, querylog_url, reader_url
 from .settings import ServingSettings, get_serving_settings
 from .statements import compose
 from .telemetry import shipped_telemetry
+from .tuned_plans import TunedPlans
 from .upstream import Refetcher
 from .warm_up import warm_up
 
@@ -153,6 +154,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     api_keys = load_api_keys(settings.api_keys_file)
     gate = Gate(api_keys, settings)
     plans_config = load_plans(settings.plans_file)  # validated at start-up: a bad file fails here
+    tuned_plans = TunedPlans(plans_config, read=lambda: app.state.service.tuned_thresholds())
     shipped_telemetry()  # the logsource -> schema table of the query-writing plan, likewise
     mcp_server = None
     mcp_app = None
@@ -160,7 +162,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         from .mcp_calls import transport_security
         from .mcp_tools import build_mcp
 
-        mcp_server = build_mcp(lambda: app.state.service, gate, plans_config)
+        mcp_server = build_mcp(lambda: app.state.service, gate, tuned_plans.current)
         mcp_app = mcp_server.streamable_http_app(
             streamable_http_path="/",
             stateless_http=True,
@@ -195,7 +197,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     app.state.settings = settings
     app.state.api_keys = api_keys
     app.state.gate = gate
-    app.state.plans = plans_config
+    app.state.plans = tuned_plans
     app.state.metrics = metrics
     app.state.expected_schema_version = latest_version(settings.sql_dir)
     errors.install(app)

@@ -96,7 +96,7 @@ class _Tools:
 
 
 def build_mcp(
-    get_service: Callable[[], Service], gate: Gate, plans: PlansConfig, *, default_key: str | None = None
+    get_service: Callable[[], Service], gate: Gate, plans: Callable[[], PlansConfig], *, default_key: str | None = None
 ) -> MCPServer:
     """An MCP server with one tool per REST operation (and per-mode search aliases).
 
@@ -116,7 +116,7 @@ def build_mcp(
 
     def plan(req: PlanRequest, caller: Caller) -> Any:  # noqa: ANN401
         service = get_service()
-        response = plan_context(service, plans, req, caller.principal)
+        response = plan_context(service, plans(), req, caller.principal)
         service.log_plan(req, response, endpoint="mcp:plan")
         return response
 
@@ -151,10 +151,10 @@ def build_mcp(
         "explain",
         "Why each candidate was taken or skipped by the plan (POST /v1/plan/explain).",
         PlanRequest,
-        lambda req, caller: explain(get_service(), plans, req, caller.principal),
+        lambda req, caller: explain(get_service(), plans(), req, caller.principal),
         heavy=True,
     )
-    tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans))
+    tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans()))
     tools.from_model(
         "get_documents",
         "Full documents by id, e.g. mitre_attack:T1003 (POST /v1/docs); unknown ids are listed as missing.",

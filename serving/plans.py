@@ -9,10 +9,9 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from secrag.config_files import ConfigModel, FieldError, load_model, nested_error, validate
+from secrag.config_files import ConfigModel, FieldError, load_model, nested_error
 from secrag.package_data import package_path
 
-from .plan_overlay import load_overlay, overlay_path
 from .query_classes import DEFAULT_TYPE, QueryType
 from .query_classes import QUERY_TYPES as QUERY_TYPES  # re-exported: the planner and `secrag tune` check names
 
@@ -99,7 +98,7 @@ class TuningBounds(ConfigModel):
     threshold_min: float = Field(default=0.0, ge=0.0, le=1.0)
     threshold_max: float = Field(default=1.0, ge=0.0, le=1.0)
     max_step: float = Field(default=0.01, gt=0.0, le=1.0)
-    history: int = Field(default=20, ge=1, le=10_000)
+    history: int = Field(default=100, ge=100, le=10_000)  # audit entries kept in the store
 
     @model_validator(mode="after")
     def _ordered(self) -> TuningBounds:
@@ -160,9 +159,6 @@ class PlansConfig(ConfigModel):
 
 
 def load_plans(path: Path) -> PlansConfig:
-    """Read and validate a plans file and the thresholds approved with `secrag tune apply` beside it."""
-    config = load_model(path, PlansConfig)
-    overlay = load_overlay(path)
-    if not overlay.thresholds:
-        return config
-    return validate(overlay_path(path), None, config.with_thresholds(overlay.thresholds), PlansConfig)
+    """Read and validate a plans file (the thresholds approved with `secrag tune apply` live in the store:
+    serving/tuned_plans.py)."""
+    return load_model(path, PlansConfig)

@@ -120,6 +120,11 @@ class Service:
         finally:
             self._switching.release()
 
+    def tuned_thresholds(self) -> dict[str, float]:
+        """The plans' score thresholds approved by `secrag tune apply`, by query type (serving/tuned_plans.py)."""
+        with self.pool.connection() as conn:
+            return {str(t): float(v) for t, v in conn.execute(self.queries.tuned_thresholds)}
+
     def _read_active(self) -> str:
         with self.pool.connection() as conn:
             row = conn.execute(self.queries.active_model).fetchone()

@@ -1,23 +1,18 @@
-"""Threshold tuning from the opt-in query log: proposals within safe bounds, audited changes."""
+"""Threshold proposals from the opt-in query log: within safe bounds, each with a confidence (the audited
+writes: secrag_cli/tuning_audit.py; the live read: serving/tuned_plans.py)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
-import yaml
-
-from secrag.errors import ConfigError
-
-from .plan_overlay import load_overlay
-from .plan_overlay import overlay_path as overlay_path  # re-exported: `secrag tune` names the file it wrote
 from .plans import PlansConfig
-from .query_classes import QUERY_TYPES, QueryType, type_of_logged
+from .query_classes import QueryType, type_of_logged
 
 MIN_SAMPLES = 20
+# A proposal's confidence is n / (n + CONFIDENCE_HALF) for the n logged queries behind it: 0.29 at the
+# minimum of 20, 0.5 at 50, 0.67 at 100, 0.91 at 500.
+CONFIDENCE_HALF = 50
 
 
 @dataclass(frozen=True)
@@ -38,11 +33,12 @@ class Proposal:
     current: float
     proposed: float
     reason: str
+    confidence: float  # grows with the samples: confidence()
 
 
-def read_overlay(plans_file: Path) -> dict[str, Any]:
-    """The overlay beside `plans_file` as plain data: `thresholds` by query type and the `history`."""
-    return load_overlay(plans_file).model_dump()
+def confidence(samples: int) -> float:
+    """How much a proposal from `samples` logged queries is to be trusted, in [0, 1)."""
+    return round(samples / (samples + CONFIDENCE_HALF), 2)
 
 
 def _percentile(values: Sequence[float], q: float) -> float:
@@ -81,7 +77,7 @@ def propose(config: PlansConfig, log: Sequence[LoggedQuery], thresholds: dict[st
             f"{len(scores)} queries: p10 top score {_percentile(scores, 0.10):.4f}, "
             f"{empty:.0%} returned nothing; target {target:.4f} within [{low}, {high}], step <= {step}"
         )
-        proposals.append(Proposal(query_type, len(scores), current, proposed, reason))
+        proposals.append(Proposal(query_type, len(scores), current, proposed, reason, confidence(len(scores))))
     return proposals
 
 
@@ -116,39 +112,3 @@ def class_scores(log: Sequence[LoggedQuery]) -> list[ClassScores]:
         else:
             figures.append(ClassScores(name, len(entries), empty, None, None, None))
     return figures
-
-
-def apply_change(
-    config: PlansConfig,
-    plans_file: Path,
-    query_type: str,
-    new: float,
-    *,
-    who: str,
-    reason: str,
-    now: dt.datetime | None = None,
-) -> dict[str, Any]:
-    """Record an approved threshold in the overlay with who, when, old, new and reason."""
-    if query_type not in QUERY_TYPES:
-        raise ConfigError(f"unknown query type {query_type!r}; known: {', '.join(QUERY_TYPES)}")
-    low, high = config.tuning.threshold_min, config.tuning.threshold_max
-    if not low <= new <= high:
-        raise ConfigError(f"threshold {new} is outside the safe bounds [{low}, {high}]")
-    if not reason.strip():
-        raise ConfigError("a reason is required")
-    overlay = read_overlay(plans_file)
-    old = overlay["thresholds"].get(query_type, config.resolve(query_type).score_threshold)
-    entry = {
-        "who": who,
-        "when": (now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
-        "query_type": query_type,
-        "field": "score_threshold",
-        "old": old,
-        "new": new,
-        "reason": reason,
-    }
-    overlay["thresholds"][query_type] = new
-    keep = config.tuning.history
-    overlay["history"] = [*overlay["history"], entry][-keep:]
-    overlay_path(plans_file).write_text(yaml.safe_dump(overlay, sort_keys=False), encoding="utf-8")
-    return entry

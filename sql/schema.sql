@@ -226,6 +226,41 @@ CREATE TABLE public.sources (
     CONSTRAINT sources_tracking_check CHECK ((tracking = ANY (ARRAY['commit'::text, 'release'::text, 'feed'::text])))
 );
 
+CREATE TABLE public.tuned_value (
+    setting text NOT NULL,
+    query_type text NOT NULL,
+    value double precision NOT NULL,
+    changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    audit_id bigint NOT NULL,
+    CONSTRAINT tuned_value_setting_check CHECK ((setting = 'score_threshold'::text))
+);
+
+CREATE TABLE public.tuning_audit (
+    id bigint NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    who text NOT NULL,
+    action text NOT NULL,
+    setting text NOT NULL,
+    query_type text NOT NULL,
+    old double precision NOT NULL,
+    old_tuned boolean NOT NULL,
+    new double precision NOT NULL,
+    new_tuned boolean NOT NULL,
+    reason text NOT NULL,
+    rolls_back bigint,
+    CONSTRAINT tuning_audit_action_check CHECK ((action = ANY (ARRAY['apply'::text, 'rollback'::text]))),
+    CONSTRAINT tuning_audit_reason_check CHECK ((btrim(reason) <> ''::text))
+);
+
+ALTER TABLE public.tuning_audit ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.tuning_audit_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 ALTER TABLE ONLY public.chunk_vectors
     ADD CONSTRAINT chunk_vectors_pkey PRIMARY KEY (chunk_id, model_id);
 
@@ -264,6 +299,12 @@ ALTER TABLE ONLY public.source_versions
 
 ALTER TABLE ONLY public.sources
     ADD CONSTRAINT sources_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY public.tuned_value
+    ADD CONSTRAINT tuned_value_pkey PRIMARY KEY (setting, query_type);
+
+ALTER TABLE ONLY public.tuning_audit
+    ADD CONSTRAINT tuning_audit_pkey PRIMARY KEY (id);
 
 CREATE INDEX chunk_vectors_doc_idx ON public.chunk_vectors USING btree (doc_id);
 
@@ -362,5 +403,7 @@ GRANT SELECT ON TABLE public.source_model_counts TO secrag_reader;
 GRANT SELECT ON TABLE public.source_versions TO secrag_reader;
 
 GRANT SELECT ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT ON TABLE public.tuned_value TO secrag_reader;
 
 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO secrag_reader;

@@ -21,7 +21,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def get_plans(request: Request) -> PlansConfig:
-    return request.app.state.plans  # type: ignore[no-any-return]
+    return request.app.state.plans.current()  # type: ignore[no-any-return]  # serving/tuned_plans.py
 
 
 PlansDep = Annotated[PlansConfig, Depends(get_plans)]

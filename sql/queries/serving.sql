@@ -407,3 +407,8 @@ WHERE numnode(plainto_tsquery('english', w)) > 0
   AND NOT EXISTS (
     SELECT 1 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
     WHERE c.tsv @@ plainto_tsquery('english', w) AND {visible})
+
+-- name: tuned_thresholds
+-- The plans' score thresholds approved by `secrag tune apply` (serving/tuned_plans.py, re-read every few
+-- seconds): a row overrides the plans file for its query type.
+SELECT query_type, value FROM tuned_value WHERE setting = 'score_threshold'

@@ -47,3 +47,62 @@ def test_the_report_summarises_classes_and_the_attention_log(db_url: str, tmp_pa
     text = subprocess.run(run, env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
     assert text.returncode == 0, text.stderr
     assert "attention: 3 flagged queries" in text.stdout and "quantum widget" in text.stdout
+
+
+def _env(db_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env["DATABASE_URL"] = db_url
+    return env
+
+
+def test_proposals_are_approved_one_by_one_then_rolled_back(db_url: str, tmp_path: Path) -> None:
+    with database.connect(db_url, autocommit=True) as conn:
+        for shape, count in (("technique", 40), ("cve", 30)):  # mitre_id and vulnerability queries
+            for _ in range(count):
+                conn.execute(
+                    "INSERT INTO query_log (endpoint, query_type, top_score, result_count, latency_ms, details)"
+                    " VALUES ('search', %s, 0.6, 5, 10, '{}')",
+                    [shape],
+                )
+    env = _env(db_url)
+    report = subprocess.run(
+        [*SECRAG, "tune", "report", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    proposals = {p["query_type"]: p for p in json.loads(report.stdout)["proposals"]}
+    assert set(proposals) == {"mitre_id", "vulnerability"}
+    assert proposals["mitre_id"]["confidence"] > proposals["vulnerability"]["confidence"]  # 40 queries, not 30
+    # Proposals come sorted by type: mitre_id is approved with its own reason, vulnerability is not.
+    answers = "y\ncheck of 2026-11\nn\n"
+    run = subprocess.run(
+        [*SECRAG, "tune", "apply", "--interactive", "--who", "ana"],
+        env=env,
+        cwd=tmp_path,
+        input=answers,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "audit entry #1" in run.stdout and "confidence 0.44 (40 queries)" in run.stdout
+    history = subprocess.run(
+        [*SECRAG, "tune", "history", "--json"], env=env, cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    [entry] = json.loads(history.stdout)
+    assert (entry["who"], entry["query_type"], entry["reason"], entry["new"]) == (
+        "ana",
+        "mitre_id",
+        "check of 2026-11",
+        proposals["mitre_id"]["proposed"],
+    )
+    back = subprocess.run(
+        [*SECRAG, "tune", "rollback", "1", "--reason", "too strict"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert back.returncode == 0, back.stderr
+    assert "(plans file) (rollback of #1, audit entry #2)" in back.stdout
+    with database.connect(db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM tuned_value").fetchone() == (0,)

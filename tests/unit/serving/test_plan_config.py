@@ -116,14 +116,6 @@ def test_a_type_no_rule_selects_is_an_error(tmp_path: Path) -> None:
         load_plans(write(tmp_path, text))
 
 
-def test_a_bad_tuned_threshold_names_the_overlay_file(tmp_path: Path) -> None:
-    path = write(tmp_path, SHIPPED)
-    tuned = tmp_path / "plans.tuned.yaml"
-    tuned.write_text("thresholds:\n  detection: 0.01\n  weather: 0.02\nhistory: []\n")
-    with pytest.raises(ConfigError, match=f"^{tuned}:3: thresholds.weather: Input should be"):
-        load_plans(path)
-
-
 def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_plans(tmp_path / "absent.yaml")
