@@ -63,6 +63,14 @@ class SearchResponse(BaseModel):
     )
     took_ms: float
     truncated: bool = Field(description="Results were dropped to keep the response under its size cap.")
+    vector_threshold: float | None = Field(
+        default=None,
+        description="The cosine similarity under which the vector leg's candidates were dropped: the serving "
+        "model's threshold for this query class (search.yaml vector_thresholds); null when none applies.",
+    )
+    below_vector_threshold: int = Field(
+        default=0, ge=0, description="How many vector-leg candidates were under vector_threshold and dropped."
+    )
 
 
 class Document(BaseModel):

@@ -1,4 +1,5 @@
-"""Source boosts and per-mode, per-shape score thresholds, read from a YAML file at startup."""
+"""Source boosts, per-mode and per-shape score thresholds, per-model vector thresholds, read from a YAML
+file at startup."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, field_validator
 
 from secrag.config_files import ConfigModel, FieldError, load_model
+from secrag.embedder import ALLOWLIST
 
 from .query_classes import DEFAULT_SHAPE, QUERY_SHAPES, check_names
 
@@ -67,6 +69,15 @@ class SearchConfig:
     class_weights: Mapping[str, LegWeights] = field(default_factory=dict)
     document_score: DocumentScore = "max"
     attention: Attention = field(default_factory=Attention)
+    vector_thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def vector_threshold(self, model_id: str, query_type: str) -> float | None:
+        """The cosine similarity under which the vector leg's candidates are dropped, for this model and
+        query shape (its `default` for shapes not listed); None when none is configured for the model."""
+        per_shape = self.vector_thresholds.get(model_id)
+        if per_shape is None:
+            return None
+        return per_shape.get(query_type, per_shape.get(DEFAULT_SHAPE))
 
     def weights(self, query_type: str) -> LegWeights:
         """The leg weights configured for this query shape (every field None when none are)."""
@@ -89,6 +100,18 @@ class SearchConfigFile(ConfigModel):
     class_weights: dict[str, LegWeights] = Field(default_factory=dict)
     document_score: DocumentScore = "max"
     attention: Attention = Field(default_factory=Attention)
+    vector_thresholds: dict[str, dict[str, Annotated[float, Field(ge=-1.0, le=1.0)]]] = Field(default_factory=dict)
+
+    @field_validator("vector_thresholds")
+    @classmethod
+    def _models_and_shapes(cls, thresholds: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        check_names(thresholds, sorted(ALLOWLIST), "embedding model")
+        for model_id, per_shape in thresholds.items():
+            try:
+                check_names(per_shape, (DEFAULT_SHAPE, *QUERY_SHAPES), "query shape")
+            except FieldError as exc:
+                raise FieldError((model_id, *exc.loc), str(exc)) from exc
+        return thresholds
 
     @field_validator("class_weights")
     @classmethod
@@ -127,4 +150,7 @@ def load_search_config(path: Path) -> SearchConfig:
         class_weights=MappingProxyType(dict(raw.class_weights)),
         document_score=raw.document_score,
         attention=raw.attention,
+        vector_thresholds=MappingProxyType(
+            {model: MappingProxyType(dict(v)) for model, v in raw.vector_thresholds.items()}
+        ),
     )

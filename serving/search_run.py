@@ -99,7 +99,8 @@ class Searcher:
             exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, resolved)
             if plan.vec_k:
                 self.sessions.ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
-            window_rows = self._fused(conn, req, plan, params, exact_vectors, then_vec=then_vec)
+            floor = self.config.vector_threshold(self.encoder.model_id, analysis.query_type) if plan.vec_k else None
+            window_rows, below = self._fused(conn, req, plan, params, exact_vectors, floor, then_vec=then_vec)
             ranked = logic.rescore(
                 window_rows,
                 mode=req.mode,
@@ -118,6 +119,8 @@ class Searcher:
             corrections=fixes,
             took_ms=round((time.perf_counter() - started) * 1000, 2),
             truncated=truncated,
+            vector_threshold=floor,
+            below_vector_threshold=below,
         )
 
     def _given_vector(self, req: SearchRequest) -> np.ndarray | None:
@@ -260,11 +263,13 @@ class Searcher:
         plan: logic.Plan,
         params: dict[str, Any],
         exact_vectors: bool,
+        floor: float | None,
         *,
         then_vec: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Run the needed legs as one statement, then fuse them (by reciprocal rank, or fts_then_vec's
-        re-ranking) and take the window."""
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Run the needed legs as one statement, drop the vector leg's candidates under `floor` (the
+        model's threshold for the query shape), then fuse them (by reciprocal rank, or fts_then_vec's
+        re-ranking) and take the window; with the count dropped."""
         if then_vec:
             wanted = {"vec": True, "fts_vec": True, "exact": bool(params["exact_ids"])}
             params = {**params, "child_ids": []}
@@ -286,19 +291,27 @@ class Searcher:
         exact = rows.pop("exact", [])
         for leg_rows in rows.values():  # each leg best first (UNION ALL promises no order)
             leg_rows.sort(key=_best_first)
+        below = 0
+        if floor is not None:  # cosine similarities: the vector leg's score, fts_then_vec's vec_score
+            for leg, cosine in (("vec", "score"), ("fts_vec", "vec_score")):
+                if leg in rows:
+                    kept = [r for r in rows[leg] if r[cosine] >= floor]
+                    below += len(rows[leg]) - len(kept)
+                    rows[leg] = kept
         if then_vec:
             items = fusion.then_vec(rows["fts_vec"], rows["vec"], exact)
         else:
             if params["pool_fts"]:
                 rows["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
             items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
-        return fusion.window(
+        window = fusion.window(
             items,
             group_by_doc=req.group_by_doc,
             size=plan.window,
             aggregate=self.config.document_score,
             rrf_k0=req.rrf_k0,
         )
+        return window, below
 
     def _page(
         self, conn: psycopg.Connection, req: SearchRequest, params: dict[str, Any], page: list[dict[str, Any]]

@@ -470,6 +470,29 @@ def test_weight_zero_turns_the_neighbours_leg_off(
     assert payload["results"] and all(r["scores"]["neighbours"] is None for r in payload["results"])
 
 
+def test_vector_candidates_under_the_models_threshold_are_dropped_and_counted(
+    client: TestClient, serving_db_url: str, settings_for: Callable[..., ServingSettings], tmp_path: Path
+) -> None:
+    prose = "a scheduled job quietly copies files to a remote share every night"
+    shipped = search(client, prose, mode="vector", k=50)
+    assert shipped["vector_threshold"] == 0.08 and shipped["below_vector_threshold"] == 0  # int8, natural
+    config = tmp_path / "search.yaml"
+    config.write_text(f"vector_thresholds: {{{shipped['model']}: {{default: -1, natural: 0.3}}}}\n")
+    with TestClient(create_app(settings_for(serving_db_url, search_config=config, mcp_enabled=False))) as api:
+        vector = search(api, prose, mode="vector", k=50)
+        assert vector["vector_threshold"] == 0.3 and vector["below_vector_threshold"] > 0
+        assert vector["results"] and all(r["score"] >= 0.3 for r in vector["results"])
+        # the same ranking, cut at the threshold (the count is of the leg's candidates, beyond k too)
+        assert [r["chunk_id"] for r in vector["results"]] == [
+            r["chunk_id"] for r in shipped["results"] if r["score"] >= 0.3
+        ]
+        hybrid = search(api, prose, k=50)
+        assert hybrid["below_vector_threshold"] > 0
+        assert all(r["scores"]["vector"] is None or r["scores"]["vector"]["score"] >= 0.3 for r in hybrid["results"])
+        keyword = search(api, "mimikatz lsass", mode="vector", k=5)  # the shape's default
+        assert keyword["vector_threshold"] == -1 and keyword["below_vector_threshold"] == 0
+
+
 def test_class_weights_apply_to_their_query_shape_unless_the_request_sets_them(
     serving_db_url: str, settings_for: Callable[..., ServingSettings], tmp_path: Path
 ) -> None:

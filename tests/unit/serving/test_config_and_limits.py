@@ -45,9 +45,25 @@ def test_class_weights_per_query_shape(tmp_path: Path) -> None:
         load_search_config(path)
 
 
+def test_vector_thresholds_per_model_and_query_shape(tmp_path: Path) -> None:
+    shipped = load_search_config(package_path("serving", "search.yaml"))
+    assert shipped.vector_threshold("all-MiniLM-L6-v2-int8", "natural") == 0.08
+    assert shipped.vector_threshold("all-MiniLM-L6-v2-int8", "uuid") == 0.03  # the model's default
+    assert shipped.vector_threshold("all-MiniLM-L6-v2", "cve") == 0.15
+    path = tmp_path / "search.yaml"
+    path.write_text("vector_thresholds: {all-MiniLM-L6-v2: {natural: 0.5}}")
+    config = load_search_config(path)
+    assert config.vector_threshold("all-MiniLM-L6-v2", "natural") == 0.5
+    assert config.vector_threshold("all-MiniLM-L6-v2", "keyword") is None  # no default: none
+    assert config.vector_threshold("all-MiniLM-L6-v2-int8", "natural") is None  # a model not listed
+
+
 @pytest.mark.parametrize(
     "text",
     [
+        "vector_thresholds: {bge-tiny: {default: 0.1}}",
+        "vector_thresholds: {all-MiniLM-L6-v2: {prose: 0.1}}",
+        "vector_thresholds: {all-MiniLM-L6-v2: {default: 1.5}}",
         "thresholds: {magic: {default: 1}}",
         "surprise: 1",
         "source_boosts: {sigma: lots}",
