@@ -9,9 +9,8 @@ import json
 import re
 from pathlib import Path
 
+from secrag import safe_json, safe_yaml
 from secrag.errors import ParseError
-
-from .sources import safe_json, safe_yaml
 
 _MD_TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 

@@ -22,7 +22,7 @@ from .plan_schemas import PlanRequest
 from .plans import PlansConfig
 from .quotas import Caller, Gate
 from .responses import StatsResponse
-from .schemas import IdsRequest, SearchRequest
+from .schemas import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
 from .service import Service
 
 Run = Callable[[Any, Caller], Any]  # (validated request, caller) -> a pydantic model or a dict
@@ -179,11 +179,19 @@ def build_mcp(
         "chunk_id",
         lambda chunk_id, caller: get_service().chunk(chunk_id, caller.principal),
     )
-    tools.by_id(
+    tools.from_model(
         "get_upstream",
-        "The authoritative upstream record of a document at its recorded version (GET /v1/docs/{doc_id}/upstream).",
-        "doc_id",
-        lambda doc_id, caller: get_service().upstream(doc_id, caller.principal),
+        "The upstream form of one document's record at its published version: one Sigma file, one STIX "
+        "object, one feed entry (GET /v1/docs/{doc_id}/upstream).",
+        UpstreamQuery,
+        lambda req, caller: get_service().upstream(req.doc_id, caller.principal, live=req.live, columns=req.columns),
+    )
+    tools.from_model(
+        "get_upstreams",
+        "The upstream forms of several documents' records (POST /v1/docs/upstream); each fails on its own.",
+        UpstreamRequest,
+        lambda req, caller: get_service().upstreams(req, caller.principal),
+        heavy=True,
     )
     tools.plain(
         "list_sources",

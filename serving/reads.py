@@ -1,19 +1,28 @@
-"""Documents and chunks by id, and a document's upstream record: what the caller may see, size-capped."""
+"""Documents and chunks by id, and documents' upstream records: what the caller may see, size-capped."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from .auth import Principal
-from .errors import NotFound
+from .errors import InvalidField, NotFound, NotImplementedFeature, UpstreamFailed, UpstreamTimeout, UpstreamTooLarge
 from .limits import cap
-from .responses import Chunk, ChunksResponse, Document, DocumentsResponse, UpstreamResponse
+from .responses import (
+    Chunk,
+    ChunksResponse,
+    Document,
+    DocumentsResponse,
+    UpstreamBatchResponse,
+    UpstreamError,
+    UpstreamResponse,
+)
 from .statements import Statements
-from .upstream import Refetcher
+from .upstream import Refetcher, UpstreamRecord
 
 
 @dataclass(frozen=True)
@@ -63,12 +72,40 @@ class Reads:
             raise NotFound(f"no chunk {chunk_id[:200]!r}")
         return found.chunks[0]
 
-    def upstream(self, doc_id: str, principal: Principal) -> UpstreamResponse:
-        """The authoritative upstream record for the document's recorded version (size and time capped)."""
-        if "\x00" in doc_id:
-            raise NotFound("no such document")
-        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-            row = cur.execute(self.statements.upstream_record, {"doc_id": doc_id, **principal.params()}).fetchone()
-        if row is None:
+    def upstream(
+        self, doc_id: str, principal: Principal, *, live: bool = False, columns: Sequence[str] | None = None
+    ) -> UpstreamResponse:
+        """The upstream form of one document's record (serving/upstream.py); its errors as they are."""
+        rows = self._upstream_rows([doc_id], principal)
+        if doc_id not in rows:
             raise NotFound(f"no document {doc_id[:200]!r}")
-        return UpstreamResponse.model_validate(self.refetcher.refetch(row), from_attributes=True)
+        return _upstream_response(self.refetcher.refetch(rows[doc_id], live=live, columns=columns))
+
+    def upstreams(
+        self, ids: Sequence[str], principal: Principal, *, live: bool = False, columns: Sequence[str] | None = None
+    ) -> UpstreamBatchResponse:
+        """The upstream forms of several documents: each fails on its own (`errors`), the response is
+        size-capped (`truncated`)."""
+        wanted = list(dict.fromkeys(ids))
+        rows = self._upstream_rows(wanted, principal)
+        found, errors = [], []
+        for doc_id in wanted:
+            if doc_id not in rows:
+                continue
+            try:
+                found.append(_upstream_response(self.refetcher.refetch(rows[doc_id], live=live, columns=columns)))
+            except (NotImplementedFeature, UpstreamFailed, UpstreamTimeout, UpstreamTooLarge, InvalidField) as exc:
+                errors.append(UpstreamError(doc_id=doc_id, status=exc.status, error=str(exc)))
+        kept, truncated = cap(found, self.max_response_bytes)
+        missing = [i for i in wanted if i not in rows]
+        return UpstreamBatchResponse(records=kept, missing=missing, errors=errors, truncated=truncated)
+
+    def _upstream_rows(self, ids: Sequence[str], principal: Principal) -> dict[str, dict[str, Any]]:
+        ids = [i for i in ids if "\x00" not in i]  # PostgreSQL text cannot hold NUL: such ids never exist
+        with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            found = cur.execute(self.statements.upstream_records, {"ids": ids, **principal.params()}).fetchall()
+        return {r["doc_id"]: r for r in found}
+
+
+def _upstream_response(record: UpstreamRecord) -> UpstreamResponse:
+    return UpstreamResponse.model_validate(record, from_attributes=True)

@@ -96,16 +96,44 @@ class DocumentsResponse(BaseModel):
 
 
 class UpstreamResponse(BaseModel):
-    """The authoritative upstream record of a document."""
+    """The authoritative upstream form of one record, at the version its document was published from."""
 
     doc_id: str
     source: str
     version: str = Field(description="The commit, release tag or feed version the document was published from.")
-    path: str = Field(description="The file in the upstream repository or release (or the feed).")
-    fetched_from: str = Field(description="The URL or mirror path read.")
-    size: int = Field(description="Bytes read.")
-    content: str = Field(description="The file as text (for a feed: the whole feed).")
-    record: Any = Field(default=None, description="The record picked out of a feed, when the source is one.")
+    path: str = Field(description="The file in the upstream repository or release (or the feed) holding it.")
+    origin: Literal["store", "live"] = Field(
+        description="store: the form kept when the document was published (no upstream access); live: read "
+        "from the upstream (or its mirror) now, at the published version."
+    )
+    fetched_from: str = Field(description="`store`, or the URL or mirror path read.")
+    media_type: str = Field(description="The form's media type: application/json, application/yaml, ...")
+    size: int = Field(description="Bytes of the record's upstream form (UTF-8).")
+    content: str = Field(
+        description="The record's upstream form as text: one Sigma file, one STIX object, one feed entry, one "
+        "YAML document; empty when `columns` was given."
+    )
+    record: Any = Field(
+        default=None,
+        description="The record as data when its form is structured (JSON, YAML, TOML); with `columns`, only "
+        "those top-level keys.",
+    )
+    missing_columns: list[str] = Field(default_factory=list, description="Requested columns the record lacks.")
+
+
+class UpstreamError(BaseModel):
+    doc_id: str
+    status: int = Field(description="The HTTP status this document alone would have had (413, 501, 502, 504).")
+    error: str
+
+
+class UpstreamBatchResponse(BaseModel):
+    """The upstream forms of several documents; each fails or succeeds on its own."""
+
+    records: list[UpstreamResponse]
+    missing: list[str] = Field(description="Ids that are unknown or not visible to the caller.")
+    errors: list[UpstreamError] = Field(description="Documents whose upstream form could not be given, and why.")
+    truncated: bool = Field(description="Records were dropped to keep the response under its size cap.")
 
 
 class Chunk(BaseModel):

@@ -18,6 +18,7 @@ HARD_MAX_QUERY_CHARS = 65536
 HARD_MAX_K = 1000
 HARD_MAX_CANDIDATES = 10000
 MAX_IDS = 100
+MAX_COLUMNS = 50  # top-level keys one upstream refetch may select
 MAX_ID_CHARS = 1000
 # Constraints the OpenAPI document states as patterns (JSON Schema patterns are unanchored unless
 # written with ^...$; the validators below say the same in words).
@@ -88,6 +89,7 @@ def query_field(description: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
 
 # List items whose shape the schema states: no NUL, bounded length, and the pattern where one exists.
 Text = Annotated[str, Field(max_length=MAX_ID_CHARS, json_schema_extra={"pattern": NO_NUL})]
+Column = Annotated[str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": NO_NUL})]
 SourceName = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": NO_NUL})]
 TechniqueId = Annotated[str, Field(pattern=TECHNIQUE_PATTERN)]
 PlatformName = Annotated[str, Field(max_length=64, json_schema_extra={"enum": list(platform_names())})]
@@ -257,6 +259,50 @@ class IdsRequest(Strict):
     def _printable(cls, value: list[str]) -> list[str]:
         if any("\x00" in i for i in value):
             raise ValueError("ids must not contain NUL characters")
+        return value
+
+
+class UpstreamQuery(Strict):
+    """One document's upstream form (GET /v1/docs/{doc_id}/upstream, as the MCP tool get_upstream)."""
+
+    doc_id: Text = Field(min_length=1)
+    columns: list[Column] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_COLUMNS,
+        description="Keep only these top-level keys of a structured record (JSON, YAML, TOML), and no text.",
+    )
+    live: SBool = Field(
+        default=False,
+        description="Read the record from the upstream at its published version instead of the stored form.",
+    )
+
+
+class UpstreamRequest(Strict):
+    """Several documents' upstream forms (POST /v1/docs/upstream)."""
+
+    doc_ids: list[Text] = Field(
+        min_length=1,
+        max_length=MAX_IDS,
+        description="Document ids; unknown or invisible ones are listed in `missing`.",
+    )
+    columns: list[Column] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_COLUMNS,
+        description="Keep only these top-level keys of each structured record (JSON, YAML, TOML), and no text.",
+    )
+    live: SBool = Field(
+        default=False,
+        description="Read each record from the upstream at its published version instead of the stored form "
+        "(at most SECRAG_MAX_LIVE_REFETCH ids).",
+    )
+
+    @field_validator("doc_ids")
+    @classmethod
+    def _printable(cls, value: list[str]) -> list[str]:
+        if any("\x00" in i for i in value):
+            raise ValueError("doc_ids must not contain NUL characters")
         return value
 
 

@@ -21,6 +21,7 @@ from .attention import flags as attention_flags
 from .auth import Principal
 from .catalog import SOURCES_TTL, Cached, Catalog
 from .encoder import QueryEncoder
+from .errors import InvalidField
 from .metrics import Metrics
 from .plan_schemas import PlanRequest, PlanResponse
 from .querylog import QueryLog
@@ -35,10 +36,11 @@ from .responses import (
     SearchResponse,
     SourceInfo,
     SourcesResponse,
+    UpstreamBatchResponse,
     UpstreamResponse,
 )
 from .result_cache import ResultCache
-from .schemas import SearchRequest
+from .schemas import MAX_IDS, SearchRequest, UpstreamRequest
 from .search_config import SearchConfig
 from .search_run import Searcher
 from .sessions import ReaderSessions
@@ -212,8 +214,23 @@ class Service:
     def chunk(self, chunk_id: str, principal: Principal) -> Chunk:
         return self.reads.chunk(chunk_id, principal)
 
-    def upstream(self, doc_id: str, principal: Principal) -> UpstreamResponse:
-        return self.reads.upstream(doc_id, principal)
+    def upstream(
+        self, doc_id: str, principal: Principal, *, live: bool = False, columns: Sequence[str] | None = None
+    ) -> UpstreamResponse:
+        return self.reads.upstream(doc_id, principal, live=live, columns=columns)
+
+    def upstreams(self, req: UpstreamRequest, principal: Principal) -> UpstreamBatchResponse:
+        """Several documents' upstream forms; a live batch is capped by SECRAG_MAX_LIVE_REFETCH (each
+        live read may take the upstream timeout)."""
+        if req.live and len(req.doc_ids) > self.settings.max_live_refetch:
+            raise InvalidField(
+                ["body", "doc_ids"],
+                f"a live refetch takes at most {self.settings.max_live_refetch} doc_ids "
+                "(this deployment's SECRAG_MAX_LIVE_REFETCH); the stored forms (live=false) take up to "
+                f"{MAX_IDS}",
+                "too_long",
+            )
+        return self.reads.upstreams(req.doc_ids, principal, live=req.live, columns=req.columns)
 
     # --- sources and stats --------------------------------------------------------------------
 

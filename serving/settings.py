@@ -35,6 +35,9 @@ class ServingSettings(Settings):
         default=8 * 1024 * 1024, ge=1024, description="Size cap of one upstream refetch (413 above)."
     )
     upstream_timeout: float = Field(default=5.0, gt=0, le=60, description="Time cap of one upstream refetch.")
+    max_live_refetch: int = Field(
+        default=5, ge=1, le=100, description="Most doc_ids of one live batch refetch (each may take the timeout)."
+    )
     reader_database_url: str | None = Field(
         default=None,
         description="URL the API logs in with; unset: the secrag database as secrag_reader (no password: "

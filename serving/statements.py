@@ -32,7 +32,7 @@ class Statements:
     result_rows: str
     documents_by_id: str
     chunks_by_id: str
-    upstream_record: str
+    upstream_records: str
     known_sources: str
     absent_words: str
     stats_documents: str  # live counts of user folders, of what the caller may see
@@ -106,7 +106,7 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         result_rows=fill(queries.result_rows),
         documents_by_id=fill(queries.documents_by_id),
         chunks_by_id=fill(queries.chunks_by_id),
-        upstream_record=fill(queries.upstream_record),
+        upstream_records=fill(queries.upstream_records),
         known_sources=fill(queries.known_sources),
         absent_words=fill(queries.absent_words),
         stats_documents=fill(queries.stats_documents),

@@ -1,26 +1,32 @@
-"""Refetch the authoritative upstream record of a document, at its recorded version, with caps.
+"""The authoritative upstream form of one record, at the version its document was published from.
 
-Git-backed sources are read as `<raw base>/<owner>/<repo>/<version>/<path>` (the version is the
-commit SHA or release tag the document was published from); feed sources download the feed and
-pick the record by id. With SECRAG_UPSTREAM_MIRROR set, files come from that snapshot folder.
+By default it is the form the pipeline stored at publish (document_raw, migration 0013): one Sigma file,
+one STIX object, one feed entry, read from the store by any API pod without upstream access. `live`
+reads the upstream instead: git-backed sources as `<raw base>/<owner>/<repo>/<version>/<path>` (the
+version is the commit SHA or release tag), feeds by downloading the feed; the record is picked out of
+its file by id. With SECRAG_UPSTREAM_MIRROR set, live files come from that snapshot folder (its newest
+snapshot, whatever version the document was published from).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from secrag import media_types
 from secrag.download_limits import DownloadLimits
 from secrag.downloads import get_bytes
 from secrag.errors import FetchError, FetchTimeout, FetchTooLarge
 from secrag.safe_files import FileTooLarge, UnsafeFile, read_capped
 from secrag.url_policy import UrlPolicy
 
-from .errors import NotImplementedFeature, UpstreamFailed, UpstreamTimeout, UpstreamTooLarge
+from .errors import InvalidField, NotImplementedFeature, UpstreamFailed, UpstreamTimeout, UpstreamTooLarge
 from .settings import ServingSettings
 
 _GITHUB = re.compile(r"^https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?$")
@@ -28,16 +34,55 @@ _GITHUB = re.compile(r"^https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)
 
 @dataclass(frozen=True)
 class UpstreamRecord:
-    """What GET /v1/docs/{doc_id}/upstream returns."""
+    """What GET /v1/docs/{doc_id}/upstream returns for one document."""
 
     doc_id: str
     source: str
     version: str
     path: str
+    origin: str  # "store": the form kept at publish; "live": read from the upstream (or its mirror) now
     fetched_from: str
+    media_type: str
     size: int
     content: str
-    record: Any = None  # the record picked out of a feed
+    record: Any = None  # the record as data when its form is structured (JSON, YAML, TOML)
+    missing_columns: tuple[str, ...] = ()
+
+
+# The keys that name one record inside its upstream file, in the order they are tried: a STIX or ATLAS
+# id, an Atomic test's GUID, a KEV CVE, an artifact's name.
+_IDENTITY_KEYS = ("id", "auto_generated_guid", "cveID", "name")
+_LOCATE_MAX_NODES = 200_000
+
+
+def _locate(tree: Any, stored: Any) -> Any:  # noqa: ANN401 - parsed upstream data
+    """The mapping of `tree` that is the same record as `stored` (by its first identity key), or None."""
+    if not isinstance(stored, dict):
+        return None
+    key = next((k for k in _IDENTITY_KEYS if isinstance(stored.get(k), str | int)), None)
+    if key is None:
+        return None
+    pending, seen = [tree], 0
+    while pending and seen < _LOCATE_MAX_NODES:
+        node = pending.pop()
+        seen += 1
+        if isinstance(node, dict):
+            if node.get(key) == stored[key]:
+                return node
+            pending.extend(v for v in node.values() if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            pending.extend(v for v in reversed(node) if isinstance(v, dict | list))
+    return None
+
+
+def _columns(record: Any, columns: Sequence[str], media_type: str) -> tuple[dict[str, Any], tuple[str, ...]]:  # noqa: ANN401
+    """The record's top-level keys named in `columns`, and the names it does not have."""
+    if not isinstance(record, dict):
+        raise InvalidField(
+            ["query", "columns"],
+            f"columns select top-level keys of a structured record (JSON, YAML or TOML); this one is {media_type}",
+        )
+    return {c: record[c] for c in columns if c in record}, tuple(c for c in columns if c not in record)
 
 
 def _safe_path(path: str | None) -> PurePosixPath:
@@ -113,12 +158,49 @@ class Refetcher:
         parts = [self.raw_base, match.group(1), match.group(2), quote(version, safe="")]
         return "/".join([*parts, *(quote(part) for part in path.parts)])
 
-    def refetch(self, row: dict[str, Any]) -> UpstreamRecord:
-        """The upstream bytes of the document described by `row` (documents + sources columns)."""
-        path = _safe_path(row["upstream_path"])
-        source, version = row["source"], row["source_version"]
+    def refetch(
+        self, row: dict[str, Any], *, live: bool = False, columns: Sequence[str] | None = None
+    ) -> UpstreamRecord:
+        """The upstream form of the one record `row` describes (documents, sources and document_raw
+        columns): the form kept at publish, or with `live` the upstream's at the published version;
+        `columns` keeps only those top-level keys of a structured record (and no text)."""
         if row["kind"] != "online":
             raise NotImplementedFeature("only online sources have an upstream")
+        if live:
+            text, media_type, where = self._live(row)
+        elif row["raw"] is None:
+            raise NotImplementedFeature(
+                "no upstream form is stored for this document (published before 0013); ask with live=true, "
+                "or republish its source"
+            )
+        else:
+            text, media_type, where = _stored(row), row["raw_media_type"], "store"
+        size = len(text.encode("utf-8"))
+        if size > self.max_bytes:
+            raise UpstreamTooLarge(f"the upstream record is over the {self.max_bytes}-byte cap")
+        record = media_types.load(text, media_type)
+        missing: tuple[str, ...] = ()
+        if columns:
+            record, missing = _columns(record, columns, media_type)
+            text = ""
+        return UpstreamRecord(
+            doc_id=row["doc_id"],
+            source=row["source"],
+            version=row["source_version"],
+            path=str(row["upstream_path"] or ""),
+            origin="live" if live else "store",
+            fetched_from=where,
+            media_type=media_type,
+            size=size,
+            content=text,
+            record=record,
+            missing_columns=missing,
+        )
+
+    def _live(self, row: dict[str, Any]) -> tuple[str, str, str]:
+        """(text, media type, where) of the record read from the upstream file at the published version."""
+        path = _safe_path(row["upstream_path"])
+        source, version = row["source"], row["source_version"]
         if self.mirror is not None:
             where = f"mirror:{source}/{path}"
             data = self._read_mirror(self.mirror, source, path)
@@ -126,14 +208,24 @@ class Refetcher:
             feed = row["tracking"] == "feed"
             where = str(row["upstream"]) if feed else self._raw_url(str(row["upstream"] or ""), version, path)
             data = self._download(where)
-        record = _feed_record(data, row["doc_id"]) if row["tracking"] == "feed" else None
-        return UpstreamRecord(
-            doc_id=row["doc_id"],
-            source=source,
-            version=version,
-            path=str(path),
-            fetched_from=where,
-            size=len(data),
-            content=data.decode("utf-8", "replace") if record is None else "",
-            record=record,
-        )
+        if row["tracking"] == "feed":
+            return media_types.dump(_feed_record(data, row["doc_id"]), media_types.JSON), media_types.JSON, where
+        text = data.decode("utf-8", "replace")
+        if row["raw"] is None or row["raw_whole_file"]:
+            return text, row["raw_media_type"] or media_types.of_path(path), where
+        # One record of a file holding many (a STIX bundle, an Atomic technique file): the same record
+        # as the stored one, by its id.
+        stored_type = row["raw_media_type"]
+        found = _locate(media_types.load(text, media_types.of_path(path)), media_types.load(_stored(row), stored_type))
+        if found is None:
+            if stored_type not in (media_types.JSON, media_types.YAML):
+                raise NotImplementedFeature(
+                    f"a live refetch cannot pick one {stored_type} record out of its file; the stored form "
+                    "(live=false) is the record at the published version"
+                )
+            raise UpstreamFailed("the record is not in the upstream file at the published version")
+        return media_types.dump(found, stored_type), stored_type, where
+
+
+def _stored(row: dict[str, Any]) -> str:
+    return zlib.decompress(row["raw"]).decode("utf-8", "replace")

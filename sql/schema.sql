@@ -75,6 +75,16 @@ CREATE TABLE public.chunks (
     CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0))
 );
 
+CREATE TABLE public.document_raw (
+    doc_id text NOT NULL,
+    media_type text NOT NULL,
+    whole_file boolean NOT NULL,
+    size integer NOT NULL,
+    raw bytea NOT NULL,
+    CONSTRAINT document_raw_size_check CHECK ((size >= 0))
+);
+ALTER TABLE ONLY public.document_raw ALTER COLUMN raw SET STORAGE EXTERNAL;
+
 CREATE TABLE public.documents (
     doc_id text NOT NULL,
     source text NOT NULL,
@@ -270,6 +280,9 @@ ALTER TABLE ONLY public.chunks
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_pkey PRIMARY KEY (chunk_id);
 
+ALTER TABLE ONLY public.document_raw
+    ADD CONSTRAINT document_raw_pkey PRIMARY KEY (doc_id);
+
 ALTER TABLE ONLY public.documents
     ADD CONSTRAINT documents_pkey PRIMARY KEY (doc_id);
 
@@ -359,6 +372,9 @@ ALTER TABLE ONLY public.chunk_vectors
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
 
+ALTER TABLE ONLY public.document_raw
+    ADD CONSTRAINT document_raw_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
+
 ALTER TABLE ONLY public.documents
     ADD CONSTRAINT documents_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name);
 
@@ -383,6 +399,8 @@ GRANT USAGE ON SCHEMA public TO secrag_querylog;
 GRANT SELECT ON TABLE public.chunk_vectors TO secrag_reader;
 
 GRANT SELECT ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT ON TABLE public.document_raw TO secrag_reader;
 
 GRANT SELECT ON TABLE public.documents TO secrag_reader;
 

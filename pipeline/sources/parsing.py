@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import logging
 import time
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from secrag.errors import ParseError
+from secrag.media_types import of_path
 from secrag.safe_files import UnsafeFile, read_capped
 
 from .records import ParseOutcome, Record, Skipped, SourceFile
@@ -40,11 +42,16 @@ def _read(spec: SourceSpec, root: Path, path: Path) -> bytes:
 
 
 def iter_file_records(spec: SourceSpec, root: Path, path: Path, web_url: str) -> Iterator[Record]:
-    """Records of one file; raises ParseError for a bad one."""
+    """Records of one file, each with its upstream form (the file itself when it holds one record and the
+    parser gave none); raises ParseError for a bad one."""
     rel = path.relative_to(root).as_posix()
     data = _read(spec, root, path)
     file = SourceFile(source=spec.name, root=root, rel=rel, data=data, options=spec.options, web_url=web_url)
-    yield from spec.parser_module().parse(file)
+    produced = list(spec.parser_module().parse(file))
+    if len(produced) == 1 and not produced[0].raw:
+        text = data.decode("utf-8", "replace")
+        produced[0] = dataclasses.replace(produced[0], raw=text, raw_media_type=of_path(rel), raw_whole_file=True)
+    yield from produced
 
 
 def parse_source(

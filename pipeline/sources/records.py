@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from secrag import media_types
+from secrag.media_types import JSON as JSON  # re-exported: the parsers name their records' media type
+from secrag.media_types import TURTLE as TURTLE
+from secrag.media_types import YAML as YAML
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,12 @@ class Record:
     path: str = ""
     # Names keyword search must find as written (a schema's field names): kept with each chunk that holds one.
     identifiers: tuple[str, ...] = ()
+    # The record's upstream form (stored compressed at publish, for GET /v1/docs/{id}/upstream): one STIX
+    # object, one feed entry, one YAML document; the whole file when the file is the record
+    # (parsing.iter_file_records). Not part of content_hash or equality (store/rows.document_hash adds it).
+    raw: str = field(default="", compare=False)
+    raw_media_type: str = field(default="", compare=False)
+    raw_whole_file: bool = field(default=False, compare=False)
 
     @property
     def doc_id(self) -> str:
@@ -70,6 +82,11 @@ class Record:
             separators=(",", ":"),
         )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def with_raw(record: Record, value: Any, media_type: str) -> Record:  # noqa: ANN401 - a parsed record
+    """`record` with `value` (one upstream record, as parsed) as its upstream form in `media_type`."""
+    return dataclasses.replace(record, raw=media_types.dump(value, media_type), raw_media_type=media_type)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from . import versions
 from .counts import refresh_counts
 from .diff import Changes, diff
 from .models import Access, PublishResult
-from .rows import chunk_copy_row, document_copy_row, document_params
+from .rows import chunk_copy_row, document_copy_row, document_params, raw_copy_row
 
 log = logging.getLogger(__name__)
 MAX_SKIP_SAMPLES = 20
@@ -131,6 +131,7 @@ def _write(q: Queries, conn: psycopg.Connection, pub: Publication, changes: Chan
         conn.execute(q.delete_documents, {"ids": changes.deleted})
     if changes.updated:
         conn.execute(q.delete_chunks, {"ids": [c.record.doc_id for c in changes.updated]})
+        conn.execute(q.delete_raw, {"ids": [c.record.doc_id for c in changes.updated]})
         with conn.cursor() as cur:
             params = [document_params(c.record, c.doc_hash, pub.version, pub.access) for c in changes.updated]
             cur.executemany(q.update_document, params)
@@ -144,4 +145,8 @@ def _write(q: Queries, conn: psycopg.Connection, pub: Publication, changes: Chan
                 for chunk in c.chunks:
                     copy.write_row(chunk_copy_row(chunk))
                     written += 1
+        with cur.copy(q.copy_raw) as copy:
+            for c in (*changes.inserted, *changes.updated):
+                if c.record.raw:
+                    copy.write_row(raw_copy_row(c.record))
     return written

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import zlib
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -14,9 +15,11 @@ from .models import Access
 
 
 def document_hash(record: Record, access: Access) -> str:
-    """The record's content hash, plus where it lives and who may see it (a move or an ACL change is
-    an update too)."""
+    """The record's content hash, plus where it lives, who may see it and its upstream form (a move, an
+    ACL change or an upstream edit that changes no searchable field is an update too)."""
     extra = "|".join([record.path, access.tenant or "", ",".join(access.users), ",".join(access.groups)])
+    if record.raw:  # documents without one (user folders) keep their hash
+        extra += "|" + hashlib.sha256(f"{record.raw_media_type}|{record.raw}".encode()).hexdigest()
     return hashlib.sha256(f"{record.content_hash}|{extra}".encode()).hexdigest()
 
 
@@ -59,6 +62,18 @@ def document_copy_row(record: Record, doc_hash: str, source: str, version: str, 
         p["acl_users"],
         p["acl_groups"],
         p["upstream_path"],
+    ]
+
+
+def raw_copy_row(record: Record) -> list[Any]:
+    """A `document_raw` row for `copy_raw`: the record's upstream form, zlib-compressed."""
+    data = record.raw.encode("utf-8")
+    return [
+        record.doc_id,
+        record.raw_media_type or "text/plain",
+        record.raw_whole_file,
+        len(data),
+        zlib.compress(data, 6),
     ]
 
 

@@ -2,34 +2,58 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
-from ..deps import PrincipalDep, ServiceDep
-from ..responses import Chunk, ChunksResponse, Document, DocumentsResponse, UpstreamResponse
-from ..schemas import ErrorResponse, IdsRequest
+from ..deps import HeavySlot, PrincipalDep, ServiceDep
+from ..responses import Chunk, ChunksResponse, Document, DocumentsResponse, UpstreamBatchResponse, UpstreamResponse
+from ..schemas import MAX_COLUMNS, Column, ErrorResponse, IdsRequest, UpstreamQuery, UpstreamRequest
 
 router = APIRouter(tags=["documents"])
 _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
 
 
-@router.get(
-    "/docs/{doc_id:path}/upstream",
-    response_model=UpstreamResponse,
-    responses={
-        **_404,
-        413: {"model": ErrorResponse},
-        501: {"model": ErrorResponse},
-        502: {"model": ErrorResponse},
-        504: {"model": ErrorResponse},
-    },
+_UPSTREAM_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_404,
+    413: {"model": ErrorResponse},
+    422: {"model": ErrorResponse},
+    501: {"model": ErrorResponse},
+    502: {"model": ErrorResponse},
+    504: {"model": ErrorResponse},
+}
+
+
+@router.post(
+    "/docs/upstream",
+    response_model=UpstreamBatchResponse,
+    responses={422: {"model": ErrorResponse}},
+    dependencies=[HeavySlot],
 )
-def get_upstream(doc_id: str, service: ServiceDep, principal: PrincipalDep) -> UpstreamResponse:
-    """The authoritative upstream record at the document's recorded version (the repository file at that
-    commit or release tag, or the feed entry), read from the upstream or its mirror; capped in size
-    (SECRAG_UPSTREAM_MAX_BYTES, 413) and time (SECRAG_UPSTREAM_TIMEOUT, 504)."""
-    return service.upstream(doc_id, principal)
+def get_upstreams(body: UpstreamRequest, service: ServiceDep, principal: PrincipalDep) -> UpstreamBatchResponse:
+    """The upstream forms of up to 100 documents' records (live: at most SECRAG_MAX_LIVE_REFETCH), as
+    GET /v1/docs/{doc_id}/upstream gives each; a document that fails is listed in `errors` with its status,
+    unknown or invisible ids in `missing`; the response is capped (SECRAG_MAX_RESPONSE_BYTES, `truncated`)."""
+    return service.upstreams(body, principal)
+
+
+@router.get("/docs/{doc_id:path}/upstream", response_model=UpstreamResponse, responses=_UPSTREAM_ERRORS)
+def get_upstream(
+    doc_id: str,
+    service: ServiceDep,
+    principal: PrincipalDep,
+    live: Annotated[bool, Query(description=UpstreamQuery.model_fields["live"].description)] = False,
+    columns: Annotated[
+        list[Column] | None,
+        Query(max_length=MAX_COLUMNS, description=UpstreamQuery.model_fields["columns"].description),
+    ] = None,
+) -> UpstreamResponse:
+    """The upstream form of the document's record at the version it was published from: the form the
+    pipeline stored at publish (one Sigma file, one ATT&CK STIX object, one CAPEC pattern, one KEV entry;
+    no upstream access), or with `live=true` the upstream's own (the repository file at that commit or
+    release tag, or the feed entry, read from the upstream or its mirror). Capped in size
+    (SECRAG_UPSTREAM_MAX_BYTES, 413) and, live, in time (SECRAG_UPSTREAM_TIMEOUT, 504)."""
+    return service.upstream(doc_id, principal, live=live, columns=columns)
 
 
 @router.get("/docs/{doc_id:path}", response_model=Document, responses=_404)

@@ -293,10 +293,14 @@ FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.chunk_id = ANY(%(ids)s::text[])
   AND {visible}
 
--- name: upstream_record
-SELECT d.doc_id, d.source, d.source_version, d.upstream_path, s.upstream, s.kind, s.tracking
+-- name: upstream_records
+-- The documents' upstream coordinates and their stored upstream form (migration 0013; none for user
+-- folders and documents published before it).
+SELECT d.doc_id, d.source, d.source_version, d.upstream_path, s.upstream, s.kind, s.tracking,
+       r.media_type AS raw_media_type, r.whole_file AS raw_whole_file, r.size AS raw_size, r.raw
 FROM documents d JOIN sources s ON s.name = d.source
-WHERE d.doc_id = %(doc_id)s
+LEFT JOIN document_raw r ON r.doc_id = d.doc_id
+WHERE d.doc_id = ANY(%(ids)s::text[])
   AND {visible}
 
 -- name: sources_list

@@ -86,6 +86,13 @@ WHERE doc_id = %(doc_id)s
 COPY documents (doc_id, source, source_version, title, url, body, metadata, techniques, platforms, tags,
                 content_hash, tenant, acl_users, acl_groups, upstream_path) FROM STDIN
 
+-- name: delete_raw
+DELETE FROM document_raw WHERE doc_id = ANY(%(ids)s)
+
+-- name: copy_raw
+-- Each record's upstream form (migration 0013), zlib-compressed.
+COPY document_raw (doc_id, media_type, whole_file, size, raw) FROM STDIN
+
 -- name: copy_chunks
 COPY chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, identifiers, content_hash)
 FROM STDIN

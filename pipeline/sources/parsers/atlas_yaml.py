@@ -6,11 +6,12 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from secrag import safe_yaml
 from secrag.errors import ParseError
 from secrag.identifiers import is_technique_id
 
-from .. import normalize, safe_yaml
-from ..records import Record, SourceFile
+from .. import normalize
+from ..records import YAML, Record, SourceFile, with_raw
 
 DEFAULT_SITE = "https://atlas.mitre.org"
 _PAGES = {"tactic": "tactics", "technique": "techniques", "mitigation": "mitigations", "case-study": "studies"}
@@ -85,7 +86,7 @@ def _record(
         "modified": _iso(entry.get("modified_date")),
         **metadata,
     }
-    return Record(
+    record = Record(
         source=file.source,
         upstream_id=str(entry["id"]),
         title=title,
@@ -96,6 +97,7 @@ def _record(
         path=file.rel,
         metadata={k: v for k, v in meta.items() if v not in (None, "", [], {}) and k != "tags"},
     )
+    return with_raw(record, dict(entry), YAML)
 
 
 def _tactic(file: SourceFile, cat: _Catalogue, entry: Mapping[str, Any]) -> Record:

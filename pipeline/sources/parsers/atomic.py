@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pipeline.sources import normalize, safe_yaml
-from pipeline.sources.records import Record, SourceFile
+from pipeline.sources import normalize
+from pipeline.sources.records import YAML, Record, SourceFile, with_raw
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 # Atomic platform names outside the shared vocabulary (`iaas:aws` names both parts).
@@ -35,7 +36,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
         guid = str(test.get("auto_generated_guid") or "").strip()
         if not guid:
             raise ParseError(f"atomic test {test['name']!r} has no auto_generated_guid")
-        yield _record(file, test, guid, technique, display_name)
+        yield with_raw(_record(file, test, guid, technique, display_name), test, YAML)  # one test of the file
 
 
 def _record(

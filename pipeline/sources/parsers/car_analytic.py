@@ -7,8 +7,9 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pipeline.sources import normalize, safe_yaml
+from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 _CAR_ID = re.compile(r"^CAR-\d{4}-\d{2}-\d{3}$")

@@ -9,8 +9,9 @@ from urllib.parse import quote
 
 import yaml
 
-from pipeline.sources import normalize, safe_yaml
+from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 

@@ -13,7 +13,7 @@ from rdflib.term import BNode, Literal, Node, URIRef
 from secrag.errors import ParseError
 
 from .. import normalize
-from ..records import Record, SourceFile
+from ..records import TURTLE, Record, SourceFile, with_raw
 
 DEFAULT_NAMESPACE = "http://d3fend.mitre.org/ontologies/d3fend.owl#"
 DEFAULT_SITE = "https://d3fend.mitre.org"
@@ -177,10 +177,18 @@ def _record(file: SourceFile, onto: _Ontology, node: URIRef, d3_id: str, definit
     )
 
 
+def _turtle(graph: rdflib.Graph, node: URIRef) -> str:
+    """The statements about `node` (its class definition) as Turtle, with the ontology's prefixes."""
+    own = rdflib.Graph(namespace_manager=graph.namespace_manager)
+    for triple in graph.triples((node, None, None)):
+        own.add(triple)
+    return own.serialize(format="turtle")
+
+
 def parse(file: SourceFile) -> Iterator[Record]:
     """One record per class carrying both a `d3fend-id` and a `definition`."""
     onto = _Ontology(_graph(file), str(file.options.get("namespace", DEFAULT_NAMESPACE)))
     for node in sorted(set(onto.g.subjects(onto.ns["d3fend-id"], None)), key=str):
         d3_id, definition = onto.text(node, "d3fend-id"), onto.text(node, "definition")
         if isinstance(node, URIRef) and d3_id and definition:
-            yield _record(file, onto, node, d3_id, definition)
+            yield with_raw(_record(file, onto, node, d3_id, definition), _turtle(onto.g, node), TURTLE)

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pipeline.sources import normalize
-from pipeline.sources.records import Record, SourceFile
+from pipeline.sources.records import YAML, Record, SourceFile, with_raw
 from secrag.errors import ParseError
 
 from .yaml_entry import compact, load_mapping, text
@@ -32,7 +32,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
     for fieldset in sorted(by_set):
         fields = sorted(by_set[fieldset], key=lambda item: item[0])
         levels = sorted({text(f.get("level")) for _, f in fields if text(f.get("level"))})
-        yield Record(
+        record = Record(
             source=file.source,
             upstream_id=fieldset,
             title=f"ECS {fieldset} fields",
@@ -47,6 +47,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
             path=file.rel,
             identifiers=tuple(name for name, _ in fields),
         )
+        yield with_raw(record, {name: dict(f) for name, f in fields}, YAML)  # the set's entries of the flat file
 
 
 def _field_line(name: str, field: Mapping[str, Any]) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from secrag.errors import ParseError
 
 from .. import normalize
-from ..records import Record, SourceFile
+from ..records import JSON, Record, SourceFile, with_raw
 
 DEFAULT_SITE = "https://engage.mitre.org"
 DEFAULT_RECORD_FILES = {"activities.json": "activity", "approaches.json": "approach", "goals.json": "goal"}
@@ -151,4 +151,4 @@ def parse(file: SourceFile) -> Iterator[Record]:
     names = _names(file, record_files)
     for entry in entries:
         if isinstance(entry, Mapping) and entry.get("id") and entry.get("name"):
-            yield _record(file, kind, entry, names)
+            yield with_raw(_record(file, kind, entry, names), dict(entry), JSON)

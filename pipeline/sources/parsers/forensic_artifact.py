@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pipeline.sources import normalize, safe_yaml
-from pipeline.sources.records import Record, SourceFile
+from pipeline.sources import normalize
+from pipeline.sources.records import YAML, Record, SourceFile, with_raw
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 from .yaml_entry import compact, text, texts, web_url
@@ -29,7 +30,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
         if not isinstance(doc.get("sources"), list):
             raise ParseError(f"artifact {doc['name']} has no sources list")
     for doc in docs:
-        yield _record(file, doc)
+        yield with_raw(_record(file, doc), doc, YAML)  # one definition of a multi-document file
 
 
 def _record(file: SourceFile, doc: Mapping[str, Any]) -> Record:

@@ -12,7 +12,7 @@ from secrag.errors import ParseError
 from secrag.identifiers import is_cve_id
 
 from .. import normalize
-from ..records import Record, SourceFile
+from ..records import JSON, Record, SourceFile, with_raw
 
 DEFAULT_RECORD_URL = "https://www.cisa.gov/known-exploited-vulnerabilities-catalog?search_api_fulltext={cve}"
 _URL = re.compile(r"https?://\S+")
@@ -81,4 +81,4 @@ def parse(file: SourceFile) -> Iterator[Record]:
         if isinstance(vuln, Mapping):
             record = _record(file, vuln)
             if record is not None:
-                yield record
+                yield with_raw(record, dict(vuln), JSON)

@@ -6,8 +6,9 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pipeline.sources import normalize, safe_yaml
+from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 from .yaml_entry import compact, load_mapping, text, texts, web_url

@@ -7,8 +7,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from pipeline.sources import normalize, safe_yaml
+from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import safe_yaml
 from secrag.errors import ParseError
 from secrag.identifiers import TECHNIQUE
 

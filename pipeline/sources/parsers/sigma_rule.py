@@ -9,8 +9,9 @@ from urllib.parse import quote
 
 import yaml
 
-from pipeline.sources import normalize, safe_yaml
-from pipeline.sources.records import Record, SourceFile
+from pipeline.sources import normalize
+from pipeline.sources.records import YAML, Record, SourceFile, with_raw
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 # Sigma products and categories outside the shared platform vocabulary, mapped onto it.
@@ -56,7 +57,8 @@ def parse(file: SourceFile) -> Iterator[Record]:
     for doc in docs:
         if str(doc.get("status", "")).lower() in _SKIP_STATUS:
             continue
-        yield _record(file, doc, docs)
+        record = _record(file, doc, docs)
+        yield with_raw(record, doc, YAML) if len(docs) > 1 else record  # one rule: the file is the record
 
 
 def _record(file: SourceFile, doc: Mapping[str, Any], docs: list[Any]) -> Record:

@@ -6,8 +6,9 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pipeline.sources import normalize, safe_yaml
+from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 # Data source name prefixes mapped onto the shared platform vocabulary; the first match wins, so

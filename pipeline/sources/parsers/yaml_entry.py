@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
-from pipeline.sources import safe_yaml
 from pipeline.sources.records import SourceFile
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 

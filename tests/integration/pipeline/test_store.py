@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import zlib
 
 import psycopg
 import pytest
@@ -82,6 +84,26 @@ def test_unchanged_republish_writes_nothing(store: Store, db: psycopg.Connection
     publish(store, db, "v1", [rec(i) for i in range(5)])
     result = publish(store, db, "v2", [rec(i) for i in range(5)])
     assert (result.inserted, result.updated, result.deleted, result.unchanged, result.chunks_written) == (0, 0, 0, 5, 0)
+
+
+def test_each_records_upstream_form_is_stored_compressed_and_follows_upstream_edits(
+    store: Store, db: psycopg.Connection
+) -> None:
+    raw = "title: Rule 1\n# an upstream comment\ndetection: {}\n" * 20
+    kept = rec(1, raw=raw, raw_media_type="application/yaml", raw_whole_file=True)
+    publish(store, db, "v1", [kept, rec(2)])  # r2 has no upstream form (as a user-folder record)
+    rows = db.execute("SELECT doc_id, media_type, whole_file, size, raw FROM document_raw").fetchall()
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [("demo:r1", "application/yaml", True, len(raw.encode()))]
+    assert zlib.decompress(rows[0][4]).decode() == raw and len(rows[0][4]) < len(raw) / 4
+    # An edit upstream that changes no searchable field (a comment) is an update: the stored form follows.
+    edited = dataclasses.replace(kept, raw=raw.replace("an upstream comment", "another comment"))
+    result = publish(store, db, "v2", [edited, rec(2)])
+    assert (result.updated, result.unchanged) == (1, 1)
+    stored = db.execute("SELECT raw FROM document_raw WHERE doc_id = 'demo:r1'").fetchone()[0]
+    assert "another comment" in zlib.decompress(stored).decode()
+    assert db.execute("SELECT source_version FROM documents WHERE doc_id = 'demo:r1'").fetchone() == ("v2",)
+    publish(store, db, "v3", [rec(2)], max_shrink=1.0)  # a deleted document takes its form along
+    assert db.execute("SELECT count(*) FROM document_raw").fetchone() == (0,)
 
 
 def _analyzed(db: psycopg.Connection) -> int:

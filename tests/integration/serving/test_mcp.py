@@ -51,6 +51,7 @@ def test_tools_are_listed(client: TestClient) -> None:
         "get_chunks",
         "get_chunk",
         "get_upstream",
+        "get_upstreams",
         "list_sources",
         "stats",
     }
@@ -98,6 +99,18 @@ REST_CASES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("list_plans", "GET", "/v1/plans", {}),
     ("get_chunks", "POST", "/v1/chunks", {"ids": ["nope"]}),
     ("get_document", "GET", "/v1/docs/mitre_attack:T1003", {"doc_id": "mitre_attack:T1003"}),
+    (
+        "get_upstream",
+        "GET",
+        "/v1/docs/capec:CAPEC-66/upstream?columns=name",
+        {"doc_id": "capec:CAPEC-66", "columns": ["name"]},
+    ),
+    (
+        "get_upstreams",
+        "POST",
+        "/v1/docs/upstream",
+        {"doc_ids": ["capec:CAPEC-66", "cisa_kev:CVE-2021-44228", "nope:1"], "columns": ["name", "cveID"]},
+    ),
 ]
 
 

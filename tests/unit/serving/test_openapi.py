@@ -20,9 +20,10 @@ from serving.responses import (
     SearchResponse,
     SourcesResponse,
     StatsResponse,
+    UpstreamBatchResponse,
     UpstreamResponse,
 )
-from serving.schemas import IdsRequest, SearchRequest
+from serving.schemas import IdsRequest, SearchRequest, UpstreamRequest
 from serving.settings import ServingSettings
 
 # operation id -> (request body model, 200 response model)
@@ -34,6 +35,7 @@ MODELS: dict[str, tuple[type[BaseModel] | None, type[BaseModel]]] = {
     "get_documents": (IdsRequest, DocumentsResponse),
     "get_document": (None, Document),
     "get_upstream": (None, UpstreamResponse),
+    "get_upstreams": (UpstreamRequest, UpstreamBatchResponse),
     "get_chunks": (IdsRequest, ChunksResponse),
     "get_chunk": (None, Chunk),
     "list_sources": (None, SourcesResponse),

@@ -44,7 +44,7 @@ def test_every_read_of_documents_applies_the_one_access_check(statements: Statem
         statements.result_rows,
         statements.documents_by_id,
         statements.chunks_by_id,
-        statements.upstream_record,
+        statements.upstream_records,
         statements.known_sources,
     ):
         assert check in text and "{visible}" not in text

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from secrag.errors import ParseError
 
 from ...mitre_lookup import bundle_objects
-from ...records import Record, SourceFile
+from ...records import JSON, Record, SourceFile, with_raw
 from . import attack, capec, mbc
 from .index import BundleIndex, StixObject, skipped
 
@@ -37,4 +37,4 @@ def parse(file: SourceFile) -> Iterator[Record]:
         if obj.get("type") in keep and not skipped(obj, file.options):
             record = build(obj, ix, file)
             if record is not None and record.title:
-                yield record
+                yield with_raw(record, obj, JSON)  # the STIX object as the bundle holds it

@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
+from secrag import safe_yaml
 from secrag.errors import ParseError
 from tests.plugins.upstream import SNAPSHOT
 
@@ -78,3 +79,26 @@ def test_duplicate_upstream_ids_keep_the_first(tmp_path: Path) -> None:
     outcome = parse_source(default_registry()["sigma"], root, max_error_share=1.0)
     assert len(outcome.records) == 1 and outcome.records[0].path == "rules/a/one.yml"
     assert outcome.skipped[0].path == "rules/b/two.yml" and "duplicate id sigma:" in outcome.skipped[0].reason
+
+
+def test_a_file_holding_one_record_is_its_upstream_form(tmp_path: Path) -> None:
+    [record] = parse_source(spec(), tree(tmp_path, {"yml/OSBinaries/Certutil.yml": GOOD})).records
+    assert record.raw.encode() == GOOD
+    assert (record.raw_media_type, record.raw_whole_file) == ("application/yaml", True)
+
+
+@pytest.mark.parametrize(
+    ("source", "path", "key"),
+    [
+        ("atomic", "atomics/T1003.001/T1003.001.yaml", "auto_generated_guid"),
+        ("forensic_artifacts", "artifacts/data/windows.yaml", "name"),
+    ],
+)
+def test_each_record_of_a_file_holding_many_is_its_own_document(source: str, path: str, key: str) -> None:
+    """One Atomic test, one artifact definition: the record's own mapping, not the file."""
+    root = SNAPSHOT / source
+    outcome = parse_source(dataclasses.replace(default_registry()[source], paths=(path,)), root)
+    assert len(outcome.records) > 1
+    for record in outcome.records:
+        assert not record.raw_whole_file and record.raw_media_type == "application/yaml"
+        assert str(safe_yaml.load(record.raw)[key]) == record.upstream_id

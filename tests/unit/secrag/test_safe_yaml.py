@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.sources import safe_yaml
+from secrag import safe_yaml
 from secrag.errors import ParseError
 
 

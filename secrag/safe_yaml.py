@@ -86,7 +86,7 @@ def _documents(text: str) -> list[Any]:
     loader = _LimitedLoader(text)
     try:
         docs = []
-        while loader.check_data():
+        while loader.check_data():  # type: ignore[no-untyped-call]  # PyYAML's loader is untyped
             doc = loader.get_data()
             if doc is not None:
                 docs.append(doc)
