@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-CHUNKER_VERSION = "1"
+from secrag.errors import ConfigError
+from secrag.settings import Settings
+
+CHUNKER_VERSION = "1"  # "2" when chunks overlap across paragraphs (ChunkConfig.across)
 _HEADING = re.compile(r"^(#{1,6})\s+\S", re.MULTILINE)
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -13,13 +19,43 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 @dataclass(frozen=True)
 class ChunkConfig:
-    """Target size and overlap, in characters."""
+    """Target size and overlap, in characters. `across`: a chunk after another of the same section starts
+    with the other's last `overlap` characters (from a sentence or word start), as well as over-long
+    paragraphs being cut into overlapping windows; otherwise only those windows overlap."""
 
     target: int = 1000
     overlap: int = 150
+    across: bool = False
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> ChunkConfig:
+        """This config with a source's own `chunking` (registry YAML: target, overlap, across); ConfigError
+        naming the bad key or value."""
+        unknown = sorted(set(overrides) - {"target", "overlap", "across"})
+        if unknown:
+            raise ConfigError(f"chunking: unknown keys {', '.join(unknown)}; known: target, overlap, across")
+        merged = dataclasses.replace(self, **overrides)
+        if not isinstance(merged.target, int) or isinstance(merged.target, bool) or merged.target < 200:
+            raise ConfigError(f"chunking: target must be a whole number of characters >= 200, not {merged.target!r}")
+        if (
+            not isinstance(merged.overlap, int)
+            or isinstance(merged.overlap, bool)
+            or not 0 <= merged.overlap < merged.target
+        ):
+            raise ConfigError(
+                f"chunking: overlap must be a whole number of characters in [0, target), not {merged.overlap!r}"
+            )
+        if not isinstance(merged.across, bool):
+            raise ConfigError(f"chunking: across must be true or false, not {merged.across!r}")
+        return merged
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ChunkConfig:
+        return cls(settings.chunk_target_chars, settings.chunk_overlap_chars, settings.chunk_across_paragraphs)
 
     @property
     def version(self) -> str:
+        if self.across:
+            return f"2:{self.target}:{self.overlap}"
         return f"{CHUNKER_VERSION}:{self.target}:{self.overlap}"
 
 
@@ -56,11 +92,24 @@ def _windows(text: str, cfg: ChunkConfig) -> list[str]:
     return [p for p in pieces if p]
 
 
+def _tail(chunk: str, size: int) -> str:
+    """The last `size` characters of a chunk, from the first sentence start in them (else word start)."""
+    if size <= 0 or len(chunk) <= size:
+        return chunk if size > 0 else ""
+    tail = chunk[-size:]
+    sentence = _SENTENCE_END.search(tail)
+    if sentence and sentence.end() < len(tail) // 2:
+        return tail[sentence.end() :].strip()
+    space = tail.find(" ")
+    return tail[space + 1 :].strip() if 0 <= space < len(tail) // 2 else tail.strip()
+
+
 def chunk_text(body: str, cfg: ChunkConfig = ChunkConfig()) -> list[str]:
     """Chunks of the body: whole when short, else paragraphs packed up to the target size.
 
     A Markdown heading starts a new chunk once the current one holds half the target, so sections
     stay together without producing tiny chunks; over-long paragraphs become overlapping windows.
+    With `cfg.across`, a chunk that continues a section starts with the previous chunk's tail.
     """
     body = body.strip()
     if not body:
@@ -77,10 +126,12 @@ def chunk_text(body: str, cfg: ChunkConfig = ChunkConfig()) -> list[str]:
             if not paragraph:
                 continue
             if len(paragraph) > cfg.target:
+                carried = ""
                 if current:
                     chunks.append(current)
+                    carried = _tail(current, cfg.overlap) if cfg.across else ""
                     current = ""
-                windows = _windows(paragraph, cfg)
+                windows = _windows(f"{carried}\n\n{paragraph}" if carried else paragraph, cfg)
                 chunks.extend(windows[:-1])
                 current = windows[-1]  # later short paragraphs may still join the last window
                 continue
@@ -89,7 +140,9 @@ def chunk_text(body: str, cfg: ChunkConfig = ChunkConfig()) -> list[str]:
                 current = candidate
             else:
                 chunks.append(current)
-                current = paragraph
+                carried = _tail(current, cfg.overlap) if cfg.across else ""
+                joined = f"{carried}\n\n{paragraph}" if carried else paragraph
+                current = joined if len(joined) <= cfg.target + cfg.overlap else paragraph
     if current:
         chunks.append(current)
     return chunks

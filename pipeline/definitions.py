@@ -15,7 +15,6 @@ import dagster as dg
 from secrag.embedder import model_info
 from secrag.settings import REPO_ROOT, Settings, get_settings
 
-from .assets.embeddings import embeddings_code_version
 from .automation import automation_sensor
 from .chunking import ChunkConfig
 from .factory import build_graph
@@ -38,7 +37,9 @@ def default_resources(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     """Store, upstream and embedder; unset fields resolve from settings when a run uses them."""
     return {
         "store": StoreResource(
-            chunk_target_chars=settings.chunk_target_chars, chunk_overlap_chars=settings.chunk_overlap_chars
+            chunk_target_chars=settings.chunk_target_chars,
+            chunk_overlap_chars=settings.chunk_overlap_chars,
+            chunk_across_paragraphs=settings.chunk_across_paragraphs,
         ),
         "upstream": UpstreamResource(),
         "embedder": EmbedderResource(
@@ -57,9 +58,8 @@ def build_definitions(
 ) -> dg.Definitions:
     """The whole graph for these sources and folders (tests pass a subset and their own resources)."""
     model_info(settings.embedding_model)  # an unknown model fails the load, naming the allowlist
-    chunking = ChunkConfig(settings.chunk_target_chars, settings.chunk_overlap_chars)
     folders = list(folders)
-    graph = build_graph(specs, folders, embed_code=embeddings_code_version(settings.embedding_model, chunking.version))
+    graph = build_graph(specs, folders, model=settings.embedding_model, chunking=ChunkConfig.from_settings(settings))
     schedules = [build_freshness_schedule(graph.freshness_checks)] if graph.freshness_checks else []
     return dg.Definitions(
         assets=graph.assets,

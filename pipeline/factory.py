@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from .assets.embeddings import build_embeddings_asset
+from .assets.embeddings import build_embeddings_asset, embeddings_code_version
 from .assets.folders import build_folder_asset
 from .assets.keys import ATTACK_SOURCE, FRESHNESS, REFRESH_OK, folder_key, source_key
 from .assets.lookups import build_lookup_asset
 from .assets.sources import build_source_asset
 from .assets.upstream import build_upstream_asset
 from .checks import build_embedding_checks, build_freshness_check, build_refresh_check, build_technique_check
+from .chunking import ChunkConfig
 from .folders import FolderSpec
 from .sensors import build_folder_sensor, build_source_sensor
 from .sources.registry import SourceSpec
@@ -29,16 +30,25 @@ class Graph:
     freshness_checks: list[dg.AssetCheckKey] = field(default_factory=list)
 
 
-def build_graph(specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], *, embed_code: str) -> Graph:
+def build_graph(
+    specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], *, model: str, chunking: ChunkConfig
+) -> Graph:
     """upstream/<s> -> sources/<s> -> embeddings/<s> per source, the ATT&CK lookup, and per folder
-    folders/<f> -> embeddings/<f>; with their checks and sensors."""
+    folders/<f> -> embeddings/<f>; with their checks and sensors. An embeddings asset's code version is
+    the model and its source's chunker (a source may chunk its own way: registry `chunking`)."""
     graph = Graph()
+    embed_code = embeddings_code_version(model, chunking.version)
     enabled = [spec for _, spec in sorted(specs.items()) if spec.enabled]
     for spec in enabled:
         graph.assets += [
             build_upstream_asset(spec),
             build_source_asset(spec),
-            build_embeddings_asset(spec.name, source_key(spec.name), group=spec.category, code_version=embed_code),
+            build_embeddings_asset(
+                spec.name,
+                source_key(spec.name),
+                group=spec.category,
+                code_version=embeddings_code_version(model, chunking.with_overrides(spec.chunking).version),
+            ),
         ]
         graph.checks += [
             build_technique_check(spec.name),

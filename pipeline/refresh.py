@@ -166,7 +166,8 @@ def refresh_source(
     attempt.seconds["probe"] = time.monotonic() - attempt.started
     published = store.technique_names(conn)
     own = None if spec.name == ATTACK_SOURCE else published
-    fingerprint = publish_fingerprint(spec, seen.version, limits.chunking.version, own)
+    chunking = limits.chunking.with_overrides(spec.chunking)
+    fingerprint = publish_fingerprint(spec, seen.version, chunking.version, own)
     done = attempt.unchanged(seen.version, fingerprint)
     if done is not None:
         return done
@@ -174,7 +175,7 @@ def refresh_source(
         fetched, outcome, version_id = attempt.parse(seen, Path(tmp) / "checkout")
         lookup = enrichment_lookup(spec, fetched.root, published)
     if fetched.version != seen.version:  # a feed that moved on since the probe
-        fingerprint = publish_fingerprint(spec, fetched.version, limits.chunking.version, own)
+        fingerprint = publish_fingerprint(spec, fetched.version, chunking.version, own)
     previous = store.served_records(conn, spec.name)
     try:
         result = store.publish(
@@ -184,7 +185,7 @@ def refresh_source(
             records=outcome.records,
             skipped=outcome.skipped,
             lookup=lookup,
-            chunking=limits.chunking,
+            chunking=chunking,
             max_shrink=limits.max_shrink,
             force=force,
             version_id=version_id,

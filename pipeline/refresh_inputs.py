@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .sources.interface import UpstreamVersion
 from .sources.mitre_lookup import techniques_from_bundle
+from .sources.records import RECORD_FORMAT
 from .sources.registry import SourceSpec
 from .store import SourceRow
 
@@ -50,7 +51,9 @@ def enrichment_lookup(spec: SourceSpec, root: Path, published: Mapping[str, str]
 
 
 def publish_fingerprint(spec: SourceSpec, version: str, chunker: str, lookup: Mapping[str, str] | None) -> str:
-    """What a published version was built from: upstream version, parser, chunker and ATT&CK names.
+    """What a published version was built from: upstream version, parser, chunker, ATT&CK names and what
+    a record carries (RECORD_FORMAT: a store published before records kept their upstream form is
+    republished once).
 
     ATT&CK enriches from its own bundle, so its version already covers its lookup (`lookup` None).
     """
@@ -59,4 +62,5 @@ def publish_fingerprint(spec: SourceSpec, version: str, chunker: str, lookup: Ma
         if lookup is None
         else hashlib.sha256(json.dumps(sorted(lookup.items()), separators=(",", ":")).encode()).hexdigest()
     )
-    return hashlib.sha256(json.dumps([version, spec.parser_version, chunker, names]).encode()).hexdigest()
+    parts = [version, spec.parser_version, chunker, names, RECORD_FORMAT]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()

@@ -43,6 +43,7 @@ class StoreResource(dg.ConfigurableResource):
     max_error_share: float | None = None
     chunk_target_chars: int | None = None
     chunk_overlap_chars: int | None = None
+    chunk_across_paragraphs: bool | None = None
     work_dir: str | None = None  # checkouts of upstream versions (deleted after each publish)
 
     _url: str | None = PrivateAttr(default=None)
@@ -78,6 +79,9 @@ class StoreResource(dg.ConfigurableResource):
         return ChunkConfig(
             target=self.chunk_target_chars or s.chunk_target_chars,
             overlap=self.chunk_overlap_chars if self.chunk_overlap_chars is not None else s.chunk_overlap_chars,
+            across=self.chunk_across_paragraphs
+            if self.chunk_across_paragraphs is not None
+            else s.chunk_across_paragraphs,
         )
 
     def work_path(self) -> Path:

@@ -33,6 +33,8 @@ def sources() -> None:
 def _upstream(spec: SourceSpec) -> str:
     if spec.tracking == "feed":
         return urlsplit(spec.feed_url).hostname or "-"
+    if spec.tracking == "bundled":
+        return "bundled with secrag"
     return spec.github or spec.repo or "-"
 
 

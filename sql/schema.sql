@@ -233,7 +233,7 @@ CREATE TABLE public.sources (
     CONSTRAINT sources_kind_check CHECK ((kind = ANY (ARRAY['online'::text, 'user_folder'::text, 'static'::text]))),
     CONSTRAINT sources_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_.-]*$'::text)),
     CONSTRAINT sources_state_check CHECK ((state = ANY (ARRAY['new'::text, 'ok'::text, 'refused'::text, 'failed'::text, 'disabled'::text]))),
-    CONSTRAINT sources_tracking_check CHECK ((tracking = ANY (ARRAY['commit'::text, 'release'::text, 'feed'::text])))
+    CONSTRAINT sources_tracking_check CHECK ((tracking = ANY (ARRAY['commit'::text, 'release'::text, 'feed'::text, 'bundled'::text])))
 );
 
 CREATE TABLE public.tuned_value (

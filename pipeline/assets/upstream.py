@@ -9,8 +9,13 @@ from ..sources.interface import UpstreamVersion
 from ..sources.registry import SourceSpec
 from .keys import upstream_key
 
-_KINDS = {"commit": "git", "release": "github", "feed": "json"}
-_VERSION_NAMES = {"commit": "commit SHA", "release": "release tag", "feed": "feed version"}
+_KINDS = {"commit": "git", "release": "github", "feed": "json", "bundled": "yaml"}
+_VERSION_NAMES = {
+    "commit": "commit SHA",
+    "release": "release tag",
+    "feed": "feed version",
+    "bundled": "content hash of the files shipped with secrag",
+}
 
 
 def observation_metadata(seen: UpstreamVersion) -> dict[str, Any]:
@@ -34,7 +39,7 @@ def observation(seen: UpstreamVersion) -> dg.AssetObservation:
 
 def build_upstream_asset(spec: SourceSpec) -> dg.SourceAsset:
     """The upstream of one source; observing it probes the branch head, latest release or feed."""
-    where = spec.repo or spec.feed_url
+    where = spec.repo or spec.feed_url or f"secrag's pipeline/sources/bundled/{spec.name}"
 
     @dg.observable_source_asset(
         key=upstream_key(spec.name),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from secrag.settings import Settings
 
+from .bundled import WithBundled
 from .interface import Upstream
 from .online import OnlineUpstream
 from .registry import default_registry
@@ -12,9 +13,10 @@ from .upstream import UpstreamConfig
 
 
 def upstream_for(settings: Settings) -> Upstream:
-    """Online upstreams; with `upstream_mirror` set, local mirrors of that snapshot (built or reused)."""
+    """Online upstreams; with `upstream_mirror` set, local mirrors of that snapshot (built or reused); the
+    sources bundled with secrag either way."""
     cfg = UpstreamConfig.online(settings)
     if settings.upstream_mirror is None:
-        return OnlineUpstream(cfg)
+        return WithBundled(OnlineUpstream(cfg))
     target = (settings.data_dir / "mirrors").resolve()
-    return SnapshotUpstream.build(settings.upstream_mirror, target, default_registry(), cfg)
+    return WithBundled(SnapshotUpstream.build(settings.upstream_mirror, target, default_registry(), cfg))

@@ -36,6 +36,11 @@ class SourceFile:
         return self.web_url.format(path=path if path is not None else self.rel)
 
 
+# What a published record carries; part of every publish fingerprint (pipeline/refresh_inputs.py), so a
+# change republishes every source once. 2: each record keeps its upstream form (migration 0013).
+RECORD_FORMAT = 2
+
+
 @dataclass(frozen=True)
 class Record:
     """One searchable document, normalised; `doc_id` is `<source>:<upstream id>`."""

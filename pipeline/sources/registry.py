@@ -16,7 +16,9 @@ import yaml
 from secrag.errors import ConfigError
 from secrag.package_data import package_path
 
-TRACKING = ("commit", "release", "feed")
+from ..chunking import ChunkConfig
+
+TRACKING = ("commit", "release", "feed", "bundled")  # bundled: shipped with secrag (sources/bundled.py)
 _DURATION = re.compile(r"^(\d+)\s*([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -54,6 +56,7 @@ class SourceSpec:
     poll_interval: int = 3600
     max_file_bytes: int = 10 * 1024 * 1024
     options: Mapping[str, Any] = field(default_factory=dict)
+    chunking: Mapping[str, Any] = field(default_factory=dict)  # this source's ChunkConfig overrides
 
     def parser_module(self) -> ModuleType:
         return importlib.import_module(f"pipeline.sources.parsers.{self.parser}")
@@ -79,6 +82,11 @@ def _spec_from(name: str, raw: Mapping[str, Any], origin: Path) -> SourceSpec:
     values["poll_interval"] = parse_duration(raw.get("poll_interval", "1h"))
     values.setdefault("repo", "")
     values["options"] = dict(raw.get("options") or {})
+    values["chunking"] = dict(raw.get("chunking") or {})
+    try:
+        ChunkConfig().with_overrides(values["chunking"])
+    except ConfigError as exc:
+        raise ConfigError(f"{origin}: {exc}") from exc
     return SourceSpec(**values)
 
 

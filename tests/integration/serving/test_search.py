@@ -194,11 +194,12 @@ def test_selective_filter_still_returns_k(
         ]
         chunks = conn.execute("SELECT count(*) FROM chunks WHERE doc_id = ANY(%s)", [docs]).fetchone()[0]
     assert chunks / total <= 0.015
-    payload = search(client, "windows registry persistence", mode=mode, k=len(docs), filters={"doc_ids": docs})
-    assert sorted(doc_ids(payload)) == sorted(docs)
-    chunk_payload = search(
-        client, "windows registry persistence", mode="vector", k=chunks, group_by_doc=False, filters={"doc_ids": docs}
-    )
+    # A query near every ATLAS text, so no chunk falls under the model's vector threshold (which would
+    # drop it and count it in below_vector_threshold).
+    query = "attacks on machine learning models and AI systems"
+    payload = search(client, query, mode=mode, k=len(docs), filters={"doc_ids": docs})
+    assert sorted(doc_ids(payload)) == sorted(docs) and payload["below_vector_threshold"] == 0
+    chunk_payload = search(client, query, mode="vector", k=chunks, group_by_doc=False, filters={"doc_ids": docs})
     assert len(chunk_payload["results"]) == chunks
 
 

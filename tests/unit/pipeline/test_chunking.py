@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.chunking import ChunkConfig, chunk_text
 from pipeline.indexing import chunk_rows
 from pipeline.sources.records import Record
+from secrag.errors import ConfigError
 
 
 def long_markdown() -> str:
@@ -43,3 +46,44 @@ def test_chunking_is_deterministic_and_ids_are_positional_within_a_doc() -> None
 
 def test_config_changes_the_chunker_version() -> None:
     assert ChunkConfig(1000, 150).version != ChunkConfig(800, 150).version
+    assert ChunkConfig(1000, 200).version != ChunkConfig(1000, 200, across=True).version
+
+
+def paragraphs(count: int) -> str:
+    return "\n\n".join(f"Paragraph {i} opens. " + " ".join(f"p{i}w{j}" for j in range(60)) + "." for i in range(count))
+
+
+def test_across_paragraphs_a_chunk_starts_with_the_previous_ones_tail() -> None:
+    cfg = ChunkConfig(target=1000, overlap=200, across=True)
+    chunks = chunk_text(paragraphs(10), cfg)
+    assert len(chunks) > 2 and all(len(c) <= cfg.target + cfg.overlap for c in chunks)
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        carried = after.split("\n\n", 1)[0]
+        assert before.endswith(carried) and 0 < len(carried) <= cfg.overlap  # a word or sentence start
+    plain = chunk_text(paragraphs(10), ChunkConfig(target=1000, overlap=200))
+    assert all(after.startswith("Paragraph") for after in plain[1:])  # paragraphs only, no overlap
+
+
+def test_across_paragraphs_a_heading_still_starts_its_chunk() -> None:
+    sections = "\n\n".join(f"## Section {i}\n\n" + ("text " * 120) for i in range(4))
+    chunks = chunk_text(sections, ChunkConfig(target=1000, overlap=200, across=True))
+    assert all(c.startswith("## Section") for c in chunks)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"size": 900}, "unknown keys size"),
+        ({"target": 100}, "target must be"),
+        ({"target": "big"}, "target must be"),
+        ({"overlap": 1000}, r"overlap must be .* \[0, target\)"),
+        ({"across": "yes"}, "across must be true or false"),
+    ],
+)
+def test_bad_overrides_are_refused(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ChunkConfig().with_overrides(overrides)
+
+
+def test_overrides_apply_over_the_defaults() -> None:
+    assert ChunkConfig(1000, 150).with_overrides({"overlap": 200, "across": True}) == ChunkConfig(1000, 200, True)

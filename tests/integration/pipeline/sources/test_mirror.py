@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.sources.bundled import WithBundled
 from pipeline.sources.configure import upstream_for
 from pipeline.sources.mirror import Mirror, build_mirror
 from pipeline.sources.online import OnlineUpstream
@@ -111,17 +112,21 @@ def test_settings_with_a_mirror_point_every_source_at_it(snapshot_dir: Path, tmp
     for name in SMALL:  # a small snapshot keeps this fast; the layout is the real one
         (snapshot / name).symlink_to(snapshot_dir / name)
     settings = Settings(upstream_mirror=snapshot, data_dir=tmp_path / "data", http_allowed_hosts=["extra.example"])
-    upstream = upstream_for(settings)
+    bundled = upstream_for(settings)
+    assert isinstance(bundled, WithBundled)  # the sources shipped with secrag need no mirror
+    upstream = bundled.inner
     assert isinstance(upstream, SnapshotUpstream)
     assert upstream.mirror.root == (tmp_path / "data" / "mirrors").resolve()
     assert set(upstream.mirror.repos) == set(SMALL) and set(upstream.mirror.feeds) == {"cisa_kev"}
     assert {"extra.example", "github.com"} <= upstream.config.policy.allowed_hosts
     again = upstream_for(settings)
-    assert again == upstream
+    assert again == bundled
 
 
 def test_settings_without_a_mirror_use_the_real_upstreams() -> None:
-    upstream = upstream_for(Settings(github_token="t", http_allowed_hosts=[]))
+    bundled = upstream_for(Settings(github_token="t", http_allowed_hosts=[]))
+    assert isinstance(bundled, WithBundled)
+    upstream = bundled.inner
     assert isinstance(upstream, OnlineUpstream)
     cfg = upstream.config
     assert (cfg.github_api_base, cfg.github_token, cfg.policy.allow_file) == ("https://api.github.com", "t", False)
@@ -135,6 +140,8 @@ def test_whole_snapshot_mirror(snapshot_dir: Path, source_specs: Mapping[str, So
     assert set(mirror.repos) == set(manifest["sources"])
     cfg = UpstreamConfig().with_mirror(mirror.repos, mirror.feeds, mirror.api_base)
     for name, spec in source_specs.items():
+        if spec.tracking == "bundled":
+            continue  # shipped with secrag, never mirrored (pipeline/sources/bundled.py)
         seen = probe(spec, cfg)
         if spec.tracking != "feed":
             assert seen.commit == mirror.head(name)

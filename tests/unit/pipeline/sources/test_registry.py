@@ -1,5 +1,5 @@
-"""The source registry: all 24 sources of SOURCES.md (22 knowledge sources, 2 telemetry schemas), valid specs,
-importable parsers."""
+"""The source registry: all 24 sources of SOURCES.md (22 knowledge sources, 2 telemetry schemas) and the
+clarifications bundled with secrag; valid specs, importable parsers."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.sources.registry import default_registry, load_registry, parse_duration
 from secrag.errors import ConfigError
+from secrag.package_data import package_path
 
 EXPECTED = {
     "sigma",
@@ -35,6 +36,7 @@ EXPECTED = {
     "mitre_engage",
     "ossem_dd",
     "ecs",
+    "clarifications",  # bundled with secrag
 }
 CATEGORIES = {"technique", "detection", "test", "forensic", "lolbin", "vulnerability", "schema"}
 
@@ -53,6 +55,8 @@ def test_spec_is_complete_and_parser_importable(name: str) -> None:
         assert spec.github.count("/") == 1
     if spec.tracking == "feed":
         assert spec.feed_url.startswith("https://")
+    elif spec.tracking == "bundled":
+        assert not spec.repo and spec.name == "clarifications"
     else:
         assert spec.repo.startswith("https://")
 
@@ -60,6 +64,15 @@ def test_spec_is_complete_and_parser_importable(name: str) -> None:
 def test_bad_entries_are_clear_errors(tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_text("description: d\nbranch: main\ntracking: weekly\n")
     with pytest.raises(ConfigError, match="missing"):
+        load_registry(tmp_path)
+
+
+def test_a_source_may_chunk_its_own_way(tmp_path: Path) -> None:
+    entry = package_path("pipeline.sources", "registry", "lolbas.yaml").read_text()
+    (tmp_path / "lolbas.yaml").write_text(entry + "chunking: {overlap: 200, across: true}\n")
+    assert load_registry(tmp_path)["lolbas"].chunking == {"overlap": 200, "across": True}
+    (tmp_path / "lolbas.yaml").write_text(entry + "chunking: {size: 900}\n")
+    with pytest.raises(ConfigError, match=r"lolbas.yaml: chunking: unknown keys size"):
         load_registry(tmp_path)
 
 
