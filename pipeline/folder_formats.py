@@ -8,6 +8,7 @@ import io
 import json
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from secrag import safe_json, safe_yaml
 from secrag.errors import ParseError
@@ -19,18 +20,31 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8-sig", errors="strict")
 
 
-def extract(rel: str, data: bytes) -> tuple[str, str]:
-    """(title, body) of one file by its suffix; ParseError when it cannot be read."""
+class Extracted(NamedTuple):
+    """A file's title and text; for a PDF, each page with text as (page number, offset of its text in
+    `body`), so a chunk's citation can name its pages."""
+
+    title: str
+    body: str
+    page_starts: tuple[tuple[int, int], ...] = ()
+
+
+def extract(rel: str, data: bytes) -> Extracted:
+    """The title and text of one file by its suffix; ParseError when it cannot be read."""
     suffix = Path(rel).suffix.lower()
     stem = Path(rel).stem
     try:
         if suffix == ".pdf":
             return _pdf(data, stem)
         if suffix in {".html", ".htm"}:
-            return _html(data, stem)
+            return Extracted(*_html(data, stem))
         text = _text(data)
     except UnicodeDecodeError as exc:
         raise ParseError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    return Extracted(*_text_file(suffix, stem, text))
+
+
+def _text_file(suffix: str, stem: str, text: str) -> tuple[str, str]:
     if suffix == ".json":
         return stem, json.dumps(safe_json.load(text), indent=2, ensure_ascii=False)
     if suffix == ".jsonl":
@@ -51,7 +65,7 @@ def extract(rel: str, data: bytes) -> tuple[str, str]:
     return stem, text
 
 
-def _pdf(data: bytes, stem: str) -> tuple[str, str]:
+def _pdf(data: bytes, stem: str) -> Extracted:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -65,7 +79,13 @@ def _pdf(data: bytes, stem: str) -> tuple[str, str]:
         raise
     except (PdfReadError, Exception) as exc:  # noqa: BLE001 - any pypdf failure is one bad file
         raise ParseError(f"unreadable PDF: {type(exc).__name__}: {exc}"[:300]) from exc
-    return title or stem, "\n\n".join(p for p in pages if p)
+    body, starts = "", []
+    for number, page in enumerate(pages, start=1):
+        if page:
+            body += "\n\n" if body else ""
+            starts.append((number, len(body)))
+            body += page
+    return Extracted(title or stem, body, tuple(starts))
 
 
 def _html(data: bytes, stem: str) -> tuple[str, str]:

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from secrag import media_types
 from secrag.config_files import ConfigModel, FieldError, load_model
 from secrag.enrichment import technique_mentions
 from secrag.errors import ConfigError, ParseError
@@ -215,17 +216,26 @@ def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
 
 def record_for(spec: FolderSpec, rel: str, data: bytes, sha256: str) -> Record:
     """The record of one file; ParseError when it holds no text."""
-    title, body = extract(rel, data)
+    title, body, page_starts = extract(rel, data)
     if not body.strip():
         raise ParseError("no text")
+    metadata: dict[str, object] = {
+        "path": rel,
+        "bytes": len(data),
+        "sha256": sha256,
+        "format": Path(rel).suffix.lower()[1:],
+    }
+    if page_starts:  # a PDF: which page each part of the body is on (the chunks' `pages`)
+        metadata["page_starts"] = [list(p) for p in page_starts]
     return Record(
         source=spec.name,
         upstream_id=rel,
         title=title,
         body=body,
         techniques=tuple(technique_mentions(body)),
-        metadata={"path": rel, "bytes": len(data), "sha256": sha256, "format": Path(rel).suffix.lower()[1:]},
+        metadata=metadata,
         path=rel,
+        raw_media_type=media_types.of_path(rel),  # the document's media type (no upstream form is kept)
     )
 
 

@@ -29,6 +29,11 @@ BY_SUFFIX = {
     ".md": "text/markdown",
     ".ttl": TURTLE,
     ".jsonld": "application/ld+json",
+    ".jsonl": "application/jsonl",
+    ".pdf": "application/pdf",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".txt": TEXT,
 }
 
 

@@ -83,8 +83,8 @@ class Settings(BaseSettings):
     max_shrink: float = Field(default=0.5, ge=0, le=1, description="Refuse versions that shrink by more.")
     max_error_share: float = Field(default=0.2, ge=0, le=1, description="Fail a source past this file error share.")
     chunk_target_chars: int = Field(default=1000, ge=200)
-    chunk_overlap_chars: int = Field(default=150, ge=0)
-    chunk_across_paragraphs: bool = False  # chunks overlap across paragraphs, not only inside long ones
+    chunk_overlap_chars: int = Field(default=200, ge=0)
+    chunk_across_paragraphs: bool = True  # chunks overlap across paragraphs, not only inside long ones
 
     folders_file: Path | None = Field(
         default=None, description="YAML list of user-document folders (default: folders.yaml if present)."

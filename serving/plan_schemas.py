@@ -6,8 +6,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from .noise import NoiseFilter
 from .query_classes import QueryType
-from .schemas import NUMBER, SearchFilters, Strict, check_query, query_field
+from .responses import Location
+from .schemas import NUMBER, SBool, SearchFilters, Strict, check_query, query_field
 
 
 class PlanRequest(Strict):
@@ -16,6 +18,15 @@ class PlanRequest(Strict):
     filters: SearchFilters = Field(default_factory=SearchFilters)
     total_chunks: Annotated[int, Field(ge=1, le=100), NUMBER] | None = Field(
         default=None, description="Override the plan's total."
+    )
+    noise_filter: NoiseFilter = Field(
+        default="off",
+        description="Trim passages: `on` drops licence lines and code comments, `aggressive` also comment "
+        "lines, bare URLs, markup and trailing reference lists (citations keep the stored spans).",
+    )
+    grounded_only: SBool | None = Field(
+        default=None,
+        description="Ask the model to answer only from the context (default: when a cited collection asks).",
     )
 
     @field_validator("query")
@@ -35,7 +46,18 @@ class SelectedChunk(BaseModel):
     source_version: str | None
     score: float = Field(description="Hybrid score in (0, 1] (see /v1/search).")
     adjusted_score: float = Field(description="score x category boost x source boost, used for selection.")
-    text: str
+    text: str = Field(description="The passage as the context holds it (after the noise filter).")
+    location: Location = Field(description="Where the passage sits in its document.")
+
+
+class Passage(BaseModel):
+    """One passage of a cited document, where it sits in the document."""
+
+    chunk_id: str
+    char_start: int | None
+    char_end: int | None
+    heading: str | None
+    pages: list[int] | None
 
 
 class Citation(BaseModel):
@@ -45,6 +67,8 @@ class Citation(BaseModel):
     url: str | None
     source: str
     source_version: str | None
+    media_type: str | None = Field(default=None, description="The document's media type.")
+    passages: list[Passage] = Field(default_factory=list, description="Its passages in the context, in order.")
 
 
 class PlanMetrics(BaseModel):
@@ -76,6 +100,18 @@ class PlanResponse(BaseModel):
     selected: list[SelectedChunk]
     context: str
     citations: list[Citation]
+    system_prompts: list[str] = Field(
+        default_factory=list,
+        description="The cited collections' system prompts (plans file `collections`), in order of first citation.",
+    )
+    grounded_only: bool = Field(
+        default=False, description="The prompt tells the model to answer only from the context."
+    )
+    prompt: str = Field(
+        default="",
+        description="What to give the model, in this order: the system prompts, the grounded-only instruction "
+        "(when asked), then `context`: the passages by category with their [n] and the numbered sources list.",
+    )
     metrics: PlanMetrics
     candidates: int
     took_ms: float

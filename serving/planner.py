@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from .auth import Principal
 from .classify import classify
+from .context import Citation as ContextCitation
 from .context import metrics, render
+from .noise import trim
 from .plan_schemas import (
     Citation,
     Decision,
     ExplainResponse,
+    Passage,
     PlanMetrics,
     PlanRequest,
     PlanResponse,
@@ -83,6 +87,7 @@ def _retrieve(service: Service, config: PlansConfig, req: PlanRequest, principal
                 url=hit.url or "",
                 source_version=(info.version or "") if info else "",
                 techniques=tuple(hit.techniques),
+                location=hit.location,
             )
         )
     if name == SCHEMA_PLAN:  # the schema records each detection found reads, beside it
@@ -105,8 +110,10 @@ def plan_context(service: Service, config: PlansConfig, req: PlanRequest, princi
     """The selected chunks, the cited context and how good it is."""
     started = time.perf_counter()
     run = _retrieve(service, config, req, principal)
-    context, citations = render(run.selection.selected, list(config.categories))
+    passages = [replace(c, text=trim(c.text, req.noise_filter)) for c in run.selection.selected]
+    context, citations = render(passages, list(config.categories))
     number = {c.doc_id: c.number for c in citations}
+    system_prompts, grounded = _instructions(config, citations, req)
     selected = [
         SelectedChunk(
             citation=number[c.doc_id],
@@ -120,9 +127,11 @@ def plan_context(service: Service, config: PlansConfig, req: PlanRequest, princi
             score=c.score,
             adjusted_score=round(c.adjusted, 6),
             text=c.text,
+            location=c.location,
         )
-        for c in run.selection.selected
+        for c in passages
     ]
+    in_order = sorted(passages, key=lambda c: (number[c.doc_id], c.location.char_start or 0, c.chunk_id))
     m = metrics(req.query, run.selection.selected, run.selection.quotas, top_score_scale=1.0)
     return PlanResponse(
         query_type=run.query_type,
@@ -140,13 +149,51 @@ def plan_context(service: Service, config: PlansConfig, req: PlanRequest, princi
                 url=c.url or None,
                 source=c.source,
                 source_version=c.source_version or None,
+                media_type=next((p.location.media_type for p in in_order if p.doc_id == c.doc_id), None),
+                passages=[
+                    Passage(
+                        chunk_id=p.chunk_id,
+                        char_start=p.location.char_start,
+                        char_end=p.location.char_end,
+                        heading=p.location.heading,
+                        pages=p.location.pages,
+                    )
+                    for p in in_order
+                    if p.doc_id == c.doc_id
+                ],
             )
             for c in citations
         ],
+        system_prompts=system_prompts,
+        grounded_only=grounded,
+        prompt=_prompt(system_prompts, config.grounded_instruction if grounded else "", context),
         metrics=PlanMetrics(**m),
         candidates=len(run.candidates),
         took_ms=round((time.perf_counter() - started) * 1000, 2),
     )
+
+
+def _instructions(
+    config: PlansConfig, citations: Sequence[ContextCitation], req: PlanRequest
+) -> tuple[list[str], bool]:
+    """The cited collections' system prompts in order of first citation (each once), and whether the
+    answer must be grounded: the request says so, else any cited collection does."""
+    prompts: list[str] = []
+    grounded = False
+    for citation in citations:
+        collection = config.collections.get(citation.source)
+        if collection is None:
+            continue
+        grounded = grounded or collection.grounded_only
+        if collection.system_prompt and collection.system_prompt not in prompts:
+            prompts.append(collection.system_prompt)
+    return prompts, grounded if req.grounded_only is None else req.grounded_only
+
+
+def _prompt(system_prompts: Sequence[str], grounded: str, context: str) -> str:
+    """The documented order: system prompts, the grounded-only instruction, then the context (the passages
+    with their [n] and the numbered sources list)."""
+    return "\n\n".join(part.strip() for part in (*system_prompts, grounded, context) if part.strip()) + "\n"
 
 
 def explain(service: Service, config: PlansConfig, req: PlanRequest, principal: Principal) -> ExplainResponse:

@@ -107,6 +107,20 @@ class TuningBounds(ConfigModel):
         return self
 
 
+DEFAULT_GROUNDED = (
+    "Answer only from the numbered sources in the context below, and cite them as [n]. If they do not "
+    "contain the answer, say that you cannot answer from the provided sources."
+)
+
+
+class Collection(ConfigModel):
+    """Instructions for the model that reads a plan's context, for one collection (a source or a user
+    folder, by name)."""
+
+    system_prompt: str = Field(default="", max_length=4000)
+    grounded_only: bool = False
+
+
 class PlansConfig(ConfigModel):
     """The whole plans file."""
 
@@ -115,6 +129,8 @@ class PlansConfig(ConfigModel):
     default: Plan
     overrides: dict[QueryType, dict[str, Any]] = Field(default_factory=dict)
     tuning: TuningBounds = Field(default_factory=TuningBounds)
+    collections: dict[str, Collection] = Field(default_factory=dict)
+    grounded_instruction: str = Field(default=DEFAULT_GROUNDED, min_length=1, max_length=4000)
 
     @model_validator(mode="after")
     def _consistent(self) -> PlansConfig:

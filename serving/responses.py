@@ -33,6 +33,20 @@ class LegScores(BaseModel):
     )
 
 
+class Location(BaseModel):
+    """Where a chunk sits in its document, for citations."""
+
+    char_start: int | None = Field(
+        default=None, description="First character of the chunk in the document's `body` (None: published before 0015)."
+    )
+    char_end: int | None = Field(default=None, description="One past its last character in `body`.")
+    heading: str | None = Field(default=None, description="The Markdown heading of `body` it falls under.")
+    pages: list[int] | None = Field(default=None, description="For a PDF, the 1-based pages it spans.")
+    media_type: str | None = Field(
+        default=None, description="The document's media type: its upstream form's, or its file's in a user folder."
+    )
+
+
 class SearchResult(BaseModel):
     doc_id: str
     chunk_id: str
@@ -47,6 +61,7 @@ class SearchResult(BaseModel):
     snippet: str | None = None
     text: str | None = None
     metadata: dict[str, Any] | None = None
+    location: Location = Field(default_factory=Location)
 
 
 class SearchResponse(BaseModel):
@@ -86,6 +101,9 @@ class Document(BaseModel):
     tags: list[str]
     created_at: datetime
     updated_at: datetime
+    media_type: str | None = Field(
+        default=None, description="Its upstream form's media type, or its file's in a user folder."
+    )
     chunk_ids: list[str]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .responses import LegScore, LegScores, SearchResult
+from .responses import LegScore, LegScores, Location, SearchResult
 
 
 def _leg(score: Any, rank: Any) -> LegScore | None:  # noqa: ANN401
@@ -35,4 +35,11 @@ def search_result(row: dict[str, Any]) -> SearchResult:
         snippet=row.get("snippet"),
         text=row.get("text"),
         metadata=row.get("metadata"),
+        location=Location(
+            char_start=row.get("char_start"),
+            char_end=row.get("char_end"),
+            heading=row.get("heading"),
+            pages=row.get("pages"),
+            media_type=row.get("media_type"),
+        ),
     )

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from .plans import Plan
+from .responses import Location
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class Candidate:
     source_version: str = ""
     adjusted: float = 0.0
     techniques: tuple[str, ...] = ()  # the document's ATT&CK labels (the plan's correlation score)
+    location: Location = field(default_factory=Location)  # where the chunk sits in its document
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,12 @@ CREATE TABLE public.chunks (
     identifiers text DEFAULT ''::text NOT NULL,
     content_hash text NOT NULL,
     tsv tsvector GENERATED ALWAYS AS (((setweight(to_tsvector('english'::regconfig, title), 'A'::"char") || setweight(to_tsvector('simple'::regconfig, identifiers), 'A'::"char")) || setweight(to_tsvector('english'::regconfig, enriched_text), 'B'::"char"))) STORED,
+    char_start integer,
+    char_end integer,
+    heading text,
+    pages integer[],
+    CONSTRAINT chunks_char_start_check CHECK ((char_start >= 0)),
+    CONSTRAINT chunks_check CHECK ((char_end >= char_start)),
     CONSTRAINT chunks_chunk_id_shape CHECK ((chunk_id = ((doc_id || '#'::text) || ordinal))),
     CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0))
 );
@@ -103,6 +109,7 @@ CREATE TABLE public.documents (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     upstream_path text,
+    media_type text,
     CONSTRAINT documents_doc_id_prefix CHECK (starts_with(doc_id, (source || ':'::text)))
 );
 

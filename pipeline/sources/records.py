@@ -36,9 +36,11 @@ class SourceFile:
         return self.web_url.format(path=path if path is not None else self.rel)
 
 
-# What a published record carries; part of every publish fingerprint (pipeline/refresh_inputs.py), so a
-# change republishes every source once. 2: each record keeps its upstream form (migration 0013).
-RECORD_FORMAT = 2
+# What a published record carries; part of every publish fingerprint (pipeline/refresh_inputs.py) and
+# document hash (store/rows.py), so a change republishes every source and rewrites every document once.
+# 2: each record keeps its upstream form (migration 0013); 3: chunks know their place in the document
+# and documents their media type (0015).
+RECORD_FORMAT = 3
 
 
 @dataclass(frozen=True)

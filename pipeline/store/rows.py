@@ -10,14 +10,16 @@ from psycopg.types.json import Jsonb
 
 from ..indexing import ChunkRow
 from ..sources.mitre_lookup import MitreTechnique
-from ..sources.records import Record
+from ..sources.records import RECORD_FORMAT, Record
 from .models import Access
 
 
 def document_hash(record: Record, access: Access) -> str:
     """The record's content hash, plus where it lives, who may see it and its upstream form (a move, an
     ACL change or an upstream edit that changes no searchable field is an update too)."""
-    extra = "|".join([record.path, access.tenant or "", ",".join(access.users), ",".join(access.groups)])
+    extra = "|".join(
+        [record.path, access.tenant or "", ",".join(access.users), ",".join(access.groups), f"format{RECORD_FORMAT}"]
+    )
     if record.raw:  # documents without one (user folders) keep their hash
         extra += "|" + hashlib.sha256(f"{record.raw_media_type}|{record.raw}".encode()).hexdigest()
     return hashlib.sha256(f"{record.content_hash}|{extra}".encode()).hexdigest()
@@ -40,6 +42,7 @@ def document_params(record: Record, doc_hash: str, version: str, access: Access)
         "acl_users": list(access.users),
         "acl_groups": list(access.groups),
         "upstream_path": record.path or None,
+        "media_type": record.raw_media_type or None,
     }
 
 
@@ -62,6 +65,7 @@ def document_copy_row(record: Record, doc_hash: str, source: str, version: str, 
         p["acl_users"],
         p["acl_groups"],
         p["upstream_path"],
+        p["media_type"],
     ]
 
 
@@ -79,7 +83,21 @@ def raw_copy_row(record: Record) -> list[Any]:
 
 def chunk_copy_row(c: ChunkRow) -> list[Any]:
     """A `chunks` row for `copy_chunks`."""
-    return [c.chunk_id, c.doc_id, c.source, c.ordinal, c.title, c.text, c.enriched_text, c.identifiers, c.content_hash]
+    return [
+        c.chunk_id,
+        c.doc_id,
+        c.source,
+        c.ordinal,
+        c.title,
+        c.text,
+        c.enriched_text,
+        c.identifiers,
+        c.content_hash,
+        c.char_start,
+        c.char_end,
+        c.heading,
+        list(c.pages) if c.pages is not None else None,
+    ]
 
 
 def technique_copy_row(t: MitreTechnique, version: str) -> list[Any]:

@@ -250,6 +250,7 @@ SELECT name FROM sources WHERE kind <> 'user_folder' ORDER BY name
 -- name: result_rows
 -- Display fields of one page of results (snippets are costly, so only for the page).
 SELECT c.chunk_id, d.url, d.techniques, d.platforms,
+       c.char_start, c.char_end, c.heading, c.pages, d.media_type,
        CASE WHEN %(with_metadata)s THEN d.metadata END AS metadata,
        CASE WHEN %(with_text)s THEN left(c.text, %(max_text_chars)s) END AS text,
        CASE WHEN %(with_snippets)s THEN ts_headline('english', c.text, {tsq},
@@ -281,7 +282,7 @@ SELECT coalesce(max(version), 0) FROM schema_migrations
 
 -- name: documents_by_id
 SELECT d.doc_id, d.source, d.source_version, d.title, d.url, d.body, d.metadata, d.techniques, d.platforms,
-       d.tags, d.created_at, d.updated_at,
+       d.tags, d.created_at, d.updated_at, d.media_type,
        (SELECT array_agg(c.chunk_id ORDER BY c.ordinal) FROM chunks c WHERE c.doc_id = d.doc_id) AS chunk_ids
 FROM documents d
 WHERE d.doc_id = ANY(%(ids)s::text[])

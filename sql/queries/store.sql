@@ -79,12 +79,12 @@ UPDATE documents SET
     source_version = %(source_version)s, title = %(title)s, url = %(url)s, body = %(body)s,
     metadata = %(metadata)s, techniques = %(techniques)s, platforms = %(platforms)s, tags = %(tags)s,
     content_hash = %(content_hash)s, tenant = %(tenant)s, acl_users = %(acl_users)s,
-    acl_groups = %(acl_groups)s, upstream_path = %(upstream_path)s, updated_at = now()
+    acl_groups = %(acl_groups)s, upstream_path = %(upstream_path)s, media_type = %(media_type)s, updated_at = now()
 WHERE doc_id = %(doc_id)s
 
 -- name: copy_documents
 COPY documents (doc_id, source, source_version, title, url, body, metadata, techniques, platforms, tags,
-                content_hash, tenant, acl_users, acl_groups, upstream_path) FROM STDIN
+                content_hash, tenant, acl_users, acl_groups, upstream_path, media_type) FROM STDIN
 
 -- name: delete_raw
 DELETE FROM document_raw WHERE doc_id = ANY(%(ids)s)
@@ -94,7 +94,8 @@ DELETE FROM document_raw WHERE doc_id = ANY(%(ids)s)
 COPY document_raw (doc_id, media_type, whole_file, size, raw) FROM STDIN
 
 -- name: copy_chunks
-COPY chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, identifiers, content_hash)
+COPY chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, identifiers, content_hash,
+             char_start, char_end, heading, pages)
 FROM STDIN
 
 -- name: mark_published

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
+
+from secrag import database
+from serving.app import create_app
+from serving.plans import default_plans_file
+from serving.settings import ServingSettings
 
 from .test_mcp import call
 
@@ -97,3 +104,61 @@ def test_plan_is_an_mcp_tool(client: TestClient) -> None:
     via_mcp = call(client, "plan", query="T1003")
     via_rest = plan(client, "T1003")
     assert [c["chunk_id"] for c in via_mcp["selected"]] == [c["chunk_id"] for c in via_rest["selected"]]
+
+
+def test_citations_say_where_each_passage_sits(client: TestClient, serving_db_url: str) -> None:
+    """Each passage carries its character span in the document body, its heading and the document's media
+    type; the span holds the passage's text."""
+    result = plan(client, "T1003")
+    by_doc = {c["doc_id"]: c for c in result["citations"]}
+    with database.connect(serving_db_url) as conn:
+        bodies = dict(
+            conn.execute("SELECT doc_id, body FROM documents WHERE doc_id = ANY(%s)", [list(by_doc)]).fetchall()
+        )
+    for chunk in result["selected"]:
+        location = chunk["location"]
+        span = bodies[chunk["doc_id"]][location["char_start"] : location["char_end"]]
+        assert span.startswith(chunk["text"].split("\n\n")[0]) and span.endswith(chunk["text"].rsplit("\n\n")[-1])
+        passage = next(p for p in by_doc[chunk["doc_id"]]["passages"] if p["chunk_id"] == chunk["chunk_id"])
+        assert (passage["char_start"], passage["char_end"]) == (location["char_start"], location["char_end"])
+    assert by_doc["mitre_attack:T1003"]["media_type"] == "application/json"  # one STIX object
+    sigma = [c for c in result["citations"] if c["source"] == "sigma"]
+    assert sigma and all(c["media_type"] == "application/yaml" for c in sigma)
+
+
+def test_noise_filter_trims_passages_not_their_spans(client: TestClient) -> None:
+    query = "rundll32 comsvcs minidump lsass"
+    plain = {c["chunk_id"]: c for c in plan(client, query)["selected"]}
+    trimmed = {c["chunk_id"]: c for c in plan(client, query, noise_filter="aggressive")["selected"]}
+    assert set(plain) == set(trimmed)  # the same passages are chosen
+    assert sum(len(c["text"]) for c in trimmed.values()) < sum(len(c["text"]) for c in plain.values())
+    assert all(trimmed[i]["location"] == plain[i]["location"] for i in plain)
+    bad = client.post("/v1/plan", json={"query": query, "noise_filter": "loud"})
+    assert bad.status_code == 422
+
+
+def test_collections_carry_a_system_prompt_and_grounded_only(
+    client: TestClient, serving_db_url: str, settings_for: Callable[..., ServingSettings], tmp_path: Path
+) -> None:
+    shipped = default_plans_file().read_text()
+    plans_file = tmp_path / "plans.yaml"
+    plans_file.write_text(
+        shipped
+        + "\ncollections:\n"
+        + "  mitre_attack: {system_prompt: 'Quote ATT&CK ids as written.'}\n"
+        + "  sigma: {system_prompt: 'Name the Sigma rule and its level.', grounded_only: true}\n"
+        + "  lolbas: {system_prompt: 'Never cited here.'}\n"
+    )
+    with TestClient(create_app(settings_for(serving_db_url, plans_file=plans_file, mcp_enabled=False))) as api:
+        result = plan(api, "T1003")
+        assert result["grounded_only"] is True  # a cited sigma rule asks for it
+        assert set(result["system_prompts"]) == {"Quote ATT&CK ids as written.", "Name the Sigma rule and its level."}
+        prompt = result["prompt"]
+        grounded = prompt.index("Answer only from the numbered sources")
+        assert max(prompt.index(p) for p in result["system_prompts"]) < grounded < prompt.index(result["context"])
+        assert prompt.rstrip().endswith(result["context"].rstrip())  # the numbered sources list closes it
+        overruled = plan(api, "T1003", grounded_only=False)
+        assert overruled["grounded_only"] is False and "Answer only from" not in overruled["prompt"]
+    default = plan(client, "T1003")  # the shipped plans file names no collection
+    assert default["system_prompts"] == [] and default["grounded_only"] is False
+    assert default["prompt"] == default["context"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.chunking import ChunkConfig, chunk_text
+from pipeline.chunking import ChunkConfig, chunk_spans, chunk_text
 from pipeline.indexing import chunk_rows
 from pipeline.sources.records import Record
 from secrag.errors import ConfigError
@@ -21,7 +21,7 @@ def test_short_bodies_are_one_chunk() -> None:
 
 
 def test_long_bodies_respect_the_target_and_overlap() -> None:
-    cfg = ChunkConfig(target=1000, overlap=150)
+    cfg = ChunkConfig(target=1000, overlap=150, across=False)
     chunks = chunk_text(long_markdown(), cfg)
     assert len(chunks) > 5
     assert all(len(c) <= cfg.target for c in chunks)
@@ -46,7 +46,7 @@ def test_chunking_is_deterministic_and_ids_are_positional_within_a_doc() -> None
 
 def test_config_changes_the_chunker_version() -> None:
     assert ChunkConfig(1000, 150).version != ChunkConfig(800, 150).version
-    assert ChunkConfig(1000, 200).version != ChunkConfig(1000, 200, across=True).version
+    assert ChunkConfig(1000, 200, across=False).version != ChunkConfig(1000, 200, across=True).version
 
 
 def paragraphs(count: int) -> str:
@@ -60,7 +60,7 @@ def test_across_paragraphs_a_chunk_starts_with_the_previous_ones_tail() -> None:
     for before, after in zip(chunks, chunks[1:], strict=False):
         carried = after.split("\n\n", 1)[0]
         assert before.endswith(carried) and 0 < len(carried) <= cfg.overlap  # a word or sentence start
-    plain = chunk_text(paragraphs(10), ChunkConfig(target=1000, overlap=200))
+    plain = chunk_text(paragraphs(10), ChunkConfig(target=1000, overlap=200, across=False))
     assert all(after.startswith("Paragraph") for after in plain[1:])  # paragraphs only, no overlap
 
 
@@ -87,3 +87,30 @@ def test_bad_overrides_are_refused(overrides: dict[str, object], message: str) -
 
 def test_overrides_apply_over_the_defaults() -> None:
     assert ChunkConfig(1000, 150).with_overrides({"overlap": 200, "across": True}) == ChunkConfig(1000, 200, True)
+
+
+@pytest.mark.parametrize(
+    "cfg", [ChunkConfig(1000, 150, across=False), ChunkConfig(1000, 200, across=True)], ids=["paragraphs", "across"]
+)
+def test_each_chunk_knows_its_span_and_heading(cfg: ChunkConfig) -> None:
+    body = "\n" + long_markdown()  # a leading newline: offsets are into the body as stored
+    spans = chunk_spans(body, cfg)
+    assert [s.text for s in spans] == chunk_text(body, cfg)
+    for span in spans:
+        located = body[span.start : span.end]
+        assert located.startswith(span.text.split("\n\n")[0]) and located.endswith(span.text.rsplit("\n\n")[-1])
+    assert spans[0].start == 1 and spans[0].heading == "Title"
+    detection, other = body.index("## Detection"), body.index("## Other")
+    assert all(s.heading == "Detection" for s in spans if detection <= s.start < other)
+    assert any(s.heading == "Detection" for s in spans)
+    assert all(a.start <= b.start for a, b in zip(spans, spans[1:], strict=False))
+
+
+def test_a_pdf_chunk_names_its_pages() -> None:
+    pages = [[1, 0], [2, 1500], [5, 3000]]
+    body = " ".join(f"w{i}" for i in range(800))
+    record = Record("folder", "a.pdf", "A", body, metadata={"page_starts": pages})
+    rows = chunk_rows(record, {}, ChunkConfig())
+    assert rows[0].pages == (1,) and rows[-1].pages[-1] == 5
+    assert all(r.pages and r.char_start < r.char_end for r in rows)
+    assert chunk_rows(Record("demo", "x", "X", body), {}, ChunkConfig())[0].pages is None

@@ -10,16 +10,24 @@ from pipeline.folder_formats import extract
 from secrag.errors import ParseError
 
 
-def _pdf(text: str) -> bytes:
-    """A one-page PDF with a cross-reference table, built by hand (no PDF writer needed)."""
-    stream = f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode()
+def _pdf(*pages: str) -> bytes:
+    """A PDF with one page per text (an empty text: a page without text) and a cross-reference table,
+    built by hand (no PDF writer needed)."""
+    first_page = 4
+    kids = " ".join(f"{first_page + 2 * i} 0 R" for i in range(len(pages)))
     objects = [
         b"<</Type/Catalog/Pages 2 0 R>>",
-        b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
-        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 144]/Contents 4 0 R/Resources<</Font<</F1 5 0 R>>>>>>",
-        b"<</Length %d>>stream\n%s\nendstream" % (len(stream), stream),
+        b"<</Type/Pages/Kids[%s]/Count %d>>" % (kids.encode(), len(pages)),
         b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>",
     ]
+    for i, text in enumerate(pages):
+        stream = f"BT /F1 12 Tf 20 100 Td ({text}) Tj ET".encode() if text else b""
+        contents = first_page + 2 * i + 1
+        objects.append(
+            b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 300 144]/Contents %d 0 R/Resources<</Font<</F1 3 0 R>>>>>>"
+            % contents
+        )
+        objects.append(b"<</Length %d>>stream\n%s\nendstream" % (len(stream), stream))
     out, offsets = bytearray(b"%PDF-1.4\n"), []
     for n, body in enumerate(objects, 1):
         offsets.append(len(out))
@@ -35,14 +43,20 @@ MINI_PDF = _pdf("Isolate host T1059")
 
 
 def test_every_supported_format_becomes_text():
-    assert extract("a/readme.md", b"intro\n# Title here\nbody") == ("Title here", "intro\n# Title here\nbody")
-    title, body = extract("p.html", b"<title>T</title><style>x{}</style><p>Hello</p><script>bad()</script>")
+    assert extract("a/readme.md", b"intro\n# Title here\nbody")[:2] == ("Title here", "intro\n# Title here\nbody")
+    title, body, _ = extract("p.html", b"<title>T</title><style>x{}</style><p>Hello</p><script>bad()</script>")
     assert title == "T" and body == "T\nHello"
     assert json.loads(extract("d.json", b'{"a": [1]}')[1]) == {"a": [1]}
     assert extract("d.jsonl", b'{"a": 1}\n\n{"b": 2}\n')[1] == '{"a": 1}\n\n{"b": 2}'
-    assert extract("c.yaml", b"k: v\n") == ("c", "k: v\n")
-    title, body = extract("doc.pdf", MINI_PDF)
-    assert title == "doc" and "Isolate host T1059" in body
+    assert extract("c.yaml", b"k: v\n") == ("c", "k: v\n", ())
+    title, body, pages = extract("doc.pdf", MINI_PDF)
+    assert title == "doc" and "Isolate host T1059" in body and pages == ((1, 0),)
+
+
+def test_a_pdf_says_where_each_page_starts() -> None:
+    title, body, pages = extract("doc.pdf", _pdf("First page text", "", "Third page text"))
+    assert [n for n, _ in pages] == [1, 3]  # the empty second page has no text to cite
+    assert body[pages[0][1] :].startswith("First page") and body[pages[1][1] :].startswith("Third page")
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ def test_copy_rows() -> None:
     row = document_copy_row(record, "h", "demo", "v1", Access(tenant="acme", users=("ann",)))
     assert row[:4] == ["demo:r1", "demo", "v1", "Rule"]
     assert row[4] is None  # no url
-    assert row[10:] == ["h", "acme", ["ann"], [], "rules/r1.yml"]
+    assert row[10:] == ["h", "acme", ["ann"], [], "rules/r1.yml", None]  # no media type
     [chunk] = chunk_rows(record, {}, ChunkConfig())
     assert chunk_copy_row(chunk)[:4] == [chunk.chunk_id, "demo:r1", "demo", 0]
-    assert chunk_copy_row(chunk)[-1] == chunk.content_hash
+    assert chunk_copy_row(chunk)[8:] == [chunk.content_hash, 0, len(record.body), None, None]  # span, no pages
