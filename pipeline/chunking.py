@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from collections.abc import Mapping
@@ -53,7 +54,14 @@ class ChunkConfig:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChunkConfig:
-        return cls(settings.chunk_target_chars, settings.chunk_overlap_chars, settings.chunk_across_paragraphs)
+        """The settings' chunking, checked as a source's overrides are (ConfigError)."""
+        return cls().with_overrides(
+            {
+                "target": settings.chunk_target_chars,
+                "overlap": settings.chunk_overlap_chars,
+                "across": settings.chunk_across_paragraphs,
+            }
+        )
 
     @property
     def version(self) -> str:
@@ -166,23 +174,25 @@ def chunk_spans(body: str, cfg: ChunkConfig = ChunkConfig()) -> list[ChunkSpan]:
     """`chunk_text`'s chunks, each located in `body`: it starts where its first paragraph does and ends
     where its last one does (chunks overlap, so each is looked for from the previous one's start)."""
     spans: list[ChunkSpan] = []
+    headings = [(m.start(), m.group(2).strip()) for m in _HEADING_LINE.finditer(body)]
     floor = 0
     for text in chunk_text(body, cfg):
-        first, last = text.split("\n\n", 1)[0], text.rsplit("\n\n", 1)[-1]
-        start = body.find(first, floor)
-        if start < 0:
-            start = max(0, body.find(first))
+        start = _find(body, text, floor)
+        last = text.rsplit("\n\n", 1)[-1]
         tail = body.find(last, start)
         end = tail + len(last) if tail >= 0 else min(len(body), start + len(text))
-        spans.append(ChunkSpan(text, start, max(start, end), _heading_before(body, start)))
+        before = bisect.bisect_right(headings, start, key=lambda h: h[0])
+        spans.append(ChunkSpan(text, start, max(start, end), headings[before - 1][1] if before else None))
         floor = start + 1  # overlapping chunks still start after the one before
     return spans
 
 
-def _heading_before(body: str, position: int) -> str | None:
-    """The text of the last Markdown heading on or before the line holding `position`."""
-    found = None
-    line_end = body.find("\n", position)
-    for match in _HEADING_LINE.finditer(body, 0, len(body) if line_end < 0 else line_end):
-        found = match.group(2).strip()
-    return found
+def _find(body: str, text: str, floor: int) -> int:
+    """Where `text` starts in `body` at or after `floor`: the whole chunk where its paragraphs are joined
+    as in the body (a repeated short first paragraph, a code fence, cannot mislead it), else its first
+    paragraph."""
+    for probe in (text[:300], text.split("\n\n", 1)[0]):
+        found = body.find(probe, floor)
+        if found >= 0:
+            return found
+    return max(0, body.find(text.split("\n\n", 1)[0]))

@@ -76,13 +76,12 @@ class StoreResource(dg.ConfigurableResource):
 
     def chunking(self) -> ChunkConfig:
         s = self._settings()
-        return ChunkConfig(
-            target=self.chunk_target_chars or s.chunk_target_chars,
-            overlap=self.chunk_overlap_chars if self.chunk_overlap_chars is not None else s.chunk_overlap_chars,
-            across=self.chunk_across_paragraphs
-            if self.chunk_across_paragraphs is not None
-            else s.chunk_across_paragraphs,
-        )
+        overrides = {
+            "target": self.chunk_target_chars,
+            "overlap": self.chunk_overlap_chars,
+            "across": self.chunk_across_paragraphs,
+        }
+        return ChunkConfig.from_settings(s).with_overrides({k: v for k, v in overrides.items() if v is not None})
 
     def work_path(self) -> Path:
         path = Path(self.work_dir) if self.work_dir else self._settings().data_dir / "work"

@@ -62,6 +62,6 @@ def load(text: str, media_type: str) -> Any:  # noqa: ANN401 - the record as dat
             return docs[0] if len(docs) == 1 else docs
         if media_type == TOML:
             return tomllib.loads(text)
-    except (ParseError, ValueError):  # TOMLDecodeError is a ValueError
+    except (ParseError, ValueError, RecursionError):  # TOMLDecodeError is a ValueError; deep TOML recurses
         return None
     return None

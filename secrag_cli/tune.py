@@ -123,7 +123,7 @@ def apply(
 ) -> None:
     """Approve THRESHOLD as QUERY_TYPE's score threshold (or, with --interactive, the report's proposals one
     by one): written to the store with an audit entry; every API worker serves it within seconds."""
-    from serving.plans import QUERY_TYPES, load_plans
+    from serving.plans import load_plans
 
     from .tuning_audit import apply_change
 
@@ -132,12 +132,10 @@ def apply(
     if interactive:
         if query_type is not None or threshold is not None:
             raise click.UsageError("--interactive takes no QUERY_TYPE or THRESHOLD: it goes through the proposals")
-        _apply_interactively(config, days, who)
+        _apply_interactively(config, days, who, reason)
         return
     if query_type is None or threshold is None:
         raise click.UsageError("give QUERY_TYPE and THRESHOLD, or --interactive")
-    if query_type not in QUERY_TYPES:
-        raise click.BadParameter(f"unknown query type; choose one of {', '.join(QUERY_TYPES)}")
     if not reason:
         raise click.UsageError("--reason is required: say why this change was approved")
     with _connect() as (conn, q):
@@ -163,7 +161,9 @@ def rollback(entry_id: int, reason: str, who: str | None, plans_path: str | None
 
 
 @tune.command()
-@click.option("--limit", default=20, show_default=True, help="How many entries, newest first.")
+@click.option(
+    "--limit", default=20, show_default=True, type=click.IntRange(1, 10_000), help="How many entries, newest first."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def history(limit: int, as_json: bool) -> None:
     """The audit entries of approved changes and rollbacks, newest first."""
@@ -203,7 +203,7 @@ def _proposals(
     return log, propose(config, log, tuned_thresholds(conn, q))
 
 
-def _apply_interactively(config: PlansConfig, days: int, who: str) -> None:
+def _apply_interactively(config: PlansConfig, days: int, who: str, reason: str | None) -> None:
     from .tuning_audit import apply_change
 
     with _connect() as (conn, q):
@@ -219,8 +219,8 @@ def _apply_interactively(config: PlansConfig, days: int, who: str) -> None:
                 return
             if answer == "n":
                 continue
-            reason = click.prompt("  reason", default=f"tune report: {p.reason}")
-            entry = apply_change(conn, q, config, p.query_type, p.proposed, who=who, reason=reason)
+            why = click.prompt("  reason", default=reason or f"tune report: {p.reason}")
+            entry = apply_change(conn, q, config, p.query_type, p.proposed, who=who, reason=why)
             click.echo("  " + _describe(entry))
 
 

@@ -21,8 +21,14 @@ _BOILERPLATE = re.compile(
     r"^\W*(copyright\b|\(c\)\s*\d{4}|licensed under\b|spdx-license-identifier\b|all rights reserved\b)", re.I
 )
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_CODE_COMMENT = re.compile(r"^\s*(#(?!!)|//|--\s|;)")  # a line that is only a comment (not a #! shebang)
-_C_COMMENT = re.compile(r"^\s*(//|/\*|\*/|\*\s)")
+# A code line that is only a comment: not a #! shebang, nor a preprocessor or PowerShell directive.
+_CODE_COMMENT = re.compile(
+    r"^\s*(#(?!!|\s*(include|define|undef|if|ifdef|ifndef|elif|else|endif|pragma|requires|region|endregion)\b)"
+    r"|//|--\s|;)"
+)
+_LINE_COMMENT = re.compile(r"^\s*//")
+_BLOCK_OPEN = re.compile(r"^\s*/\*")
+_BLOCK_CLOSE = re.compile(r"\*/\s*$")
 _HASH_COMMENT = re.compile(r"^\s*#(?!#{0,5}\s+\S)")  # `#` not followed by a Markdown heading's space
 _URL_ONLY = re.compile(r"^\s*(?:[-*]\s+)?<?https?://\S+>?\s*$")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>\n]{0,200}>")
@@ -37,8 +43,14 @@ def trim(text: str, level: NoiseFilter) -> str:
         return text
     aggressive = level == "aggressive"
     kept: list[str] = []
-    in_code = False
+    in_code = in_block = False
     for line in text.splitlines():
+        if in_block:  # inside a /* ... */ comment (a Markdown `* item` elsewhere is a list, kept)
+            in_block = not _BLOCK_CLOSE.search(line)
+            continue
+        if _BLOCK_OPEN.match(line):
+            in_block = not _BLOCK_CLOSE.search(line)
+            continue
         if _FENCE.match(line):
             in_code = not in_code
             kept.append(line)
@@ -47,7 +59,7 @@ def trim(text: str, level: NoiseFilter) -> str:
             continue
         if in_code and _CODE_COMMENT.match(line):
             continue
-        if not in_code and _C_COMMENT.match(line):
+        if not in_code and _LINE_COMMENT.match(line):
             continue
         if aggressive and not in_code:
             if _REFERENCES.match(line):

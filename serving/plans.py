@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -92,13 +93,32 @@ class Classification(ConfigModel):
         return self
 
 
+MIN_HISTORY = 100
+log = logging.getLogger(__name__)
+
+
 class TuningBounds(ConfigModel):
     """Bounds `secrag tune` may move score thresholds within (hybrid scale (0, 1])."""
 
     threshold_min: float = Field(default=0.0, ge=0.0, le=1.0)
     threshold_max: float = Field(default=1.0, ge=0.0, le=1.0)
     max_step: float = Field(default=0.01, gt=0.0, le=1.0)
-    history: int = Field(default=100, ge=100, le=10_000)  # audit entries kept in the store
+    # Audit entries kept in the store: at least MIN_HISTORY (a smaller value, as older plans files had, is
+    # raised to it with a warning rather than failing the start).
+    history: int = Field(default=MIN_HISTORY, ge=1, le=10_000)
+
+    @field_validator("history")
+    @classmethod
+    def _at_least(cls, value: int) -> int:
+        if value < MIN_HISTORY:
+            log.warning(
+                "tuning.history %d is raised to %d: the newest %d audit entries are kept",
+                value,
+                MIN_HISTORY,
+                MIN_HISTORY,
+            )
+            return MIN_HISTORY
+        return value
 
     @model_validator(mode="after")
     def _ordered(self) -> TuningBounds:
@@ -177,4 +197,11 @@ class PlansConfig(ConfigModel):
 def load_plans(path: Path) -> PlansConfig:
     """Read and validate a plans file (the thresholds approved with `secrag tune apply` live in the store:
     serving/tuned_plans.py)."""
+    former = path.with_name(path.stem + ".tuned.yaml")
+    if former.exists():
+        log.warning(
+            "%s is no longer read: approved thresholds live in the store. Apply each again with "
+            "`secrag tune apply TYPE VALUE --reason ...`, then delete the file",
+            former,
+        )
     return load_model(path, PlansConfig)

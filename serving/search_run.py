@@ -291,18 +291,19 @@ class Searcher:
         exact = rows.pop("exact", [])
         for leg_rows in rows.values():  # each leg best first (UNION ALL promises no order)
             leg_rows.sort(key=_best_first)
+        # The vector leg's own candidates under the model's threshold lose their vector vote; they keep
+        # their other legs (the full text ranked within the vector pool is taken before, and
+        # fts_then_vec's full-text candidates are full text's).
+        pooled = rows.get("vec", [])
         below = 0
-        if floor is not None:  # cosine similarities: the vector leg's score, fts_then_vec's vec_score
-            for leg, cosine in (("vec", "score"), ("fts_vec", "vec_score")):
-                if leg in rows:
-                    kept = [r for r in rows[leg] if r[cosine] >= floor]
-                    below += len(rows[leg]) - len(kept)
-                    rows[leg] = kept
+        if floor is not None and "vec" in rows:
+            rows["vec"] = [r for r in pooled if r["score"] >= floor]
+            below = len(pooled) - len(rows["vec"])
         if then_vec:
             items = fusion.then_vec(rows["fts_vec"], rows["vec"], exact)
         else:
             if params["pool_fts"]:
-                rows["fts"] = fusion.pool_fts(rows["vec"], plan.fts_k)
+                rows["fts"] = fusion.pool_fts(pooled, plan.fts_k)
             items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
         window = fusion.window(
             items,

@@ -222,7 +222,7 @@ class Service:
     def upstreams(self, req: UpstreamRequest, principal: Principal) -> UpstreamBatchResponse:
         """Several documents' upstream forms; a live batch is capped by SECRAG_MAX_LIVE_REFETCH (each
         live read may take the upstream timeout)."""
-        if req.live and len(req.doc_ids) > self.settings.max_live_refetch:
+        if req.live and len(set(req.doc_ids)) > self.settings.max_live_refetch:
             raise InvalidField(
                 ["body", "doc_ids"],
                 f"a live refetch takes at most {self.settings.max_live_refetch} doc_ids "

@@ -9,6 +9,8 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import psycopg
+from psycopg_pool import PoolTimeout
 from pydantic import ValidationError
 
 from .catalog import Cached
@@ -31,9 +33,15 @@ class TunedPlans:
     _built: tuple[tuple[tuple[str, float], ...], PlansConfig] | None = None
 
     def current(self) -> PlansConfig:
-        """The plans in force (the store is read at most every TUNED_TTL seconds; its errors propagate as
-        a search's would)."""
-        rows = self._rows.get(lambda: dict(self.read()))
+        """The plans in force (the store is read at most every TUNED_TTL seconds; when a read fails, the
+        last values read, or the plans file's, keep serving)."""
+        try:
+            rows = self._rows.get(lambda: dict(self.read()))
+        except (psycopg.Error, PoolTimeout, OSError) as exc:
+            log.warning(
+                "cannot read the tuned thresholds; serving the last ones read", extra={"error": type(exc).__name__}
+            )
+            rows = self._rows.value or {}
         key = tuple(sorted(rows.items()))
         with self._lock:
             if self._built is None or self._built[0] != key:

@@ -10,7 +10,6 @@ snapshot, whatever version the document was published from).
 
 from __future__ import annotations
 
-import json
 import re
 import zlib
 from collections.abc import Sequence
@@ -19,10 +18,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from secrag import media_types
+from secrag import media_types, safe_json
 from secrag.download_limits import DownloadLimits
 from secrag.downloads import get_bytes
-from secrag.errors import FetchError, FetchTimeout, FetchTooLarge
+from secrag.errors import FetchError, FetchTimeout, FetchTooLarge, ParseError
 from secrag.safe_files import FileTooLarge, UnsafeFile, read_capped
 from secrag.url_policy import UrlPolicy
 
@@ -57,9 +56,7 @@ _LOCATE_MAX_NODES = 200_000
 
 def _locate(tree: Any, stored: Any) -> Any:  # noqa: ANN401 - parsed upstream data
     """The mapping of `tree` that is the same record as `stored` (by its first identity key), or None."""
-    if not isinstance(stored, dict):
-        return None
-    key = next((k for k in _IDENTITY_KEYS if isinstance(stored.get(k), str | int)), None)
+    key = _identity(stored)
     if key is None:
         return None
     pending, seen = [tree], 0
@@ -73,6 +70,13 @@ def _locate(tree: Any, stored: Any) -> Any:  # noqa: ANN401 - parsed upstream da
         elif isinstance(node, list):
             pending.extend(v for v in reversed(node) if isinstance(v, dict | list))
     return None
+
+
+def _identity(stored: Any) -> str | None:  # noqa: ANN401 - a parsed record
+    """The key that names `stored` inside its file (`_IDENTITY_KEYS`), or None when it has none."""
+    if not isinstance(stored, dict):
+        return None
+    return next((k for k in _IDENTITY_KEYS if isinstance(stored.get(k), str | int)), None)
 
 
 def _columns(record: Any, columns: Sequence[str], media_type: str) -> tuple[dict[str, Any], tuple[str, ...]]:  # noqa: ANN401
@@ -98,8 +102,8 @@ def _feed_record(data: bytes, doc_id: str) -> Any:  # noqa: ANN401
     """The entry of a JSON feed whose id value equals the document's upstream id (e.g. cveID)."""
     wanted = doc_id.split(":", 1)[1]
     try:
-        feed = json.loads(data)
-    except ValueError as exc:
+        feed = safe_json.load(data)  # size and depth limits: the feed is untrusted
+    except ParseError as exc:
         raise UpstreamFailed("the feed is not valid JSON") from exc
     for value in feed.values() if isinstance(feed, dict) else []:
         if isinstance(value, list):
@@ -168,6 +172,8 @@ class Refetcher:
             raise NotImplementedFeature("only online sources have an upstream")
         if live:
             text, media_type, where = self._live(row)
+        elif row["raw"] is not None and row["raw_size"] > self.max_bytes:  # before decompressing it
+            raise UpstreamTooLarge(f"the upstream record is over the {self.max_bytes}-byte cap")
         elif row["raw"] is None:
             raise NotImplementedFeature(
                 "no upstream form is stored for this document (published before 0013); ask with live=true, "
@@ -199,6 +205,11 @@ class Refetcher:
 
     def _live(self, row: dict[str, Any]) -> tuple[str, str, str]:
         """(text, media type, where) of the record read from the upstream file at the published version."""
+        if row["tracking"] == "bundled":
+            raise NotImplementedFeature(
+                "this source is bundled with secrag, which is its upstream: its stored form (live=false) is the "
+                "record as published"
+            )
         path = _safe_path(row["upstream_path"])
         source, version = row["source"], row["source_version"]
         if self.mirror is not None:
@@ -216,13 +227,14 @@ class Refetcher:
         # One record of a file holding many (a STIX bundle, an Atomic technique file): the same record
         # as the stored one, by its id.
         stored_type = row["raw_media_type"]
-        found = _locate(media_types.load(text, media_types.of_path(path)), media_types.load(_stored(row), stored_type))
+        stored = media_types.load(_stored(row), stored_type)
+        if _identity(stored) is None:  # a Turtle class, an ECS field set: nothing names it in the file
+            raise NotImplementedFeature(
+                f"a live refetch cannot pick this {stored_type} record out of its file; the stored form "
+                "(live=false) is the record at the published version"
+            )
+        found = _locate(media_types.load(text, media_types.of_path(path)), stored)
         if found is None:
-            if stored_type not in (media_types.JSON, media_types.YAML):
-                raise NotImplementedFeature(
-                    f"a live refetch cannot pick one {stored_type} record out of its file; the stored form "
-                    "(live=false) is the record at the published version"
-                )
             raise UpstreamFailed("the record is not in the upstream file at the published version")
         return media_types.dump(found, stored_type), stored_type, where
 

@@ -21,7 +21,7 @@ from ..store import Access, SourceRow
 from .keys import OWNERS, folder_key
 from .publishing import publish_check_specs, publish_checks, publish_metadata, skipped_sample
 
-FOLDER_READER_VERSION = "2"
+FOLDER_READER_VERSION = "3"  # 3: chunk spans, PDF pages and media types (migration 0015)
 
 
 def folder_code_version(spec: FolderSpec) -> str:

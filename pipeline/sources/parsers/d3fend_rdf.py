@@ -178,10 +178,11 @@ def _record(file: SourceFile, onto: _Ontology, node: URIRef, d3_id: str, definit
 
 
 def _turtle(graph: rdflib.Graph, node: URIRef) -> str:
-    """The statements about `node` (its class definition) as Turtle, with the ontology's prefixes."""
-    own = rdflib.Graph(namespace_manager=graph.namespace_manager)
-    for triple in graph.triples((node, None, None)):
-        own.add(triple)
+    """The class definition of `node` as Turtle, with the ontology's prefixes: its concise bounded
+    description (its statements and those of the blank nodes they lead to: the OWL restrictions that
+    hold its relations)."""
+    own = graph.cbd(node)
+    own.namespace_manager = graph.namespace_manager
     return own.serialize(format="turtle")
 
 

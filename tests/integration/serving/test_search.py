@@ -476,7 +476,7 @@ def test_vector_candidates_under_the_models_threshold_are_dropped_and_counted(
 ) -> None:
     prose = "a scheduled job quietly copies files to a remote share every night"
     shipped = search(client, prose, mode="vector", k=50)
-    assert shipped["vector_threshold"] == 0.08 and shipped["below_vector_threshold"] == 0  # int8, natural
+    assert shipped["vector_threshold"] == 0.07 and shipped["below_vector_threshold"] == 0  # int8, natural
     config = tmp_path / "search.yaml"
     config.write_text(f"vector_thresholds: {{{shipped['model']}: {{default: -1, natural: 0.3}}}}\n")
     with TestClient(create_app(settings_for(serving_db_url, search_config=config, mcp_enabled=False))) as api:

@@ -218,3 +218,13 @@ def test_invisible_and_unknown_documents_are_404(app_with: Callable[..., TestCli
     client = app_with(upstream_mirror=SNAPSHOT)
     assert client.get("/v1/docs/mitre_attack:T9999/upstream").status_code == 404
     assert client.get("/v1/docs/globex_notes:note-0/upstream").status_code == 404  # another tenant's
+
+
+def test_a_record_nothing_names_in_its_file_is_stored_not_live(app_with: Callable[..., TestClient]) -> None:
+    """An ECS field set is a slice of the flat file, not one entry: its stored form is exact, a live read
+    cannot pick it out (501, not a misleading 502)."""
+    client = app_with(upstream_mirror=SNAPSHOT)
+    stored = client.get("/v1/docs/ecs:process/upstream").json()
+    assert stored["origin"] == "store" and "process.pid" in stored["record"]
+    live = client.get("/v1/docs/ecs:process/upstream", params={"live": "true"})
+    assert live.status_code == 501 and "stored form" in live.json()["detail"]

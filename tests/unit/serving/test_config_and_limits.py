@@ -47,8 +47,8 @@ def test_class_weights_per_query_shape(tmp_path: Path) -> None:
 
 def test_vector_thresholds_per_model_and_query_shape(tmp_path: Path) -> None:
     shipped = load_search_config(package_path("serving", "search.yaml"))
-    assert shipped.vector_threshold("all-MiniLM-L6-v2-int8", "natural") == 0.08
-    assert shipped.vector_threshold("all-MiniLM-L6-v2-int8", "uuid") == 0.03  # the model's default
+    assert shipped.vector_threshold("all-MiniLM-L6-v2-int8", "natural") == 0.07
+    assert shipped.vector_threshold("all-MiniLM-L6-v2-int8", "uuid") == 0.02  # the model's default
     assert shipped.vector_threshold("all-MiniLM-L6-v2", "cve") == 0.15
     path = tmp_path / "search.yaml"
     path.write_text("vector_thresholds: {all-MiniLM-L6-v2: {natural: 0.5}}")

@@ -46,5 +46,13 @@ def test_aggressive_also_drops_comments_urls_markup_and_references() -> None:
         assert gone not in text
 
 
+def test_lists_directives_and_block_comments() -> None:
+    text = "Steps:\n* open the console\n* run the tool\n/* a block\n * comment\n */\n```c\n#include <x.h>\n# note\n```"
+    trimmed = trim(text, "on")
+    assert "* open the console" in trimmed and "* run the tool" in trimmed  # a Markdown list stays
+    assert "#include <x.h>" in trimmed and "# note" not in trimmed
+    assert "a block" not in trimmed and "comment" not in trimmed
+
+
 def test_a_passage_that_is_all_noise_is_kept() -> None:
     assert trim("Copyright 2024 Example", "on") == "Copyright 2024 Example"

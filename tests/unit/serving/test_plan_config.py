@@ -133,3 +133,9 @@ def test_every_registry_category_is_a_plan_category() -> None:
     categories = set(load_plans(default_plans_file()).categories)
     assert {spec.category for spec in default_registry().values()} <= categories
     assert "user" in categories
+
+
+def test_a_short_audit_history_is_raised_to_100(tmp_path: Path) -> None:
+    text = SHIPPED.replace("  history: 100", "  history: 20", 1)
+    assert text != SHIPPED
+    assert load_plans(write(tmp_path, text)).tuning.history == 100

@@ -39,3 +39,22 @@ def test_the_store_is_read_at_most_once_per_ttl() -> None:
     tuned = TunedPlans(load_plans(default_plans_file()), read=read)
     first = tuned.current()
     assert tuned.current() is first and len(reads) == 1
+
+
+def test_a_failed_read_keeps_the_last_values(caplog: pytest.LogCaptureFixture) -> None:
+    import psycopg
+
+    calls = []
+
+    def read() -> dict[str, float]:
+        calls.append(1)
+        if len(calls) > 1:
+            raise psycopg.OperationalError("server closed the connection")
+        return {"detection": 0.04}
+
+    tuned = TunedPlans(load_plans(default_plans_file()), read=read)
+    assert tuned.current().resolve("detection").score_threshold == 0.04
+    tuned._rows.at = 0.0  # the value is due again
+    with caplog.at_level(logging.WARNING, logger="serving.tuned_plans"):
+        assert tuned.current().resolve("detection").score_threshold == 0.04
+    assert "cannot read the tuned thresholds" in caplog.text
