@@ -30,6 +30,7 @@ from .sources.records import Record, Skipped
 SUFFIXES = frozenset({".txt", ".md", ".json", ".jsonl", ".yaml", ".yml", ".html", ".htm", ".pdf"})
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,62}$")  # a source name and a Dagster name
+INGESTED_PREFIX = "ingested_"  # the sources of one-time documents (pipeline/ingested.py)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ class FolderEntry(ConfigModel):
     def _source_name(cls, name: str) -> str:
         if not _NAME.match(name):
             raise ValueError(f"{name!r} must match {_NAME.pattern} (it becomes the source name)")
+        if name.startswith(INGESTED_PREFIX):
+            raise ValueError(f"{name!r} starts with {INGESTED_PREFIX!r}, kept for one-time documents (`secrag ingest`)")
         return name
 
 
@@ -214,8 +217,9 @@ def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
     return FolderScan(files, tuple(refused))
 
 
-def record_for(spec: FolderSpec, rel: str, data: bytes, sha256: str) -> Record:
-    """The record of one file; ParseError when it holds no text."""
+def record_for(source: str, rel: str, data: bytes, sha256: str) -> Record:
+    """The record of one user file of `source` (a folder, or a one-time document); ParseError when it
+    holds no text."""
     title, body, page_starts = extract(rel, data)
     if not body.strip():
         raise ParseError("no text")
@@ -228,7 +232,7 @@ def record_for(spec: FolderSpec, rel: str, data: bytes, sha256: str) -> Record:
     if page_starts:  # a PDF: which page each part of the body is on (the chunks' `pages`)
         metadata["page_starts"] = [list(p) for p in page_starts]
     return Record(
-        source=spec.name,
+        source=source,
         upstream_id=rel,
         title=title,
         body=body,
@@ -247,7 +251,7 @@ def read_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
     for rel in sorted(scan.files):
         try:
             data = read_capped(spec.path / rel, spec.max_file_bytes, within=spec.path)
-            records.append(record_for(spec, rel, data, hashlib.sha256(data).hexdigest()))
+            records.append(record_for(spec.name, rel, data, hashlib.sha256(data).hexdigest()))
         except (ParseError, UnsafeFile) as exc:
             skipped.append(Skipped(rel, exc.reason))
     return FolderRead(tuple(records), tuple(skipped), len(scan.files) + len(scan.refused), scan)

@@ -31,6 +31,6 @@ def mcp(api_key: str | None) -> None:
     service = start_service(settings, Metrics())
     tuned = TunedPlans(plans, read=service.tuned_thresholds)
     try:
-        build_mcp(lambda: service, gate, tuned.current, default_key=api_key).run("stdio")
+        build_mcp(lambda: service, gate, tuned.current, default_key=api_key, limits=service.limits).run("stdio")
     finally:
         stop_service(service)

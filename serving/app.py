@@ -28,6 +28,7 @@ from .metrics import Metrics, MetricsMiddleware, stamp_route
 from .plans import load_plans
 from .querylog import QueryLog
 from .quotas import Gate
+from .request_limits import RequestLimits
 from .routes import docs, health, plans, search, sources, stats
 from .routes import metrics as metrics_route
 from .schemas import ErrorResponse
@@ -162,7 +163,9 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         from .mcp_calls import transport_security
         from .mcp_tools import build_mcp
 
-        mcp_server = build_mcp(lambda: app.state.service, gate, tuned_plans.current)
+        mcp_server = build_mcp(
+            lambda: app.state.service, gate, tuned_plans.current, limits=RequestLimits.from_settings(settings)
+        )
         mcp_app = mcp_server.streamable_http_app(
             streamable_http_path="/",
             stateless_http=True,

@@ -21,6 +21,7 @@ from .mcp_calls import as_json, caller_of, field_annotation, run_safely, tool_si
 from .plan_schemas import PlanRequest
 from .plans import PlansConfig
 from .quotas import Caller, Gate
+from .request_limits import RequestLimits
 from .responses import StatsResponse
 from .schemas import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
 from .service import Service
@@ -96,11 +97,17 @@ class _Tools:
 
 
 def build_mcp(
-    get_service: Callable[[], Service], gate: Gate, plans: Callable[[], PlansConfig], *, default_key: str | None = None
+    get_service: Callable[[], Service],
+    gate: Gate,
+    plans: Callable[[], PlansConfig],
+    *,
+    default_key: str | None = None,
+    limits: RequestLimits | None = None,
 ) -> MCPServer:
     """An MCP server with one tool per REST operation (and per-mode search aliases).
 
-    default_key is the API key of stdio callers (HTTP callers send their own).
+    default_key is the API key of stdio callers (HTTP callers send their own); `limits` (this
+    deployment's request limits) are written into the tools' input schemas, as into the OpenAPI document.
     """
     from .planner import explain, list_plans, plan_context
 
@@ -203,4 +210,7 @@ def build_mcp(
         "Store statistics: documents, chunks, embeddings per source and model, freshness (GET /v1/stats).",
         lambda caller: StatsResponse.model_validate(get_service().stats(caller.principal)),
     )
+    if limits is not None:
+        for tool in server._tool_manager.list_tools():  # noqa: SLF001 - the schemas MCP lists, as built
+            limits.state_tool(tool.parameters)
     return server

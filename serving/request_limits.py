@@ -49,15 +49,26 @@ class RequestLimits:
     def state(self, document: dict[str, Any]) -> None:
         """Write the limits into the OpenAPI document's request schemas."""
         schemas = document.get("components", {}).get("schemas", {})
-        search = schemas.get("SearchRequest", {}).get("properties", {})
-        if "k" in search:
-            search["k"]["maximum"] = self.max_k
+        self._state_search(schemas.get("SearchRequest", {}).get("properties", {}))
+        for model in ("SearchRequest", "PlanRequest"):
+            self._state_query(schemas.get(model, {}).get("properties", {}))
+
+    def state_tool(self, parameters: dict[str, Any]) -> None:
+        """Write the limits into an MCP tool's input schema (its properties are the request's fields)."""
+        properties = parameters.get("properties", {})
+        self._state_search(properties)
+        self._state_query(properties)
+
+    def _state_search(self, properties: dict[str, Any]) -> None:
+        if "k" in properties:
+            properties["k"]["maximum"] = self.max_k
         for name in CANDIDATE_FIELDS:
-            prop = search.get(name, {})
+            prop = properties.get(name, {})
             for variant in [prop, *prop.get("anyOf", [])]:
                 if "maximum" in variant:
                     variant["maximum"] = self.max_candidates
-        for model in ("SearchRequest", "PlanRequest"):
-            query = schemas.get(model, {}).get("properties", {}).get("query")
-            if query is not None:
-                query["maxLength"] = self.max_query_chars
+
+    def _state_query(self, properties: dict[str, Any]) -> None:
+        query = properties.get("query")
+        if query is not None:
+            query["maxLength"] = self.max_query_chars

@@ -130,6 +130,24 @@ CREATE TABLE public.embeddings (
 );
 ALTER TABLE ONLY public.embeddings ALTER COLUMN vector SET STORAGE PLAIN;
 
+CREATE TABLE public.ingested_documents (
+    name text NOT NULL,
+    filename text NOT NULL,
+    size integer NOT NULL,
+    sha256 text NOT NULL,
+    content bytea NOT NULL,
+    tenant text,
+    acl_users text[] DEFAULT '{}'::text[] NOT NULL,
+    acl_groups text[] DEFAULT '{}'::text[] NOT NULL,
+    added_by text NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    removed_at timestamp with time zone,
+    CONSTRAINT ingested_documents_filename_check CHECK (((filename <> ''::text) AND (filename !~ '[/\\]'::text))),
+    CONSTRAINT ingested_documents_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_]{0,47}$'::text)),
+    CONSTRAINT ingested_documents_size_check CHECK ((size > 0))
+);
+ALTER TABLE ONLY public.ingested_documents ALTER COLUMN content SET STORAGE EXTERNAL;
+
 CREATE TABLE public.mitre_techniques (
     id text NOT NULL,
     name text NOT NULL,
@@ -298,6 +316,9 @@ ALTER TABLE ONLY public.embedding_models
 
 ALTER TABLE ONLY public.embeddings
     ADD CONSTRAINT embeddings_pkey PRIMARY KEY (content_hash, model_id);
+
+ALTER TABLE ONLY public.ingested_documents
+    ADD CONSTRAINT ingested_documents_pkey PRIMARY KEY (name);
 
 ALTER TABLE ONLY public.mitre_techniques
     ADD CONSTRAINT mitre_techniques_pkey PRIMARY KEY (id);

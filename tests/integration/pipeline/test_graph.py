@@ -7,6 +7,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from pipeline.assets.ingested import INGESTED_EMBEDDINGS_KEY, INGESTED_KEY
 from pipeline.assets.keys import LOOKUP_KEY, NO_SHRINK, embeddings_key, source_key
 from pipeline.assets.sources import REQUESTED_VERSION_TAG
 from secrag.embedder import DEFAULT_MODEL
@@ -34,7 +35,8 @@ def test_full_build_publishes_embeds_and_checks_every_asset(built_store, mirror)
     materialized = {
         e.asset_key for e in result.get_asset_materialization_events() for e in [e.event_specific_data.materialization]
     }
-    expected = {LOOKUP_KEY, *(source_key(s) for s in SOURCES), *(embeddings_key(s) for s in SOURCES)}
+    one_time = {INGESTED_KEY, INGESTED_EMBEDDINGS_KEY}  # no document stored with `secrag ingest`: nothing to do
+    expected = {LOOKUP_KEY, *one_time, *(source_key(s) for s in SOURCES), *(embeddings_key(s) for s in SOURCES)}
     assert materialized == expected
     checks = _checks(result)
     assert len(checks) == 2 * 3 + 5 * 3 + 1  # publish checks, 5 later checks per source, lookup non-empty

@@ -183,3 +183,14 @@ def test_request_limits_are_configuration_checked_and_stated(
             assert error["loc"] == ["body", field] and "this deployment's SECRAG_MAX_" in error["msg"]
         planned = api.post("/v1/plan", json={"query": "x" * 101})
         assert planned.status_code == 422 and planned.json()["detail"][0]["loc"] == ["body", "query"]
+        # The MCP tools state the same limits in their input schemas.
+        listed = api.post(
+            "/mcp/",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"},
+        )
+        tools = {t["name"]: t["inputSchema"]["properties"] for t in listed.json()["result"]["tools"]}
+        for name in ("search", "hybrid", "fts"):
+            assert tools[name]["k"]["maximum"] == 10 and tools[name]["query"]["maxLength"] == 100
+            assert tools[name]["rerank_k"]["maximum"] == 100
+        assert tools["plan"]["query"]["maxLength"] == 100

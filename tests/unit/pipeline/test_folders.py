@@ -35,6 +35,7 @@ def test_config_resolves_paths_and_acl(tmp_path: Path):
     ("item", "line", "message"),
     [
         ("  - name: Bad Name\n    path: x\n", 2, "folders[0].name: 'Bad Name' must match"),
+        ("  - name: ingested_x\n    path: x\n", 2, "folders[0].name: 'ingested_x' starts with 'ingested_'"),
         ("  - name: sigma\n    path: x\n", 2, "folders[0].name: 'sigma' is already used by another source"),
         ("  - name: ok\n    path: x\n  - name: ok\n    path: y\n", 4, "folders[1].name: 'ok' is already used"),
         ("  - name: ok\n", 2, "folders[0].path: Field required"),

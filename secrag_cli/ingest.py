@@ -1,0 +1,110 @@
+"""`secrag ingest add|remove|list`: one-time documents, stored in the database and published by the next
+Dagster run (the `ingested_documents` sensor starts one within about 15 s; pipeline/assets/ingested.py)."""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import zlib
+from pathlib import Path
+
+import click
+
+from secrag import database
+from secrag.errors import ConfigError
+from secrag.queries import Queries
+from secrag.settings import get_settings
+
+from .errors import SecragGroup
+
+WHEN = "the ingested_documents sensor publishes it within about 15 s (or materialize ingested/documents)"
+
+
+@click.group(cls=SecragGroup)
+def ingest() -> None:
+    """Add, remove and list one-time documents (single files outside the watched folders)."""
+
+
+@ingest.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="Friendly name: the document's source becomes ingested_<name>.")
+@click.option("--tenant", default=None, help="Tenant who may see it (default: every caller, like public data).")
+@click.option("--user", "users", multiple=True, help="A user of the tenant who may see it (repeatable).")
+@click.option("--group", "groups", multiple=True, help="A group of the tenant that may see it (repeatable).")
+@click.option("--replace", is_flag=True, help="Replace the document already stored under this name.")
+@click.option("--max-bytes", default=None, type=click.IntRange(1), help="Size cap (default 20 MiB).")
+def add(
+    file: Path,
+    name: str,
+    tenant: str | None,
+    users: tuple[str, ...],
+    groups: tuple[str, ...],
+    replace: bool,
+    max_bytes: int | None,
+) -> None:
+    """Store FILE (txt, md, json, jsonl, yaml, html or pdf) under NAME for the next run to publish."""
+    from pipeline.folder_formats import extract
+    from pipeline.ingested import DEFAULT_MAX_BYTES, check_name, source_name
+
+    check_name(name)
+    if (users or groups) and not tenant:
+        raise ConfigError("--user and --group need a --tenant (they are that tenant's users and groups)")
+    cap = max_bytes or DEFAULT_MAX_BYTES
+    size = file.stat().st_size
+    if size == 0 or size > cap:
+        raise ConfigError(f"{file} holds {size} bytes; a one-time document holds 1 to {cap}")
+    data = file.read_bytes()
+    _, body, _ = extract(file.name, data)  # a clear ParseError now, not in a run later
+    if not body.strip():
+        raise ConfigError(f"{file} holds no text")
+    settings = get_settings()
+    q = Queries(settings.sql_dir, "ingest")
+    params = {
+        "name": name,
+        "filename": file.name,
+        "size": size,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "content": zlib.compress(data, 6),
+        "tenant": tenant,
+        "acl_users": list(users),
+        "acl_groups": list(groups),
+        "added_by": getpass.getuser(),
+        "replace": replace,
+    }
+    with database.connect(database.database_url(settings), timeout=settings.connect_timeout, autocommit=True) as conn:
+        stored = conn.execute(q.add, params).fetchone()
+    if stored is None:
+        raise ConfigError(f"a document is already stored as {name!r}", hint="add --replace to replace it")
+    click.echo(f"stored {file.name} as {source_name(name)} ({size} bytes); {WHEN}")
+
+
+@ingest.command()
+@click.argument("name")
+def remove(name: str) -> None:
+    """Unpublish the one-time document NAME (the next run deletes it and its chunks)."""
+    from pipeline.ingested import check_name, source_name
+
+    check_name(name)
+    settings = get_settings()
+    q = Queries(settings.sql_dir, "ingest")
+    with database.connect(database.database_url(settings), timeout=settings.connect_timeout, autocommit=True) as conn:
+        marked = conn.execute(q.remove, {"name": name}).fetchone()
+    if marked is None:
+        raise ConfigError(f"no one-time document {name!r} is stored", hint="`secrag ingest list` shows them")
+    click.echo(f"marked {source_name(name)} for removal; {WHEN.replace('publishes it', 'removes it')}")
+
+
+@ingest.command("list")
+def list_documents() -> None:
+    """The stored one-time documents, with who may see them."""
+    settings = get_settings()
+    q = Queries(settings.sql_dir, "ingest")
+    with database.connect(database.database_url(settings), timeout=settings.connect_timeout) as conn:
+        rows = conn.execute(q.listing).fetchall()
+    if not rows:
+        click.echo("no one-time documents")
+    for name, filename, size, tenant, users, groups, who, at, removed in rows:
+        access = f"tenant {tenant}" + (f", users {', '.join(users)}" if users else "") if tenant else "public"
+        access += f", groups {', '.join(groups)}" if groups else ""
+        state = f"removal pending since {removed:%Y-%m-%d %H:%M}" if removed else f"added {at:%Y-%m-%d %H:%M} by {who}"
+        click.echo(f"{name:<24} {filename:<32} {size:>9} B  {access}; {state}")

@@ -1,0 +1,62 @@
+"""`secrag ingest add|remove|list` on a real store: files stored compressed with their ACL, clear errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+from secrag import database
+
+SECRAG = [sys.executable, "-m", "secrag_cli.main", "ingest"]
+
+
+def _run(db_url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env["DATABASE_URL"] = db_url
+    return subprocess.run([*SECRAG, *args], env=env, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def test_add_list_replace_and_remove(db_url: str, tmp_path: Path) -> None:
+    note = tmp_path / "ir-runbook.md"
+    note.write_text("# Runbook\n\nIsolate the host, then collect memory (T1003).\n")
+    added = _run(db_url, tmp_path, "add", str(note), "--name", "runbook", "--tenant", "acme", "--group", "ir")
+    assert added.returncode == 0, added.stderr
+    assert "stored ir-runbook.md as ingested_runbook" in added.stdout
+    with database.connect(db_url) as conn:
+        row = conn.execute("SELECT filename, tenant, acl_groups, content FROM ingested_documents").fetchone()
+    assert row[:3] == ("ir-runbook.md", "acme", ["ir"]) and zlib.decompress(row[3]) == note.read_bytes()
+    again = _run(db_url, tmp_path, "add", str(note), "--name", "runbook")
+    assert again.returncode == 1 and "already stored as 'runbook'" in again.stderr and "--replace" in again.stderr
+    assert _run(db_url, tmp_path, "add", str(note), "--name", "runbook", "--replace").returncode == 0
+    listed = _run(db_url, tmp_path, "list")
+    assert "runbook" in listed.stdout and "public" in listed.stdout  # replaced without a tenant
+    removed = _run(db_url, tmp_path, "remove", "runbook")
+    assert removed.returncode == 0 and "marked ingested_runbook for removal" in removed.stdout
+    assert "removal pending" in _run(db_url, tmp_path, "list").stdout
+    assert _run(db_url, tmp_path, "remove", "runbook").returncode == 1  # already marked
+
+
+def test_bad_input_is_refused_before_anything_is_stored(db_url: str, tmp_path: Path) -> None:
+    good = tmp_path / "a.txt"
+    good.write_text("some text")
+    broken = tmp_path / "b.pdf"
+    broken.write_bytes(b"%PDF-1.4 not really")
+    empty = tmp_path / "c.txt"
+    empty.write_text("")
+    cases = [
+        (("add", str(good), "--name", "Bad Name"), "must be 1-48 lower-case"),
+        (("add", str(broken), "--name", "b"), "unreadable PDF"),
+        (("add", str(empty), "--name", "c"), "holds 0 bytes"),
+        (("add", str(good), "--name", "a", "--max-bytes", "3"), "a one-time document holds 1 to 3"),
+        (("add", str(good), "--name", "a", "--user", "ann"), "need a --tenant"),
+        (("remove", "nothing"), "no one-time document 'nothing'"),
+    ]
+    for args, message in cases:
+        result = _run(db_url, tmp_path, *args)
+        assert result.returncode == 1 and message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+    with database.connect(db_url) as conn:
+        assert conn.execute("SELECT count(*) FROM ingested_documents").fetchone() == (0,)
