@@ -9,7 +9,7 @@ import dagster as dg
 
 from .assets.embeddings import build_embeddings_asset, embeddings_code_version
 from .assets.folders import build_folder_asset
-from .assets.ingested import ingested_documents, ingested_embeddings, ingested_sensor
+from .assets.ingested import build_ingested_assets, ingested_sensor
 from .assets.keys import ATTACK_SOURCE, FRESHNESS, REFRESH_OK, folder_key, source_key
 from .assets.lookups import build_lookup_asset
 from .assets.sources import build_source_asset
@@ -64,7 +64,7 @@ def build_graph(
         ]
     if ATTACK_SOURCE in {s.name for s in enabled}:
         graph.assets.append(build_lookup_asset(specs[ATTACK_SOURCE]))
-    graph.assets += [ingested_documents, ingested_embeddings]  # one-time documents (`secrag ingest`)
+    graph.assets += build_ingested_assets(chunker_version=chunking.version, embed_code=embed_code)  # `secrag ingest`
     graph.sensors.append(ingested_sensor)
     for folder in folders:
         graph.assets += [

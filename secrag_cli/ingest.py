@@ -13,10 +13,12 @@ import click
 from secrag import database
 from secrag.errors import ConfigError
 from secrag.queries import Queries
+from secrag.safe_files import UnsafeFile, read_capped
 from secrag.settings import get_settings
 
 from .errors import SecragGroup
 
+MAX_BYTES_CAP = 256 * 1024 * 1024
 WHEN = "the ingested_documents sensor publishes it within about 15 s (or materialize ingested/documents)"
 
 
@@ -32,7 +34,12 @@ def ingest() -> None:
 @click.option("--user", "users", multiple=True, help="A user of the tenant who may see it (repeatable).")
 @click.option("--group", "groups", multiple=True, help="A group of the tenant that may see it (repeatable).")
 @click.option("--replace", is_flag=True, help="Replace the document already stored under this name.")
-@click.option("--max-bytes", default=None, type=click.IntRange(1), help="Size cap (default 20 MiB).")
+@click.option(
+    "--max-bytes",
+    default=None,
+    type=click.IntRange(1, MAX_BYTES_CAP),
+    help="Size cap (default 20 MiB, at most 256 MiB).",
+)
 def add(
     file: Path,
     name: str,
@@ -44,16 +51,26 @@ def add(
 ) -> None:
     """Store FILE (txt, md, json, jsonl, yaml, html or pdf) under NAME for the next run to publish."""
     from pipeline.folder_formats import extract
+    from pipeline.folders import SUFFIXES
     from pipeline.ingested import DEFAULT_MAX_BYTES, check_name, source_name
 
     check_name(name)
+    if file.suffix.lower() not in SUFFIXES:
+        raise ConfigError(f"{file.name}: not a supported format; use one of {', '.join(sorted(SUFFIXES))}")
+    tenant = tenant.strip() if tenant is not None else None
+    users, groups = tuple(u.strip() for u in users), tuple(g.strip() for g in groups)
+    if tenant == "" or "" in users or "" in groups:
+        raise ConfigError("--tenant, --user and --group take non-empty names")
     if (users or groups) and not tenant:
         raise ConfigError("--user and --group need a --tenant (they are that tenant's users and groups)")
     cap = max_bytes or DEFAULT_MAX_BYTES
-    size = file.stat().st_size
-    if size == 0 or size > cap:
-        raise ConfigError(f"{file} holds {size} bytes; a one-time document holds 1 to {cap}")
-    data = file.read_bytes()
+    try:
+        data = read_capped(file.resolve(), cap)
+    except UnsafeFile as exc:
+        raise ConfigError(f"{file}: {exc.reason} (a one-time document holds 1 to {cap} bytes)") from exc
+    size = len(data)
+    if size == 0:
+        raise ConfigError(f"{file} holds 0 bytes; a one-time document holds 1 to {cap}")
     _, body, _ = extract(file.name, data)  # a clear ParseError now, not in a run later
     if not body.strip():
         raise ConfigError(f"{file} holds no text")

@@ -33,3 +33,17 @@ SELECT coalesce(md5(string_agg(name || ':' || sha256 || ':' || added_at::text ||
                                || coalesce(tenant, '') || ':' || array_to_string(acl_users, ',') || ':'
                                || array_to_string(acl_groups, ','), '|' ORDER BY name)), '')
 FROM ingested_documents
+
+-- name: lock
+-- Runs of ingested/documents one at a time (a session lock, released by `unlock` or the session's end).
+SELECT pg_advisory_lock(hashtext(%(key)s))
+
+-- name: unlock
+SELECT pg_advisory_unlock(hashtext(%(key)s))
+
+-- name: stored_names
+SELECT name FROM ingested_documents WHERE removed_at IS NULL ORDER BY name
+
+-- name: registered
+-- Which of these sources were ever published (a file that could not be read never was).
+SELECT name FROM sources WHERE name = ANY(%(names)s::text[]) ORDER BY name

@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 import psycopg
 
-from pipeline.assets.ingested import ingested_documents, ingested_embeddings, ingested_sensor
+from pipeline.assets.ingested import build_ingested_assets, ingested_sensor
 from pipeline.resources import EmbedderResource, StoreResource
 
 
@@ -33,9 +33,11 @@ def _store(db: psycopg.Connection, name: str, filename: str, data: bytes, **acl:
 
 def test_stored_files_are_published_embedded_and_removed(db: psycopg.Connection, db_url: str, tmp_path: Path) -> None:
     resources = {"store": StoreResource(database_url=db_url, work_dir=str(tmp_path)), "embedder": EmbedderResource()}
+    ingested_documents, ingested_embeddings = build_ingested_assets(chunker_version="test", embed_code="test")
     _store(db, "runbook", "runbook.md", b"# Runbook\n\nIsolate the host, dump lsass (T1003.001).\n", tenant="acme",
            groups=["ir"])  # fmt: skip
     _store(db, "notes", "notes.txt", b"Public notes on credential dumping.")
+    _store(db, "broken", "broken.txt", b"\xff\xfe not UTF-8")  # reported, and the others still publish
     with dg.instance_for_test() as instance:
         context = dg.build_sensor_context(instance=instance, resources=resources)
         first = ingested_sensor(context)
@@ -45,6 +47,11 @@ def test_stored_files_are_published_embedded_and_removed(db: psycopg.Connection,
         ).skip_reason
         result = dg.materialize([ingested_documents, ingested_embeddings], resources=resources, instance=instance)
         assert result.success
+        [published] = [
+            m for m in result.get_asset_materialization_events() if m.asset_key.path == ["ingested", "documents"]
+        ]
+        metadata = published.event_specific_data.materialization.metadata
+        assert metadata["published"].value == 2 and "not UTF-8" in str(metadata["unreadable"].value["broken"])
         rows = db.execute(
             "SELECT d.source, d.tenant, d.acl_groups, d.media_type, s.kind FROM documents d"
             " JOIN sources s ON s.name = d.source ORDER BY d.source"
@@ -63,4 +70,4 @@ def test_stored_files_are_published_embedded_and_removed(db: psycopg.Connection,
         assert len(changed.run_requests) == 1
         assert dg.materialize([ingested_documents], resources=resources, instance=instance).success
     assert db.execute("SELECT source FROM documents WHERE source LIKE 'ingested_%'").fetchall() == [("ingested_notes",)]
-    assert db.execute("SELECT name FROM ingested_documents").fetchall() == [("notes",)]
+    assert db.execute("SELECT name FROM ingested_documents ORDER BY name").fetchall() == [("broken",), ("notes",)]

@@ -8,6 +8,9 @@ import sys
 import zlib
 from pathlib import Path
 
+import psycopg
+import pytest
+
 from secrag import database
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main", "ingest"]
@@ -46,6 +49,7 @@ def test_bad_input_is_refused_before_anything_is_stored(db_url: str, tmp_path: P
     broken.write_bytes(b"%PDF-1.4 not really")
     empty = tmp_path / "c.txt"
     empty.write_text("")
+    (tmp_path / "d.csv").write_text("a,b\n")
     cases = [
         (("add", str(good), "--name", "Bad Name"), "must be 1-48 lower-case"),
         (("add", str(broken), "--name", "b"), "unreadable PDF"),
@@ -53,10 +57,23 @@ def test_bad_input_is_refused_before_anything_is_stored(db_url: str, tmp_path: P
         (("add", str(good), "--name", "a", "--max-bytes", "3"), "a one-time document holds 1 to 3"),
         (("add", str(good), "--name", "a", "--user", "ann"), "need a --tenant"),
         (("remove", "nothing"), "no one-time document 'nothing'"),
+        (("add", str(tmp_path / "d.csv"), "--name", "d"), "not a supported format"),
+        (("add", str(good), "--name", "a", "--tenant", " "), "take non-empty names"),
+        (("add", str(good), "--name", "a", "--max-bytes", str(2**40)), "Invalid value for '--max-bytes'"),
     ]
     for args, message in cases:
         result = _run(db_url, tmp_path, *args)
-        assert result.returncode == 1 and message in result.stderr, (args, result.stderr)
+        assert result.returncode in (1, 2) and message in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr
     with database.connect(db_url) as conn:
         assert conn.execute("SELECT count(*) FROM ingested_documents").fetchone() == (0,)
+
+
+def test_the_reader_role_cannot_read_the_stored_files(db_url: str, tmp_path: Path) -> None:
+    note = tmp_path / "n.txt"
+    note.write_text("private text")
+    assert _run(db_url, tmp_path, "add", str(note), "--name", "n", "--tenant", "acme").returncode == 0
+    with database.connect(db_url, autocommit=True) as conn:
+        conn.execute("SET ROLE secrag_reader")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("SELECT content FROM ingested_documents")
