@@ -48,6 +48,7 @@ def schema_candidates(
             text=c.text,
             url=urls.get(c.doc_id) or "",
             source_version=version_of.get(c.source, ""),
+            location=c.location,
         )
         for c in chunks
     ]

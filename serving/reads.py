@@ -21,6 +21,7 @@ from .responses import (
     UpstreamError,
     UpstreamResponse,
 )
+from .result_rows import location_of
 from .statements import Statements
 from .upstream import Refetcher, UpstreamRecord
 
@@ -62,7 +63,7 @@ class Reads:
                 r["chunk_id"]: r
                 for r in cur.execute(self.statements.chunks_by_id, {"ids": ids, **principal.params()}).fetchall()
             }
-        found = [Chunk(**{**rows[i], "identifiers": rows[i]["identifiers"].split()}) for i in wanted if i in rows]
+        found = [_chunk(rows[i]) for i in wanted if i in rows]
         kept, truncated = cap(found, self.max_response_bytes)
         return ChunksResponse(chunks=kept, missing=[i for i in wanted if i not in rows], truncated=truncated)
 
@@ -105,6 +106,11 @@ class Reads:
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
             found = cur.execute(self.statements.upstream_records, {"ids": ids, **principal.params()}).fetchall()
         return {r["doc_id"]: r for r in found}
+
+
+def _chunk(row: dict[str, Any]) -> Chunk:
+    fields = {k: v for k, v in row.items() if k in Chunk.model_fields}
+    return Chunk(**{**fields, "identifiers": row["identifiers"].split(), "location": location_of(row)})
 
 
 def _upstream_response(record: UpstreamRecord) -> UpstreamResponse:

@@ -163,6 +163,7 @@ class Chunk(BaseModel):
     text: str
     enriched_text: str
     identifiers: list[str]
+    location: Location = Field(default_factory=Location)
 
 
 class ChunksResponse(BaseModel):

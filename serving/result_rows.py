@@ -35,11 +35,16 @@ def search_result(row: dict[str, Any]) -> SearchResult:
         snippet=row.get("snippet"),
         text=row.get("text"),
         metadata=row.get("metadata"),
-        location=Location(
-            char_start=row.get("char_start"),
-            char_end=row.get("char_end"),
-            heading=row.get("heading"),
-            pages=row.get("pages"),
-            media_type=row.get("media_type"),
-        ),
+        location=location_of(row),
+    )
+
+
+def location_of(row: dict[str, Any]) -> Location:
+    """Where a chunk row (with the chunk's span columns and the document's media type) sits."""
+    return Location(
+        char_start=row.get("char_start"),
+        char_end=row.get("char_end"),
+        heading=row.get("heading"),
+        pages=row.get("pages"),
+        media_type=row.get("media_type"),
     )

@@ -289,7 +289,8 @@ WHERE d.doc_id = ANY(%(ids)s::text[])
   AND {visible}
 
 -- name: chunks_by_id
-SELECT c.chunk_id, c.doc_id, c.source, c.ordinal, c.title, c.text, c.enriched_text, c.identifiers
+SELECT c.chunk_id, c.doc_id, c.source, c.ordinal, c.title, c.text, c.enriched_text, c.identifiers,
+       c.char_start, c.char_end, c.heading, c.pages, d.media_type
 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.chunk_id = ANY(%(ids)s::text[])
   AND {visible}

@@ -162,3 +162,11 @@ def test_collections_carry_a_system_prompt_and_grounded_only(
     default = plan(client, "T1003")  # the shipped plans file names no collection
     assert default["system_prompts"] == [] and default["grounded_only"] is False
     assert default["prompt"] == default["context"]
+
+
+def test_schema_passages_say_where_they_sit_too(client: TestClient) -> None:
+    """The schema records a plan adds for its detections' logsources carry their location like the rest."""
+    result = plan(client, "which table has the process command line for encoded powershell", plan="schema")
+    schema = [c for c in result["selected"] if c["category"] == "schema"]
+    assert schema and all(c["location"]["char_start"] is not None for c in schema)
+    assert all(c["location"]["media_type"] == "application/yaml" for c in schema if c["source"] == "ossem_dd")
