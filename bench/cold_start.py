@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from secrag_cli.processes import stop_group
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main"]
 DAEMON_HEALTH = "{ instance { daemonHealth { allDaemonStatuses { daemonType healthy } } } }"
@@ -93,15 +94,6 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 def cold_start(env: dict[str, str], workdir: Path) -> Path:
     dagster, api, code = free_port(), free_port(), free_port()
     args = ["run", "--dagster-port", str(dagster), "--api-port", str(api), "--code-server-port", str(code)]
@@ -127,7 +119,7 @@ def cold_start(env: dict[str, str], workdir: Path) -> Path:
                     seen[name] = time.monotonic() - started
             time.sleep(0.25)
     finally:
-        stop(proc)
+        stop_group(proc, grace=60)
         log.close()
     for name, seconds in sorted(seen.items(), key=lambda kv: kv[1]):
         print(f"{name:<40} {seconds:6.1f} s")
@@ -170,7 +162,7 @@ def api_memory(env: dict[str, str], workdir: Path, workers: int) -> None:
         rss, pss = memory_mb(proc.pid)
         print(f"  launcher {proc.pid}: RSS {rss:6.0f} MB, PSS {pss:6.0f} MB")
     finally:
-        stop(proc)
+        stop_group(proc, grace=60)
         log.close()
 
 

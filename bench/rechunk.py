@@ -20,7 +20,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from psycopg import sql
 
@@ -38,13 +38,11 @@ from secrag.settings import get_settings
 
 def copy_database(url: str, name: str) -> str:
     """A fresh copy of the database at `url` named `name` on the same server; its URL."""
-    parts = urlsplit(url)
-    source = parts.path.lstrip("/")
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with database.connect(admin, autocommit=True) as conn:
+    source = urlsplit(url).path.lstrip("/")
+    with database.connect(database.with_database(url, "postgres"), autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
         conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(source)))
-    return urlunsplit(parts._replace(path=f"/{name}"))
+    return database.with_database(url, name)
 
 
 def main() -> None:

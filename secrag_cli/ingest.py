@@ -19,7 +19,7 @@ from secrag.settings import get_settings
 from .errors import SecragGroup
 
 MAX_BYTES_CAP = 256 * 1024 * 1024
-WHEN = "the ingested_documents sensor publishes it within about 15 s (or materialize ingested/documents)"
+WHEN = "the ingested_documents sensor {does} within about 15 s (or materialize ingested/documents)"
 
 
 @click.group(cls=SecragGroup)
@@ -92,7 +92,7 @@ def add(
         stored = conn.execute(q.add, params).fetchone()
     if stored is None:
         raise ConfigError(f"a document is already stored as {name!r}", hint="add --replace to replace it")
-    click.echo(f"stored {file.name} as {source_name(name)} ({size} bytes); {WHEN}")
+    click.echo(f"stored {file.name} as {source_name(name)} ({size} bytes); {WHEN.format(does='publishes it')}")
 
 
 @ingest.command()
@@ -108,7 +108,7 @@ def remove(name: str) -> None:
         marked = conn.execute(q.remove, {"name": name}).fetchone()
     if marked is None:
         raise ConfigError(f"no one-time document {name!r} is stored", hint="`secrag ingest list` shows them")
-    click.echo(f"marked {source_name(name)} for removal; {WHEN.replace('publishes it', 'removes it')}")
+    click.echo(f"marked {source_name(name)} for removal; {WHEN.format(does='removes it')}")
 
 
 @ingest.command("list")

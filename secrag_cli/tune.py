@@ -26,10 +26,11 @@ if TYPE_CHECKING:
     from .tuning_audit import AuditEntry
 
 
-def _plans_file(path: str | None) -> Path:
-    from serving.plans import default_plans_file
+def _plans(path: str | None) -> PlansConfig:
+    """The plans file given, else the shipped one (its tuning bounds and defaults)."""
+    from serving.plans import default_plans_file, load_plans
 
-    return Path(path) if path else default_plans_file()
+    return load_plans(Path(path) if path else default_plans_file())
 
 
 @click.group(cls=SecragGroup)
@@ -45,10 +46,9 @@ def report(plans_path: str | None, days: int, as_json: bool) -> None:
     """Per query class top-score figures, the attention log and threshold proposals (nothing is written)."""
     from serving.attention import FlaggedQuery
     from serving.attention import report as attention_report
-    from serving.plans import load_plans
     from serving.tuning import class_scores
 
-    config = load_plans(_plans_file(plans_path))
+    config = _plans(plans_path)
     with _connect() as (conn, q):
         log, proposals = _proposals(conn, q, config, days)
         flagged = [FlaggedQuery(*row) for row in conn.execute(q.recent_attention, {"days": days})]
@@ -123,11 +123,10 @@ def apply(
 ) -> None:
     """Approve THRESHOLD as QUERY_TYPE's score threshold (or, with --interactive, the report's proposals one
     by one): written to the store with an audit entry; every API worker serves it within seconds."""
-    from serving.plans import load_plans
 
     from .tuning_audit import apply_change
 
-    config = load_plans(_plans_file(plans_path))
+    config = _plans(plans_path)
     who = who or getpass.getuser()
     if interactive:
         if query_type is not None or threshold is not None:
@@ -150,11 +149,10 @@ def apply(
 @click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans.yaml).")
 def rollback(entry_id: int, reason: str, who: str | None, plans_path: str | None) -> None:
     """Restore the threshold ENTRY_ID changed to its value before (a rollback is itself an audit entry)."""
-    from serving.plans import load_plans
 
     from .tuning_audit import rollback as roll_back
 
-    config = load_plans(_plans_file(plans_path))
+    config = _plans(plans_path)
     with _connect() as (conn, q):
         entry = roll_back(conn, q, config, entry_id, who=who or getpass.getuser(), reason=reason)
     click.echo(_describe(entry))
@@ -194,13 +192,13 @@ def _connect() -> Iterator[tuple[psycopg.Connection, Queries]]:
 def _proposals(
     conn: psycopg.Connection, q: Queries, config: PlansConfig, days: int
 ) -> tuple[list[LoggedQuery], list[Proposal]]:
+    from serving.tuned_plans import read_thresholds
     from serving.tuning import LoggedQuery, propose
-
-    from .tuning_audit import tuned_thresholds
 
     rows = conn.execute(q.recent_queries, {"days": days}).fetchall()
     log = [LoggedQuery(t or "default", s, n) for t, s, n in rows]
-    return log, propose(config, log, tuned_thresholds(conn, q))
+    tuned = read_thresholds(conn, Queries(get_settings().sql_dir, "serving").tuned_values)
+    return log, propose(config, log, tuned)
 
 
 def _apply_interactively(config: PlansConfig, days: int, who: str, reason: str | None) -> None:

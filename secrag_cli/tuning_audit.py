@@ -16,9 +16,9 @@ from secrag.errors import ConfigError
 from secrag.queries import Queries
 from serving.plans import PlansConfig
 from serving.query_classes import QUERY_TYPES
+from serving.tuned_plans import SCORE_THRESHOLD
 
 log = logging.getLogger(__name__)
-SETTING = "score_threshold"  # the one tuned setting today (tuned_value.setting's CHECK)
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,6 @@ class AuditEntry:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "at": self.at.isoformat(timespec="seconds")}
-
-
-def tuned_thresholds(conn: psycopg.Connection, q: Queries) -> dict[str, float]:
-    """The approved score thresholds by query type (no entry: the plans file's)."""
-    return {t: float(v) for t, v in conn.execute(q.tuned_values, {"setting": SETTING})}
 
 
 def history(conn: psycopg.Connection, q: Queries, limit: int) -> list[AuditEntry]:
@@ -100,7 +95,7 @@ def _check_bounds(config: PlansConfig, value: float) -> None:
 
 
 def _current(conn: psycopg.Connection, q: Queries, config: PlansConfig, query_type: str) -> tuple[float, bool]:
-    row = conn.execute(q.tuned_value, {"setting": SETTING, "query_type": query_type}).fetchone()
+    row = conn.execute(q.tuned_value, {"setting": SCORE_THRESHOLD, "query_type": query_type}).fetchone()
     if row is not None:
         return float(row[0]), True
     return config.resolve(query_type).score_threshold, False
@@ -122,7 +117,7 @@ def _record(
     params = {
         "who": who,
         "action": action,
-        "setting": SETTING,
+        "setting": SCORE_THRESHOLD,
         "query_type": query_type,
         "old": old[0],
         "old_tuned": old[1],
@@ -137,7 +132,7 @@ def _record(
 
 
 def _set(conn: psycopg.Connection, q: Queries, query_type: str, value: float, tuned: bool, audit_id: int) -> None:
-    key = {"setting": SETTING, "query_type": query_type}
+    key = {"setting": SCORE_THRESHOLD, "query_type": query_type}
     if tuned:
         conn.execute(q.set_tuned_value, {**key, "value": value, "audit_id": audit_id})
     else:

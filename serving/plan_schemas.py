@@ -50,14 +50,10 @@ class SelectedChunk(BaseModel):
     location: Location = Field(description="Where the passage sits in its document.")
 
 
-class Passage(BaseModel):
+class Passage(Location):
     """One passage of a cited document, where it sits in the document."""
 
     chunk_id: str
-    char_start: int | None
-    char_end: int | None
-    heading: str | None
-    pages: list[int] | None
 
 
 class Citation(BaseModel):

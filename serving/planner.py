@@ -151,15 +151,7 @@ def plan_context(service: Service, config: PlansConfig, req: PlanRequest, princi
                 source_version=c.source_version or None,
                 media_type=next((p.location.media_type for p in in_order if p.doc_id == c.doc_id), None),
                 passages=[
-                    Passage(
-                        chunk_id=p.chunk_id,
-                        char_start=p.location.char_start,
-                        char_end=p.location.char_end,
-                        heading=p.location.heading,
-                        pages=p.location.pages,
-                    )
-                    for p in in_order
-                    if p.doc_id == c.doc_id
+                    Passage(chunk_id=p.chunk_id, **p.location.model_dump()) for p in in_order if p.doc_id == c.doc_id
                 ],
             )
             for c in citations

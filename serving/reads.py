@@ -10,7 +10,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from .auth import Principal
-from .errors import InvalidField, NotFound, NotImplementedFeature, UpstreamFailed, UpstreamTimeout, UpstreamTooLarge
+from .errors import ApiError, NotFound
 from .limits import cap
 from .responses import (
     Chunk,
@@ -95,7 +95,7 @@ class Reads:
                 continue
             try:
                 found.append(_upstream_response(self.refetcher.refetch(rows[doc_id], live=live, columns=columns)))
-            except (NotImplementedFeature, UpstreamFailed, UpstreamTimeout, UpstreamTooLarge, InvalidField) as exc:
+            except ApiError as exc:  # the status and message that document alone would have had
                 errors.append(UpstreamError(doc_id=doc_id, status=exc.status, error=str(exc)))
         kept, truncated = cap(found, self.max_response_bytes)
         missing = [i for i in wanted if i not in rows]

@@ -262,30 +262,9 @@ class IdsRequest(Strict):
         return value
 
 
-class UpstreamQuery(Strict):
-    """One document's upstream form (GET /v1/docs/{doc_id}/upstream, as the MCP tool get_upstream)."""
+class UpstreamOptions(Strict):
+    """How upstream forms are given: which keys, and whether read live."""
 
-    doc_id: Text = Field(min_length=1)
-    columns: list[Column] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_COLUMNS,
-        description="Keep only these top-level keys of a structured record (JSON, YAML, TOML), and no text.",
-    )
-    live: SBool = Field(
-        default=False,
-        description="Read the record from the upstream at its published version instead of the stored form.",
-    )
-
-
-class UpstreamRequest(Strict):
-    """Several documents' upstream forms (POST /v1/docs/upstream)."""
-
-    doc_ids: list[Text] = Field(
-        min_length=1,
-        max_length=MAX_IDS,
-        description="Document ids; unknown or invisible ones are listed in `missing`.",
-    )
     columns: list[Column] | None = Field(
         default=None,
         min_length=1,
@@ -295,7 +274,23 @@ class UpstreamRequest(Strict):
     live: SBool = Field(
         default=False,
         description="Read each record from the upstream at its published version instead of the stored form "
-        "(at most SECRAG_MAX_LIVE_REFETCH ids).",
+        "(a batch takes at most SECRAG_MAX_LIVE_REFETCH ids live).",
+    )
+
+
+class UpstreamQuery(UpstreamOptions):
+    """One document's upstream form (GET /v1/docs/{doc_id}/upstream, as the MCP tool get_upstream)."""
+
+    doc_id: Text = Field(min_length=1)
+
+
+class UpstreamRequest(UpstreamOptions):
+    """Several documents' upstream forms (POST /v1/docs/upstream)."""
+
+    doc_ids: list[Text] = Field(
+        min_length=1,
+        max_length=MAX_IDS,
+        description="Document ids; unknown or invisible ones are listed in `missing`.",
     )
 
     @field_validator("doc_ids")

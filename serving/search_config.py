@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal, TypeVar, get_args
 
 from pydantic import Field, field_validator
 
@@ -91,6 +91,19 @@ class SearchConfig:
         return per_mode.get(query_type, per_mode.get(DEFAULT_SHAPE, 0.0))
 
 
+K = TypeVar("K", bound=str)
+
+
+def _per_shape(by_key: dict[K, dict[str, float]]) -> dict[K, dict[str, float]]:
+    """Each value keyed by query shape (or `default`); FieldError at `<key>.<name>` otherwise."""
+    for key, per_shape in by_key.items():
+        try:
+            check_names(per_shape, (DEFAULT_SHAPE, *QUERY_SHAPES), "query shape")
+        except FieldError as exc:
+            raise FieldError((key, *exc.loc), str(exc)) from exc
+    return by_key
+
+
 class SearchConfigFile(ConfigModel):
     """search.yaml as written."""
 
@@ -106,12 +119,7 @@ class SearchConfigFile(ConfigModel):
     @classmethod
     def _models_and_shapes(cls, thresholds: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
         check_names(thresholds, sorted(ALLOWLIST), "embedding model")
-        for model_id, per_shape in thresholds.items():
-            try:
-                check_names(per_shape, (DEFAULT_SHAPE, *QUERY_SHAPES), "query shape")
-            except FieldError as exc:
-                raise FieldError((model_id, *exc.loc), str(exc)) from exc
-        return thresholds
+        return _per_shape(thresholds)
 
     @field_validator("class_weights")
     @classmethod
@@ -130,12 +138,7 @@ class SearchConfigFile(ConfigModel):
     @field_validator("thresholds")
     @classmethod
     def _shapes(cls, thresholds: dict[Mode, dict[str, float]]) -> dict[Mode, dict[str, float]]:
-        for mode, per_shape in thresholds.items():
-            try:
-                check_names(per_shape, (DEFAULT_SHAPE, *QUERY_SHAPES), "query shape")
-            except FieldError as exc:
-                raise FieldError((mode, *exc.loc), str(exc)) from exc
-        return thresholds
+        return _per_shape(thresholds)
 
 
 def load_search_config(path: Path) -> SearchConfig:

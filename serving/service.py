@@ -47,6 +47,7 @@ from .sessions import ReaderSessions
 from .settings import ServingSettings
 from .statements import Statements, compose
 from .stats import LiveCounts, collect_stats
+from .tuned_plans import read_thresholds
 from .upstream import Refetcher
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ class Service:
     def tuned_thresholds(self) -> dict[str, float]:
         """The plans' score thresholds approved by `secrag tune apply`, by query type (serving/tuned_plans.py)."""
         with self.pool.connection() as conn:
-            return {str(t): float(v) for t, v in conn.execute(self.queries.tuned_thresholds)}
+            return read_thresholds(conn, self.queries.tuned_values)
 
     def _read_active(self) -> str:
         with self.pool.connection() as conn:

@@ -19,6 +19,12 @@ from .query_classes import QUERY_TYPES
 
 log = logging.getLogger(__name__)
 TUNED_TTL = 2.0  # one read of a table of at most a few rows per worker every two seconds
+SCORE_THRESHOLD = "score_threshold"  # the one tuned setting today (tuned_value.setting's CHECK)
+
+
+def read_thresholds(conn: psycopg.Connection, query: str) -> dict[str, float]:
+    """The approved score thresholds by query type; `query` is serving.sql's `tuned_values`."""
+    return {str(t): float(v) for t, v in conn.execute(query, {"setting": SCORE_THRESHOLD})}
 
 
 @dataclass

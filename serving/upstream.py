@@ -172,18 +172,18 @@ class Refetcher:
             raise NotImplementedFeature("only online sources have an upstream")
         if live:
             text, media_type, where = self._live(row)
-        elif row["raw"] is not None and row["raw_size"] > self.max_bytes:  # before decompressing it
-            raise UpstreamTooLarge(f"the upstream record is over the {self.max_bytes}-byte cap")
+            size = len(text.encode("utf-8"))
         elif row["raw"] is None:
             raise NotImplementedFeature(
                 "no upstream form is stored for this document (published before 0013); ask with live=true, "
                 "or republish its source"
             )
         else:
-            text, media_type, where = _stored(row), row["raw_media_type"], "store"
-        size = len(text.encode("utf-8"))
-        if size > self.max_bytes:
+            size, media_type, where = row["raw_size"], row["raw_media_type"], "store"
+        if size > self.max_bytes:  # a stored form before it is decompressed
             raise UpstreamTooLarge(f"the upstream record is over the {self.max_bytes}-byte cap")
+        if not live:
+            text = _stored(row)
         record = media_types.load(text, media_type)
         missing: tuple[str, ...] = ()
         if columns:

@@ -414,7 +414,7 @@ WHERE numnode(plainto_tsquery('english', w)) > 0
     SELECT 1 FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
     WHERE c.tsv @@ plainto_tsquery('english', w) AND {visible})
 
--- name: tuned_thresholds
--- The plans' score thresholds approved by `secrag tune apply` (serving/tuned_plans.py, re-read every few
--- seconds): a row overrides the plans file for its query type.
-SELECT query_type, value FROM tuned_value WHERE setting = 'score_threshold'
+-- name: tuned_values
+-- The values approved by `secrag tune apply` for one setting, by query type (serving/tuned_plans.py, re-read
+-- every few seconds; `secrag tune` proposes from them): a row overrides the plans file for its query type.
+SELECT query_type, value FROM tuned_value WHERE setting = %(setting)s ORDER BY query_type

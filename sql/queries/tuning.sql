@@ -22,9 +22,6 @@ LOCK TABLE tuned_value IN EXCLUSIVE MODE
 -- name: tuned_value
 SELECT value FROM tuned_value WHERE setting = %(setting)s AND query_type = %(query_type)s
 
--- name: tuned_values
-SELECT query_type, value FROM tuned_value WHERE setting = %(setting)s ORDER BY query_type
-
 -- name: insert_audit
 INSERT INTO tuning_audit (who, action, setting, query_type, old, old_tuned, new, new_tuned, reason, rolls_back)
 VALUES (%(who)s, %(action)s, %(setting)s, %(query_type)s, %(old)s, %(old_tuned)s, %(new)s, %(new_tuned)s,

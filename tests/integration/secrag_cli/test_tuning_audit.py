@@ -12,10 +12,16 @@ from secrag import database
 from secrag.errors import ConfigError
 from secrag.package_data import sql_dir
 from secrag.queries import Queries
-from secrag_cli.tuning_audit import apply_change, history, rollback, tuned_thresholds
+from secrag_cli.tuning_audit import apply_change, history, rollback
 from serving.plans import default_plans_file, load_plans
+from serving.tuned_plans import read_thresholds
 
 SQL = sql_dir()
+
+
+def tuned_thresholds(conn: psycopg.Connection, _: Queries) -> dict[str, float]:
+    """What the API and `secrag tune report` read as the tuned values."""
+    return read_thresholds(conn, Queries(SQL, "serving").tuned_values)
 
 
 @pytest.fixture
