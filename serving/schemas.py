@@ -7,7 +7,16 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    field_validator,
+    model_validator,
+)
 from pydantic import Strict as PydanticStrict
 
 from secrag.platforms import PLATFORMS, canonical, platform_names
@@ -251,15 +260,17 @@ class SearchRequest(Strict):
         return check_query(value)
 
 
-class IdsRequest(Strict):
-    ids: list[Text] = Field(min_length=1, max_length=MAX_IDS)
+def _no_nul(ids: list[str]) -> list[str]:
+    if any("\x00" in i for i in ids):
+        raise ValueError("ids must not contain NUL characters")
+    return ids
 
-    @field_validator("ids")
-    @classmethod
-    def _printable(cls, value: list[str]) -> list[str]:
-        if any("\x00" in i for i in value):
-            raise ValueError("ids must not contain NUL characters")
-        return value
+
+Ids = Annotated[list[Text], AfterValidator(_no_nul)]  # documents or chunks by id (PostgreSQL text has no NUL)
+
+
+class IdsRequest(Strict):
+    ids: Ids = Field(min_length=1, max_length=MAX_IDS)
 
 
 class UpstreamOptions(Strict):
@@ -287,18 +298,11 @@ class UpstreamQuery(UpstreamOptions):
 class UpstreamRequest(UpstreamOptions):
     """Several documents' upstream forms (POST /v1/docs/upstream)."""
 
-    doc_ids: list[Text] = Field(
+    doc_ids: Ids = Field(
         min_length=1,
         max_length=MAX_IDS,
         description="Document ids; unknown or invisible ones are listed in `missing`.",
     )
-
-    @field_validator("doc_ids")
-    @classmethod
-    def _printable(cls, value: list[str]) -> list[str]:
-        if any("\x00" in i for i in value):
-            raise ValueError("doc_ids must not contain NUL characters")
-        return value
 
 
 class ErrorResponse(BaseModel):
