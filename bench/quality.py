@@ -58,8 +58,15 @@ def load_items(path: Path, limit: int = 0) -> list[dict[str, Any]]:
     return items[:limit] if limit else items
 
 
-def evaluate(http: Poster, items: list[dict[str, Any]], modes: list[str], extra: dict[str, Any]) -> tuple[Scores, int]:
-    """nDCG@10, MRR@10 and Recall@10 per (task, mode) and overall ("ALL"); and the failed requests."""
+def evaluate(
+    http: Poster,
+    items: list[dict[str, Any]],
+    modes: list[str],
+    extra: dict[str, Any],
+    dropped: dict[str, int] | None = None,
+) -> tuple[Scores, int]:
+    """nDCG@10, MRR@10 and Recall@10 per (task, mode) and overall ("ALL"); and the failed requests.
+    `dropped` adds up, per mode, the vector candidates under the serving model's threshold."""
     scores: Scores = defaultdict(list)
     failures = 0
     for item in items:
@@ -79,6 +86,8 @@ def evaluate(http: Poster, items: list[dict[str, Any]], modes: list[str], extra:
                 ranked: list[str] = []
             else:
                 ranked = [r["doc_id"] for r in response.json()["results"]]
+                if dropped is not None:
+                    dropped[mode] = dropped.get(mode, 0) + response.json().get("below_vector_threshold", 0)
             result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades))
             scores[(item.get("task", "all"), mode)].append(result)
             scores[("ALL", mode)].append(result)
@@ -112,11 +121,12 @@ def main() -> None:
     extra = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}
     baseline_path = args.baseline or args.save
     baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
+    dropped: dict[str, int] = {}
     if args.database_url:
-        scores, failures = _in_process(args.database_url, items, args.modes.split(","), extra)
+        scores, failures = _in_process(args.database_url, items, args.modes.split(","), extra, dropped=dropped)
     else:
         with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
-            scores, failures = evaluate(http, items, args.modes.split(","), extra)
+            scores, failures = evaluate(http, items, args.modes.split(","), extra, dropped)
     table = {f"{task}|{mode}": means(values) + [len(values)] for (task, mode), values in scores.items()}
     print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8} {'delta':>7}")
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
@@ -128,6 +138,8 @@ def main() -> None:
         print(f"delta: nDCG@10 against {baseline_path}")
     if failures:
         print(f"{failures} requests failed (counted as empty rankings)")
+    for mode, count in sorted(dropped.items()):
+        print(f"{mode}: {count / len(items):.2f} vector candidates per query under the model's threshold")
     args.save.parent.mkdir(parents=True, exist_ok=True)
     args.save.write_text(json.dumps(table, indent=1, sort_keys=True))
 
@@ -138,6 +150,7 @@ def _in_process(
     modes: list[str],
     extra: dict[str, Any],
     search_config: Path | None = None,
+    dropped: dict[str, int] | None = None,
 ) -> tuple[Scores, int]:
     """evaluate() against the API run in process on the store at `url` (caches off); `search_config`
     replaces the shipped search.yaml (bench/class_weights.py)."""
@@ -146,7 +159,7 @@ def _in_process(
     from serving.app import create_app
 
     with TestClient(create_app(api_settings(url, search_config))) as api:
-        return evaluate(api, items, modes, extra)
+        return evaluate(api, items, modes, extra, dropped)
 
 
 def api_settings(url: str, search_config: Path | None = None) -> Any:  # noqa: ANN401 - a ServingSettings
