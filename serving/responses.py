@@ -141,7 +141,10 @@ class UpstreamResponse(BaseModel):
 
 class UpstreamError(BaseModel):
     doc_id: str
-    status: int = Field(description="The HTTP status this document alone would have had (413, 501, 502, 504).")
+    status: int = Field(
+        description="The HTTP status this document alone would have had (413, 501, 502, 504), or 429 for an id "
+        "beyond a live batch's SECRAG_MAX_LIVE_REFETCH."
+    )
     error: str
 
 

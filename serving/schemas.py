@@ -285,7 +285,7 @@ class UpstreamOptions(Strict):
     live: SBool = Field(
         default=False,
         description="Read each record from the upstream at its published version instead of the stored form "
-        "(a batch takes at most SECRAG_MAX_LIVE_REFETCH ids live).",
+        "(a batch reads the first SECRAG_MAX_LIVE_REFETCH ids live; each id beyond is an error of its own).",
     )
 
 

@@ -21,7 +21,6 @@ from .attention import flags as attention_flags
 from .auth import Principal
 from .catalog import SOURCES_TTL, Cached, Catalog
 from .encoder import QueryEncoder
-from .errors import InvalidField
 from .metrics import Metrics
 from .plan_schemas import PlanRequest, PlanResponse
 from .querylog import QueryLog
@@ -37,10 +36,11 @@ from .responses import (
     SourceInfo,
     SourcesResponse,
     UpstreamBatchResponse,
+    UpstreamError,
     UpstreamResponse,
 )
 from .result_cache import ResultCache
-from .schemas import MAX_IDS, SearchRequest, UpstreamRequest
+from .schemas import SearchRequest, UpstreamRequest
 from .search_config import SearchConfig
 from .search_run import Searcher
 from .sessions import ReaderSessions
@@ -221,17 +221,22 @@ class Service:
         return self.reads.upstream(doc_id, principal, live=live, columns=columns)
 
     def upstreams(self, req: UpstreamRequest, principal: Principal) -> UpstreamBatchResponse:
-        """Several documents' upstream forms; a live batch is capped by SECRAG_MAX_LIVE_REFETCH (each
-        live read may take the upstream timeout)."""
-        if req.live and len(set(req.doc_ids)) > self.settings.max_live_refetch:
-            raise InvalidField(
-                ["body", "doc_ids"],
-                f"a live refetch takes at most {self.settings.max_live_refetch} doc_ids "
-                "(this deployment's SECRAG_MAX_LIVE_REFETCH); the stored forms (live=false) take up to "
-                f"{MAX_IDS}",
-                "too_long",
+        """Several documents' upstream forms. A live batch reads the first SECRAG_MAX_LIVE_REFETCH ids (each
+        live read may take the upstream timeout); each id beyond is an error of its own (429), so a request
+        the schema admits is always answered."""
+        ids = list(dict.fromkeys(req.doc_ids))
+        cap = self.settings.max_live_refetch if req.live else len(ids)
+        found = self.reads.upstreams(ids[:cap], principal, live=req.live, columns=req.columns)
+        beyond = [
+            UpstreamError(
+                doc_id=doc_id,
+                status=429,
+                error=f"a live batch reads at most {cap} documents (this deployment's SECRAG_MAX_LIVE_REFETCH); "
+                "ask again for the rest, or for their stored forms (live=false)",
             )
-        return self.reads.upstreams(req.doc_ids, principal, live=req.live, columns=req.columns)
+            for doc_id in ids[cap:]
+        ]
+        return found.model_copy(update={"errors": [*found.errors, *beyond]})
 
     # --- sources and stats --------------------------------------------------------------------
 
