@@ -50,7 +50,7 @@ def freshness_verdict(state: tuple[Any, ...] | None, poll_interval: int, now: da
     """Fresh = upstream checked within two poll intervals and the version seen is the one served."""
     if state is None:
         return False, {"reason": "source never registered"}
-    current, seen, checked_at, synced_at, status, records, error = state
+    current, seen, checked_at, synced_at, status, records, error_kind = state
     facts: dict[str, object] = {
         "poll_interval_seconds": poll_interval,
         "current_version": current or "",
@@ -62,8 +62,8 @@ def freshness_verdict(state: tuple[Any, ...] | None, poll_interval: int, now: da
         facts["last_check_age_seconds"] = round((now - checked_at).total_seconds())
     if synced_at is not None:
         facts["last_sync_age_seconds"] = round((now - synced_at).total_seconds())
-    if error:
-        facts["last_error"] = error[:300]
+    if error_kind:
+        facts["error_kind"] = error_kind
     if not current:
         return False, {**facts, "reason": "nothing published yet"}
     if checked_at is None or now - checked_at > timedelta(seconds=2 * poll_interval):
@@ -92,17 +92,24 @@ def build_freshness_check(source: str, poll_interval: int) -> dg.AssetChecksDefi
 
 
 def refresh_verdict(attempt: tuple[Any, ...] | None, unenriched: int, bearing: int) -> tuple[bool, dict[str, Any]]:
-    """Healthy = the last attempt did not fail (failed, refused, abandoned) and every document that
-    names a technique carries that technique's name (enrichment coverage 100 %)."""
+    """Healthy = the last finished attempt (the one the source's state comes from) did not fail (failed,
+    refused, abandoned) and every document that names a technique carries its name (coverage 100 %)."""
     facts: dict[str, Any] = {"technique_bearing_documents": bearing, "unenriched_documents": unenriched}
     if bearing:
         facts["enrichment_coverage"] = round(1 - unenriched / bearing, 4)
     reasons = []
     if attempt is not None:
-        status, phase, version, error_class, reason, started_at = attempt
+        status, phase, version, error_class, error_kind, detail, started_at = attempt
         facts.update({"last_attempt": status, "last_attempt_at": started_at.isoformat(), "version": version or ""})
         if status in ("failed", "refused", "abandoned"):
-            facts.update({"phase": phase or "", "error_class": error_class or "", "reason": (reason or "")[:300]})
+            facts.update(
+                {
+                    "phase": phase or "",
+                    "error_kind": error_kind or "",
+                    "error_class": error_class or "",
+                    "error_detail": (detail or "")[:2000],  # the Dagster UI is the operators'
+                }
+            )
             reasons.append(f"the last attempt {status}" + (f" in {phase}" if phase else ""))
     if unenriched:
         reasons.append(f"{unenriched} documents lack their technique names")

@@ -1,10 +1,12 @@
 """Refresh one online source, without Dagster: probe, fetch, parse and publish, every attempt recorded.
 
 `refresh_source` is what the `sources/<source>` asset runs; the asset only turns its result into
-metadata and check results. Whatever phase fails, the attempt leaves a `source_versions` row
-(status, phase, error class, reason), the source's state and last error say so, and the version
-published before stays served. A `running` row whose process died is marked `abandoned` by the
-next attempt.
+metadata and check results. Every attempt leaves a `source_versions` row: `unchanged` when the
+served version was built from the same inputs, `published` or `refused`, and `failed` (with its
+phase, public error kind, error class and full text) for any exception in any phase, ours or not,
+recorded before it propagates. The source's state is derived from those rows, and the version
+published before a failure stays served. A `running` row whose process died is marked `abandoned`
+by the next attempt.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Literal
 
 import psycopg
 
-from secrag.errors import ParseError, SecragError
+from secrag.error_kinds import kind_of, probe_kind
+from secrag.errors import SecragError
 from secrag.queries import Queries
 
 from .chunking import ChunkConfig
@@ -41,13 +44,12 @@ class RefreshFailed(SecragError):
         at = f"@{version}" if version else ""
         super().__init__(f"{source}{at}: {phase} failed: {cause}; the previous version stays served")
         self.source, self.phase, self.version, self.cause = source, phase, version, cause
+        self.kind = probe_kind(cause) if phase == "probe" else kind_of(cause)
 
     @property
     def empty(self) -> bool:
         """Whether the upstream version held nothing to parse (the non-empty check fails)."""
-        return isinstance(self.cause, ParseError) and (
-            "nothing parsed" in str(self.cause) or "no files match" in str(self.cause)
-        )
+        return self.kind == "empty"
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class Refreshed:
 
 @dataclass
 class _Attempt:
-    """One refresh in progress: its inputs, and the timings and facts it gathers."""
+    """One refresh in progress: its inputs, where it is, and the timings it gathers."""
 
     spec: SourceSpec
     upstream: Upstream
@@ -90,57 +92,66 @@ class _Attempt:
     force: bool
     started: float = field(default_factory=time.monotonic)
     seconds: dict[str, float] = field(default_factory=dict)
+    phase: Phase = "probe"
+    version: str | None = None  # once probed
+    version_id: int | None = None  # once a running row exists
 
-    def fail(self, phase: Phase, version: str | None, error: BaseException) -> RefreshFailed:
-        """Record a failure that has no running row yet (probe, fetch) and return the error to raise."""
-        self.store.record_failure(self.conn, self.spec.name, version, phase, error)
-        return RefreshFailed(self.spec.name, phase, version, error)
+    def record(self, error: BaseException) -> None:
+        """Record the failure on the attempt's row (or a new failed row) before it propagates.
+
+        A recording that itself fails (the database went away) is logged; the original error is what
+        the caller sees either way."""
+        kind = probe_kind(error) if self.phase == "probe" else kind_of(error)
+        try:
+            if self.version_id is not None:
+                self.store.fail_version(self.conn, self.version_id, error, phase=self.phase, kind=kind)
+            else:
+                self.store.record_failure(self.conn, self.spec.name, self.version, self.phase, error, kind)
+        except Exception as exc:  # noqa: BLE001 - the refresh's own error is the one to raise
+            log.error(
+                "could not record a failed attempt",
+                extra={"source": self.spec.name, "phase": self.phase, "error": type(exc).__name__},
+            )
 
     def probe(self) -> UpstreamVersion:
         if self.pin:
-            return pinned_version(self.spec, self.pin)
-        try:
-            seen = self.upstream.probe(self.spec)
-        except SecragError as exc:
-            self.store.record_check(self.conn, self.spec.name, None, str(exc))
-            raise self.fail("probe", None, exc) from exc
-        self.store.record_check(self.conn, self.spec.name, seen.version)
+            seen = pinned_version(self.spec, self.pin)
+        else:
+            try:
+                seen = self.upstream.probe(self.spec)
+            except SecragError:
+                self.store.record_check(self.conn, self.spec.name, None)
+                raise
+            self.store.record_check(self.conn, self.spec.name, seen.version)
+        self.version = seen.version
         return seen
 
     def unchanged(self, version: str, fingerprint: str) -> Refreshed | None:
-        """The served version when it was built from exactly these inputs (nothing to do)."""
+        """The served version when it was built from exactly these inputs (nothing to do); recorded."""
         last = self.conn.execute(self.queries.last_published_fingerprint, {"source": self.spec.name}).fetchone()
         if self.force or last is None or last[0] != fingerprint:
             return None
-        row = self.conn.execute(self.queries.mark_unchanged, {"source": self.spec.name, "version": version}).fetchone()
-        if row is None:
+        records = self.store.record_unchanged(self.conn, self.spec.name, version)
+        if records is None:
             return None
-        records = int(row[0])
         elapsed = time.monotonic() - self.started
         return Refreshed("unchanged", version, fingerprint, records, records, seconds=self.seconds, elapsed=elapsed)
 
-    def parse(self, seen: UpstreamVersion, checkout: Path) -> tuple[FetchResult, ParseOutcome, int]:
-        """Fetch and parse the version; (fetched, outcome, running version row id)."""
+    def parse(self, seen: UpstreamVersion, checkout: Path) -> tuple[FetchResult, ParseOutcome]:
+        """Fetch and parse the version (a running version row exists from the parse on)."""
         mark = time.monotonic()
-        try:
-            fetched = self.upstream.fetch(self.spec, seen, checkout, pin=self.pin)
-        except SecragError as exc:
-            raise self.fail("fetch", seen.version, exc) from exc
+        self.phase = "fetch"
+        fetched = self.upstream.fetch(self.spec, seen, checkout, pin=self.pin)
         self.seconds["fetch"] = time.monotonic() - mark
         log.info("fetched", extra={"source": self.spec.name, "version": fetched.version})
-        version_id = self.store.begin_version(self.conn, self.spec.name, fetched.version, "parse")
+        self.phase, self.version = "parse", fetched.version
+        self.version_id = self.store.begin_version(self.conn, self.spec.name, fetched.version, "parse")
         mark = time.monotonic()
-        try:
-            outcome = parse_source(
-                self.spec, fetched.root, version=fetched.version, max_error_share=self.limits.max_error_share
-            )
-        except ParseError as exc:
-            self.store.fail_version(
-                self.conn, version_id, self.spec.name, str(exc), phase="parse", error_class=type(exc).__name__
-            )
-            raise RefreshFailed(self.spec.name, "parse", fetched.version, exc) from exc
+        outcome = parse_source(
+            self.spec, fetched.root, version=fetched.version, max_error_share=self.limits.max_error_share
+        )
         self.seconds["parse"] = time.monotonic() - mark
-        return fetched, outcome, version_id
+        return fetched, outcome
 
 
 def refresh_source(
@@ -162,6 +173,18 @@ def refresh_source(
     for source, row_id in store.abandon_dead_attempts(conn):
         log.warning("abandoned a dead attempt", extra={"source": source, "source_version_id": row_id})
     store.register_source(conn, source_row(spec))
+    try:
+        return _refresh(attempt)
+    except BaseException as exc:
+        attempt.record(exc)
+        if isinstance(exc, SecragError | psycopg.Error):
+            raise RefreshFailed(spec.name, attempt.phase, attempt.version, exc) from exc
+        raise  # not ours (a bug, an interrupt): recorded as failed, and raised as it was
+
+
+def _refresh(attempt: _Attempt) -> Refreshed:
+    """The attempt's phases; any exception propagates to refresh_source, which records it."""
+    spec, conn, store, limits = attempt.spec, attempt.conn, attempt.store, attempt.limits
     seen = attempt.probe()
     attempt.seconds["probe"] = time.monotonic() - attempt.started
     published = store.technique_names(conn)
@@ -172,34 +195,32 @@ def refresh_source(
     if done is not None:
         return done
     with tempfile.TemporaryDirectory(prefix=f"{spec.name}-", dir=limits.work_dir) as tmp:
-        fetched, outcome, version_id = attempt.parse(seen, Path(tmp) / "checkout")
+        fetched, outcome = attempt.parse(seen, Path(tmp) / "checkout")
         lookup = enrichment_lookup(spec, fetched.root, published)
     if fetched.version != seen.version:  # a feed that moved on since the probe
         fingerprint = publish_fingerprint(spec, fetched.version, chunking.version, own)
+    attempt.phase = "publish"
     previous = store.served_records(conn, spec.name)
-    try:
-        result = store.publish(
-            conn,
-            source=spec.name,
-            version=fetched.version,
-            records=outcome.records,
-            skipped=outcome.skipped,
-            lookup=lookup,
-            chunking=chunking,
-            max_shrink=limits.max_shrink,
-            force=force,
-            version_id=version_id,
-            details={
-                "commit": fetched.commit,
-                "pin": pin,
-                "parser_version": spec.parser_version,
-                "files_seen": outcome.files_seen,
-                "fingerprint": fingerprint,
-            },
-        )
-    except (psycopg.Error, SecragError) as exc:
-        store.fail_version(conn, version_id, spec.name, str(exc), phase="publish", error_class=type(exc).__name__)
-        raise RefreshFailed(spec.name, "publish", fetched.version, exc) from exc
+    assert attempt.version_id is not None
+    result = store.publish(
+        conn,
+        source=spec.name,
+        version=fetched.version,
+        records=outcome.records,
+        skipped=outcome.skipped,
+        lookup=lookup,
+        chunking=chunking,
+        max_shrink=limits.max_shrink,
+        force=attempt.force,
+        version_id=attempt.version_id,
+        details={
+            "commit": fetched.commit,
+            "pin": attempt.pin,
+            "parser_version": spec.parser_version,
+            "files_seen": outcome.files_seen,
+            "fingerprint": fingerprint,
+        },
+    )
     attempt.seconds["publish"] = result.seconds
     status: Literal["published", "refused"] = "refused" if result.status == "refused" else "published"
     elapsed = time.monotonic() - attempt.started

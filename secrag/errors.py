@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 
 class SecragError(Exception):
     """Root of every error secrag raises on purpose; the CLI prints these as one line."""
@@ -49,12 +51,17 @@ class FetchTimeout(FetchError):
 class ParseError(SecragError):
     """One upstream file could not be parsed; the run skips it and records why."""
 
-    def __init__(self, reason: str, *, path: str = "", source: str = "") -> None:
+    def __init__(self, reason: str, *, path: str = "", source: str = "", empty: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.path = path
         self.source = source
+        self.empty = empty  # the whole version held nothing to parse (not one bad file)
 
 
 class PublishRefused(SecragError):
     """A source version was refused (empty, or shrank suspiciously); the old one stays served."""
+
+    def __init__(self, message: str, *, kind: Literal["empty", "shrank", "config_error"]) -> None:
+        super().__init__(message)
+        self.kind: Literal["empty", "shrank", "config_error"] = kind

@@ -86,7 +86,9 @@ def _history_columns(row: tuple[Any, ...] | None) -> str:
         return "never"
     at, status, phase, success, error = row
     attempt = (
-        f"{at:%Y-%m-%d %H:%M} {status}" + (f" ({phase})" if status != "published" and phase else "") if at else "-"
+        f"{at:%Y-%m-%d %H:%M} {status}" + (f" ({phase})" if status not in ("published", "unchanged") and phase else "")
+        if at
+        else "-"
     )
     done = f"{success:%Y-%m-%d %H:%M}" if success else "-"
     return f"{attempt:<36} {done:<17} {(error or '')[:80]}"

@@ -27,6 +27,7 @@ class ApiError(SecragError):
     """An error with an HTTP status and a message safe to show."""
 
     status = 400
+    kind = "bad_request"  # a stable word callers can branch on (ERROR_KINDS)
     headers: Mapping[str, str] = {}
 
     def __init__(self, message: str, *, detail: Any = None) -> None:  # noqa: ANN401
@@ -38,6 +39,7 @@ class InvalidField(ApiError):
     """A request field that passed the schema but not the store (e.g. an unknown source name)."""
 
     status = 422
+    kind = "invalid_field"
 
     def __init__(self, loc: list[str | int], message: str, kind: str = "value_error") -> None:
         super().__init__(message, detail=[{"loc": loc, "msg": message, "type": kind}])
@@ -47,6 +49,7 @@ class KeyRequired(ApiError):
     """An anonymous request where every caller must present an API key."""
 
     status = 401
+    kind = "key_required"
     headers = {"WWW-Authenticate": "Bearer"}
 
 
@@ -54,6 +57,7 @@ class TooManyRequests(ApiError):
     """A caller over its request rate or its concurrent-search slots."""
 
     status = 429
+    kind = "too_many_requests"
 
     def __init__(self, message: str, *, retry_after: int) -> None:
         super().__init__(message)
@@ -62,24 +66,33 @@ class TooManyRequests(ApiError):
 
 class NotFound(ApiError):
     status = 404
+    kind = "not_found"
 
 
 class NotImplementedFeature(ApiError):
     status = 501
+    kind = "not_implemented"
 
 
 class UpstreamFailed(ApiError):
     """The upstream (or its mirror) did not give the record."""
 
     status = 502
+    kind = "upstream_failed"
 
 
 class UpstreamTimeout(ApiError):
     status = 504
+    kind = "upstream_timeout"
 
 
 class UpstreamTooLarge(ApiError):
     status = 413
+    kind = "upstream_too_large"
+
+
+# Starlette's own answers (an unknown path, a wrong method) by status.
+_HTTP_KINDS = {404: "not_found", 405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type"}
 
 
 def _clean_errors(errors: list[Any]) -> list[dict[str, Any]]:
@@ -97,7 +110,7 @@ class PublicError:
     status: int
     detail: Any
     headers: Mapping[str, str] = field(default_factory=dict)
-    kind: str = "internal"  # a short, bounded label for /metrics (never free text)
+    kind: str = "internal"  # a stable word of ERROR_KINDS: in every error body and the /metrics label
 
     def message(self) -> str:
         """The detail as one line (field errors as `loc: msg; ...`)."""
@@ -118,7 +131,7 @@ def public_error(exc: BaseException) -> PublicError:
     One branch per failure kind the API knows; everything else is an internal error, logged in full.
     """
     if isinstance(exc, ApiError):
-        return PublicError(exc.status, exc.detail, dict(exc.headers), kind=f"http_{exc.status}")
+        return PublicError(exc.status, exc.detail, dict(exc.headers), kind=exc.kind)
     if isinstance(exc, RequestValidationError | ValidationError):
         return PublicError(422, _clean_errors(list(exc.errors())), kind="validation")
     if isinstance(exc, UnknownApiKey):
@@ -134,7 +147,8 @@ def public_error(exc: BaseException) -> PublicError:
         return PublicError(500, _INTERNAL.detail, kind="database_error")
     if isinstance(exc, StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else "error"
-        return PublicError(exc.status_code, detail, dict(exc.headers or {}), kind=f"http_{exc.status_code}")
+        kind = _HTTP_KINDS.get(exc.status_code, "bad_request" if exc.status_code < 500 else "internal")
+        return PublicError(exc.status_code, detail, dict(exc.headers or {}), kind=kind)
     log.error("unhandled error", exc_info=exc)
     return _INTERNAL
 
@@ -142,7 +156,9 @@ def public_error(exc: BaseException) -> PublicError:
 async def _respond(request: Request, exc: Exception) -> JSONResponse:
     error = public_error(exc)
     request.scope.setdefault("state", {})[ERROR_KEY] = error.kind
-    return JSONResponse(status_code=error.status, content={"detail": error.detail}, headers=dict(error.headers))
+    return JSONResponse(
+        status_code=error.status, content={"detail": error.detail, "kind": error.kind}, headers=dict(error.headers)
+    )
 
 
 _HANDLED: tuple[type[Exception], ...] = (

@@ -66,7 +66,7 @@ class BodySizeLimit:
                 await self._reject(send)
 
     async def _reject(self, send: Send) -> None:
-        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes"}).encode()
+        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes", "kind": "too_large"}).encode()
         await send(
             {
                 "type": "http.response.start",

@@ -41,7 +41,8 @@ def run_safely(call: Callable[[], T]) -> T:
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure is mapped, none leaks internals
-        raise ToolError(public_error(exc).message()) from None
+        error = public_error(exc)
+        raise ToolError(f"{error.kind}: {error.message()}") from None
 
 
 def as_json(value: Any) -> dict[str, Any]:  # noqa: ANN401 - a response model or a plain dict

@@ -96,7 +96,7 @@ class Reads:
             try:
                 found.append(_upstream_response(self.refetcher.refetch(rows[doc_id], live=live, columns=columns)))
             except ApiError as exc:  # the status and message that document alone would have had
-                errors.append(UpstreamError(doc_id=doc_id, status=exc.status, error=str(exc)))
+                errors.append(UpstreamError(doc_id=doc_id, status=exc.status, kind=exc.kind, error=str(exc)))
         kept, truncated = cap(found, self.max_response_bytes)
         missing = [i for i in wanted if i not in rows]
         return UpstreamBatchResponse(records=kept, missing=missing, errors=errors, truncated=truncated)

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from secrag.error_kinds import KINDS
+
 from .schemas import SCORE_SCALES
 
 
@@ -145,6 +147,7 @@ class UpstreamError(BaseModel):
         description="The HTTP status this document alone would have had (413, 501, 502, 504), or 429 for an id "
         "beyond a live batch's SECRAG_MAX_LIVE_REFETCH."
     )
+    kind: str = Field(description="The error's stable kind, as in an error response.")
     error: str
 
 
@@ -175,14 +178,21 @@ class ChunksResponse(BaseModel):
     truncated: bool
 
 
+ErrorKindField = Field(
+    description="Why the attempt failed, as a stable word of a fixed vocabulary "
+    f"({', '.join(KINDS)}); none when it did not fail.",
+)
+
+
 class Attempt(BaseModel):
-    """One refresh attempt of a source."""
+    """The source's last finished refresh attempt: the one its state comes from."""
 
     at: datetime
-    status: Literal["running", "published", "refused", "failed", "abandoned"]
+    status: Literal["published", "unchanged", "refused", "failed", "abandoned"]
     phase: Literal["probe", "fetch", "parse", "publish"] | None
     version: str | None = Field(description="The upstream version tried (none when the probe failed).")
-    reason: str | None
+    error_kind: str | None = ErrorKindField
+    reason: str | None = Field(description="The fixed message of the error kind (never the error's own text).")
 
 
 class SourceInfo(BaseModel):
@@ -198,9 +208,13 @@ class SourceInfo(BaseModel):
     last_check: datetime | None
     last_sync: datetime | None
     records: int
-    state: str
-    last_error: str | None
-    last_attempt: Attempt | None = Field(description="The last refresh attempt, whatever its outcome.")
+    state: Literal["new", "ok", "failed", "refused", "abandoned"] = Field(
+        description="The outcome of the last finished refresh attempt (`ok`: published or unchanged)."
+    )
+    error_kind: str | None = ErrorKindField
+    last_error: str | None = Field(description="The fixed message of the error kind (never the error's own text).")
+    last_attempt: Attempt | None = Field(description="The last finished refresh attempt, whatever its outcome.")
+    running_since: datetime | None = Field(description="When a refresh now under way started.")
     last_success: datetime | None = Field(description="When a version of this source was last published.")
 
 

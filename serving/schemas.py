@@ -306,4 +306,8 @@ class UpstreamRequest(UpstreamOptions):
 
 
 class ErrorResponse(BaseModel):
-    detail: Any
+    detail: Any = Field(description="A safe message, or the list of field errors (loc, msg, type).")
+    kind: str = Field(
+        description="A stable word for the kind of error (e.g. not_found, invalid_field, validation, "
+        "too_many_requests, unknown_api_key, statement_timeout, database_unavailable, internal)."
+    )

@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from secrag import error_kinds
 from secrag.queries import Queries
 
 from .attention import Hit
@@ -21,6 +22,7 @@ from .attention import flags as attention_flags
 from .auth import Principal
 from .catalog import SOURCES_TTL, Cached, Catalog
 from .encoder import QueryEncoder
+from .errors import TooManyRequests
 from .metrics import Metrics
 from .plan_schemas import PlanRequest, PlanResponse
 from .querylog import QueryLog
@@ -231,6 +233,7 @@ class Service:
             UpstreamError(
                 doc_id=doc_id,
                 status=429,
+                kind=TooManyRequests.kind,
                 error=f"a live batch reads at most {cap} documents (this deployment's SECRAG_MAX_LIVE_REFETCH); "
                 "ask again for the rest, or for their stored forms (live=false)",
             )
@@ -288,7 +291,8 @@ def _source_info(r: dict[str, Any]) -> SourceInfo:
         last_sync=r["last_sync_at"],
         records=r["record_count"],
         state=r["state"],
-        last_error=r["last_error"],
+        error_kind=r["error_kind"],
+        last_error=error_kinds.message(r["error_kind"]),
         last_attempt=None
         if r["attempt_at"] is None
         else Attempt(
@@ -296,7 +300,9 @@ def _source_info(r: dict[str, Any]) -> SourceInfo:
             status=r["attempt_status"],
             phase=r["attempt_phase"],
             version=r["attempt_version"],
-            reason=r["attempt_reason"],
+            error_kind=r["error_kind"],
+            reason=error_kinds.message(r["error_kind"]),
         ),
+        running_since=r["running_since"],
         last_success=r["last_success_at"],
     )

@@ -220,23 +220,16 @@ CREATE TABLE public.source_versions (
     records_unchanged integer DEFAULT 0 NOT NULL,
     records_skipped integer DEFAULT 0 NOT NULL,
     status text NOT NULL,
-    reason text,
+    error_detail text,
     details jsonb DEFAULT '{}'::jsonb NOT NULL,
     phase text,
     error_class text,
     backend_pid integer,
     backend_start timestamp with time zone,
+    error_kind text,
+    CONSTRAINT source_versions_error_kind_check CHECK ((error_kind ~ '^[a-z_]{1,40}$'::text)),
     CONSTRAINT source_versions_phase_check CHECK (((phase IS NULL) OR (phase = ANY (ARRAY['probe'::text, 'fetch'::text, 'parse'::text, 'publish'::text])))),
-    CONSTRAINT source_versions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'published'::text, 'refused'::text, 'failed'::text, 'abandoned'::text])))
-);
-
-ALTER TABLE public.source_versions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
-    SEQUENCE NAME public.source_versions_id_seq
-    START WITH 1
-    INCREMENT BY 1
-    NO MINVALUE
-    NO MAXVALUE
-    CACHE 1
+    CONSTRAINT source_versions_status_check CHECK ((status = ANY (ARRAY['running'::text, 'published'::text, 'unchanged'::text, 'refused'::text, 'failed'::text, 'abandoned'::text])))
 );
 
 CREATE TABLE public.sources (
@@ -248,17 +241,59 @@ CREATE TABLE public.sources (
     branch text,
     tracking text,
     current_version text,
-    state text DEFAULT 'new'::text NOT NULL,
     last_check_at timestamp with time zone,
     last_seen_version text,
     last_sync_at timestamp with time zone,
     record_count integer DEFAULT 0 NOT NULL,
-    last_error text,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT sources_kind_check CHECK ((kind = ANY (ARRAY['online'::text, 'user_folder'::text, 'static'::text]))),
     CONSTRAINT sources_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_.-]*$'::text)),
-    CONSTRAINT sources_state_check CHECK ((state = ANY (ARRAY['new'::text, 'ok'::text, 'refused'::text, 'failed'::text, 'disabled'::text]))),
     CONSTRAINT sources_tracking_check CHECK ((tracking = ANY (ARRAY['commit'::text, 'release'::text, 'feed'::text, 'bundled'::text])))
+);
+
+CREATE VIEW public.source_status AS
+ SELECT s.name,
+        CASE
+            WHEN (f.status IS NULL) THEN 'new'::text
+            WHEN (f.status = ANY (ARRAY['published'::text, 'unchanged'::text])) THEN 'ok'::text
+            ELSE f.status
+        END AS state,
+    f.error_kind,
+    f.id AS attempt_id,
+    f.status AS attempt_status,
+    f.phase AS attempt_phase,
+    f.version AS attempt_version,
+    f.started_at AS attempt_at,
+    f.finished_at AS attempt_finished_at,
+    r.started_at AS running_since,
+    ( SELECT max(p.finished_at) AS max
+           FROM public.source_versions p
+          WHERE ((p.source = s.name) AND (p.status = 'published'::text))) AS last_success_at
+   FROM ((public.sources s
+     LEFT JOIN LATERAL ( SELECT v.id,
+            v.status,
+            v.phase,
+            v.version,
+            v.error_kind,
+            v.started_at,
+            v.finished_at
+           FROM public.source_versions v
+          WHERE ((v.source = s.name) AND (v.status <> 'running'::text))
+          ORDER BY v.id DESC
+         LIMIT 1) f ON (true))
+     LEFT JOIN LATERAL ( SELECT v.started_at
+           FROM public.source_versions v
+          WHERE ((v.source = s.name) AND (v.status = 'running'::text))
+          ORDER BY v.id DESC
+         LIMIT 1) r ON (true));
+
+ALTER TABLE public.source_versions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.source_versions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
 );
 
 CREATE TABLE public.tuned_value (
@@ -381,6 +416,8 @@ CREATE INDEX query_log_logged_at_idx ON public.query_log USING btree (logged_at)
 
 CREATE INDEX source_versions_running_idx ON public.source_versions USING btree (source) WHERE (status = 'running'::text);
 
+CREATE INDEX source_versions_source_id_idx ON public.source_versions USING btree (source, id DESC);
+
 CREATE INDEX source_versions_source_started_idx ON public.source_versions USING btree (source, started_at DESC);
 
 CREATE TRIGGER chunk_vectors_on_chunks AFTER INSERT ON public.chunks REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.chunk_vectors_from_chunks();
@@ -449,6 +486,8 @@ GRANT SELECT ON TABLE public.source_model_counts TO secrag_reader;
 GRANT SELECT ON TABLE public.source_versions TO secrag_reader;
 
 GRANT SELECT ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT ON TABLE public.source_status TO secrag_reader;
 
 GRANT SELECT ON TABLE public.tuned_value TO secrag_reader;
 

@@ -108,11 +108,14 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                     yield dg.AssetCheckResult(
                         check_name=NON_EMPTY, passed=False, metadata={"reason": str(exc.cause), "version": exc.version}
                     )
+                # The full text is the operators' (the run's event log); callers see only the kind.
                 raise dg.Failure(
                     str(exc),
                     metadata={
                         "phase": exc.phase,
+                        "error_kind": exc.kind,
                         "error_class": type(exc.cause).__name__,
+                        "error_detail": str(exc.cause)[:4000],
                         "version": exc.version or "",
                     },
                 ) from exc

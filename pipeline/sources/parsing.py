@@ -65,7 +65,9 @@ def parse_source(
     started = time.monotonic()
     files = select_files(spec, root)
     if not files:
-        raise ParseError(f"no files match {', '.join(spec.paths)} (did upstream move its folder?)", source=spec.name)
+        raise ParseError(
+            f"no files match {', '.join(spec.paths)} (did upstream move its folder?)", source=spec.name, empty=True
+        )
     web_url = spec.web_url.replace("{version}", version or spec.branch)
     records: dict[str, Record] = {}
     skipped: list[Skipped] = []
@@ -90,7 +92,7 @@ def parse_source(
                 continue
             records[record.doc_id] = record
     if not records:
-        raise ParseError(f"nothing parsed from {len(files)} files", source=spec.name)
+        raise ParseError(f"nothing parsed from {len(files)} files", source=spec.name, empty=True)
     share = failed_files / len(files)
     if share > max_error_share:
         raise ParseError(

@@ -71,18 +71,7 @@ def publish(q: Queries, conn: psycopg.Connection, pub: Publication) -> PublishRe
     except PublishRefused as refused:
         reason = str(refused)
         counts = {"parsed": len(pub.records), "skipped": len(pub.skipped)}
-        versions.give_up(
-            q,
-            conn,
-            pub.version_id,
-            pub.source,
-            "refused",
-            reason,
-            phase="publish",
-            error_class="PublishRefused",
-            details=info,
-            **counts,
-        )
+        versions.give_up(q, conn, pub.version_id, "refused", refused, phase="publish", details=info, **counts)
         log.warning("refused %s@%s: %s", pub.source, pub.version, refused)
         result = PublishResult(
             pub.source, pub.version, "refused", version_id=pub.version_id, reason=reason, details=info, **counts
@@ -93,10 +82,10 @@ def publish(q: Queries, conn: psycopg.Connection, pub: Publication) -> PublishRe
 def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info: Mapping[str, Any]) -> PublishResult:
     row = conn.execute(q.lock_source, {"source": pub.source}).fetchone()
     if row is None:
-        raise PublishRefused(f"source {pub.source!r} is not registered")
+        raise PublishRefused(f"source {pub.source!r} is not registered", kind="config_error")
     reason = None if pub.force else refusal(int(row[0]), len(pub.records), pub.max_shrink)
     if reason:
-        raise PublishRefused(reason)
+        raise PublishRefused(reason, kind="empty" if not pub.records else "shrank")
     existing = {d: (h, sig) for d, h, sig in conn.execute(q.existing_documents, {"source": pub.source}).fetchall()}
     changes = diff(pub.records, existing, pub.access, pub.lookup, pub.chunking)
     written = _write(q, conn, pub, changes)
@@ -112,7 +101,7 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
         "unchanged": changes.unchanged,
         "skipped": len(pub.skipped),
     }
-    versions.finish(q, conn, pub.version_id, "published", None, phase="publish", details=dict(info), **counts)
+    versions.finish(q, conn, pub.version_id, "published", phase="publish", details=dict(info), **counts)
     log.info("published %s@%s: %s", pub.source, pub.version, counts)
     return PublishResult(
         source=pub.source,

@@ -8,6 +8,7 @@ from typing import Any
 
 import psycopg
 
+from secrag.error_kinds import ErrorKind
 from secrag.queries import Queries
 
 from ..chunking import ChunkConfig
@@ -28,20 +29,29 @@ class Store:
     def register_source(self, conn: psycopg.Connection, row: SourceRow) -> None:
         conn.execute(self.q.upsert_source, row.__dict__)
 
-    def record_check(
-        self, conn: psycopg.Connection, source: str, version: str | None, error: str | None = None
-    ) -> None:
-        conn.execute(self.q.record_check, {"source": source, "version": version, "error": error})
+    def record_check(self, conn: psycopg.Connection, source: str, version: str | None) -> None:
+        """The upstream was checked now and showed `version` (None: the probe failed)."""
+        conn.execute(self.q.record_check, {"source": source, "version": version})
 
     def begin_version(self, conn: psycopg.Connection, source: str, version: str, phase: str = "parse") -> int:
         """A `running` version row, committed at once so a crash still leaves a trace."""
         return versions.begin(self.q, conn, source, version, phase)
 
     def record_failure(
-        self, conn: psycopg.Connection, source: str, version: str | None, phase: str, error: BaseException
+        self,
+        conn: psycopg.Connection,
+        source: str,
+        version: str | None,
+        phase: str,
+        error: BaseException,
+        kind: ErrorKind | None = None,
     ) -> int:
         """A `failed` row for an attempt that failed before it began a version (probe, fetch)."""
-        return versions.record_failure(self.q, conn, source, version, phase, error)
+        return versions.record_failure(self.q, conn, source, version, phase, error, kind)
+
+    def record_unchanged(self, conn: psycopg.Connection, source: str, version: str) -> int | None:
+        """An `unchanged` row when `version` is the one served (its record count), else None."""
+        return versions.record_unchanged(self.q, conn, source, version)
 
     def abandon_dead_attempts(self, conn: psycopg.Connection) -> list[tuple[str, int]]:
         """`running` rows whose process died become `abandoned`; (source, row id) of each."""
@@ -51,25 +61,23 @@ class Store:
         self,
         conn: psycopg.Connection,
         version_id: int,
-        source: str,
-        reason: str,
+        error: BaseException,
         *,
         phase: str | None = None,
-        error_class: str | None = None,
+        kind: ErrorKind | None = None,
         parsed: int = 0,
         skipped: int = 0,
         details: Mapping[str, Any] | None = None,
     ) -> None:
-        """Mark a version failed; the previously published version stays served."""
+        """Mark a version failed with the error's kind; the previously published version stays served."""
         versions.give_up(
             self.q,
             conn,
             version_id,
-            source,
             "failed",
-            reason,
+            error,
             phase=phase,
-            error_class=error_class,
+            error_kind=kind,
             parsed=parsed,
             skipped=skipped,
             details=details or {},

@@ -1,4 +1,5 @@
-"""A source version's life in the `source_versions` table: begun, then published, refused or failed."""
+"""A refresh attempt's life in the `source_versions` table: begun, then published, unchanged, refused or
+failed. A source's state is derived from these rows (the view source_status), never written beside them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from secrag.error_kinds import ErrorKind, kind_of
 from secrag.queries import Queries
 
 _COUNTS = ("parsed", "inserted", "updated", "deleted", "unchanged", "skipped")
@@ -21,10 +23,15 @@ def begin(q: Queries, conn: psycopg.Connection, source: str, version: str, phase
 
 
 def record_failure(
-    q: Queries, conn: psycopg.Connection, source: str, version: str | None, phase: str, error: BaseException
+    q: Queries,
+    conn: psycopg.Connection,
+    source: str,
+    version: str | None,
+    phase: str,
+    error: BaseException,
+    kind: ErrorKind | None = None,
 ) -> int:
-    """A finished `failed` row for an attempt that failed before it began one; the source says so too."""
-    reason = str(error)
+    """A finished `failed` row for an attempt that failed before it began one (a probe, a fetch)."""
     with conn.transaction():
         row = conn.execute(
             q.record_failed_attempt,
@@ -33,12 +40,19 @@ def record_failure(
                 "version": version,
                 "phase": phase,
                 "error_class": type(error).__name__,
-                "reason": reason,
+                "error_kind": kind or kind_of(error),
+                "error_detail": str(error),
             },
         ).fetchone()
-        conn.execute(q.mark_source_failed, {"source": source, "state": "failed", "reason": reason})
     assert row is not None
     return int(row[0])
+
+
+def record_unchanged(q: Queries, conn: psycopg.Connection, source: str, version: str) -> int | None:
+    """A finished `unchanged` row when `version` is the one served; its record count, else None."""
+    with conn.transaction():
+        row = conn.execute(q.record_unchanged_attempt, {"source": source, "version": version}).fetchone()
+    return None if row is None else int(row[0])
 
 
 def abandon_dead(q: Queries, conn: psycopg.Connection) -> list[tuple[str, int]]:
@@ -47,16 +61,16 @@ def abandon_dead(q: Queries, conn: psycopg.Connection) -> list[tuple[str, int]]:
         return [(str(s), int(i)) for s, i in conn.execute(q.abandon_dead_attempts).fetchall()]
 
 
-def finish(
-    q: Queries, conn: psycopg.Connection, version_id: int, status: str, reason: str | None, **counts: Any
-) -> None:
-    """Close the version row with its status, reason, counts (0 when not given) and `details`."""
+def finish(q: Queries, conn: psycopg.Connection, version_id: int, status: str, **counts: Any) -> None:
+    """Close the version row with its status, counts (0 when not given), `details` and, for a failure,
+    `error_kind`, `error_class` and `error_detail`."""
     params: dict[str, Any] = {
         "id": version_id,
         "status": status,
-        "reason": reason,
         "phase": counts.pop("phase", None),
+        "error_kind": counts.pop("error_kind", None),
         "error_class": counts.pop("error_class", None),
+        "error_detail": counts.pop("error_detail", None),
         **dict.fromkeys(_COUNTS, 0),
         **counts,
     }
@@ -65,9 +79,17 @@ def finish(
 
 
 def give_up(
-    q: Queries, conn: psycopg.Connection, version_id: int, source: str, status: str, reason: str, **counts: Any
+    q: Queries, conn: psycopg.Connection, version_id: int, status: str, error: BaseException, **counts: Any
 ) -> None:
-    """Close the version as failed or refused and say so on the source; its published version stays served."""
+    """Close the version as failed or refused, with the error's kind; the published version stays served."""
     with conn.transaction():
-        finish(q, conn, version_id, status, reason, **counts)
-        conn.execute(q.mark_source_failed, {"source": source, "state": status, "reason": reason})
+        finish(
+            q,
+            conn,
+            version_id,
+            status,
+            error_kind=counts.pop("error_kind", None) or kind_of(error),
+            error_class=type(error).__name__,
+            error_detail=str(error),
+            **counts,
+        )

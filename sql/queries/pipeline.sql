@@ -1,8 +1,9 @@
 -- Reads and model activation of the Dagster pipeline (asset checks, sensors, schedules).
 
 -- name: source_state
-SELECT current_version, last_seen_version, last_check_at, last_sync_at, state, record_count, last_error
-FROM sources WHERE name = %(source)s
+SELECT s.current_version, s.last_seen_version, s.last_check_at, s.last_sync_at, st.state, s.record_count,
+       st.error_kind
+FROM sources s JOIN source_status st ON st.name = s.name WHERE s.name = %(source)s
 
 -- name: source_chunk_coverage
 SELECT count(*) AS chunks,
@@ -53,15 +54,10 @@ SELECT details->>'fingerprint' FROM source_versions
 WHERE source = %(source)s AND status = 'published'
 ORDER BY id DESC LIMIT 1
 
--- name: mark_unchanged
-UPDATE sources SET last_sync_at = now(), state = 'ok', last_error = NULL, updated_at = now()
-WHERE name = %(source)s AND current_version = %(version)s
-RETURNING record_count
-
 -- name: last_attempt
--- The source's last refresh attempt, whatever its outcome.
-SELECT status, phase, version, error_class, reason, started_at
-FROM source_versions WHERE source = %(source)s ORDER BY id DESC LIMIT 1
+-- The source's last finished refresh attempt, as source_status (and so /v1/sources) reads it.
+SELECT v.status, v.phase, v.version, v.error_class, v.error_kind, v.error_detail, v.started_at
+FROM source_status st JOIN source_versions v ON v.id = st.attempt_id WHERE st.name = %(source)s
 
 -- name: unenriched_documents
 -- Documents of the source naming a known, live technique whose first chunk lacks that technique's name.

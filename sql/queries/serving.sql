@@ -306,18 +306,13 @@ WHERE d.doc_id = ANY(%(ids)s::text[])
   AND {visible}
 
 -- name: sources_list
--- With each source's last refresh attempt (any outcome) and last successful publish.
+-- With each source's state, derived from its last finished refresh attempt (the view source_status,
+-- which the Dagster checks read too), and its last successful publish. No error text: the kind only.
 SELECT s.name, s.kind, s.description, s.category, s.upstream, s.branch, s.tracking, s.current_version,
-       s.last_seen_version, s.last_check_at, s.last_sync_at, s.record_count, s.state, s.last_error,
-       a.started_at AS attempt_at, a.status AS attempt_status, a.phase AS attempt_phase,
-       a.version AS attempt_version, a.reason AS attempt_reason,
-       (SELECT max(p.finished_at) FROM source_versions p
-        WHERE p.source = s.name AND p.status = 'published') AS last_success_at
-FROM sources s
-LEFT JOIN LATERAL (
-    SELECT v.started_at, v.status, v.phase, v.version, v.reason
-    FROM source_versions v WHERE v.source = s.name ORDER BY v.id DESC LIMIT 1
-) a ON true
+       s.last_seen_version, s.last_check_at, s.last_sync_at, s.record_count, st.state, st.error_kind,
+       st.attempt_at, st.attempt_status, st.attempt_phase, st.attempt_version, st.running_since,
+       st.last_success_at
+FROM sources s JOIN source_status st ON st.name = s.name
 WHERE s.name = ANY(%(names)s::text[])
 ORDER BY s.name
 

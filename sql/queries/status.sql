@@ -9,19 +9,20 @@ SELECT
     (SELECT model_id FROM embedding_models WHERE active) AS active_model
 
 -- name: sources
-SELECT name, kind, state, current_version, record_count, last_sync_at, last_error
-FROM sources
-ORDER BY name
+-- The operator's view: the state as the API derives it, with the failed attempt's full text.
+SELECT s.name, s.kind, st.state, s.current_version, s.record_count, s.last_sync_at,
+       CASE WHEN st.error_kind IS NOT NULL THEN coalesce(v.error_detail, st.error_kind) END
+FROM sources s JOIN source_status st ON st.name = s.name
+LEFT JOIN source_versions v ON v.id = st.attempt_id
+ORDER BY s.name
 
 -- name: published_versions
 SELECT name, current_version FROM sources
 
 -- name: refresh_history
--- Per source: its last refresh attempt (when, outcome, phase), its last successful publish, its last error.
-SELECT s.name, a.started_at, a.status, a.phase,
-       (SELECT max(p.finished_at) FROM source_versions p WHERE p.source = s.name AND p.status = 'published'),
-       s.last_error
-FROM sources s
-LEFT JOIN LATERAL (
-    SELECT v.started_at, v.status, v.phase FROM source_versions v WHERE v.source = s.name ORDER BY v.id DESC LIMIT 1
-) a ON true
+-- Per source: its last finished refresh attempt (when, outcome, phase), its last successful publish and,
+-- when that attempt failed, its full error text (the operator's view; the API shows the kind only).
+SELECT s.name, st.attempt_at, st.attempt_status, st.attempt_phase, st.last_success_at,
+       CASE WHEN st.error_kind IS NOT NULL THEN coalesce(v.error_detail, st.error_kind) END
+FROM sources s JOIN source_status st ON st.name = s.name
+LEFT JOIN source_versions v ON v.id = st.attempt_id

@@ -9,9 +9,7 @@ ON CONFLICT (name) DO UPDATE SET
     updated_at = now()
 
 -- name: record_check
-UPDATE sources SET last_check_at = now(), last_seen_version = %(version)s,
-    last_error = CASE WHEN %(error)s::text IS NULL THEN last_error ELSE %(error)s::text END
-WHERE name = %(source)s
+UPDATE sources SET last_check_at = now(), last_seen_version = %(version)s WHERE name = %(source)s
 
 -- name: begin_version
 -- The session that runs the attempt is recorded, so a later attempt can tell a dead one from a live one.
@@ -22,15 +20,27 @@ RETURNING id
 
 -- name: record_failed_attempt
 -- An attempt that failed before it had a running row (a probe, a fetch): one finished row.
-INSERT INTO source_versions (source, version, status, phase, error_class, reason, finished_at)
-VALUES (%(source)s, %(version)s, 'failed', %(phase)s, %(error_class)s, %(reason)s, now())
+INSERT INTO source_versions (source, version, status, phase, error_class, error_kind, error_detail, finished_at)
+VALUES (%(source)s, %(version)s, 'failed', %(phase)s, %(error_class)s, %(error_kind)s, %(error_detail)s, now())
 RETURNING id
+
+-- name: record_unchanged_attempt
+-- An attempt that found the served version built from the same inputs: a finished `unchanged` row.
+WITH synced AS (
+    UPDATE sources SET last_sync_at = now(), updated_at = now()
+    WHERE name = %(source)s AND current_version = %(version)s
+    RETURNING name, record_count
+), attempt AS (
+    INSERT INTO source_versions (source, version, status, phase, records_parsed, records_unchanged, finished_at)
+    SELECT name, %(version)s, 'unchanged', 'probe', record_count, record_count, now() FROM synced
+)
+SELECT record_count FROM synced
 
 -- name: abandon_dead_attempts
 -- `running` rows whose database session is gone: their process was killed or crashed mid-attempt.
 UPDATE source_versions v
-SET status = 'abandoned', finished_at = now(),
-    reason = 'the process running this attempt ended without finishing it (killed or crashed)'
+SET status = 'abandoned', finished_at = now(), error_kind = 'abandoned',
+    error_detail = 'the process running this attempt ended without finishing it (killed or crashed)'
 WHERE v.status = 'running'
   AND NOT EXISTS (
       SELECT 1 FROM pg_stat_activity a WHERE a.pid = v.backend_pid AND a.backend_start = v.backend_start
@@ -39,7 +49,7 @@ RETURNING v.source, v.id
 
 -- name: finish_version
 UPDATE source_versions SET
-    finished_at = now(), status = %(status)s, reason = %(reason)s,
+    finished_at = now(), status = %(status)s, error_kind = %(error_kind)s, error_detail = %(error_detail)s,
     phase = coalesce(%(phase)s, phase), error_class = %(error_class)s,
     records_parsed = %(parsed)s, records_inserted = %(inserted)s, records_updated = %(updated)s,
     records_deleted = %(deleted)s, records_unchanged = %(unchanged)s, records_skipped = %(skipped)s,
@@ -48,9 +58,6 @@ WHERE id = %(id)s
 
 -- name: served_records
 SELECT record_count FROM sources WHERE name = %(source)s
-
--- name: mark_source_failed
-UPDATE sources SET state = %(state)s, last_error = %(reason)s, updated_at = now() WHERE name = %(source)s
 
 -- name: lock_source
 SELECT record_count, current_version FROM sources WHERE name = %(source)s FOR UPDATE
@@ -99,8 +106,8 @@ COPY chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, iden
 FROM STDIN
 
 -- name: mark_published
-UPDATE sources SET current_version = %(version)s, state = 'ok', last_sync_at = now(),
-    record_count = %(records)s, last_error = NULL, updated_at = now()
+UPDATE sources SET current_version = %(version)s, last_sync_at = now(),
+    record_count = %(records)s, updated_at = now()
 WHERE name = %(source)s
 
 -- name: technique_names

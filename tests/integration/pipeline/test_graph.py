@@ -64,7 +64,11 @@ def test_data_version_is_the_published_upstream_version(built_store, mirror):
 
 def test_store_holds_every_source_and_a_vector_for_every_chunk(built: Harness):
     with built.connect() as conn:
-        rows = dict(conn.execute("SELECT name, record_count FROM sources WHERE state = 'ok'").fetchall())
+        rows = dict(
+            conn.execute(
+                "SELECT name, record_count FROM sources JOIN source_status USING (name) WHERE state = 'ok'"
+            ).fetchall()
+        )
         missing = conn.execute(
             "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
             "WHERE e.content_hash = c.content_hash)"
@@ -137,7 +141,8 @@ def test_suspicious_shrink_is_refused_then_forced(built: Harness):
     assert not result.asset_materializations_for_node("embeddings__mitre_car")
     with built.connect() as conn:
         state = conn.execute(
-            "SELECT current_version, record_count, state FROM sources WHERE name = 'mitre_car'"
+            "SELECT current_version, record_count, state FROM sources JOIN source_status USING (name) "
+            "WHERE name = 'mitre_car'"
         ).fetchone()
     assert state == (old, 25, "refused")
     forced = built.materialize(

@@ -58,7 +58,10 @@ def test_first_publish_inserts_documents_and_chunks(store: Store, db: psycopg.Co
     row = db.execute("SELECT enriched_text, identifiers FROM chunks WHERE chunk_id = 'demo:r99#0'").fetchone()
     assert "T1003.001 OS Credential Dumping: LSASS Memory" in row[0]
     assert "mimikatz" in row[1].split() and "t1003" in row[1].split()
-    src = db.execute("SELECT current_version, state, record_count FROM sources WHERE name='demo'").fetchone()
+    src = db.execute(
+        "SELECT current_version, st.state, record_count FROM sources JOIN source_status st USING (name) "
+        "WHERE name = 'demo'"
+    ).fetchone()
     assert src == ("v1", "ok", 11)
     version = db.execute(
         "SELECT status, records_inserted, records_skipped, details->'skipped_sample' FROM source_versions"
@@ -151,8 +154,11 @@ def test_refused_versions_keep_the_old_one_served(
     result = publish(store, db, "v2", records)
     assert result.status == "refused" and reason in (result.reason or "")
     assert db.execute("SELECT count(*) FROM documents").fetchone()[0] == 10
-    src = db.execute("SELECT current_version, state, last_error FROM sources WHERE name='demo'").fetchone()
-    assert src[0] == "v1" and src[1] == "refused" and reason in src[2]
+    src = db.execute(
+        "SELECT current_version, st.state, st.error_kind, v.error_detail FROM sources s "
+        "JOIN source_status st USING (name) JOIN source_versions v ON v.id = st.attempt_id WHERE name = 'demo'"
+    ).fetchone()
+    assert src[:3] == ("v1", "refused", "empty" if not records else "shrank") and reason in src[3]
     statuses = [r[0] for r in db.execute("SELECT status FROM source_versions ORDER BY id").fetchall()]
     assert statuses == ["published", "refused"]
 

@@ -121,7 +121,7 @@ def test_backfill_queues_a_run_and_waits_for_it(
     assert "QUEUED" in result.stdout or "STARTING" in result.stdout or "STARTED" in result.stdout
     with database.connect(db_url) as conn:
         docs = conn.execute("SELECT count(*) FROM documents WHERE source = %s", [SOURCE]).fetchone()[0]
-        state = conn.execute("SELECT state FROM sources WHERE name = %s", [SOURCE]).fetchone()[0]
+        state = conn.execute("SELECT state FROM source_status WHERE name = %s", [SOURCE]).fetchone()[0]
     assert docs > 0 and state == "ok"
     log = (tmp_path / "run.log").read_text(errors="replace")
     assert "dagster code server ready" in log

@@ -96,10 +96,10 @@ def test_unknown_source_name(env: pytest.MonkeyPatch) -> None:
 
 def test_list_shows_each_sources_last_attempt_when_the_store_is_up(env: pytest.MonkeyPatch, db_url: str) -> None:
     with psycopg.connect(db_url, autocommit=True) as conn:
-        conn.execute("INSERT INTO sources (name, kind, last_error) VALUES ('hijacklibs', 'online', 'HTTP 503')")
+        conn.execute("INSERT INTO sources (name, kind) VALUES ('hijacklibs', 'online')")
         conn.execute(
-            "INSERT INTO source_versions (source, version, status, phase, reason, finished_at) "
-            "VALUES ('hijacklibs', NULL, 'failed', 'probe', 'HTTP 503', now())"
+            "INSERT INTO source_versions (source, version, status, phase, error_kind, error_detail, finished_at) "
+            "VALUES ('hijacklibs', NULL, 'failed', 'probe', 'probe_failed', 'HTTP 503', now())"
         )
     env.setenv("DATABASE_URL", db_url)
     result = CliRunner().invoke(sources, ["list"])

@@ -148,7 +148,7 @@ def test_unexpected_errors_are_generic(serving_db_url: str, settings_for: Callab
     with TestClient(app, raise_server_exceptions=False) as api:
         app.state.service.searcher = None  # type: ignore[assignment]
         response = api.post("/v1/search", json={"query": "lsass"})
-        assert response.status_code == 500 and response.json() == {"detail": "internal error"}
+        assert response.status_code == 500 and response.json() == {"detail": "internal error", "kind": "internal"}
 
 
 def test_a_900_word_query_is_answered(client: TestClient) -> None:

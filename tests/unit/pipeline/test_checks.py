@@ -10,7 +10,7 @@ AT = datetime(2026, 11, 23, tzinfo=UTC)
 
 
 def test_a_published_attempt_with_full_enrichment_passes() -> None:
-    passed, facts = refresh_verdict(("published", "publish", "v2", None, None, AT), 0, 40)
+    passed, facts = refresh_verdict(("published", "publish", "v2", None, None, None, AT), 0, 40)
     assert passed and facts["enrichment_coverage"] == 1.0 and "why" not in facts
 
 
@@ -20,10 +20,11 @@ def test_no_attempt_yet_and_no_technique_documents_pass() -> None:
 
 def test_failed_refused_and_abandoned_attempts_fail_with_their_phase() -> None:
     for status in ("failed", "refused", "abandoned"):
-        passed, facts = refresh_verdict((status, "fetch", "v3", "FetchError", "HTTP 503", AT), 0, 10)
-        assert not passed and facts["phase"] == "fetch" and facts["why"] == f"the last attempt {status} in fetch"
+        passed, facts = refresh_verdict((status, "fetch", "v3", "FetchError", "fetch_failed", "HTTP 503", AT), 0, 10)
+        assert not passed and (facts["phase"], facts["error_kind"]) == ("fetch", "fetch_failed")
+        assert facts["why"] == f"the last attempt {status} in fetch"
 
 
 def test_missing_technique_names_fail_even_after_a_good_attempt() -> None:
-    passed, facts = refresh_verdict(("published", "publish", "v2", None, None, AT), 3, 40)
+    passed, facts = refresh_verdict(("published", "publish", "v2", None, None, None, AT), 3, 40)
     assert not passed and facts["enrichment_coverage"] == 0.925 and "3 documents lack" in facts["why"]

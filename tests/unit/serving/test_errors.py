@@ -24,22 +24,32 @@ def _validation_error() -> ValidationError:
 
 
 @pytest.mark.parametrize(
-    ("exc", "status", "message"),
+    ("exc", "status", "message", "kind"),
     [
-        (NotFound("no document 'x'"), 404, "no document 'x'"),
-        (UpstreamTooLarge("over the cap"), 413, "over the cap"),
-        (InvalidField(["body", "sources"], "unknown source"), 422, "body.sources: unknown source"),
-        (UnknownApiKey(), 401, "unknown API key"),
-        (psycopg.errors.QueryCanceled("canceling statement"), 504, "the query took too long and was cancelled"),
-        (PoolTimeout("no connection"), 503, "database unavailable, try again shortly"),
-        (psycopg.OperationalError("server closed the connection at /var/run/x"), 503, "database unavailable"),
-        (psycopg.errors.SyntaxError("syntax error at SELECT"), 500, "internal error"),
-        (RuntimeError("/etc/secret path"), 500, "internal error"),
+        (NotFound("no document 'x'"), 404, "no document 'x'", "not_found"),
+        (UpstreamTooLarge("over the cap"), 413, "over the cap", "upstream_too_large"),
+        (InvalidField(["body", "sources"], "unknown source"), 422, "body.sources: unknown source", "invalid_field"),
+        (UnknownApiKey(), 401, "unknown API key", "unknown_api_key"),
+        (
+            psycopg.errors.QueryCanceled("canceling statement"),
+            504,
+            "the query took too long and was cancelled",
+            "statement_timeout",
+        ),
+        (PoolTimeout("no connection"), 503, "database unavailable, try again shortly", "database_unavailable"),
+        (
+            psycopg.OperationalError("server closed the connection at /var/run/x"),
+            503,
+            "database unavailable",
+            "database_unavailable",
+        ),
+        (psycopg.errors.SyntaxError("syntax error at SELECT"), 500, "internal error", "database_error"),
+        (RuntimeError("/etc/secret path"), 500, "internal error", "internal"),
     ],
 )
-def test_each_failure_kind_has_one_public_form(exc: Exception, status: int, message: str) -> None:
+def test_each_failure_kind_has_one_public_form(exc: Exception, status: int, message: str, kind: str) -> None:
     error = public_error(exc)
-    assert error.status == status
+    assert (error.status, error.kind) == (status, kind)
     assert error.message().startswith(message)
     assert "SELECT" not in error.message() and "/etc" not in error.message() and "/var" not in error.message()
 
