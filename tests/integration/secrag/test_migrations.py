@@ -180,12 +180,24 @@ def test_0018_leaves_old_rows_invisible_and_validates_once_they_are_gone(empty_d
         conn.execute("INSERT INTO sources (name, kind) VALUES ('team', 'user_folder')")
         _document(conn, "leak", None, ["alice"])  # what folders.yaml published before 0018
         _document(conn, "public", None, [])
+        conn.execute("INSERT INTO embedding_models (model_id, dimensions) VALUES ('m', 3)")
+        conn.execute("INSERT INTO embeddings (content_hash, model_id, vector) VALUES ('h', 'm', '[1,0,0]')")
+        for doc in ("leak", "public"):
+            conn.execute(
+                "INSERT INTO chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, content_hash)"
+                " VALUES (%s, %s, 'team', 0, 't', 'x', 'x', 'h')",
+                (f"team:{doc}#0", f"team:{doc}"),
+            )
         migrations.migrate(conn, SQL_DIR)
+        copies = "SELECT doc_id, tenant FROM chunk_vectors ORDER BY doc_id"
+        # the exact vector leg takes a NULL copy for public: the leftover's chunk is checked against its row
+        assert conn.execute(copies).fetchall() == [("team:leak", ""), ("team:public", None)]
         validated = "SELECT convalidated FROM pg_constraint WHERE conname = 'documents_acl_has_tenant'"
         assert conn.execute(validated).fetchone() == (False,)
         assert _visible_to_anyone(conn, SQL_DIR) == ["team:public"]  # fails closed, even for alice
         with pytest.raises(psycopg.errors.CheckViolation):
             _document(conn, "new_leak", None, ["bob"])  # NOT VALID still checks every new row
         conn.execute("UPDATE documents SET tenant = 'acme' WHERE doc_id = 'team:leak'")  # republished
+        assert conn.execute(copies).fetchall() == [("team:leak", "acme"), ("team:public", None)]
         conn.execute("ALTER TABLE documents VALIDATE CONSTRAINT documents_acl_has_tenant")
         assert conn.execute(validated).fetchone() == (True,)
