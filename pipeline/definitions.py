@@ -6,6 +6,7 @@ when it loads the code location (`dagster dev -w workspace.yaml`, `-m pipeline.d
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -23,6 +24,8 @@ from .jobs import refresh_jobs
 from .resources import EmbedderResource, StoreResource, UpstreamResource
 from .schedules import build_freshness_schedule
 from .sources.registry import SourceSpec, default_registry
+
+log = logging.getLogger(__name__)
 
 
 def folders_file(settings: Settings) -> Path | None:
@@ -78,4 +81,7 @@ def defs() -> dg.Definitions:
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     settings = get_settings()
     specs = default_registry()
-    return build_definitions(settings, specs, load_folders(folders_file(settings), reserved=frozenset(specs)))
+    folders = load_folders(folders_file(settings), reserved=frozenset(specs))
+    for refused in (f for f in folders if f.error):  # its runs fail with the same text
+        log.warning("folder refused", extra={"folder": refused.name, "error": refused.error})
+    return build_definitions(settings, specs, folders)

@@ -11,7 +11,7 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -19,7 +19,8 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from secrag import media_types
-from secrag.config_files import ConfigModel, FieldError, load_model
+from secrag.access import AccessField, access_problem
+from secrag.config_files import ConfigModel, FieldError, Loc, located, read_mapping, validate
 from secrag.enrichment import technique_mentions
 from secrag.errors import ConfigError, ParseError
 from secrag.safe_files import UnsafeFile, read_capped
@@ -35,7 +36,8 @@ INGESTED_PREFIX = "ingested_"  # the sources of one-time documents (pipeline/ing
 
 @dataclass(frozen=True)
 class FolderSpec:
-    """One configured folder: where it is and who may read its documents."""
+    """One configured folder: where it is and who may read its documents (no tenant: public, as the file
+    said). `error`, when set, is the entry's configuration error: its runs fail with it, nothing publishes."""
 
     name: str
     path: Path
@@ -44,6 +46,7 @@ class FolderSpec:
     groups: tuple[str, ...] = ()
     description: str = ""
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    error: str = ""
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,8 @@ class FolderEntry(ConfigModel):
 
     name: str
     path: str = Field(min_length=1)
-    tenant: str | None = None
+    tenant: str | None = Field(default=None, min_length=1)
+    public: bool = False
     acl: Acl | None = None
     users: list[Annotated[str, Field(min_length=1)]] | None = None  # older files: the acl's lists at the top
     groups: list[Annotated[str, Field(min_length=1)]] | None = None
@@ -102,6 +106,19 @@ class FolderEntry(ConfigModel):
         if self.acl is not None and field in self.acl.model_fields_set:
             return tuple(getattr(self.acl, field))
         return tuple(getattr(self, field) or ())
+
+    def access_error(self) -> tuple[Loc, str] | None:
+        """Where (relative to the entry) and why its access is not one clear choice (secrag/access.py)."""
+        users, groups = self.names("users"), self.names("groups")
+        problem = access_problem(tenant=self.tenant, users=users, groups=groups, public=self.public)
+        if problem is None:
+            return None
+        return self._loc(problem.field), f"folder {self.name} is not published: {problem.message}"
+
+    def _loc(self, field: AccessField) -> Loc:
+        if self.acl is not None and field in self.acl.model_fields_set:
+            return ("acl", field)
+        return (field,)  # tenant, public, or an older file's list at the top
 
     @field_validator("name")
     @classmethod
@@ -127,28 +144,39 @@ class FoldersFile(ConfigModel):
             taken.add(item.name)
         return self
 
-    def specs(self, base: Path) -> list[FolderSpec]:
-        """Folder specs; relative paths are relative to `base` (the folders file's directory)."""
-        return [
-            FolderSpec(
-                name=item.name,
-                path=(base / Path(item.path).expanduser()).resolve(),
-                tenant=item.tenant,
-                users=item.names("users"),
-                groups=item.names("groups"),
-                description=item.description,
-                max_file_bytes=int(item.max_file_mib * 1024 * 1024),
+    def specs(self, base: Path, describe: Callable[[Loc, str], str]) -> list[FolderSpec]:
+        """Folder specs; relative paths are relative to `base` (the folders file's directory). An entry
+        whose access is unclear becomes a refused spec, its error worded by `describe(loc, message)`."""
+        specs = []
+        for i, item in enumerate(self.folders or ()):
+            problem = item.access_error()
+            specs.append(
+                FolderSpec(
+                    name=item.name,
+                    path=(base / Path(item.path).expanduser()).resolve(),
+                    tenant=item.tenant,
+                    users=item.names("users"),
+                    groups=item.names("groups"),
+                    description=item.description,
+                    max_file_bytes=int(item.max_file_mib * 1024 * 1024),
+                    error=describe(("folders", i, *problem[0]), problem[1]) if problem else "",
+                )
             )
-            for item in self.folders or ()
-        ]
+        return specs
 
 
 def load_folders(path: Path | None, reserved: frozenset[str] = frozenset()) -> list[FolderSpec]:
-    """The folders configured in a YAML file; none when the file is absent. ConfigError names file:line:field."""
+    """The folders configured in a YAML file; none when the file is absent.
+
+    A malformed file is a ConfigError naming file:line:field and no folder loads. An entry that does
+    not say who sees it is refused alone (FolderSpec.error, worded the same way): the other folders
+    keep publishing, and its asset stays in the graph so that each of its runs fails with the error.
+    """
     if path is None or not path.is_file():
         return []
-    config = load_model(path, FoldersFile, context={"reserved": reserved})
-    return config.specs(path.parent.resolve())
+    data, node = read_mapping(path)
+    config = validate(path, node, data, FoldersFile, context={"reserved": reserved})
+    return config.specs(path.parent.resolve(), lambda loc, message: located(path, node, loc, message))
 
 
 def _sha256(path: Path) -> str:

@@ -86,13 +86,19 @@ def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
         loader.dispose()
 
 
-def load_model(path: Path, model: type[M], *, context: Mapping[str, Any] | None = None) -> M:
-    """Read `path` (an empty file is an empty mapping) and validate it into `model`."""
+def read_mapping(path: Path) -> tuple[dict[str, Any], yaml.Node | None]:
+    """The file's mapping (an empty file is an empty one) and its node tree; ConfigError otherwise."""
     data, node = read_yaml(path)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}:{line_of(node, ())}: expected a mapping, found {type(data).__name__}")
+    return data, node
+
+
+def load_model(path: Path, model: type[M], *, context: Mapping[str, Any] | None = None) -> M:
+    """Read `path` (an empty file is an empty mapping) and validate it into `model`."""
+    data, node = read_mapping(path)
     return validate(path, node, data, model, context=context)
 
 
@@ -125,7 +131,11 @@ def _loc_and_message(error: Mapping[str, Any]) -> tuple[Loc, str]:
 
 
 def _describe(path: Path, node: yaml.Node | None, error: Mapping[str, Any]) -> str:
-    loc, message = _loc_and_message(error)
+    return located(path, node, *_loc_and_message(error))
+
+
+def located(path: Path, node: yaml.Node | None, loc: Loc, message: str) -> str:
+    """`file:line: field: message`, as a validation error is reported (for checks made after validation)."""
     field = field_path(loc)
     return f"{path}:{line_of(node, loc)}: {field}: {message}" if field else f"{path}:{line_of(node, loc)}: {message}"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from secrag import database
+from secrag.access import access_problem
 from secrag.errors import ConfigError
 from secrag.queries import Queries
 from secrag.safe_files import UnsafeFile, read_capped
@@ -19,6 +20,7 @@ from secrag.settings import get_settings
 from .errors import SecragGroup
 
 MAX_BYTES_CAP = 256 * 1024 * 1024
+OPTIONS = {"tenant": "--tenant", "users": "--user", "groups": "--group", "public": "--public"}
 WHEN = "the ingested_documents sensor {does} within about 15 s (or materialize ingested/documents)"
 
 
@@ -30,9 +32,10 @@ def ingest() -> None:
 @ingest.command()
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--name", required=True, help="Friendly name: the document's source becomes ingested_<name>.")
-@click.option("--tenant", default=None, help="Tenant who may see it (default: every caller, like public data).")
+@click.option("--tenant", default=None, help="Tenant who may see it (this or --public is required).")
 @click.option("--user", "users", multiple=True, help="A user of the tenant who may see it (repeatable).")
 @click.option("--group", "groups", multiple=True, help="A group of the tenant that may see it (repeatable).")
+@click.option("--public", is_flag=True, help="Every caller may see it, like the online sources.")
 @click.option("--replace", is_flag=True, help="Replace the document already stored under this name.")
 @click.option(
     "--max-bytes",
@@ -46,6 +49,7 @@ def add(
     tenant: str | None,
     users: tuple[str, ...],
     groups: tuple[str, ...],
+    public: bool,
     replace: bool,
     max_bytes: int | None,
 ) -> None:
@@ -61,8 +65,9 @@ def add(
     users, groups = tuple(u.strip() for u in users), tuple(g.strip() for g in groups)
     if tenant == "" or "" in users or "" in groups:
         raise ConfigError("--tenant, --user and --group take non-empty names")
-    if (users or groups) and not tenant:
-        raise ConfigError("--user and --group need a --tenant (they are that tenant's users and groups)")
+    problem = access_problem(tenant=tenant, users=users, groups=groups, public=public)
+    if problem is not None:  # the rule and the words of folders.yaml (secrag/access.py)
+        raise ConfigError(f"{OPTIONS[problem.field]}: {problem.message}")
     cap = max_bytes or DEFAULT_MAX_BYTES
     try:
         data = read_capped(file.resolve(), cap)

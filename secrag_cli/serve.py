@@ -28,7 +28,9 @@ from .run import check_port_free
 @click.option(
     "--forwarded-allow-ips",
     default=None,
-    help="Reverse proxies (comma-separated addresses) whose X-Forwarded-For names the client; "
+    envvar="SECRAG_FORWARDED_ALLOW_IPS",  # one variable for compose, Kubernetes and systemd
+    show_envvar=True,
+    help="Reverse proxies (comma-separated addresses or networks) whose X-Forwarded-For names the client; "
     "unset: the peer address is the client (quotas count per client address).",
 )
 def serve(

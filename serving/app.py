@@ -21,7 +21,7 @@ from secrag.url_policy import UrlPolicy
 
 from . import errors, openapi
 from .auth import load_api_keys
-from .deps import get_caller
+from .deps import Slot
 from .encoder import QueryEncoder, shared_encoder
 from .limits import BodySizeLimit
 from .metrics import Metrics, MetricsMiddleware, stamp_route
@@ -205,8 +205,10 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     app.state.expected_schema_version = latest_version(settings.sql_dir)
     errors.install(app)
     openapi.install(app)
-    for module in (search, plans, docs, sources, stats):  # every operation: a known (or allowed anonymous) caller
-        app.include_router(module.router, prefix=API_PREFIX, dependencies=[Depends(get_caller)], responses=_GATED)
+    # Every operation: a known (or allowed anonymous) caller within its rate, holding one of its slots;
+    # the probes outside /v1 take none, so a flood of requests cannot make /readyz fail.
+    for module in (search, plans, docs, sources, stats):
+        app.include_router(module.router, prefix=API_PREFIX, dependencies=[Slot], responses=_GATED)
     app.include_router(health.router)
     if settings.metrics_enabled:
         app.include_router(metrics_route.router)

@@ -45,15 +45,15 @@ def get_principal(caller: Annotated[Caller, Depends(get_caller)]) -> Principal:
     return caller.principal
 
 
-def heavy_slot(
+def request_slot(
     gate: Annotated[Gate, Depends(get_gate)], caller: Annotated[Caller, Depends(get_caller)]
 ) -> Iterator[None]:
-    """One of the caller's concurrent-search slots, held for the request."""
-    with gate.heavy(caller):
+    """One of the caller's concurrent-request slots, held for the request (every /v1 operation)."""
+    with gate.slot(caller):
         yield
 
 
 ServiceDep = Annotated[Service, Depends(get_service)]
 SettingsDep = Annotated[ServingSettings, Depends(get_settings_dep)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
-HeavySlot = Depends(heavy_slot)
+Slot = Depends(request_slot)

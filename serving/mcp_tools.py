@@ -36,19 +36,15 @@ class _Tools:
     def __init__(self, server: MCPServer, gate: Gate, default_key: str | None) -> None:
         self.server, self.gate, self.default_key = server, gate, default_key
 
-    def _call(self, ctx: Context | None, run: Callable[[Caller], Any], *, heavy: bool) -> dict[str, Any]:
+    def _call(self, ctx: Context | None, run: Callable[[Caller], Any]) -> dict[str, Any]:
         def call() -> dict[str, Any]:
             caller = caller_of(ctx, self.gate, self.default_key)
-            if not heavy:
-                return as_json(run(caller))
-            with self.gate.heavy(caller):
+            with self.gate.slot(caller):  # every tool takes a slot, as every /v1 operation does
                 return as_json(run(caller))
 
         return run_safely(call)
 
-    def from_model(
-        self, name: str, description: str, model: type[BaseModel], run: Run, *, heavy: bool = False, **fixed: Any
-    ) -> None:
+    def from_model(self, name: str, description: str, model: type[BaseModel], run: Run, **fixed: Any) -> None:
         """A tool whose parameters are model's fields (less `fixed` ones), validated by the model itself."""
         params = [
             inspect.Parameter(
@@ -66,7 +62,7 @@ class _Tools:
         def tool(**arguments: Any) -> dict[str, Any]:  # noqa: ANN401
             ctx = arguments.pop("ctx", None)
             values = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in arguments.items()}
-            return self._call(ctx, lambda caller: run(model.model_validate({**values, **fixed}), caller), heavy=heavy)
+            return self._call(ctx, lambda caller: run(model.model_validate({**values, **fixed}), caller))
 
         tool.__signature__, tool.__annotations__ = tool_signature(params)  # type: ignore[attr-defined]
         tool.__name__ = name
@@ -77,7 +73,7 @@ class _Tools:
 
         def tool(**arguments: Any) -> dict[str, Any]:  # noqa: ANN401
             ctx, value = arguments.pop("ctx", None), arguments[param]
-            return self._call(ctx, lambda caller: run(value, caller), heavy=False)
+            return self._call(ctx, lambda caller: run(value, caller))
 
         annotation = Annotated[str, Field(min_length=1, max_length=512, description=f"the {param.replace('_', ' ')}")]
         tool.__signature__, tool.__annotations__ = tool_signature(  # type: ignore[attr-defined]
@@ -90,7 +86,7 @@ class _Tools:
         """A tool without parameters."""
 
         def tool(ctx: Context | None = None) -> dict[str, Any]:
-            return self._call(ctx, run, heavy=False)
+            return self._call(ctx, run)
 
         tool.__name__ = name
         self.server.add_tool(tool, name=name, description=description)
@@ -140,26 +136,21 @@ def build_mcp(
         "full-text, vector or fuzzy; filters, strategy, weights, offset and min_score as in the REST API.",
         SearchRequest,
         search,
-        heavy=True,
     )
     for mode in MODES:
-        tools.from_model(
-            mode, f"`search` with mode={mode} (same parameters).", SearchRequest, search, heavy=True, mode=mode
-        )
+        tools.from_model(mode, f"`search` with mode={mode} (same parameters).", SearchRequest, search, mode=mode)
     tools.from_model(
         "plan",
         "A balanced, cited context for a question (POST /v1/plan): techniques, detections, tests, "
         "forensic artifacts and vulnerabilities mixed by a retrieval plan.",
         PlanRequest,
         plan,
-        heavy=True,
     )
     tools.from_model(
         "explain",
         "Why each candidate was taken or skipped by the plan (POST /v1/plan/explain).",
         PlanRequest,
         lambda req, caller: explain(get_service(), plans(), req, caller.principal),
-        heavy=True,
     )
     tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans()))
     tools.from_model(
@@ -198,7 +189,6 @@ def build_mcp(
         "The upstream forms of several documents' records (POST /v1/docs/upstream); each fails on its own.",
         UpstreamRequest,
         lambda req, caller: get_service().upstreams(req, caller.principal),
-        heavy=True,
     )
     tools.plain(
         "list_sources",

@@ -57,9 +57,12 @@ class ServingSettings(Settings):
     anonymous_rate_per_minute: int = Field(
         default=120, ge=0, description="Requests a minute per anonymous client address; 0 = no limit."
     )
-    heavy_concurrency: int = Field(default=4, ge=0, description="Concurrent searches and plans per API key.")
+    failed_keys_per_minute: int = Field(
+        default=10, ge=0, description="Unknown API keys a minute per client address (bursts of half); 0 = no limit."
+    )
+    heavy_concurrency: int = Field(default=4, ge=0, description="Concurrent /v1 operations per API key.")
     anonymous_heavy_concurrency: int = Field(
-        default=2, ge=0, description="Concurrent searches and plans of all anonymous callers together."
+        default=2, ge=0, description="Concurrent /v1 operations of all anonymous callers together."
     )
     pool_min_size: int = Field(default=1, ge=0, le=64)
     pool_max_size: int = Field(default=8, ge=1, le=64)

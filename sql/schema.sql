@@ -110,6 +110,7 @@ CREATE TABLE public.documents (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     upstream_path text,
     media_type text,
+    CONSTRAINT documents_acl_has_tenant CHECK (((tenant IS NOT NULL) OR ((cardinality(acl_users) = 0) AND (cardinality(acl_groups) = 0)))),
     CONSTRAINT documents_doc_id_prefix CHECK (starts_with(doc_id, (source || ':'::text)))
 );
 
@@ -142,6 +143,7 @@ CREATE TABLE public.ingested_documents (
     added_by text NOT NULL,
     added_at timestamp with time zone DEFAULT now() NOT NULL,
     removed_at timestamp with time zone,
+    CONSTRAINT ingested_documents_acl_has_tenant CHECK (((tenant IS NOT NULL) OR ((cardinality(acl_users) = 0) AND (cardinality(acl_groups) = 0)))),
     CONSTRAINT ingested_documents_filename_check CHECK (((filename <> ''::text) AND (filename !~ '[/\\]'::text))),
     CONSTRAINT ingested_documents_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_]{0,47}$'::text)),
     CONSTRAINT ingested_documents_size_check CHECK ((size > 0))

@@ -26,8 +26,11 @@ FOLDER_READER_VERSION = "3"  # 3: chunk spans, PDF pages and media types (migrat
 
 def folder_code_version(spec: FolderSpec) -> str:
     """The reader version and the folder's access: a changed ACL in folders.yaml is new code, so
-    automation re-publishes the folder (its documents take the new tenant, users and groups)."""
+    automation re-publishes the folder (its documents take the new tenant, users and groups). A refused
+    entry is new code too, so the next automated run fails with its configuration error."""
     access = json.dumps([spec.tenant, sorted(spec.users), sorted(spec.groups)])
+    if spec.error:
+        access += spec.error
     return f"{FOLDER_READER_VERSION}-{hashlib.sha256(access.encode()).hexdigest()[:12]}"
 
 
@@ -45,7 +48,9 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
         kinds={"python", "postgres"},
         check_specs=publish_check_specs(key),
         tags={"secrag/source": spec.name},
-        description=f"User documents in {spec.path} (tenant {spec.tenant or 'public'}); "
+        description=f"Refused: {spec.error}"
+        if spec.error
+        else f"User documents in {spec.path} (tenant {spec.tenant or 'public'}); "
         f"{spec.description or 'txt, md, json, jsonl, yaml, html and pdf files'}.",
         metadata={
             "path": str(spec.path),
@@ -57,6 +62,8 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
     )
     def _publish(context: dg.AssetExecutionContext, store: StoreResource):  # noqa: ANN202 - generator
         started = time.monotonic()
+        if spec.error:  # what it served stays as it is; the visible check fails closed on what it must
+            raise dg.Failure(spec.error)
         read = read_folder(spec)
         digest = read.scan.digest()
         db = store.store()

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from ..deps import HeavySlot, PrincipalDep, ServiceDep
+from ..deps import PrincipalDep, ServiceDep
 from ..responses import Chunk, ChunksResponse, Document, DocumentsResponse, UpstreamBatchResponse, UpstreamResponse
 from ..schemas import MAX_COLUMNS, Column, ErrorResponse, IdsRequest, UpstreamQuery, UpstreamRequest
 
@@ -28,7 +28,6 @@ _UPSTREAM_ERRORS: dict[int | str, dict[str, Any]] = {
     "/docs/upstream",
     response_model=UpstreamBatchResponse,
     responses={422: {"model": ErrorResponse}},
-    dependencies=[HeavySlot],
 )
 def get_upstreams(body: UpstreamRequest, service: ServiceDep, principal: PrincipalDep) -> UpstreamBatchResponse:
     """The upstream forms of up to 100 documents' records (live: at most SECRAG_MAX_LIVE_REFETCH), as

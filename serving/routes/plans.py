@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
 from .. import planner
-from ..deps import HeavySlot, PrincipalDep, ServiceDep
+from ..deps import PrincipalDep, ServiceDep
 from ..plan_schemas import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
 from ..plans import PlansConfig
 from ..schemas import ErrorResponse
@@ -31,7 +31,6 @@ PlansDep = Annotated[PlansConfig, Depends(get_plans)]
     "/plan",
     response_model=PlanResponse,
     responses=ERRORS,
-    dependencies=[HeavySlot],
     description=(
         "A balanced, deterministic, cited context for a query: the query is classified, hybrid search "
         "retrieves candidates, the plan's category quotas are filled by score and backfilled, within the "
@@ -51,7 +50,6 @@ def plan(
     "/plan/explain",
     response_model=ExplainResponse,
     responses=ERRORS,
-    dependencies=[HeavySlot],
     description="Why each candidate was taken or skipped by the plan.",
 )
 def explain(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> ExplainResponse:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, BackgroundTasks
 
-from ..deps import HeavySlot, PrincipalDep, ServiceDep
+from ..deps import PrincipalDep, ServiceDep
 from ..responses import SearchResponse
 from ..schemas import SCORE_SCALES, ErrorResponse, SearchRequest
 
@@ -19,7 +19,6 @@ router = APIRouter(tags=["search"])
         "see. Exact identifiers (T1003, T1003.001, CVE-2021-44228, CAPEC-66, AML.T0051, D3-AL, rule UUIDs) put "
         "the document with that id first. " + SCORE_SCALES
     ),
-    dependencies=[HeavySlot],
     responses={
         413: {"model": ErrorResponse},
         429: {"model": ErrorResponse},

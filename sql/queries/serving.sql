@@ -43,9 +43,12 @@ SELECT set_config('statement_timeout', %(timeout)s, false),
 SELECT set_config('hnsw.ef_search', %(ef_search)s, false)
 
 -- name: visible
--- Whether the caller may see document d: public (no tenant), or the caller's tenant and a document that
--- lists no users or groups, the caller's user or one of its groups. Every read of documents uses it.
-(d.tenant IS NULL OR (d.tenant = %(tenant)s::text AND (
+-- Whether the caller may see document d: public (no tenant, no users, no groups), or the caller's tenant
+-- and a document that lists no users or groups, the caller's user or one of its groups. Every read of
+-- documents uses it. A row with users or groups and no tenant (published before migration 0018 made it
+-- impossible) is visible to no one: access fails closed.
+((d.tenant IS NULL AND cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
+ OR (d.tenant = %(tenant)s::text AND (
     (cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0)
     OR %(user)s::text = ANY(d.acl_users)
     OR d.acl_groups && %(groups)s::text[])))
@@ -100,7 +103,8 @@ LIMIT %(vec_k)s
 -- source, a list of documents): an HNSW scan would walk thousands of neighbours to find k that pass.
 -- chunk_vectors (migration 0009) holds each chunk's vector with its source, document and tenant, so
 -- the distances are taken over one source's rows without a join per chunk. A public chunk passes
--- unless a document-level filter is set (doc_filters); any other is checked like every read.
+-- unless a document-level filter is set (doc_filters); any other is checked like every read (a chunk of
+-- a document left with users and no tenant has the tenant '' here, migration 0018, so it is checked).
 WITH nn AS MATERIALIZED (
     SELECT cv.chunk_id, ({cv_vec} <=> %(qvec)s::vector) AS distance
     FROM chunk_vectors cv
@@ -393,12 +397,14 @@ SELECT coalesce(max(updated_at)::text, '') || '/' || count(*) FROM source_counts
 -- a misspelt query word is corrected to (serving/spelling.py).
 SELECT word, ndoc FROM ts_stat(
     'SELECT to_tsvector(''simple'', c.title) FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
-     WHERE c.ordinal = 0 AND d.tenant IS NULL')
+     WHERE c.ordinal = 0
+       AND d.tenant IS NULL AND cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0')
 UNION ALL
 SELECT word, ndoc FROM ts_stat(
     'SELECT to_tsvector(''simple'', c.identifiers) FROM chunks c
      JOIN documents d ON d.doc_id = c.doc_id JOIN sources s ON s.name = d.source
-     WHERE s.category = ''schema'' AND d.tenant IS NULL')
+     WHERE s.category = ''schema''
+       AND d.tenant IS NULL AND cardinality(d.acl_users) = 0 AND cardinality(d.acl_groups) = 0')
 
 -- name: absent_words
 -- The query words no chunk the caller may see contains (a GIN lookup each; only words missing from the

@@ -134,3 +134,31 @@ def test_kubernetes_api_probes_and_secrets() -> None:
     queue = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]
     instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
     assert queue["tagConcurrencyLimits"] == instance["concurrency"]["runs"]["tag_concurrency_limits"]
+
+
+def test_the_dagster_ui_stays_on_loopback_unless_an_operator_opts_in() -> None:
+    text = (DEPLOY / "compose.yaml").read_text()
+    [port] = _compose()["services"]["webserver"]["ports"]
+    assert port == "${SECRAG_DAGSTER_UI_BIND:-127.0.0.1}:${DAGSTER_UI_PORT:-3000}:3000"
+    assert _expand(port).startswith("127.0.0.1:")
+    assert "oauth2-proxy" in text  # the auth proxy to put in front is documented where the port is
+    values = yaml.safe_load((DEPLOY / "helm" / "dagster-values.yaml").read_text())
+    assert values["dagsterWebserver"]["service"]["type"] == "ClusterIP"
+    for variable in ("SECRAG_DAGSTER_UI_BIND", "SECRAG_FORWARDED_ALLOW_IPS"):
+        assert f"# {variable}=" in (DEPLOY / ".env.example").read_text()
+
+
+def test_the_api_takes_its_trusted_proxies_from_one_variable() -> None:
+    api = _compose()["services"]["api"]["command"]
+    assert api[api.index("--forwarded-allow-ips") + 1] == "${SECRAG_FORWARDED_ALLOW_IPS:-127.0.0.1}"
+    [container] = _containers(
+        {(d["kind"], d["metadata"]["name"]): d for d in _k8s_documents()}[("Deployment", "secrag-api")]
+    )
+    command = container["command"]
+    assert command[command.index("--forwarded-allow-ips") + 1] == "$(SECRAG_FORWARDED_ALLOW_IPS)"
+    assert {"name": "SECRAG_FORWARDED_ALLOW_IPS", "value": "127.0.0.1"} in container["env"]
+    # The same variable works where no command line is written (systemd, a shell): `secrag serve` reads it.
+    help_text = subprocess.run(
+        [str(BIN / "secrag"), "serve", "--help"], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert "SECRAG_FORWARDED_ALLOW_IPS" in help_text

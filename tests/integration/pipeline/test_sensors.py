@@ -161,3 +161,25 @@ def test_folder_acl_change_emptying_and_a_missing_folder(
             ("team_docs:again.md",)
         ]
     root_gone.rename(root)
+
+
+def test_a_refused_folder_fails_its_runs_and_changes_nothing(
+    folder, db_url: str, mirror: Mirror, small_specs, tmp_path: Path
+):
+    h, root = folder
+    h.materialize("key:folders/team_docs")
+    error = "folders.yaml:3: folders[0].tenant: folder team_docs is not published: say who sees these documents"
+    refused = FolderSpec(name="team_docs", path=root, error=error)  # what load_folders makes of a bad entry
+    h2 = harness(db_url, mirror, tmp_path / "work2", small_specs, folders=[refused])
+    graph = h2.defs.resolve_asset_graph()
+    assert graph.get(dg.AssetKey(["folders", "team_docs"])).code_version != (
+        h.defs.resolve_asset_graph().get(dg.AssetKey(["folders", "team_docs"])).code_version
+    )  # automation runs it, and the run says why
+    (root / "new.md").write_text("# New\n")
+    failed = h2.materialize("key:folders/team_docs", raise_on_error=False)
+    assert not failed.success
+    [failure] = [e for e in failed.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert error in str(failure.event_specific_data.error)
+    with h2.connect() as conn:
+        rows = conn.execute("SELECT doc_id, tenant FROM documents WHERE source = 'team_docs' ORDER BY 1").fetchall()
+    assert rows == [("team_docs:a.md", "acme"), ("team_docs:b.txt", "acme")]

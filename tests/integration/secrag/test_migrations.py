@@ -12,6 +12,7 @@ import pytest
 from secrag import database, migrations, schema
 from secrag.errors import MigrationError
 from secrag.package_data import sql_dir
+from secrag.queries import Queries
 
 SQL_DIR = sql_dir()
 
@@ -130,3 +131,73 @@ def test_migrations_bring_an_older_pgvector_to_the_installed_version(empty_db_ur
         ).fetchone()
         assert installed == default != "0.8.2"
         assert conn.execute("SELECT '[3,4]'::vector <=> '[4,3]'::vector").fetchone()[0] == pytest.approx(0.04)
+
+
+def _document(conn: psycopg.Connection, doc: str, tenant: str | None, users: list[str]) -> None:
+    conn.execute(
+        "INSERT INTO documents (doc_id, source, source_version, title, body, content_hash, tenant, acl_users) "
+        "VALUES (%s, 'team', 'v1', 't', 'b', %s, %s, %s)",
+        (f"team:{doc}", doc, tenant, users),
+    )
+
+
+def _visible_to_anyone(conn: psycopg.Connection, sql_dir: Path) -> list[str]:
+    visible = Queries(sql_dir, "serving").visible
+    callers = [(None, None, []), ("acme", "alice", ["soc"]), ("", "alice", ["soc"])]
+    seen = set()
+    for tenant, user, groups in callers:
+        rows = conn.execute(
+            "SELECT d.doc_id FROM documents d WHERE " + visible,  # noqa: S608 - a named block, no input
+            {"tenant": tenant, "user": user, "groups": groups},
+        ).fetchall()
+        seen |= {r[0] for r in rows}
+    return sorted(seen)
+
+
+def test_a_document_that_lists_users_has_a_tenant(db_url: str) -> None:
+    with database.connect(db_url, autocommit=True) as conn:
+        conn.execute("INSERT INTO sources (name, kind) VALUES ('team', 'user_folder')")
+        _document(conn, "ok", "acme", ["alice"])
+        _document(conn, "public", None, [])
+        with pytest.raises(psycopg.errors.CheckViolation, match="documents_acl_has_tenant"):
+            _document(conn, "leak", None, ["alice"])
+        with pytest.raises(psycopg.errors.CheckViolation, match="documents_acl_has_tenant"):
+            conn.execute("UPDATE documents SET tenant = NULL WHERE doc_id = 'team:ok'")
+        with pytest.raises(psycopg.errors.CheckViolation, match="ingested_documents_acl_has_tenant"):
+            conn.execute(
+                "INSERT INTO ingested_documents (name, filename, size, sha256, content, acl_groups, added_by) "
+                "VALUES ('n', 'n.txt', 1, 'x', 'x', '{soc}', 'me')"
+            )
+
+
+def test_0018_leaves_old_rows_invisible_and_validates_once_they_are_gone(empty_db_url: str, tmp_path: Path) -> None:
+    old_sql = _copy_sql(tmp_path)
+    for path in (old_sql / "migrations").glob("*.sql"):
+        if path.name >= "0018":
+            path.unlink()
+    with database.connect(empty_db_url, autocommit=True) as conn:
+        migrations.migrate(conn, old_sql)
+        conn.execute("INSERT INTO sources (name, kind) VALUES ('team', 'user_folder')")
+        _document(conn, "leak", None, ["alice"])  # what folders.yaml published before 0018
+        _document(conn, "public", None, [])
+        conn.execute("INSERT INTO embedding_models (model_id, dimensions) VALUES ('m', 3)")
+        conn.execute("INSERT INTO embeddings (content_hash, model_id, vector) VALUES ('h', 'm', '[1,0,0]')")
+        for doc in ("leak", "public"):
+            conn.execute(
+                "INSERT INTO chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, content_hash)"
+                " VALUES (%s, %s, 'team', 0, 't', 'x', 'x', 'h')",
+                (f"team:{doc}#0", f"team:{doc}"),
+            )
+        migrations.migrate(conn, SQL_DIR)
+        copies = "SELECT doc_id, tenant FROM chunk_vectors ORDER BY doc_id"
+        # the exact vector leg takes a NULL copy for public: the leftover's chunk is checked against its row
+        assert conn.execute(copies).fetchall() == [("team:leak", ""), ("team:public", None)]
+        validated = "SELECT convalidated FROM pg_constraint WHERE conname = 'documents_acl_has_tenant'"
+        assert conn.execute(validated).fetchone() == (False,)
+        assert _visible_to_anyone(conn, SQL_DIR) == ["team:public"]  # fails closed, even for alice
+        with pytest.raises(psycopg.errors.CheckViolation):
+            _document(conn, "new_leak", None, ["bob"])  # NOT VALID still checks every new row
+        conn.execute("UPDATE documents SET tenant = 'acme' WHERE doc_id = 'team:leak'")  # republished
+        assert conn.execute(copies).fetchall() == [("team:leak", "acme"), ("team:public", None)]
+        conn.execute("ALTER TABLE documents VALIDATE CONSTRAINT documents_acl_has_tenant")
+        assert conn.execute(validated).fetchone() == (True,)

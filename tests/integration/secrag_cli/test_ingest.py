@@ -31,11 +31,11 @@ def test_add_list_replace_and_remove(db_url: str, tmp_path: Path) -> None:
     with database.connect(db_url) as conn:
         row = conn.execute("SELECT filename, tenant, acl_groups, content FROM ingested_documents").fetchone()
     assert row[:3] == ("ir-runbook.md", "acme", ["ir"]) and zlib.decompress(row[3]) == note.read_bytes()
-    again = _run(db_url, tmp_path, "add", str(note), "--name", "runbook")
+    again = _run(db_url, tmp_path, "add", str(note), "--name", "runbook", "--public")
     assert again.returncode == 1 and "already stored as 'runbook'" in again.stderr and "--replace" in again.stderr
-    assert _run(db_url, tmp_path, "add", str(note), "--name", "runbook", "--replace").returncode == 0
+    assert _run(db_url, tmp_path, "add", str(note), "--name", "runbook", "--public", "--replace").returncode == 0
     listed = _run(db_url, tmp_path, "list")
-    assert "runbook" in listed.stdout and "public" in listed.stdout  # replaced without a tenant
+    assert "runbook" in listed.stdout and "public" in listed.stdout  # replaced as public
     removed = _run(db_url, tmp_path, "remove", "runbook")
     assert removed.returncode == 0 and "marked ingested_runbook for removal" in removed.stdout
     assert "removal pending" in _run(db_url, tmp_path, "list").stdout
@@ -52,10 +52,14 @@ def test_bad_input_is_refused_before_anything_is_stored(db_url: str, tmp_path: P
     (tmp_path / "d.csv").write_text("a,b\n")
     cases = [
         (("add", str(good), "--name", "Bad Name"), "must be 1-48 lower-case"),
-        (("add", str(broken), "--name", "b"), "unreadable PDF"),
-        (("add", str(empty), "--name", "c"), "holds 0 bytes"),
-        (("add", str(good), "--name", "a", "--max-bytes", "3"), "a one-time document holds 1 to 3"),
-        (("add", str(good), "--name", "a", "--user", "ann"), "need a --tenant"),
+        (("add", str(broken), "--name", "b", "--public"), "unreadable PDF"),
+        (("add", str(empty), "--name", "c", "--public"), "holds 0 bytes"),
+        (("add", str(good), "--name", "a", "--public", "--max-bytes", "3"), "a one-time document holds 1 to 3"),
+        # the rule and the words of folders.yaml (secrag/access.py), naming the option
+        (("add", str(good), "--name", "a", "--user", "ann"), "--user: users and groups need a tenant"),
+        (("add", str(good), "--name", "a", "--group", "ir"), "--group: users and groups need a tenant"),
+        (("add", str(good), "--name", "a"), "--tenant: say who sees these documents"),
+        (("add", str(good), "--name", "a", "--public", "--tenant", "acme"), "--public: public documents take no"),
         (("remove", "nothing"), "no one-time document 'nothing'"),
         (("add", str(tmp_path / "d.csv"), "--name", "d"), "not a supported format"),
         (("add", str(good), "--name", "a", "--tenant", " "), "take non-empty names"),

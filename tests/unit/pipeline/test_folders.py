@@ -63,16 +63,72 @@ def test_config_errors_name_file_line_and_field(tmp_path: Path, item: str, line:
 
 def test_older_files_name_users_and_groups_at_the_top(tmp_path: Path):
     cfg = tmp_path / "folders.yaml"
-    cfg.write_text("folders:\n  - {name: a, path: x, users: [al], groups: [soc]}\n  - {name: b, path: y}\n")
-    assert [(s.users, s.groups, s.tenant) for s in load_folders(cfg)] == [(("al",), ("soc",), None), ((), (), None)]
+    cfg.write_text(
+        "folders:\n  - {name: a, path: x, tenant: t, users: [al], groups: [soc]}\n"
+        "  - {name: b, path: y, public: true}\n"
+    )
+    assert [(s.users, s.groups, s.tenant, s.error) for s in load_folders(cfg)] == [
+        (("al",), ("soc",), "t", ""),
+        ((), (), None, ""),
+    ]
     cfg.write_text("# no folders yet\nfolders:\n")
     assert load_folders(cfg) == []
 
 
+@pytest.mark.parametrize(
+    ("item", "line", "message"),
+    [
+        # users or groups without a tenant used to publish as public documents
+        (
+            "  - name: bad\n    path: x\n    acl: {users: [alice]}\n",
+            4,
+            "folders[1].acl.users: folder bad is not published: users and groups need a tenant",
+        ),
+        (
+            "  - name: bad\n    path: x\n    acl:\n      groups: [soc]\n",
+            5,
+            "folders[1].acl.groups: folder bad is not published: users and groups need a tenant",
+        ),
+        ("  - name: bad\n    path: x\n    users: [al]\n", 4, "folders[1].users: folder bad is not published: users"),
+        # saying nothing is no longer public
+        ("  - name: bad\n    path: x\n", 2, "folders[1].tenant: folder bad is not published: say who sees"),
+        (
+            "  - name: bad\n    path: x\n    public: true\n    tenant: acme\n",
+            4,
+            "folders[1].public: folder bad is not published: public documents take no tenant, users or groups",
+        ),
+        (
+            "  - name: bad\n    path: x\n    public: false\n",
+            2,
+            "folders[1].tenant: folder bad is not published: say who sees",
+        ),
+    ],
+)
+def test_a_folder_that_does_not_say_who_sees_it_is_refused_alone(tmp_path: Path, item: str, line: int, message: str):
+    cfg = tmp_path / "folders.yaml"
+    cfg.write_text("folders:\n  - {name: good, path: g, tenant: acme}\n" + item)
+    good, bad = load_folders(cfg)
+    assert good.error == "" and good.tenant == "acme"
+    assert bad.name == "bad" and bad.error.startswith(f"{cfg}:{line + 1}: {message}"), bad.error
+
+
+def test_an_empty_tenant_is_a_file_error(tmp_path: Path):
+    cfg = tmp_path / "folders.yaml"
+    cfg.write_text("folders:\n  - {name: a, path: x, tenant: ''}\n")
+    with pytest.raises(ConfigError, match="folders\\[0\\].tenant: String should have at least 1 character"):
+        load_folders(cfg)
+
+
 def test_the_example_file_is_valid():
     example = Path(__file__).resolve().parents[3] / "folders.example.yaml"  # at the top of the checkout
-    [spec] = load_folders(example)
-    assert (spec.name, spec.tenant, spec.users, spec.groups) == ("soc_runbooks", "acme", ("alice", "bob"), ("soc",))
+    private, public = load_folders(example)
+    assert (private.name, private.tenant, private.users, private.groups) == (
+        "soc_runbooks",
+        "acme",
+        ("alice", "bob"),
+        ("soc",),
+    )
+    assert (public.name, public.tenant, public.error, private.error) == ("shared_advisories", None, "", "")
 
 
 def test_symlinks_large_files_and_escapes_are_refused(tmp_path: Path):

@@ -54,15 +54,15 @@ def test_heavy_slots_per_key_and_shared_by_all_anonymous_callers() -> None:
     gate = _gate(Clock(), anonymous_heavy_concurrency=1, heavy_concurrency=1, anonymous_rate_per_minute=0)
     first, second = gate.caller(None, "10.0.0.1"), gate.caller(None, "10.0.0.2")
     keyed = gate.caller("k1", "10.0.0.3")
-    with gate.heavy(first):
+    with gate.slot(first):
         with pytest.raises(TooManyRequests, match="at once"):
-            with gate.heavy(second):
+            with gate.slot(second):
                 pass
-        with gate.heavy(keyed):  # keyed callers are not held up by anonymous ones
+        with gate.slot(keyed):  # keyed callers are not held up by anonymous ones
             with pytest.raises(TooManyRequests):
-                with gate.heavy(keyed):
+                with gate.slot(keyed):
                     pass
-    with gate.heavy(second):  # released
+    with gate.slot(second):  # released
         pass
 
 
@@ -71,5 +71,34 @@ def test_zero_means_no_limit() -> None:
     caller = gate.caller(None, "10.0.0.1")
     for _ in range(1000):
         gate.caller(None, "10.0.0.1")
-    with gate.heavy(caller), gate.heavy(caller), gate.heavy(caller):
+    with gate.slot(caller), gate.slot(caller), gate.slot(caller):
         pass
+
+
+def test_unknown_keys_are_limited_per_address_before_any_lookup_and_logged_without_the_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    gate = _gate(clock, failed_keys_per_minute=6)  # bursts of 3, then one every 10 s
+    with caplog.at_level("WARNING", logger="serving.quotas"):
+        for guess in ("guess-1", "guess-2", "guess-3"):
+            with pytest.raises(UnknownApiKey):
+                gate.caller(guess, "10.0.0.9")
+    with pytest.raises(TooManyRequests, match="unknown API keys a minute") as info:
+        gate.caller("guess-4", "10.0.0.9")
+    assert public_error(info.value).headers == {"Retry-After": "10"}
+    with pytest.raises(TooManyRequests):  # a right guess is refused too: it is never looked up
+        gate.caller("k1", "10.0.0.9")
+    assert gate.caller("k1", "10.0.0.1").principal.user == "alice"  # other addresses are not held up
+    gate.caller(None, "10.0.0.9")  # nor anonymous requests of the same address
+    clock.now += 10.0
+    assert gate.caller("k1", "10.0.0.9").principal.user == "alice"
+    assert [(r.getMessage(), r.__dict__["client"]) for r in caplog.records] == [("unknown API key", "10.0.0.9")] * 3
+    assert not any("guess" in str(r.__dict__.values()) for r in caplog.records)
+
+
+def test_a_zero_failed_key_rate_means_no_limit() -> None:
+    gate = _gate(Clock(), failed_keys_per_minute=0)
+    for _ in range(100):
+        with pytest.raises(UnknownApiKey):
+            gate.caller("nope", "10.0.0.9")
