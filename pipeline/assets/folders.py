@@ -14,6 +14,8 @@ import time
 
 import dagster as dg
 
+from secrag.errors import ConfigError
+
 from ..automation import on_new_inputs
 from ..folders import FolderSpec, read_folder
 from ..resources import StoreResource
@@ -62,10 +64,6 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
     )
     def _publish(context: dg.AssetExecutionContext, store: StoreResource):  # noqa: ANN202 - generator
         started = time.monotonic()
-        if spec.error:  # what it served stays as it is; the visible check fails closed on what it must
-            raise dg.Failure(spec.error)
-        read = read_folder(spec)
-        digest = read.scan.digest()
         db = store.store()
         with store.connect() as conn:
             db.register_source(
@@ -77,6 +75,17 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                     description=spec.description or f"user folder {spec.name}",  # no server path leaves
                 ),
             )
+            # Every attempt is a source_versions row: a refused entry and an unreadable folder too. What
+            # the folder served stays as it is; the visible check fails closed on what it must.
+            if spec.error:
+                db.record_failure(conn, spec.name, None, None, ConfigError(spec.error))
+                raise dg.Failure(spec.error, metadata={"error_kind": "config_error"})
+            try:
+                read = read_folder(spec)
+            except Exception as exc:
+                db.record_failure(conn, spec.name, None, "fetch", exc)
+                raise
+            digest = read.scan.digest()
             previous = db.served_records(conn, spec.name)
             # Any shrink is a user's deletion, and an existing empty folder publishes zero documents;
             # a missing folder failed in read_folder above, so what it served stays served.

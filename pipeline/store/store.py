@@ -42,7 +42,7 @@ class Store:
         conn: psycopg.Connection,
         source: str,
         version: str | None,
-        phase: str,
+        phase: str | None,
         error: BaseException,
         kind: ErrorKind | None = None,
     ) -> int:

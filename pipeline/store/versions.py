@@ -27,11 +27,12 @@ def record_failure(
     conn: psycopg.Connection,
     source: str,
     version: str | None,
-    phase: str,
+    phase: str | None,
     error: BaseException,
     kind: ErrorKind | None = None,
 ) -> int:
-    """A finished `failed` row for an attempt that failed before it began one (a probe, a fetch)."""
+    """A finished `failed` row for an attempt that failed before it began one (a probe, a fetch; no phase:
+    the configuration refused it before anything was read)."""
     with conn.transaction():
         row = conn.execute(
             q.record_failed_attempt,

@@ -182,4 +182,9 @@ def test_a_refused_folder_fails_its_runs_and_changes_nothing(
     assert error in str(failure.event_specific_data.error)
     with h2.connect() as conn:
         rows = conn.execute("SELECT doc_id, tenant FROM documents WHERE source = 'team_docs' ORDER BY 1").fetchall()
+        attempt = conn.execute(
+            "SELECT st.state, st.error_kind, v.error_detail FROM source_status st "
+            "JOIN source_versions v ON v.id = st.attempt_id WHERE st.name = 'team_docs'"
+        ).fetchone()
     assert rows == [("team_docs:a.md", "acme"), ("team_docs:b.txt", "acme")]
+    assert attempt == ("failed", "config_error", error)  # recorded like any failed attempt
