@@ -20,11 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from serving import search_run
-from serving.app import start_service, stop_service
-from serving.auth import ANONYMOUS
-from serving.metrics import Metrics
-from serving.schemas import SearchRequest
+from serving.access.keys import ANONYMOUS
+from serving.api.app import start_service, stop_service
+from serving.contract.requests import SearchRequest
+from serving.observability.metrics import Metrics
+from serving.search import searcher as search_run
 from serving.settings import ServingSettings
 
 QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"

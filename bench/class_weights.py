@@ -1,4 +1,4 @@
-"""Cross-validated leg weights per query shape (serving/search.yaml `class_weights`).
+"""Cross-validated leg weights per query shape (serving/search/search.yaml `class_weights`).
 
     python bench/class_weights.py --database-url postgresql://...secrag_bench... \\
         [--queries ../shared/eval/dev_queries.jsonl] [--shape natural] [--leg neighbours] \\
@@ -24,7 +24,7 @@ import yaml
 from quality import _in_process, load_items
 
 from secrag.package_data import package_path
-from serving.search import analyse
+from serving.search.analysis import analyse
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
 
@@ -50,8 +50,8 @@ def main() -> None:
     ap.add_argument("--folds", type=int, default=2)
     args = ap.parse_args()
     items = [i for i in load_items(args.queries) if analyse(i["query"]).query_type == args.shape]
-    shipped = yaml.safe_load(package_path("serving", "search.yaml").read_text()) or {}
-    default = per_query(args.database_url, items, package_path("serving", "search.yaml"))
+    shipped = yaml.safe_load(package_path("serving.search", "search.yaml").read_text()) or {}
+    default = per_query(args.database_url, items, package_path("serving.search", "search.yaml"))
     grid = [float(w) for w in args.grid.split(",")]
     scores: dict[float, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:

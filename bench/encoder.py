@@ -23,7 +23,7 @@ import numpy as np
 from secrag.embedder import Embedder
 from secrag.onnx_model import OnnxEncoder
 from secrag.settings import get_settings
-from serving.encoder import QueryEncoder
+from serving.search.encoder import QueryEncoder
 
 MODEL = "all-MiniLM-L6-v2"
 DEFAULT_QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
-from serving.app import start_service, stop_service
-from serving.auth import ANONYMOUS
-from serving.metrics import Metrics
-from serving.schemas import SearchRequest
+from serving.access.keys import ANONYMOUS
+from serving.api.app import start_service, stop_service
+from serving.contract.requests import SearchRequest
+from serving.observability.metrics import Metrics
 from serving.settings import ServingSettings
 
 SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "upstream"

@@ -3,12 +3,12 @@
     python bench/filtered.py --database-url postgresql://...secrag_bench... [--queries N] [--k 60]
 
 Encodes the first N dev queries once with the active model, then runs the vector leg's statement (the
-one the API composes: serving/statements.py) on one connection with the reader's session settings, for
+one the API composes: serving/search/statements.py) on one connection with the reader's session settings, for
 no filter and one source each (sigma, mitre_attack, splunk_security by default), in each way:
 
 - `hnsw`: the model's HNSW index with pgvector's iterative scan (relaxed order) and the filter;
 - `exact`: exact distances over the filtered chunks (leg_vec_exact);
-- `auto`: the choice the API makes (serving/leg_shapes.py: exact below EXACT_VECTOR_MAX_CHUNKS).
+- `auto`: the choice the API makes (serving/search/leg_shapes.py: exact below EXACT_VECTOR_MAX_CHUNKS).
 
 Prints p50/p95 of the statement's time as the client sees it (local socket), recall@k against exact
 distances, and the fewest rows any query returned (never fewer than k when k exist).
@@ -28,11 +28,11 @@ from pgvector.psycopg import register_vector
 from secrag import database
 from secrag.package_data import sql_dir
 from secrag.queries import Queries
-from serving.auth import ANONYMOUS
-from serving.encoder import shared_encoder
-from serving.leg_shapes import EXACT_VECTOR_MAX_CHUNKS
-from serving.sessions import DEFAULT_EF_SEARCH
-from serving.statements import compose
+from serving.access.keys import ANONYMOUS
+from serving.access.sessions import DEFAULT_EF_SEARCH
+from serving.search.encoder import shared_encoder
+from serving.search.leg_shapes import EXACT_VECTOR_MAX_CHUNKS
+from serving.search.statements import compose
 
 DEFAULT_SOURCES = ("sigma", "mitre_attack", "splunk_security")
 QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"

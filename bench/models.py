@@ -28,7 +28,7 @@ from secrag.embedder import TextModel
 from secrag.onnx_model import OnnxEncoder
 from secrag.package_data import sql_dir
 from secrag.settings import Settings
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 DEFAULT_MODELS = "all-MiniLM-L6-v2,all-MiniLM-L6-v2-int8"

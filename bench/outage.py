@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from secrag import database, embedded, migrations
 from secrag.package_data import sql_dir
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 

@@ -156,7 +156,7 @@ def _in_process(
     replaces the shipped search.yaml (bench/class_weights.py)."""
     from fastapi.testclient import TestClient
 
-    from serving.app import create_app
+    from serving.api.app import create_app
 
     with TestClient(create_app(api_settings(url, search_config))) as api:
         return evaluate(api, items, modes, extra, dropped)

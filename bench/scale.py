@@ -149,7 +149,7 @@ def search_latency(url: str, texts: list[str], k: int) -> dict[str, tuple[float,
     time counts too)."""
     from fastapi.testclient import TestClient
 
-    from serving.app import create_app
+    from serving.api.app import create_app
 
     figures = {}
     with TestClient(create_app(api_settings(url))) as api:
@@ -310,7 +310,7 @@ def measure(server_url: str, base: str, target: int, args: argparse.Namespace, t
             log(f"search {shape}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, {failed} failed")
         result["server_pss_mb"] = server_pss_mb(conn)
         if args.variants:
-            from serving.encoder import shared_encoder
+            from serving.search.encoder import shared_encoder
 
             encoder = shared_encoder(model, 1, backend="onnx", encoder_threads=1, cache_size=0)
             vectors = [encoder.encode(t) for t in texts[: args.variant_queries]]

@@ -2,7 +2,7 @@
 
     python bench/stats.py --database-url postgresql://...secrag_bench... [--repeats 30]
 
-Times serving.stats.collect_stats on one connection, both ways, over the same store (p50 and p95 of
+Times serving.reads.stats.collect_stats on one connection, both ways, over the same store (p50 and p95 of
 --repeats calls after one warm-up), then GET /v1/stats through the API in process.
 """
 
@@ -19,10 +19,10 @@ from fastapi.testclient import TestClient
 from secrag import database
 from secrag.package_data import sql_dir
 from secrag.queries import Queries
-from serving.app import create_app
+from serving.api.app import create_app
+from serving.reads.stats import LiveCounts, collect_stats
+from serving.search.statements import compose
 from serving.settings import ServingSettings
-from serving.statements import compose
-from serving.stats import LiveCounts, collect_stats
 
 
 def _timed(call: Callable[[], object], repeats: int) -> tuple[float, float]:

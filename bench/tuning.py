@@ -35,7 +35,7 @@ def main() -> None:
 
     from fastapi.testclient import TestClient
 
-    from serving.app import create_app
+    from serving.api.app import create_app
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_")}
     env["DATABASE_URL"] = args.database_url

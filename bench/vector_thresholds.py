@@ -1,5 +1,5 @@
 """Per model and query class, the cosine similarity under which the vector leg's candidates are dropped
-(serving/search.yaml `vector_thresholds`), measured on the labelled dev queries.
+(serving/search/search.yaml `vector_thresholds`), measured on the labelled dev queries.
 
     python bench/vector_thresholds.py --database-url URL --queries ../shared/eval/dev_queries.jsonl \
         [--models all-MiniLM-L6-v2-int8 all-MiniLM-L6-v2] [--percentile 0.01] [--min-pairs 20]
@@ -8,7 +8,7 @@ For every dev query and each of its relevant documents, the document's best chun
 (as the vector leg sees it: the ATT&CK-enriched query, each chunk's embedding input) is computed with each
 model: queries with the serving encoder, chunks with the pipeline's document encoder (no stored vectors
 are needed, so a model the store has not embedded is measured too). Per query class (the query shape of
-serving/query_classes.py) the threshold is the `percentile` of those cosines, rounded down to 0.01: about
+serving/contract/query_classes.py) the threshold is the `percentile` of those cosines, rounded down to 0.01: about
 one relevant document in a hundred loses its vector-leg vote (it keeps its other legs). A class with
 fewer than `min-pairs` pairs gets the model's threshold over all classes (`default`).
 
@@ -38,9 +38,9 @@ from secrag.enrichment import enrich  # noqa: E402
 from secrag.package_data import sql_dir  # noqa: E402
 from secrag.queries import Queries  # noqa: E402
 from secrag.settings import get_settings  # noqa: E402
-from serving.encoder import shared_encoder  # noqa: E402
-from serving.metrics import percentile as nearest_rank  # noqa: E402
-from serving.search import analyse  # noqa: E402
+from serving.observability.metrics import percentile as nearest_rank  # noqa: E402
+from serving.search.analysis import analyse  # noqa: E402
+from serving.search.encoder import shared_encoder  # noqa: E402
 
 VEC_K = 60
 

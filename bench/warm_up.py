@@ -1,4 +1,4 @@
-"""The first searches after an API restart, with and without the start-up warm-up (serving/warm_up.py).
+"""The first searches after an API restart, with and without the start-up warm-up (serving/api/warm_up.py).
 
     python bench/warm_up.py --database-url postgresql://...secrag_bench... [--first 5] [--rounds 3]
 

@@ -14,14 +14,14 @@ import click
 )
 def mcp(api_key: str | None) -> None:
     """Serve every API operation as an MCP tool on stdin/stdout (logs go to stderr)."""
-    from serving.app import start_service, stop_service
-    from serving.auth import load_api_keys
-    from serving.mcp_tools import build_mcp
-    from serving.metrics import Metrics
-    from serving.plans import load_plans
-    from serving.quotas import Gate
+    from serving.access.keys import load_api_keys
+    from serving.access.quotas import Gate
+    from serving.api.app import start_service, stop_service
+    from serving.feedback.tuned_plans import TunedPlans
+    from serving.mcp.tools import build_mcp
+    from serving.observability.metrics import Metrics
+    from serving.plans.plans_file import load_plans
     from serving.settings import get_serving_settings
-    from serving.tuned_plans import TunedPlans
 
     settings = get_serving_settings()
     gate = Gate(load_api_keys(settings.api_keys_file), settings)

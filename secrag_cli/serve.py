@@ -53,7 +53,7 @@ def serve(
         raise click.UsageError("--ssl-certfile and --ssl-keyfile go together")
     check_port_free(host, port, "--port")  # one line, not a traceback from inside uvicorn
     uvicorn.run(
-        "serving.app:create_app",
+        "serving.api.app:create_app",
         factory=True,
         host=host,
         port=port,

@@ -20,15 +20,16 @@ from secrag.settings import get_settings
 from .errors import SecragGroup
 
 if TYPE_CHECKING:
-    from serving.plans import PlansConfig
-    from serving.tuning import LoggedQuery, Proposal
+    from serving.feedback.tuning import LoggedQuery, Proposal
+    from serving.plans.plans_file import PlansConfig
 
     from .tuning_audit import AuditEntry
 
 
 def _plans(path: str | None) -> PlansConfig:
     """The plans file given, else the shipped one (its tuning bounds and defaults)."""
-    from serving.plans import default_plans_file, load_plans
+    from serving.plans.plans_file import load_plans
+    from serving.settings import default_plans_file
 
     return load_plans(Path(path) if path else default_plans_file())
 
@@ -39,14 +40,14 @@ def tune() -> None:
 
 
 @tune.command()
-@click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans.yaml).")
+@click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans/plans.yaml).")
 @click.option("--days", default=30, show_default=True, help="Look at this many days of the log.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def report(plans_path: str | None, days: int, as_json: bool) -> None:
     """Per query class top-score figures, the attention log and threshold proposals (nothing is written)."""
-    from serving.attention import FlaggedQuery
-    from serving.attention import report as attention_report
-    from serving.tuning import class_scores
+    from serving.feedback.attention import FlaggedQuery
+    from serving.feedback.attention import report as attention_report
+    from serving.feedback.tuning import class_scores
 
     config = _plans(plans_path)
     with _connect() as (conn, q):
@@ -111,7 +112,7 @@ def report(plans_path: str | None, days: int, as_json: bool) -> None:
 @click.option("--who", default=None, help="Who approved it (default: the current user).")
 @click.option("--interactive", is_flag=True, help="Go through the report's proposals and approve each or not.")
 @click.option("--days", default=30, show_default=True, help="With --interactive: the days of log to propose from.")
-@click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans.yaml).")
+@click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans/plans.yaml).")
 def apply(
     query_type: str | None,
     threshold: float | None,
@@ -146,7 +147,7 @@ def apply(
 @click.argument("entry_id", type=int)
 @click.option("--reason", required=True, help="Why the change is rolled back.")
 @click.option("--who", default=None, help="Who decided it (default: the current user).")
-@click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans.yaml).")
+@click.option("--plans", "plans_path", type=click.Path(), help="Plans file (default: serving/plans/plans.yaml).")
 def rollback(entry_id: int, reason: str, who: str | None, plans_path: str | None) -> None:
     """Restore the threshold ENTRY_ID changed to its value before (a rollback is itself an audit entry)."""
 
@@ -192,8 +193,8 @@ def _connect() -> Iterator[tuple[psycopg.Connection, Queries]]:
 def _proposals(
     conn: psycopg.Connection, q: Queries, config: PlansConfig, days: int
 ) -> tuple[list[LoggedQuery], list[Proposal]]:
-    from serving.tuned_plans import read_thresholds
-    from serving.tuning import LoggedQuery, propose
+    from serving.feedback.tuned_plans import read_thresholds
+    from serving.feedback.tuning import LoggedQuery, propose
 
     rows = conn.execute(q.recent_queries, {"days": days}).fetchall()
     log = [LoggedQuery(t or "default", s, n) for t, s, n in rows]

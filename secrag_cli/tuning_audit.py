@@ -1,6 +1,6 @@
 """Approved tuning in the store: `secrag tune apply|rollback` write a tuned value and its audit entry in one
 transaction, keep the newest entries (the plans file's `tuning.history`) and log older ones before they
-are dropped. The API reads the values within seconds (serving/tuned_plans.py)."""
+are dropped. The API reads the values within seconds (serving/feedback/tuned_plans.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import psycopg
 
 from secrag.errors import ConfigError
 from secrag.queries import Queries
-from serving.plans import PlansConfig
-from serving.query_classes import QUERY_TYPES
-from serving.tuned_plans import SCORE_THRESHOLD
+from serving.contract.query_classes import QUERY_TYPES
+from serving.feedback.tuned_plans import SCORE_THRESHOLD
+from serving.plans.plans_file import PlansConfig
 
 log = logging.getLogger(__name__)
 

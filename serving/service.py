@@ -1,6 +1,6 @@
 """The one implementation behind the REST routes and the MCP tools, composed of its parts: the catalog
-(serving/catalog.py), search (serving/search_run.py, serving/leg_shapes.py), document reads
-(serving/reads.py), and here the sources and statistics (readiness: serving/readiness.py)."""
+(serving/search/catalog.py), search (serving/search/searcher.py, serving/search/leg_shapes.py), document reads
+(serving/reads/documents.py), and here the sources and statistics (readiness: serving/api/readiness.py)."""
 
 from __future__ import annotations
 
@@ -16,19 +16,13 @@ from psycopg_pool import ConnectionPool
 
 from secrag import error_kinds
 from secrag.queries import Queries
-
-from .attention import Hit
-from .attention import flags as attention_flags
-from .auth import Principal
-from .catalog import SOURCES_TTL, Cached, Catalog
-from .encoder import QueryEncoder
-from .errors import TooManyRequests
-from .metrics import Metrics
-from .plan_schemas import PlanRequest, PlanResponse
-from .querylog import QueryLog
-from .reads import Reads
-from .request_limits import RequestLimits
-from .responses import (
+from serving.access.keys import Principal
+from serving.access.request_limits import RequestLimits
+from serving.access.sessions import ReaderSessions
+from serving.contract.errors import TooManyRequests
+from serving.contract.plan_models import PlanRequest, PlanResponse
+from serving.contract.requests import SearchRequest, UpstreamRequest
+from serving.contract.responses import (
     Attempt,
     Chunk,
     ChunksResponse,
@@ -41,16 +35,21 @@ from .responses import (
     UpstreamError,
     UpstreamResponse,
 )
-from .result_cache import ResultCache
-from .schemas import SearchRequest, UpstreamRequest
-from .search_config import SearchConfig
-from .search_run import Searcher
-from .sessions import ReaderSessions
-from .settings import ServingSettings
-from .statements import Statements, compose
-from .stats import LiveCounts, collect_stats
-from .tuned_plans import read_thresholds
-from .upstream import Refetcher
+from serving.feedback.attention import Hit
+from serving.feedback.attention import flags as attention_flags
+from serving.feedback.querylog import QueryLog
+from serving.feedback.tuned_plans import read_thresholds
+from serving.observability.metrics import Metrics
+from serving.reads.documents import Reads
+from serving.reads.stats import LiveCounts, collect_stats
+from serving.reads.upstream import Refetcher
+from serving.search.catalog import SOURCES_TTL, Cached, Catalog
+from serving.search.encoder import QueryEncoder
+from serving.search.result_cache import ResultCache
+from serving.search.search_file import SearchConfig
+from serving.search.searcher import Searcher
+from serving.search.statements import Statements, compose
+from serving.settings import ServingSettings
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +125,8 @@ class Service:
             self._switching.release()
 
     def tuned_thresholds(self) -> dict[str, float]:
-        """The plans' score thresholds approved by `secrag tune apply`, by query type (serving/tuned_plans.py)."""
+        """The plans' score thresholds approved by `secrag tune apply`, by query type
+        (serving/feedback/tuned_plans.py)."""
         with self.pool.connection() as conn:
             return read_thresholds(conn, self.queries.tuned_values)
 
@@ -143,7 +143,7 @@ class Service:
         return self.searcher.search(req, principal)
 
     def attention(self, query: str, hits: Sequence[Hit], score_scale: str | None, *, attack: bool = True) -> list[str]:
-        """The attention flags of an answered request (serving/attention.py): `score_scale` is the mode
+        """The attention flags of an answered request (serving/feedback/attention.py): `score_scale` is the mode
         whose low_score applies (None: not judged), `attack` whether the hits carry technique labels."""
         config = self.search_config.attention
         return attention_flags(

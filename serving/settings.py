@@ -9,21 +9,24 @@ from pydantic import Field
 
 from secrag.package_data import package_path
 from secrag.settings import Settings
+from serving.contract.requests import HARD_MAX_CANDIDATES, HARD_MAX_K, HARD_MAX_QUERY_CHARS
 
-from .plans import default_plans_file
-from .schemas import HARD_MAX_CANDIDATES, HARD_MAX_K, HARD_MAX_QUERY_CHARS
+
+def default_plans_file() -> Path:
+    """The retrieval plans secrag ships (serving/plans/plans.yaml)."""
+    return package_path("serving.plans", "plans.yaml")
 
 
 class ServingSettings(Settings):
     """Everything `secrag serve` reads; all fields come from SECRAG_* environment variables."""
 
     search_config: Path = Field(
-        default_factory=lambda: package_path("serving", "search.yaml"),
+        default_factory=lambda: package_path("serving.search", "search.yaml"),
         description="YAML with source boosts and per-query-type score thresholds.",
     )
     plans_file: Path = Field(
         default_factory=default_plans_file,
-        description="Retrieval plans (validated at start-up); see serving/plans.yaml.",
+        description="Retrieval plans (validated at start-up); see serving/plans/plans.yaml.",
     )
     api_keys_file: Path | None = Field(
         default=None, description="YAML mapping API keys to tenant/user/groups; unset = public documents only."
@@ -115,7 +118,7 @@ class ServingSettings(Settings):
     metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at GET /metrics.")
     warm_up: bool = Field(
         default=True,
-        description="Run a few searches at start-up, before the first request (serving/warm_up.py).",
+        description="Run a few searches at start-up, before the first request (serving/api/warm_up.py).",
     )
     mcp_enabled: bool = Field(default=True, description="Serve the MCP tools at /mcp.")
     mcp_allowed_hosts: list[str] = Field(

@@ -77,10 +77,10 @@ AND {visible}
 websearch_to_tsquery('simple', %(ident_text)s)
 
 -- name: leg_vec
--- A search is one statement: a UNION ALL of the legs it needs (serving/statements.py), each leg a
+-- A search is one statement: a UNION ALL of the legs it needs (serving/search/statements.py), each leg a
 -- parenthesised SELECT the planner plans on its own with the request's actual values: the vector leg
 -- walks the HNSW index, the full-text leg the GIN index, the fuzzy leg the trigram index. Python fuses
--- the legs' rows by reciprocal rank (serving/fusion.py). Every leg returns the same columns: leg,
+-- the legs' rows by reciprocal rank (serving/search/fusion.py). Every leg returns the same columns: leg,
 -- chunk_id, doc_id, source, title, identifiers, score, pool_fts, ident_hit, is_exact, vec_score. {tsq} and
 -- {ident_tsq} are the tsquery expressions above, inlined (not a CTE) so that the planner folds them
 -- to constants and keeps the HNSW index order.
@@ -135,7 +135,7 @@ LIMIT %(fts_k)s
 
 -- name: leg_fts_vec
 -- Strategy fts_then_vec: the best full-text candidates (candidates_k) with their cosine similarity, so
--- Python re-ranks them by vector (serving/fusion.py: then_vec). A candidate without a vector for the
+-- Python re-ranks them by vector (serving/search/fusion.py: then_vec). A candidate without a vector for the
 -- active model cannot be re-ranked and is left out.
 SELECT 'fts_vec' AS leg, f.chunk_id, f.doc_id, f.source, f.title, f.identifiers, f.score,
        NULL::float8 AS pool_fts, f.ident_hit, false AS is_exact,
@@ -164,7 +164,7 @@ ORDER BY score DESC, c.chunk_id
 LIMIT %(fuzzy_k)s
 
 -- name: leg_label
--- Documents labelled with a technique the query names in full (serving/technique_names.py), ranked by
+-- Documents labelled with a technique the query names in full (serving/search/technique_names.py), ranked by
 -- the exact cosine similarity of their first chunk to the query: a rule tagged T1003.003 is found for
 -- "OS Credential Dumping: NTDS" even when its text only says ntdsutil. First chunks only: the label is
 -- the document's, and T1059.001 labels thousands of chunks (every chunk: 46 ms; first chunks: see below).
@@ -394,7 +394,7 @@ SELECT coalesce(max(updated_at)::text, '') || '/' || count(*) FROM source_counts
 -- name: spelling_vocabulary
 -- The words of public document titles (technique names, rule titles, tools, artefacts) and the field
 -- names of the telemetry schemas (category schema), with how many documents or chunks hold each: what
--- a misspelt query word is corrected to (serving/spelling.py).
+-- a misspelt query word is corrected to (serving/search/spelling.py).
 SELECT word, ndoc FROM ts_stat(
     'SELECT to_tsvector(''simple'', c.title) FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
      WHERE c.ordinal = 0
@@ -416,6 +416,6 @@ WHERE numnode(plainto_tsquery('english', w)) > 0
     WHERE c.tsv @@ plainto_tsquery('english', w) AND {visible})
 
 -- name: tuned_values
--- The values approved by `secrag tune apply` for one setting, by query type (serving/tuned_plans.py, re-read
+-- The values approved by `secrag tune apply` for one setting, by query type (serving/feedback/tuned_plans.py, re-read
 -- every few seconds; `secrag tune` proposes from them): a row overrides the plans file for its query type.
 SELECT query_type, value FROM tuned_value WHERE setting = %(setting)s ORDER BY query_type

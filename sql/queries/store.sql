@@ -199,5 +199,5 @@ WHERE model_id = %(model)s
 -- name: analyze_published
 -- Planner and lexeme statistics after a publish that changed rows: autovacuum waits for 10 % of a
 -- table to change, so a new source (OSSEM's 2,063 chunks are 4 % of a full store) stayed unknown to
--- the estimates that choose exact vector distances and full-text pools (serving/lexicon.py).
+-- the estimates that choose exact vector distances and full-text pools (serving/search/lexicon.py).
 ANALYZE documents, chunks

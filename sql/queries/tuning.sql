@@ -8,7 +8,7 @@ WHERE logged_at >= now() - make_interval(days => %(days)s) AND endpoint IN ('sea
 ORDER BY logged_at
 
 -- name: recent_attention
--- The flagged rows of the attention log (serving/attention.py), newest first.
+-- The flagged rows of the attention log (serving/feedback/attention.py), newest first.
 SELECT endpoint, query_type, query_text, attention
 FROM query_log
 WHERE logged_at >= now() - make_interval(days => %(days)s) AND attention <> '{}'

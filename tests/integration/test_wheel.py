@@ -19,7 +19,7 @@ _SEARCH = """
 import json, sys
 import secrag, serving
 from fastapi.testclient import TestClient
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 settings = ServingSettings(_env_file=None, database_url=sys.argv[1], query_encoder="torch")

@@ -12,7 +12,7 @@ from secrag.embedder import Embedder
 from secrag.encoders import document_encoder
 from secrag.errors import ConfigError
 from secrag.onnx_model import OnnxEncoder
-from serving.encoder import QueryEncoder, shared_encoder
+from serving.search.encoder import QueryEncoder, shared_encoder
 
 from .onnx_cases import INT8, LONG, MODEL, QUERIES
 

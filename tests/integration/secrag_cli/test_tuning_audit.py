@@ -13,8 +13,9 @@ from secrag.errors import ConfigError
 from secrag.package_data import sql_dir
 from secrag.queries import Queries
 from secrag_cli.tuning_audit import apply_change, history, rollback
-from serving.plans import default_plans_file, load_plans
-from serving.tuned_plans import read_thresholds
+from serving.feedback.tuned_plans import read_thresholds
+from serving.plans.plans_file import load_plans
+from serving.settings import default_plans_file
 
 SQL = sql_dir()
 

@@ -17,8 +17,8 @@ from psycopg import sql
 
 from secrag import database
 from secrag.package_data import sql_dir
-from serving.app import create_app
-from serving.encoder import shared_encoder
+from serving.api.app import create_app
+from serving.search.encoder import shared_encoder
 from serving.settings import ServingSettings
 
 from . import corpus

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from psycopg import conninfo, sql
 
 from secrag import database
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 FORBIDDEN = ("Traceback", "SELECT ", "psycopg", "/work/", ".py", "statement timeout", "postgresql://")

@@ -15,8 +15,8 @@ from pipeline.embedding import embed_pending
 from secrag import database
 from secrag.package_data import sql_dir
 from secrag.settings import get_settings
-from serving.app import create_app
-from serving.encoder import shared_encoder
+from serving.api.app import create_app
+from serving.search.encoder import shared_encoder
 from serving.settings import ServingSettings
 
 from . import corpus

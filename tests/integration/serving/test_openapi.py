@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from serving.openapi import load_examples
+from serving.api.openapi import load_examples
 
 
 def test_request_examples_are_answered(client: TestClient) -> None:

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from secrag import database, embedded, migrations
 from secrag.errors import EmbeddedServerError
 from secrag.package_data import sql_dir
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 OUTAGE_SECONDS = 16.0  # an uncapped backoff would next try at 31 s (1, 2, 4, 8, 16 s apart) and fail this test

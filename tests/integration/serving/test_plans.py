@@ -9,9 +9,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from secrag import database
-from serving.app import create_app
-from serving.plans import default_plans_file
-from serving.settings import ServingSettings
+from serving.api.app import create_app
+from serving.settings import ServingSettings, default_plans_file
 
 from .test_mcp import call
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 
 from secrag import database
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 ALICE = {"X-API-Key": "alice-key"}

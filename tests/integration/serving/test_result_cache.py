@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from secrag import database
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from secrag import database
 from secrag.errors import ConfigError
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from secrag import database
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 
 from .conftest import doc_ids, search
@@ -181,7 +181,7 @@ def test_selective_filter_still_returns_k(
     client: TestClient, serving_db_url: str, mode: str, exact_max: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A filter matching ~1 % of the chunks still yields every match (iterative HNSW scans or exact distances)."""
-    from serving import leg_shapes
+    from serving.search import leg_shapes
 
     monkeypatch.setattr(leg_shapes, "EXACT_VECTOR_MAX_CHUNKS", exact_max)
     with database.connect(serving_db_url) as conn:
@@ -222,7 +222,7 @@ def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
     assert "embeddings_minilm_hnsw_idx" in plan
     from secrag.package_data import sql_dir
     from secrag.queries import Queries
-    from serving.statements import compose
+    from serving.search.statements import compose
 
     statements = compose(Queries(sql_dir(), "serving"), "all-MiniLM-L6-v2", 384)
     assert "e.vector::vector(384) <=>" in statements.vec and "e.model_id = 'all-MiniLM-L6-v2'" in statements.vec
@@ -291,9 +291,9 @@ def test_common_words_rank_full_text_within_the_vector_pool(
     client: TestClient, serving_db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Keyword queries estimated to match many chunks (column statistics) skip the corpus-wide full-text leg."""
-    from serving import leg_shapes
-    from serving import search as logic
-    from serving.schemas import SearchRequest
+    from serving.contract.requests import SearchRequest
+    from serving.search import analysis as logic
+    from serving.search import leg_shapes
 
     with database.connect(serving_db_url, autocommit=True) as conn:
         conn.execute("ANALYZE chunks")
@@ -319,7 +319,7 @@ def test_common_words_rank_full_text_within_the_vector_pool(
 
 
 def test_small_filters_use_exact_distances(client: TestClient) -> None:
-    from serving.schemas import SearchFilters
+    from serving.contract.requests import SearchFilters
 
     service = client.app.state.service  # type: ignore[attr-defined]
     with service.pool.connection() as conn:
@@ -330,8 +330,8 @@ def test_small_filters_use_exact_distances(client: TestClient) -> None:
 
 
 def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, serving_db_url: str) -> None:
-    from serving import leg_shapes
-    from serving import search as logic
+    from serving.search import analysis as logic
+    from serving.search import leg_shapes
 
     with database.connect(serving_db_url, autocommit=True) as conn:
         conn.execute("ANALYZE chunks")
@@ -350,7 +350,7 @@ def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, s
 
 def test_a_wider_hnsw_search_list_is_set_on_the_connection_only_when_needed(client: TestClient) -> None:
     """Reader sessions start at ef_search 60; a request asking for more candidates widens it (capped at 1000)."""
-    from serving.sessions import DEFAULT_EF_SEARCH, MAX_EF_SEARCH
+    from serving.access.sessions import DEFAULT_EF_SEARCH, MAX_EF_SEARCH
 
     service = client.app.state.service  # type: ignore[attr-defined]
     with service.pool.connection() as conn:

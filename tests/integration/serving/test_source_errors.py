@@ -31,7 +31,7 @@ from secrag.error_kinds import MESSAGES
 from secrag.errors import ParseError
 from secrag.package_data import sql_dir
 from secrag.queries import Queries
-from serving.app import create_app
+from serving.api.app import create_app
 from serving.settings import ServingSettings
 from tests.integration.serving.test_mcp import call
 

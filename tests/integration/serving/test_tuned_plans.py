@@ -12,9 +12,9 @@ from secrag import database
 from secrag.package_data import sql_dir
 from secrag.queries import Queries
 from secrag_cli.tuning_audit import apply_change, rollback
-from serving.app import create_app
-from serving.plans import default_plans_file, load_plans
-from serving.settings import ServingSettings
+from serving.api.app import create_app
+from serving.plans.plans_file import load_plans
+from serving.settings import ServingSettings, default_plans_file
 
 
 def _served(api: TestClient, query_type: str) -> float:

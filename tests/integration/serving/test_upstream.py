@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from secrag import database
-from serving.app import create_app
+from serving.api.app import create_app
 from tests.plugins.upstream import SNAPSHOT, LoopbackPolicy
 
 

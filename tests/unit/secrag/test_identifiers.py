@@ -6,7 +6,7 @@ import pytest
 
 from secrag import identifiers
 from secrag.enrichment import identifier_variants, technique_mentions
-from serving.search import classify
+from serving.search.analysis import classify
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from secrag.enrichment import technique_mentions
-from serving.attention import FlaggedQuery, Hit, flags, report
+from serving.feedback.attention import FlaggedQuery, Hit, flags, report
 
 KNOWN = {"T1003", "T1003.001", "T1059"}
 

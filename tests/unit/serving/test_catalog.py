@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from serving.catalog import Cached
+from serving.search.catalog import Cached
 
 
 def _wait(condition: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -10,14 +10,15 @@ from pydantic import BaseModel
 
 from secrag.errors import ConfigError
 from secrag.package_data import package_path
-from serving.auth import ANONYMOUS, Principal, UnknownApiKey, load_api_keys
-from serving.limits import cap
-from serving.metrics import Metrics, percentile
-from serving.search_config import load_search_config
+from serving.access.keys import ANONYMOUS, Principal, load_api_keys
+from serving.contract.errors import UnknownApiKey
+from serving.contract.limits import cap
+from serving.observability.metrics import Metrics, percentile
+from serving.search.search_file import load_search_config
 
 
 def test_shipped_search_config_loads() -> None:
-    config = load_search_config(package_path("serving", "search.yaml"))
+    config = load_search_config(package_path("serving.search", "search.yaml"))
     assert config.boost("mitre_attack") == 1.0 and config.boost("unknown") == 1.0
     assert config.threshold("fuzzy", "keyword") == 0.0
     assert config.threshold("vector", "natural") == -1.0
@@ -33,7 +34,7 @@ def test_the_neighbours_leg_is_configurable(tmp_path: Path) -> None:
 
 
 def test_class_weights_per_query_shape(tmp_path: Path) -> None:
-    shipped = load_search_config(package_path("serving", "search.yaml"))
+    shipped = load_search_config(package_path("serving.search", "search.yaml"))
     assert shipped.weights("natural").neighbours == 2.0
     assert shipped.weights("keyword").neighbours is None  # the defaults
     path = tmp_path / "search.yaml"
@@ -46,7 +47,7 @@ def test_class_weights_per_query_shape(tmp_path: Path) -> None:
 
 
 def test_vector_thresholds_per_model_and_query_shape(tmp_path: Path) -> None:
-    shipped = load_search_config(package_path("serving", "search.yaml"))
+    shipped = load_search_config(package_path("serving.search", "search.yaml"))
     assert shipped.vector_threshold("all-MiniLM-L6-v2-int8", "natural") == 0.07
     assert shipped.vector_threshold("all-MiniLM-L6-v2-int8", "uuid") == 0.02  # the model's default
     assert shipped.vector_threshold("all-MiniLM-L6-v2", "cve") == 0.15

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from secrag.errors import ConfigError
-from serving.encoder import QueryEncoder, make_model
+from serving.search.encoder import QueryEncoder, make_model
 from serving.settings import ServingSettings
 
 DIMS = 8

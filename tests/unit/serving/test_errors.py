@@ -7,8 +7,8 @@ import pytest
 from psycopg_pool import PoolTimeout
 from pydantic import BaseModel, ValidationError
 
-from serving.auth import UnknownApiKey
-from serving.errors import InvalidField, NotFound, UpstreamTooLarge, public_error
+from serving.access.keys import UnknownApiKey
+from serving.contract.errors import InvalidField, NotFound, UpstreamTooLarge, public_error
 
 
 class _Model(BaseModel):

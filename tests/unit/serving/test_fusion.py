@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from serving import fusion
-from serving import search as logic
+from serving.search import analysis as logic
+from serving.search import fusion
 
 
 def _row(chunk: str, score: float, **extra: object) -> dict:

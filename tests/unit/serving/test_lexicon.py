@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from serving.lexicon import LexemeStats
+from serving.search.lexicon import LexemeStats
 
 
 def _stats() -> LexemeStats:

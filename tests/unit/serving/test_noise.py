@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from serving.noise import trim
+from serving.plans.noise import trim
 
 PASSAGE = """## Detection
 

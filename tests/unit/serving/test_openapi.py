@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from serving.app import create_app
-from serving.openapi import load_examples
-from serving.plan_schemas import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
-from serving.responses import (
+from serving.api.app import create_app
+from serving.api.openapi import load_examples
+from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
+from serving.contract.requests import IdsRequest, SearchRequest, UpstreamRequest
+from serving.contract.responses import (
     Chunk,
     ChunksResponse,
     Document,
@@ -23,7 +24,6 @@ from serving.responses import (
     UpstreamBatchResponse,
     UpstreamResponse,
 )
-from serving.schemas import IdsRequest, SearchRequest, UpstreamRequest
 from serving.settings import ServingSettings
 
 # operation id -> (request body model, 200 response model)

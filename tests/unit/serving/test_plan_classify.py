@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from serving.classify import classify
-from serving.plans import default_plans_file, load_plans
+from serving.plans.classify import classify
+from serving.plans.plans_file import load_plans
+from serving.settings import default_plans_file
 
 RULES = load_plans(default_plans_file()).classification
 

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from secrag.errors import ConfigError
-from serving.plans import QUERY_TYPES, default_plans_file, load_plans
+from serving.plans.plans_file import QUERY_TYPES, load_plans
+from serving.settings import default_plans_file
 
 RAW = yaml.safe_load(default_plans_file().read_text())
 
@@ -128,7 +129,8 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
 def test_every_registry_category_is_a_plan_category() -> None:
     """The registry says which source is in which category; plans.yaml only names the categories."""
     from pipeline.sources.registry import default_registry
-    from serving.plans import default_plans_file, load_plans
+    from serving.plans.plans_file import load_plans
+    from serving.settings import default_plans_file
 
     categories = set(load_plans(default_plans_file()).categories)
     assert {spec.category for spec in default_registry().values()} <= categories

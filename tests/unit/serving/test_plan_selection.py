@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from serving.context import metrics, render
-from serving.plans import Plan
-from serving.selection import Candidate, quota_counts, select
+from serving.plans.context import metrics, render
+from serving.plans.plans_file import Plan
+from serving.plans.selection import Candidate, quota_counts, select
 
 QUOTAS = {
     "technique": 0.25,

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from secrag import identifiers
-from serving import search
-from serving.classify import classify
-from serving.plans import default_plans_file, load_plans
-from serving.query_classes import QUERY_SHAPES, QUERY_TYPES, SHAPE_TYPES, type_of_logged
+from serving.contract.query_classes import QUERY_SHAPES, QUERY_TYPES, SHAPE_TYPES, type_of_logged
+from serving.plans.classify import classify
+from serving.plans.plans_file import load_plans
+from serving.search import analysis as search
+from serving.settings import default_plans_file
 
 RULES = load_plans(default_plans_file()).classification
 

@@ -1,4 +1,4 @@
-"""The query log records only the query classes of serving/query_classes.py (no database needed to refuse)."""
+"""The query log records only the query classes of serving/contract/query_classes.py (no database needed to refuse)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import pytest
 
 from secrag.package_data import sql_dir
 from secrag.queries import Queries
-from serving.querylog import QueryLog
+from serving.feedback.querylog import QueryLog
 
 
 def test_an_unknown_query_class_is_refused_before_any_write() -> None:
     log = QueryLog("postgresql:///nowhere", Queries(sql_dir(), "serving"), with_text=False)
-    with pytest.raises(ValueError, match="'weather' is not in serving/query_classes.py"):
+    with pytest.raises(ValueError, match="'weather' is not in serving/contract/query_classes.py"):
         log.write(
             endpoint="search",
             query_type="weather",

@@ -6,9 +6,9 @@ import hashlib
 
 import pytest
 
-from serving.auth import ApiKeys, Principal, UnknownApiKey
-from serving.errors import KeyRequired, TooManyRequests, public_error
-from serving.quotas import Gate
+from serving.access.keys import ApiKeys, Principal, UnknownApiKey
+from serving.access.quotas import Gate
+from serving.contract.errors import KeyRequired, TooManyRequests, public_error
 from serving.settings import ServingSettings
 
 KEYS = ApiKeys({hashlib.sha256(b"k1").hexdigest(): Principal("acme", "alice")})
@@ -80,7 +80,7 @@ def test_unknown_keys_are_limited_per_address_before_any_lookup_and_logged_witho
 ) -> None:
     clock = Clock()
     gate = _gate(clock, failed_keys_per_minute=6)  # bursts of 3, then one every 10 s
-    with caplog.at_level("WARNING", logger="serving.quotas"):
+    with caplog.at_level("WARNING", logger="serving.access.quotas"):
         for guess in ("guess-1", "guess-2", "guess-3"):
             with pytest.raises(UnknownApiKey):
                 gate.caller(guess, "10.0.0.9")

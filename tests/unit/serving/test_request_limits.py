@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from serving.errors import InvalidField
-from serving.request_limits import RequestLimits
-from serving.schemas import SearchRequest
+from serving.access.request_limits import RequestLimits
+from serving.contract.errors import InvalidField
+from serving.contract.requests import SearchRequest
 
 
 def test_values_up_to_the_limits_pass_and_beyond_them_fail() -> None:

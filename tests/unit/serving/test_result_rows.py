@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from serving.result_rows import search_result
+from serving.search.result_rows import search_result
 
 ROW = {
     "doc_id": "sigma:abc",

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from serving import search
-from serving.search_config import SearchConfig
+from serving.search import analysis as search
+from serving.search.search_file import SearchConfig
 
 
 @pytest.mark.parametrize(

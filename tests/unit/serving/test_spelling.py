@@ -3,7 +3,7 @@ only; short words and title words are never touched."""
 
 from __future__ import annotations
 
-from serving.spelling import Vocabulary, apply, candidates, max_edits
+from serving.search.spelling import Vocabulary, apply, candidates, max_edits
 
 VOCAB = Vocabulary.from_rows(
     [("rename", 40), ("renames", 2), ("deletion", 30), ("credential", 120), ("credentials", 90), ("dump", 50)]

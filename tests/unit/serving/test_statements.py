@@ -6,7 +6,7 @@ import pytest
 
 from secrag.package_data import sql_dir
 from secrag.queries import Queries
-from serving.statements import LEGS, Statements, compose
+from serving.search.statements import LEGS, Statements, compose
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ parent's, short names and partial words never match."""
 
 from __future__ import annotations
 
-from serving.technique_names import TechniqueNames
+from serving.search.technique_names import TechniqueNames
 
 NAMES = TechniqueNames.from_lookup(
     {

@@ -10,7 +10,7 @@ import pytest
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
 from secrag.errors import ConfigError
-from serving.telemetry import load_telemetry
+from serving.plans.telemetry import load_telemetry
 from tests.plugins.upstream import SNAPSHOT
 
 

@@ -6,8 +6,9 @@ import logging
 
 import pytest
 
-from serving.plans import default_plans_file, load_plans
-from serving.tuned_plans import TunedPlans
+from serving.feedback.tuned_plans import TunedPlans
+from serving.plans.plans_file import load_plans
+from serving.settings import default_plans_file
 
 
 def test_tuned_thresholds_override_the_plans_file() -> None:
@@ -22,7 +23,7 @@ def test_tuned_thresholds_override_the_plans_file() -> None:
 def test_a_row_the_plans_file_does_not_admit_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
     base = load_plans(default_plans_file())
     tuned = TunedPlans(base, read=lambda: {"weather": 0.1, "detection": 7.0, "forensic": 0.02})
-    with caplog.at_level(logging.WARNING, logger="serving.tuned_plans"):
+    with caplog.at_level(logging.WARNING, logger="serving.feedback.tuned_plans"):
         config = tuned.current()
     assert config.resolve("forensic").score_threshold == 0.02
     assert config.resolve("detection").score_threshold == base.resolve("detection").score_threshold
@@ -55,6 +56,6 @@ def test_a_failed_read_keeps_the_last_values(caplog: pytest.LogCaptureFixture) -
     tuned = TunedPlans(load_plans(default_plans_file()), read=read)
     assert tuned.current().resolve("detection").score_threshold == 0.04
     tuned._rows.at = 0.0  # the value is due again
-    with caplog.at_level(logging.WARNING, logger="serving.tuned_plans"):
+    with caplog.at_level(logging.WARNING, logger="serving.feedback.tuned_plans"):
         assert tuned.current().resolve("detection").score_threshold == 0.04
     assert "cannot read the tuned thresholds" in caplog.text

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from serving.plans import default_plans_file, load_plans
-from serving.tuning import MIN_SAMPLES, LoggedQuery, confidence, propose
+from serving.feedback.tuning import MIN_SAMPLES, LoggedQuery, confidence, propose
+from serving.plans.plans_file import load_plans
+from serving.settings import default_plans_file
 
 
 def test_no_proposal_without_enough_samples() -> None:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from serving.auth import Principal
-from serving.errors import InvalidField
-from serving.schemas import SearchRequest
-from serving.warm_up import REQUESTS, warm_up
+from serving.access.keys import Principal
+from serving.api.warm_up import REQUESTS, warm_up
+from serving.contract.errors import InvalidField
+from serving.contract.requests import SearchRequest
 
 
 class Searcher:
@@ -34,7 +34,7 @@ def test_every_request_is_valid_and_bypasses_the_result_cache() -> None:
 def test_failures_are_logged_and_the_rest_still_run(caplog: pytest.LogCaptureFixture) -> None:
     first, second = (str(body["query"]) for body in REQUESTS[:2])
     searcher = Searcher({first: RuntimeError("store down"), second: InvalidField(["body"], "unknown source")})
-    with caplog.at_level(logging.INFO, logger="serving.warm_up"):
+    with caplog.at_level(logging.INFO, logger="serving.api.warm_up"):
         took = warm_up(searcher)  # type: ignore[arg-type]
     assert took >= 0 and len(searcher.seen) == len(REQUESTS)
     assert any(r.levelno == logging.WARNING and "RuntimeError" in r.getMessage() for r in caplog.records)

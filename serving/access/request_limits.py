@@ -1,0 +1,74 @@
+"""The request limits a deployment configures (ServingSettings: max_k, max_candidates, max_query_chars;
+today's values are the defaults): checked on every search and plan request, and stated in the OpenAPI
+document as the maxima of the fields they bound. The request models carry wider hard caps (HARD_*
+in serving/contract/requests.py) that no configuration exceeds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from serving.contract.errors import InvalidField
+from serving.contract.requests import SearchRequest
+from serving.settings import ServingSettings
+
+CANDIDATE_FIELDS = ("fts_k", "vec_k", "candidates_k", "rerank_k")
+
+
+def exceeded(field: str, limit: int, setting: str, *, text: bool = False) -> InvalidField:
+    """A field over this deployment's limit: a 422 in pydantic's shape, as the schema would give."""
+    kind, bound = (
+        ("string_too_long", f"at most {limit} characters") if text else ("less_than_equal", f"at most {limit}")
+    )
+    return InvalidField(["body", field], f"{field} must be {bound} (this deployment's {setting})", kind)
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    max_k: int = 50
+    max_candidates: int = 1000
+    max_query_chars: int = 8192
+
+    @classmethod
+    def from_settings(cls, settings: ServingSettings) -> RequestLimits:
+        return cls(settings.max_k, settings.max_candidates, settings.max_query_chars)
+
+    def check_query(self, query: str) -> None:
+        if len(query) > self.max_query_chars:
+            raise exceeded("query", self.max_query_chars, "SECRAG_MAX_QUERY_CHARS", text=True)
+
+    def check_search(self, req: SearchRequest) -> None:
+        self.check_query(req.query)
+        if req.k > self.max_k:
+            raise exceeded("k", self.max_k, "SECRAG_MAX_K")
+        for name in CANDIDATE_FIELDS:
+            value = getattr(req, name)
+            if value is not None and value > self.max_candidates:
+                raise exceeded(name, self.max_candidates, "SECRAG_MAX_CANDIDATES")
+
+    def state(self, document: dict[str, Any]) -> None:
+        """Write the limits into the OpenAPI document's request schemas."""
+        schemas = document.get("components", {}).get("schemas", {})
+        self._state_search(schemas.get("SearchRequest", {}).get("properties", {}))
+        for model in ("SearchRequest", "PlanRequest"):
+            self._state_query(schemas.get(model, {}).get("properties", {}))
+
+    def state_tool(self, parameters: dict[str, Any]) -> None:
+        """Write the limits into an MCP tool's input schema (its properties are the request's fields)."""
+        properties = parameters.get("properties", {})
+        self._state_search(properties)
+        self._state_query(properties)
+
+    def _state_search(self, properties: dict[str, Any]) -> None:
+        if "k" in properties:
+            properties["k"]["maximum"] = self.max_k
+        for name in CANDIDATE_FIELDS:
+            prop = properties.get(name, {})
+            for variant in [prop, *prop.get("anyOf", [])]:
+                if "maximum" in variant:
+                    variant["maximum"] = self.max_candidates
+
+    def _state_query(self, properties: dict[str, Any]) -> None:
+        query = properties.get("query")
+        if query is not None:
+            query["maxLength"] = self.max_query_chars

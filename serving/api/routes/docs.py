@@ -1,0 +1,86 @@
+"""Documents and chunks by id."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from serving.api.deps import PrincipalDep, ServiceDep
+from serving.contract.requests import MAX_COLUMNS, Column, ErrorResponse, IdsRequest, UpstreamQuery, UpstreamRequest
+from serving.contract.responses import (
+    Chunk,
+    ChunksResponse,
+    Document,
+    DocumentsResponse,
+    UpstreamBatchResponse,
+    UpstreamResponse,
+)
+
+router = APIRouter(tags=["documents"])
+_404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
+
+
+_UPSTREAM_ERRORS: dict[int | str, dict[str, Any]] = {
+    **_404,
+    413: {"model": ErrorResponse},
+    422: {"model": ErrorResponse},
+    501: {"model": ErrorResponse},
+    502: {"model": ErrorResponse},
+    504: {"model": ErrorResponse},
+}
+
+
+@router.post(
+    "/docs/upstream",
+    response_model=UpstreamBatchResponse,
+    responses={422: {"model": ErrorResponse}},
+)
+def get_upstreams(body: UpstreamRequest, service: ServiceDep, principal: PrincipalDep) -> UpstreamBatchResponse:
+    """The upstream forms of up to 100 documents' records (live: at most SECRAG_MAX_LIVE_REFETCH), as
+    GET /v1/docs/{doc_id}/upstream gives each; a document that fails is listed in `errors` with its status,
+    unknown or invisible ids in `missing`; the response is capped (SECRAG_MAX_RESPONSE_BYTES, `truncated`)."""
+    return service.upstreams(body, principal)
+
+
+@router.get("/docs/{doc_id:path}/upstream", response_model=UpstreamResponse, responses=_UPSTREAM_ERRORS)
+def get_upstream(
+    doc_id: str,
+    service: ServiceDep,
+    principal: PrincipalDep,
+    live: Annotated[bool, Query(description=UpstreamQuery.model_fields["live"].description)] = False,
+    columns: Annotated[
+        list[Column] | None,
+        Query(max_length=MAX_COLUMNS, description=UpstreamQuery.model_fields["columns"].description),
+    ] = None,
+) -> UpstreamResponse:
+    """The upstream form of the document's record at the version it was published from: the form the
+    pipeline stored at publish (one Sigma file, one ATT&CK STIX object, one CAPEC pattern, one KEV entry;
+    no upstream access), or with `live=true` the upstream's own (the repository file at that commit or
+    release tag, or the feed entry, read from the upstream or its mirror). Capped in size
+    (SECRAG_UPSTREAM_MAX_BYTES, 413) and, live, in time (SECRAG_UPSTREAM_TIMEOUT, 504)."""
+    return service.upstream(doc_id, principal, live=live, columns=columns)
+
+
+@router.get("/docs/{doc_id:path}", response_model=Document, responses=_404)
+def get_document(doc_id: str, service: ServiceDep, principal: PrincipalDep) -> Document:
+    """One document (404 when absent or not visible to the caller)."""
+    return service.document(doc_id, principal)
+
+
+@router.post("/docs", response_model=DocumentsResponse)
+def get_documents(body: IdsRequest, service: ServiceDep, principal: PrincipalDep) -> DocumentsResponse:
+    """Up to 100 documents; unknown or invisible ids are listed in `missing`."""
+    return service.documents(body.ids, principal)
+
+
+@router.get("/chunks/{chunk_id:path}", response_model=Chunk, responses=_404)
+def get_chunk(chunk_id: str, service: ServiceDep, principal: PrincipalDep) -> Chunk:
+    """One chunk (`<doc_id>#<ordinal>`, with `#` URL-encoded as %23)."""
+    return service.chunk(chunk_id, principal)
+
+
+@router.post("/chunks", response_model=ChunksResponse)
+def get_chunks(body: IdsRequest, service: ServiceDep, principal: PrincipalDep) -> ChunksResponse:
+    """Up to 100 chunks; unknown or invisible ids are listed in `missing`."""
+    return service.chunks(body.ids, principal)

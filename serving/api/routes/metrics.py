@@ -1,0 +1,26 @@
+"""GET /metrics: Prometheus' text format (serving/observability/prometheus.py); unversioned and, like the
+probes, open."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+router = APIRouter(tags=["health"])
+POOL_STATS = ("pool_size", "pool_available", "requests_waiting", "requests_num", "requests_errors")
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics(request: Request) -> Response:
+    exposition = request.app.state.metrics.prometheus
+    service = getattr(request.app.state, "service", None)
+    if service is None:  # not started yet: requests only
+        return Response(exposition.scrape(), media_type=CONTENT_TYPE_LATEST)
+    body = exposition.scrape(
+        pool={k: v for k, v in service.pool.get_stats().items() if k in POOL_STATS},
+        encoder=service.encoder.cache_info(),
+        results=service.results.info(),
+        model=service.encoder.model_id,
+    )
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,61 @@
+"""POST /v1/plan, POST /v1/plan/explain, GET /v1/plans."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
+
+from serving.api.deps import PrincipalDep, ServiceDep
+from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
+from serving.contract.requests import ErrorResponse
+from serving.plans import planner
+from serving.plans.plans_file import PlansConfig
+
+router = APIRouter(tags=["plans"])
+ERRORS: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorResponse},
+    503: {"model": ErrorResponse},
+    504: {"model": ErrorResponse},
+}
+
+
+def get_plans(request: Request) -> PlansConfig:
+    return request.app.state.plans.current()  # type: ignore[no-any-return]  # serving/feedback/tuned_plans.py
+
+
+PlansDep = Annotated[PlansConfig, Depends(get_plans)]
+
+
+@router.post(
+    "/plan",
+    response_model=PlanResponse,
+    responses=ERRORS,
+    description=(
+        "A balanced, deterministic, cited context for a query: the query is classified, hybrid search "
+        "retrieves candidates, the plan's category quotas are filled by score and backfilled, within the "
+        "score threshold, character budget and total."
+    ),
+)
+def plan(
+    body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep, background: BackgroundTasks
+) -> PlanResponse:
+    response = planner.plan_context(service, plans, body, principal)
+    if service.query_log is not None:
+        background.add_task(service.log_plan, body, response)
+    return response
+
+
+@router.post(
+    "/plan/explain",
+    response_model=ExplainResponse,
+    responses=ERRORS,
+    description="Why each candidate was taken or skipped by the plan.",
+)
+def explain(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> ExplainResponse:
+    return planner.explain(service, plans, body, principal)
+
+
+@router.get("/plans", response_model=PlansResponse, description="The configured plans, resolved per query type.")
+def list_plans(plans: PlansDep) -> PlansResponse:
+    return planner.list_plans(plans)

@@ -1,0 +1,38 @@
+"""POST /v1/search."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, BackgroundTasks
+
+from serving.api.deps import PrincipalDep, ServiceDep
+from serving.contract.requests import SCORE_SCALES, ErrorResponse, SearchRequest
+from serving.contract.responses import SearchResponse
+
+router = APIRouter(tags=["search"])
+
+
+@router.post(
+    "/search",
+    response_model=SearchResponse,
+    description=(
+        "Hybrid (default), full-text, vector or fuzzy search over the chunks of the documents the caller may "
+        "see. Exact identifiers (T1003, T1003.001, CVE-2021-44228, CAPEC-66, AML.T0051, D3-AL, rule UUIDs) put "
+        "the document with that id first. " + SCORE_SCALES
+    ),
+    responses={
+        413: {"model": ErrorResponse},
+        429: {"model": ErrorResponse},
+        422: {"model": ErrorResponse},
+        503: {"model": ErrorResponse},
+        504: {"model": ErrorResponse},
+    },
+)
+def search(
+    body: SearchRequest, service: ServiceDep, principal: PrincipalDep, background: BackgroundTasks
+) -> SearchResponse:
+    service.limits.check_search(body)
+    response = service.search(body, principal)
+    service.metrics.prometheus.search(body.mode, response.query_type, response.took_ms)
+    if service.query_log is not None:
+        background.add_task(service.log_search, body, response)
+    return response

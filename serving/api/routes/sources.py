@@ -1,0 +1,16 @@
+"""GET /v1/sources."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from serving.api.deps import PrincipalDep, ServiceDep
+from serving.contract.responses import SourcesResponse
+
+router = APIRouter(tags=["sources"])
+
+
+@router.get("/sources", response_model=SourcesResponse)
+def list_sources(service: ServiceDep, principal: PrincipalDep) -> SourcesResponse:
+    """Every source: upstream, served version, last check and sync, record count, state, last error."""
+    return service.sources(principal)

@@ -1,0 +1,16 @@
+"""GET /v1/stats."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from serving.api.deps import PrincipalDep, ServiceDep
+from serving.contract.responses import StatsResponse
+
+router = APIRouter(tags=["stats"])
+
+
+@router.get("/stats", response_model=StatsResponse)
+def get_stats(service: ServiceDep, principal: PrincipalDep) -> StatsResponse:
+    """Exact counts per source and model, versions, freshness, index sizes, request latency percentiles."""
+    return StatsResponse.model_validate(service.stats(principal))

@@ -1,0 +1,69 @@
+"""How an MCP tool call reaches the Service: its caller (the key from the HTTP headers, or the
+server's own over stdio), its failures as public tool errors, its results as JSON, the signatures
+FastMCP reads its parameters from, and the transport's DNS-rebinding protection."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import BaseModel, Field
+from pydantic.fields import FieldInfo
+
+from serving.access.quotas import Caller, Gate
+from serving.contract.errors import public_error
+
+T = TypeVar("T")
+
+
+def caller_of(ctx: Context | None, gate: Gate, default_key: str | None) -> Caller:
+    """The caller of a tool: its key from the HTTP headers, or the server's own key over stdio."""
+    request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
+    headers = getattr(request, "headers", None)
+    if headers is None:
+        return gate.caller(default_key, "stdio")
+    key = headers.get("x-api-key")
+    auth = headers.get("authorization", "")
+    if not key and auth.lower().startswith("bearer "):
+        key = auth[7:].strip()
+    client = getattr(request, "client", None)
+    return gate.caller(key, getattr(client, "host", None) or "mcp")
+
+
+def run_safely(call: Callable[[], T]) -> T:
+    """Run a Service call; a failure becomes its public message (serving.contract.errors.public_error)."""
+    try:
+        return call()
+    except ToolError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure is mapped, none leaks internals
+        error = public_error(exc)
+        raise ToolError(f"{error.kind}: {error.message()}") from None
+
+
+def as_json(value: Any) -> dict[str, Any]:  # noqa: ANN401 - a response model or a plain dict
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value)
+
+
+def tool_signature(params: list[inspect.Parameter]) -> tuple[inspect.Signature, dict[str, Any]]:
+    ctx = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Context | None)
+    everything = [*params, ctx]
+    annotations = {p.name: p.annotation for p in everything} | {"return": dict[str, Any]}
+    return inspect.Signature(everything, return_annotation=dict[str, Any]), annotations
+
+
+def field_annotation(field: FieldInfo) -> Any:  # noqa: ANN401 - a typing form
+    """The field's type with its constraints and docs, but not its default (the parameter carries that)."""
+    docs = Field(alias=field.alias, description=field.description, examples=field.examples)
+    return Annotated[(field.annotation, *field.metadata, docs)]
+
+
+def transport_security(hosts: list[str]) -> TransportSecuritySettings:
+    """DNS-rebinding protection limited to the configured Host headers."""
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=[f"http://{h}" for h in hosts]
+    )

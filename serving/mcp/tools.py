@@ -1,0 +1,205 @@
+"""Every REST operation as an MCP tool (streamable HTTP at /mcp, or stdio with `secrag mcp`).
+
+A tool's parameters are its REST request model's fields, with the same types, limits and
+descriptions (the tool is built from the model, so the two cannot drift), and it calls the same
+Service method under the same gate (API key, rate, search slots). Failures become the public
+message REST would answer with. `search` also has one alias per mode: fts, vector, hybrid, fuzzy.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
+
+from secrag.version import version as server_version
+from serving.access.quotas import Caller, Gate
+from serving.access.request_limits import RequestLimits
+from serving.contract.plan_models import PlanRequest
+from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
+from serving.contract.responses import StatsResponse
+from serving.mcp.calls import as_json, caller_of, field_annotation, run_safely, tool_signature
+from serving.plans.plans_file import PlansConfig
+from serving.service import Service
+
+Run = Callable[[Any, Caller], Any]  # (validated request, caller) -> a pydantic model or a dict
+MODES = ("fts", "vector", "hybrid", "fuzzy")
+
+
+class _Tools:
+    """Builds the tools over one service getter and gate."""
+
+    def __init__(self, server: MCPServer, gate: Gate, default_key: str | None) -> None:
+        self.server, self.gate, self.default_key = server, gate, default_key
+
+    def _call(self, ctx: Context | None, run: Callable[[Caller], Any]) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            caller = caller_of(ctx, self.gate, self.default_key)
+            with self.gate.slot(caller):  # every tool takes a slot, as every /v1 operation does
+                return as_json(run(caller))
+
+        return run_safely(call)
+
+    def from_model(self, name: str, description: str, model: type[BaseModel], run: Run, **fixed: Any) -> None:
+        """A tool whose parameters are model's fields (less `fixed` ones), validated by the model itself."""
+        params = [
+            inspect.Parameter(
+                key,  # the JSON name is the field's alias (e.g. `return`), as in the REST body
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty
+                if field.is_required()
+                else field.get_default(call_default_factory=True),
+                annotation=field_annotation(field),
+            )
+            for key, field in model.model_fields.items()
+            if key not in fixed
+        ]
+
+        def tool(**arguments: Any) -> dict[str, Any]:  # noqa: ANN401
+            ctx = arguments.pop("ctx", None)
+            values = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in arguments.items()}
+            return self._call(ctx, lambda caller: run(model.model_validate({**values, **fixed}), caller))
+
+        tool.__signature__, tool.__annotations__ = tool_signature(params)  # type: ignore[attr-defined]
+        tool.__name__ = name
+        self.server.add_tool(tool, name=name, description=description)
+
+    def by_id(self, name: str, description: str, param: str, run: Callable[[str, Caller], Any]) -> None:
+        """A tool taking one identifier (the REST path parameter)."""
+
+        def tool(**arguments: Any) -> dict[str, Any]:  # noqa: ANN401
+            ctx, value = arguments.pop("ctx", None), arguments[param]
+            return self._call(ctx, lambda caller: run(value, caller))
+
+        annotation = Annotated[str, Field(min_length=1, max_length=512, description=f"the {param.replace('_', ' ')}")]
+        tool.__signature__, tool.__annotations__ = tool_signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)]
+        )
+        tool.__name__ = name
+        self.server.add_tool(tool, name=name, description=description)
+
+    def plain(self, name: str, description: str, run: Callable[[Caller], Any]) -> None:
+        """A tool without parameters."""
+
+        def tool(ctx: Context | None = None) -> dict[str, Any]:
+            return self._call(ctx, run)
+
+        tool.__name__ = name
+        self.server.add_tool(tool, name=name, description=description)
+
+
+def build_mcp(
+    get_service: Callable[[], Service],
+    gate: Gate,
+    plans: Callable[[], PlansConfig],
+    *,
+    default_key: str | None = None,
+    limits: RequestLimits | None = None,
+) -> MCPServer:
+    """An MCP server with one tool per REST operation (and per-mode search aliases).
+
+    default_key is the API key of stdio callers (HTTP callers send their own); `limits` (this
+    deployment's request limits) are written into the tools' input schemas, as into the OpenAPI document.
+    """
+    from serving.plans.planner import explain, list_plans, plan_context
+
+    server: MCPServer = MCPServer(
+        name="secrag",
+        version=server_version(),
+        instructions=(
+            "Search security knowledge (ATT&CK, Sigma, Atomic Red Team, CISA KEV, LOLBAS, ...). "
+            "Use `search` (or `plan` for a balanced, cited context) first, then `get_documents` for full bodies."
+        ),
+    )
+    tools = _Tools(server, gate, default_key)
+
+    def plan(req: PlanRequest, caller: Caller) -> Any:  # noqa: ANN401
+        service = get_service()
+        response = plan_context(service, plans(), req, caller.principal)
+        service.log_plan(req, response, endpoint="mcp:plan")
+        return response
+
+    def search(req: SearchRequest, caller: Caller) -> Any:  # noqa: ANN401
+        service = get_service()
+        service.limits.check_search(req)
+        response = service.search(req, caller.principal)
+        service.log_search(req, response, endpoint="mcp:search")  # a no-op unless the query log is on
+        return response
+
+    tools.from_model(
+        "search",
+        "Search the chunks of the documents the caller may see (POST /v1/search): hybrid by default, or "
+        "full-text, vector or fuzzy; filters, strategy, weights, offset and min_score as in the REST API.",
+        SearchRequest,
+        search,
+    )
+    for mode in MODES:
+        tools.from_model(mode, f"`search` with mode={mode} (same parameters).", SearchRequest, search, mode=mode)
+    tools.from_model(
+        "plan",
+        "A balanced, cited context for a question (POST /v1/plan): techniques, detections, tests, "
+        "forensic artifacts and vulnerabilities mixed by a retrieval plan.",
+        PlanRequest,
+        plan,
+    )
+    tools.from_model(
+        "explain",
+        "Why each candidate was taken or skipped by the plan (POST /v1/plan/explain).",
+        PlanRequest,
+        lambda req, caller: explain(get_service(), plans(), req, caller.principal),
+    )
+    tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans()))
+    tools.from_model(
+        "get_documents",
+        "Full documents by id, e.g. mitre_attack:T1003 (POST /v1/docs); unknown ids are listed as missing.",
+        IdsRequest,
+        lambda req, caller: get_service().documents(req.ids, caller.principal),
+    )
+    tools.by_id(
+        "get_document",
+        "One document (GET /v1/docs/{doc_id}).",
+        "doc_id",
+        lambda doc_id, caller: get_service().document(doc_id, caller.principal),
+    )
+    tools.from_model(
+        "get_chunks",
+        "Chunks by id (POST /v1/chunks); unknown ids are listed as missing.",
+        IdsRequest,
+        lambda req, caller: get_service().chunks(req.ids, caller.principal),
+    )
+    tools.by_id(
+        "get_chunk",
+        "One chunk (GET /v1/chunks/{chunk_id}).",
+        "chunk_id",
+        lambda chunk_id, caller: get_service().chunk(chunk_id, caller.principal),
+    )
+    tools.from_model(
+        "get_upstream",
+        "The upstream form of one document's record at its published version: one Sigma file, one STIX "
+        "object, one feed entry (GET /v1/docs/{doc_id}/upstream).",
+        UpstreamQuery,
+        lambda req, caller: get_service().upstream(req.doc_id, caller.principal, live=req.live, columns=req.columns),
+    )
+    tools.from_model(
+        "get_upstreams",
+        "The upstream forms of several documents' records (POST /v1/docs/upstream); each fails on its own.",
+        UpstreamRequest,
+        lambda req, caller: get_service().upstreams(req, caller.principal),
+    )
+    tools.plain(
+        "list_sources",
+        "Every source with its served version, freshness, record count and state (GET /v1/sources).",
+        lambda caller: get_service().sources(caller.principal),
+    )
+    tools.plain(
+        "stats",
+        "Store statistics: documents, chunks, embeddings per source and model, freshness (GET /v1/stats).",
+        lambda caller: StatsResponse.model_validate(get_service().stats(caller.principal)),
+    )
+    if limits is not None:
+        for tool in server._tool_manager.list_tools():  # noqa: SLF001 - the schemas MCP lists, as built
+            limits.state_tool(tool.parameters)
+    return server

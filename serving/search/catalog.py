@@ -1,0 +1,217 @@
+"""What searches look up on every request, cached: technique names, source names, lexeme statistics, the
+title vocabulary of spelling correction."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from secrag.queries import Queries, one_row
+from serving.access.keys import Principal
+from serving.contract.errors import InvalidField
+from serving.search.lexicon import LexemeStats
+from serving.search.spelling import Vocabulary
+from serving.search.statements import Statements
+from serving.search.technique_names import TechniqueNames
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+LOOKUP_TTL = 300.0
+SOURCES_TTL = 30.0
+DATA_VERSION_TTL = 1.0  # how stale a cached search response may be after a publish
+NO_VOCABULARY = Vocabulary.from_rows([])  # until the first read: no spelling corrections
+
+
+@dataclass
+class Cached:
+    """A value refreshed at most every `ttl` seconds."""
+
+    ttl: float
+    value: Any = None
+    at: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    refreshing: bool = False
+
+    def get(self, load: Callable[[], T]) -> T:
+        with self.lock:
+            if self.value is None or time.monotonic() - self.at > self.ttl:
+                self.value = load()
+                self.at = time.monotonic()
+            return self.value  # type: ignore[no-any-return]
+
+    def get_or_refresh(self, refresh: Callable[[], T], empty: T) -> T:
+        """The value without waiting: `empty` until one background thread (`refresh`) has loaded it,
+        then the value, reloaded in the background once it is older than `ttl` (a slow store-wide read
+        never holds up a request, nor a pooled connection of one)."""
+        with self.lock:
+            due = self.value is None or time.monotonic() - self.at > self.ttl
+            if due and not self.refreshing:
+                self.refreshing = True
+                try:
+                    threading.Thread(target=self._refresh, args=(refresh,), name="catalog-refresh", daemon=True).start()
+                except RuntimeError:
+                    self.refreshing = False
+                    raise
+            return empty if self.value is None else self.value
+
+    def load_now(self, load: Callable[[], T]) -> T:
+        """Load the value in this thread (start-up)."""
+        value = load()
+        with self.lock:
+            self.value, self.at = value, time.monotonic()
+        return value
+
+    def _refresh(self, load: Callable[[], Any]) -> None:
+        try:
+            self.load_now(load)
+        except Exception:  # noqa: BLE001 - the old value (or none) serves until the next attempt
+            log.warning("catalog refresh failed; the previous value is kept", exc_info=True)
+            with self.lock:
+                self.at = time.monotonic()
+        finally:
+            with self.lock:
+                self.refreshing = False
+
+    def clear(self) -> None:
+        with self.lock:
+            self.value = None
+
+
+@dataclass
+class Catalog:
+    """The store's vocabularies a request consults, each re-read at most every few minutes."""
+
+    pool: ConnectionPool
+    queries: Queries
+    statements: Statements
+    # Statement timeout of store-wide reads (the spelling vocabulary: 0.2 s on the real corpus, 3.5 s at
+    # 1M chunks (docs/scaling.md), beyond a request's timeout).
+    aggregate_timeout_ms: int = 60_000
+    _lookup: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _technique_ids: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _source_names: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
+    _public_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
+    _lexeme_stats: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _data_version: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
+    _vocabulary: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _technique_names: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+
+    def data_version(self) -> str:
+        """A token that changes with every publish and embedding pass (read at most once a second)."""
+
+        def load() -> str:
+            with self.pool.connection() as conn:
+                return str(one_row(conn.execute(self.queries.data_version))[0])
+
+        return self._data_version.get(load)
+
+    def technique_lookup(self) -> dict[str, str]:
+        """ATT&CK id -> full name for query-time enrichment (the index-time lookup, cached)."""
+
+        def load() -> dict[str, str]:
+            with self.pool.connection() as conn:
+                return dict(conn.execute(self.queries.technique_names).fetchall())
+
+        return self._lookup.get(load)
+
+    def technique_names(self) -> TechniqueNames:
+        """The technique names a query may name in full, for the label leg (cached with the lookup)."""
+        return self._technique_names.get(lambda: TechniqueNames.from_lookup(self.technique_lookup()))
+
+    def technique_ids(self) -> list[str]:
+        def load() -> list[str]:
+            with self.pool.connection() as conn:
+                return [r[0] for r in conn.execute(self.queries.technique_ids).fetchall()]
+
+        return self._technique_ids.get(load)
+
+    def source_names(self) -> list[str]:
+        """Every source name (exact-identifier ids are `<source>:<id>`; the legs apply the ACL)."""
+
+        def load() -> list[str]:
+            with self.pool.connection() as conn:
+                return [r[0] for r in conn.execute(self.queries.source_names).fetchall()]
+
+        return self._source_names.get(load)
+
+    def visible_sources(self, conn: psycopg.Connection, principal: Principal) -> list[str]:
+        """Source names the caller may know about (user folders only with a visible document)."""
+        return [r[0] for r in conn.execute(self.statements.known_sources, principal.params()).fetchall()]
+
+    def public_sources(self, conn: psycopg.Connection) -> frozenset[str]:
+        """Names of the sources that are not user folders: anyone may filter by them (cached; read on `conn`)."""
+        return self._public_sources.get(
+            lambda: frozenset(r[0] for r in conn.execute(self.queries.public_source_names).fetchall())
+        )
+
+    def resolve_sources(
+        self, conn: psycopg.Connection, principal: Principal, requested: Sequence[str] | None
+    ) -> list[str] | None:
+        """The requested source names as stored, matched case-insensitively to the names the caller may
+        see; an unknown name is a 422 listing the valid ones."""
+        if not requested or set(requested) <= self.public_sources(conn):
+            return list(requested) if requested else None
+        known = self.visible_sources(conn, principal)
+        by_folded = {name.casefold(): name for name in known}
+        resolved = []
+        for i, name in enumerate(requested):
+            match = by_folded.get(name.strip().casefold())
+            if match is None:
+                raise InvalidField(
+                    ["body", "filters", "sources", i],
+                    f"unknown source {name[:80]!r}; valid sources: {', '.join(known)}",
+                )
+            resolved.append(match)
+        return resolved
+
+    def lexeme_stats(self, conn: psycopg.Connection | None = None) -> LexemeStats:
+        """Column statistics of chunks (cached), read on `conn` when given: a request never holds two."""
+
+        def read(c: psycopg.Connection) -> LexemeStats:
+            with c.cursor(row_factory=dict_row) as cur:
+                return LexemeStats.from_row(cur.execute(self.queries.lexeme_frequencies).fetchone())
+
+        def load() -> LexemeStats:
+            if conn is not None:
+                return read(conn)
+            with self.pool.connection() as own:
+                return read(own)
+
+        return self._lexeme_stats.get(load)
+
+    def _read_vocabulary(self) -> Vocabulary:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT set_config('statement_timeout', %s, true)", [str(self.aggregate_timeout_ms)])
+            return Vocabulary.from_rows(conn.execute(self.queries.spelling_vocabulary).fetchall())
+
+    def load_vocabulary(self) -> None:
+        """Read the spelling vocabulary now (at start-up, before requests); a failure is logged and the
+        requests' background refresh tries again."""
+        try:
+            self._vocabulary.load_now(self._read_vocabulary)
+        except Exception:  # noqa: BLE001 - an unreachable store is reported by /readyz, not here
+            log.warning("spelling vocabulary not loaded at start-up; it loads in the background", exc_info=True)
+
+    def vocabulary(self) -> Vocabulary:
+        """The words of public titles, for spelling correction. It is a store-wide read (0.2 s on the
+        real corpus, 3.5 s at 1M chunks), so it is never made inside a request: read at start-up, then
+        refreshed in the background every LOOKUP_TTL on a pooled connection with `aggregate_timeout_ms`;
+        until the first read completes, requests get an empty vocabulary (no corrections)."""
+        return self._vocabulary.get_or_refresh(self._read_vocabulary, NO_VOCABULARY)
+
+    def forget_lexeme_stats(self) -> None:
+        """Re-read the statistics on next use (after an ANALYZE)."""
+        self._lexeme_stats.clear()
+
+    def query_lexemes(self, conn: psycopg.Connection, params: dict[str, Any]) -> tuple[list[str], list[str]]:
+        """The full-text and identifier lexemes of the query, as PostgreSQL normalises them."""
+        words, idents = one_row(conn.execute(self.queries.query_lexemes, params))
+        return words or [], idents or []

@@ -1,0 +1,95 @@
+"""How a search's legs are shaped before its statement runs, from PostgreSQL's column statistics (read
+through the catalog): full text ranked across the corpus or within the vector pool, by every word or
+by the rarest, and vector distances from the HNSW index or exact over the filtered chunks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from serving.contract.requests import SearchFilters, SearchRequest
+from serving.search import analysis as logic
+from serving.search.catalog import Catalog
+
+# Keyword queries estimated (serving/search/lexicon.py) to match more chunks rank full text within the vector leg's
+# candidates, as natural-language queries always do (a wider pool measured no better: dev nDCG@10 0.608 at
+# the vector leg's 60, 0.604 at 100, 0.595 at 300).
+FTS_CORPUS_MAX_MATCHES = 1000
+# Filters estimated to keep at most this many chunks get exact vector distances (over chunk_vectors, migration
+# 0009) instead of the HNSW index: about 0.45 us a chunk on the full snapshot, 2.2 ms for sigma's 4,817
+# (bench/filtered.py), where an iterative HNSW scan took 9 ms and missed 3 % of the nearest.
+EXACT_VECTOR_MAX_CHUNKS = 10000
+CHUNKS_PER_DOC_BOUND = 8
+# Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
+PROSE_MAX_WORDS = 8
+PROSE_MAX_SHARE = 0.02
+# Hybrid ranks the full text of longer prose within the vector pool by its rarest distinct words: ts_rank_cd
+# of an OR of hundreds of words costs seconds even on a pool (a 900-word query: 2.5 s; see bench/flood.py).
+POOL_MAX_WORDS = 64
+
+
+@dataclass(frozen=True)
+class LegShaper:
+    """Chooses how the full-text and vector legs of one search run."""
+
+    catalog: Catalog
+
+    def shape_full_text(
+        self,
+        conn: psycopg.Connection,
+        req: SearchRequest,
+        analysis: logic.QueryAnalysis,
+        plan: logic.Plan,
+        params: dict[str, Any],
+        *,
+        then_vec: bool,
+    ) -> None:
+        """Rank full text within the vector pool (prose, common words) or by the query's rarest words."""
+        if not then_vec and plan.fts_k and self.pool_fts(conn, req, analysis, params):
+            params["pool_fts"] = True
+            if analysis.fts_text.count(" or ") >= POOL_MAX_WORDS:
+                params["fts_text"] = self.rare_words(conn, params, POOL_MAX_WORDS, 1.0) or params["fts_text"]
+        elif req.mode in ("fts", "fuzzy") and analysis.query_type == "natural":
+            params["fts_text"] = self.rare_words(conn, params, PROSE_MAX_WORDS, PROSE_MAX_SHARE) or params["fts_text"]
+
+    def pool_fts(
+        self, conn: psycopg.Connection, req: SearchRequest, analysis: logic.QueryAnalysis, params: dict[str, Any]
+    ) -> bool:
+        """Whether hybrid search ranks full text within the vector pool instead of across the corpus."""
+        if req.mode != "hybrid":
+            return False
+        if analysis.query_type == "natural":
+            return True  # an OR of many words matches half the corpus; rank prose within the semantic pool
+        stats = self.catalog.lexeme_stats(conn)
+        if not stats.shares:
+            return False
+        words, idents = self.catalog.query_lexemes(conn, params)
+        return stats.estimate(words, idents, req.filters.sources) > FTS_CORPUS_MAX_MATCHES
+
+    def rare_words(self, conn: psycopg.Connection, params: dict[str, Any], limit: int, max_share: float) -> str | None:
+        """For prose: an OR of its `limit` rarest lexemes found in at most `max_share` of the chunks
+        (None without statistics).
+
+        An OR of every word of a paragraph matches half the corpus and ranking that takes seconds;
+        ts_rank_cd has no inverse document frequency either, so common words only add noise.
+        """
+        stats = self.catalog.lexeme_stats(conn)
+        if not stats.shares:
+            return None
+        words, _ = self.catalog.query_lexemes(conn, params)
+        ranked = sorted(set(words), key=lambda w: (stats.share(w), w))
+        rare = [w for w in ranked if stats.share(w) <= max_share][:limit] or ranked[:3]
+        return " or ".join(rare) if rare else None
+
+    def exact_vectors(self, conn: psycopg.Connection, filters: SearchFilters) -> bool:
+        """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""
+        estimates: list[float] = []
+        if filters.doc_ids:
+            estimates.append(len(filters.doc_ids) * CHUNKS_PER_DOC_BOUND)
+        if filters.sources:
+            stats = self.catalog.lexeme_stats(conn)
+            if stats.source_shares:
+                estimates.append(stats.chunks_in(filters.sources))
+        return bool(estimates) and min(estimates) <= EXACT_VECTOR_MAX_CHUNKS

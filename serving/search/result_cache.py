@@ -1,0 +1,63 @@
+"""Search responses kept per process, keyed by the caller, the request and the store's data version.
+
+The data version (serving/search/catalog.py) changes with every publish and embedding pass, so a cached
+response is at most `DATA_VERSION_TTL` seconds older than the store; the serving model is part of the
+key too. Bounded (least recently used out), and off with SECRAG_RESULT_CACHE_SIZE=0 (benchmarks).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from serving.access.keys import Principal
+from serving.contract.requests import SearchRequest
+from serving.contract.responses import SearchResponse
+
+Key = tuple[str, str, str, str, tuple[str, ...], str]
+
+
+def cache_key(data_version: str, model_id: str, principal: Principal, req: SearchRequest) -> Key:
+    return (
+        data_version,
+        model_id,
+        principal.tenant or "",
+        principal.user or "",
+        tuple(sorted(principal.groups)),
+        req.model_dump_json(by_alias=True),
+    )
+
+
+class ResultCache:
+    def __init__(self, max_size: int) -> None:
+        self.max_size = max_size
+        self._items: OrderedDict[Key, SearchResponse] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+
+    def get(self, key: Key) -> SearchResponse | None:
+        if not self.max_size:
+            return None
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                self._misses += 1
+                return None
+            self._items.move_to_end(key)
+            self._hits += 1
+            return found
+
+    def put(self, key: Key, response: SearchResponse) -> None:
+        if not self.max_size:
+            return
+        with self._lock:
+            self._items[key] = response
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_size:
+                self._items.popitem(last=False)
+
+    def info(self) -> dict[str, Any]:
+        with self._lock:
+            return {"hits": self._hits, "misses": self._misses, "size": len(self._items), "max_size": self.max_size}

@@ -1,0 +1,358 @@
+"""One search against the store: the query's parameters, the legs in one statement (shaped by
+serving/search/leg_shapes.py), their fusion, and the page with its display fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from secrag.enrichment import enrich
+from serving.access.keys import Principal
+from serving.access.sessions import DEFAULT_EF_SEARCH, ReaderSessions
+from serving.contract.errors import InvalidField
+from serving.contract.limits import cap
+from serving.contract.requests import SearchFilters, SearchRequest
+from serving.contract.responses import SearchResponse
+from serving.search import analysis as logic
+from serving.search import fusion, spelling
+from serving.search.catalog import Catalog
+from serving.search.encoder import QueryEncoder
+from serving.search.leg_shapes import LegShaper
+from serving.search.result_cache import ResultCache, cache_key
+from serving.search.result_rows import search_result
+from serving.search.search_file import SearchConfig
+from serving.search.statements import Statements
+
+# The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
+LABEL_WEIGHT = 1.0
+
+
+@dataclass(frozen=True)
+class Searcher:
+    """Runs POST /v1/search (and the plans' retrieval) for one caller at a time."""
+
+    pool: ConnectionPool
+    catalog: Catalog
+    encoder: QueryEncoder
+    statements: Statements
+    config: SearchConfig
+    sessions: ReaderSessions
+    max_response_bytes: int
+    results: ResultCache = field(default_factory=lambda: ResultCache(0))
+
+    @property
+    def shaper(self) -> LegShaper:
+        return LegShaper(self.catalog)
+
+    def search(self, req: SearchRequest, principal: Principal, *, cache: bool = True) -> SearchResponse:
+        """The response from the result cache when the store has not changed since, else a fresh one
+        (`cache=False`: always fresh, and not kept)."""
+        started = time.perf_counter()
+        key = None
+        if cache and self.results.max_size:
+            key = cache_key(self.catalog.data_version(), self.encoder.model_id, principal, req)
+        cached = self.results.get(key) if key else None
+        if cached is not None:
+            return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 2)})
+        response = self._search(req, principal, started)
+        if key:
+            self.results.put(key, response)
+        return response
+
+    def _search(self, req: SearchRequest, principal: Principal, started: float) -> SearchResponse:
+        analysis = logic.analyse(req.query)
+        enriched = enrich(req.query.strip(), self.catalog.technique_lookup())
+        w_fts, w_vec, w_fuzzy = self._weights(req, analysis)
+        plan = logic.plan_for(
+            req.mode,
+            k=req.k,
+            offset=req.offset,
+            query=req.query,
+            fts_k=req.fts_k,
+            vec_k=req.vec_k,
+            w_fts=w_fts,
+            w_vec=w_vec,
+            w_fuzzy=w_fuzzy,
+            rerank_k=req.rerank_k,
+            group_by_doc=req.group_by_doc,
+            query_type=analysis.query_type,
+        )
+        given = self._given_vector(req)  # checked in every mode
+        qvec = (given if given is not None else self.encoder.encode(enriched)) if plan.needs_vector else None
+        params = self._params(req, analysis, plan, qvec, principal)
+        then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
+        with self.pool.connection() as conn:
+            params["sources"] = self._sources(conn, principal, req.filters)
+            fixes = self._corrections(conn, req, analysis, plan, params)
+            plan = self._label(req, analysis, plan, params, fixes, then_vec=then_vec)
+            self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
+            resolved = req.filters.model_copy(update={"sources": params["sources"]})
+            exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, resolved)
+            if plan.vec_k:
+                self.sessions.ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
+            floor = self.config.vector_threshold(self.encoder.model_id, analysis.query_type) if plan.vec_k else None
+            window_rows, below = self._fused(conn, req, plan, params, exact_vectors, floor, then_vec=then_vec)
+            ranked = logic.rescore(
+                window_rows,
+                mode=req.mode,
+                query=req.query,
+                analysis=analysis,
+                config=self.config,
+                min_score=req.min_score,
+            )
+            page = self._page(conn, req, params, ranked[req.offset : req.offset + req.k])
+        results, truncated = cap([search_result(r) for r in page], self.max_response_bytes)
+        return SearchResponse(
+            results=results,
+            query_type=analysis.query_type,
+            enriched_query=enriched,
+            model=self.encoder.model_id,
+            corrections=fixes,
+            took_ms=round((time.perf_counter() - started) * 1000, 2),
+            truncated=truncated,
+            vector_threshold=floor,
+            below_vector_threshold=below,
+        )
+
+    def _given_vector(self, req: SearchRequest) -> np.ndarray | None:
+        """The caller's `query_embedding` as a unit vector, checked against the serving model."""
+        given = req.query_embedding
+        if given is None:
+            return None
+        model = self.encoder.model_id
+        if given.model != model:
+            raise InvalidField(
+                ["body", "query_embedding", "model"],
+                f"query_embedding must be made with the serving model {model}, not {given.model!r}",
+            )
+        if len(given.values) != self.encoder.dimensions:
+            raise InvalidField(
+                ["body", "query_embedding", "values"],
+                f"{model} vectors have {self.encoder.dimensions} dimensions, not {len(given.values)}",
+            )
+        vector = np.asarray(given.values, dtype=np.float32)
+        return vector / float(np.linalg.norm(vector))  # not zero: QueryEmbedding checked it
+
+    def _weights(self, req: SearchRequest, analysis: logic.QueryAnalysis) -> tuple[float, float, float]:
+        """w_fts, w_vec and w_fuzzy: the request's, or for a hybrid search the query shape's from
+        search.yaml (`class_weights`) where the request does not set them."""
+        if req.mode != "hybrid":
+            return req.w_fts, req.w_vec, req.w_fuzzy
+        chosen = self.config.weights(analysis.query_type)
+
+        def pick(name: str, configured: float | None) -> float:
+            return float(getattr(req, name)) if name in req.model_fields_set or configured is None else configured
+
+        return pick("w_fts", chosen.fts), pick("w_vec", chosen.vec), pick("w_fuzzy", chosen.fuzzy)
+
+    def _sources(self, conn: psycopg.Connection, principal: Principal, filters: SearchFilters) -> list[str] | None:
+        """The source names to search: `sources` as stored, narrowed to the names holding `source_contains`."""
+        sources = self.catalog.resolve_sources(conn, principal, filters.sources)
+        if filters.source_contains is None:
+            return sources
+        part = filters.source_contains.strip().casefold()
+        matching = [n for n in self.catalog.visible_sources(conn, principal) if part in n.casefold()]
+        return [n for n in matching if sources is None or n in sources]
+
+    def _corrections(
+        self,
+        conn: psycopg.Connection,
+        req: SearchRequest,
+        analysis: logic.QueryAnalysis,
+        plan: logic.Plan,
+        params: dict[str, Any],
+    ) -> dict[str, str]:
+        """Correct misspelt words of a keyword or prose query for its full-text leg (serving/search/spelling.py)."""
+        if not plan.fts_k or analysis.query_type not in {"keyword", "natural"}:
+            return {}
+        fixes = spelling.corrections(
+            conn,
+            self.statements.absent_words,
+            params,
+            req.query,
+            self.catalog.vocabulary(),
+            public_only=params["tenant"] is None,
+        )
+        params["fts_text"] = spelling.apply(params["fts_text"], fixes)
+        return fixes
+
+    def _label(
+        self,
+        req: SearchRequest,
+        analysis: logic.QueryAnalysis,
+        plan: logic.Plan,
+        params: dict[str, Any],
+        fixes: dict[str, str],
+        *,
+        then_vec: bool,
+    ) -> logic.Plan:
+        """The techniques a hybrid query names in full (after spelling correction) for the label leg, and
+        the neighbours leg (techniques of the query's nearest documents) for every hybrid text query."""
+        params["label_ids"] = []
+        neighbours = self.config.neighbours  # serving/search/search.yaml
+        params["nb_chunks"], params["nb_docs"] = neighbours.chunks, neighbours.documents
+        if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", "natural"}:
+            return plan
+        ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))
+        chosen = self.config.weights(analysis.query_type)
+        # A query that names a technique is of the technique-name class whatever its shape: it says
+        # which technique it means, so its neighbours keep the default weight.
+        weight = neighbours.weight if ids or chosen.neighbours is None else chosen.neighbours
+        plan = dataclasses.replace(plan, w_neighbours=weight if plan.vec_k else 0.0)
+        if not ids:
+            return plan
+        params["label_ids"] = list(ids)
+        return dataclasses.replace(plan, w_label=LABEL_WEIGHT if chosen.label is None else chosen.label)
+
+    def _params(
+        self,
+        req: SearchRequest,
+        analysis: logic.QueryAnalysis,
+        plan: logic.Plan,
+        qvec: Any,  # noqa: ANN401 - the encoder's vector
+        principal: Principal,
+    ) -> dict[str, Any]:
+        """The named parameters of the search statement (sources are resolved on the connection)."""
+        filters = req.filters
+        ids = self.catalog.technique_ids()
+        pinned = req.mode != "vector"  # exact identifiers are put first except in vector-only search
+        names = self.catalog.source_names()
+        return {
+            **principal.params(),
+            "sources": filters.sources,
+            "doc_ids": filters.doc_ids,
+            "techniques": logic.expand_techniques(filters.techniques, ids) if filters.techniques else None,
+            "platforms": filters.platforms,
+            "tags_any": filters.tags_any,
+            "tags_all": filters.tags_all,
+            "updated_after": filters.updated_after,
+            "updated_before": filters.updated_before,
+            "created_after": filters.created_after,
+            "created_before": filters.created_before,
+            "doc_filters": _document_filters(filters),
+            "fts_text": analysis.fts_text,
+            "ident_text": analysis.ident_text,
+            "fuzzy_text": req.query.strip()[:64],
+            "has_ident": bool(analysis.ident_text),
+            "ident_tier": analysis.is_identifier,
+            "qvec": qvec,
+            "fts_k": plan.fts_k,
+            "vec_k": plan.vec_k,
+            "fuzzy_k": plan.fuzzy_k,
+            "candidates_k": req.candidates_k,
+            "window": plan.window,
+            "group_by_doc": req.group_by_doc,
+            "exact_ids": logic.exact_doc_ids(analysis.exact_forms, names) if pinned else [],
+            "child_ids": logic.exact_doc_ids(logic.child_forms(analysis, ids), names) if pinned else [],
+            "pool_fts": False,
+        }
+
+    def _fused(
+        self,
+        conn: psycopg.Connection,
+        req: SearchRequest,
+        plan: logic.Plan,
+        params: dict[str, Any],
+        exact_vectors: bool,
+        floor: float | None,
+        *,
+        then_vec: bool = False,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Run the needed legs as one statement, drop the vector leg's candidates under `floor` (the
+        model's threshold for the query shape), then fuse them (by reciprocal rank, or fts_then_vec's
+        re-ranking) and take the window; with the count dropped."""
+        if then_vec:
+            wanted = {"vec": True, "fts_vec": True, "exact": bool(params["exact_ids"])}
+            params = {**params, "child_ids": []}
+        else:
+            wanted = {
+                "vec": plan.vec_k > 0,
+                "fts": plan.fts_k > 0 and not params["pool_fts"],
+                "fuzzy": plan.fuzzy_k > 0,
+                "label": bool(params["label_ids"]),
+                "neighbours": plan.w_neighbours > 0,
+                "exact": bool(params["exact_ids"] or params["child_ids"]),
+            }
+        statement = self.statements.search(
+            [leg for leg, needed in wanted.items() if needed], exact_vectors=exact_vectors
+        )
+        rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg, needed in wanted.items() if needed}
+        for row in _fetch(conn, statement, params):
+            rows[row["leg"]].append(row)
+        exact = rows.pop("exact", [])
+        for leg_rows in rows.values():  # each leg best first (UNION ALL promises no order)
+            leg_rows.sort(key=_best_first)
+        # The vector leg's own candidates under the model's threshold lose their vector vote; they keep
+        # their other legs (the full text ranked within the vector pool is taken before, and
+        # fts_then_vec's full-text candidates are full text's).
+        pooled = rows.get("vec", [])
+        below = 0
+        if floor is not None and "vec" in rows:
+            rows["vec"] = [r for r in pooled if r["score"] >= floor]
+            below = len(pooled) - len(rows["vec"])
+        if then_vec:
+            items = fusion.then_vec(rows["fts_vec"], rows["vec"], exact)
+        else:
+            if params["pool_fts"]:
+                rows["fts"] = fusion.pool_fts(pooled, plan.fts_k)
+            items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
+        window = fusion.window(
+            items,
+            group_by_doc=req.group_by_doc,
+            size=plan.window,
+            aggregate=self.config.document_score,
+            rrf_k0=req.rrf_k0,
+        )
+        return window, below
+
+    def _page(
+        self, conn: psycopg.Connection, req: SearchRequest, params: dict[str, Any], page: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The page's rows with their display fields (snippets are costly, so only for the page)."""
+        if not page:
+            return page
+        display_params = {
+            **params,
+            "ids": [r["chunk_id"] for r in page],
+            "with_metadata": req.return_.metadata,
+            "with_text": req.return_.text,
+            "max_text_chars": req.return_.max_text_chars,
+            "with_snippets": req.return_.snippets,
+        }
+        display = {r["chunk_id"]: r for r in _fetch(conn, self.statements.result_rows, display_params)}
+        return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
+
+
+def _document_filters(filters: SearchFilters) -> bool:
+    """Whether a filter reads the document (techniques, platforms, tags, dates), not only its chunks."""
+    return any(
+        value is not None
+        for value in (
+            filters.techniques,
+            filters.platforms,
+            filters.tags_any,
+            filters.tags_all,
+            filters.updated_after,
+            filters.updated_before,
+            filters.created_after,
+            filters.created_before,
+        )
+    )
+
+
+def _fetch(conn: psycopg.Connection, statement: str | sql.Composed, params: dict[str, Any]) -> list[dict[str, Any]]:
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(statement, params)
+        return cur.fetchall()
+
+
+def _best_first(row: dict[str, Any]) -> tuple[float, str]:
+    return -row["score"], row["chunk_id"]
