@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 
+from . import reader_grants
 from .errors import MigrationError
 from .queries import Queries
 
@@ -111,6 +112,12 @@ def migrate(conn: psycopg.Connection, sql_dir: Path) -> list[Migration]:
                 raise MigrationError(
                     f"migration {migration.version:04d}_{migration.name}.sql failed: {str(exc).strip().splitlines()[0]}"
                 ) from exc
+        # Every run, not only when something was applied: a right granted by hand is taken back too.
+        if current_version(conn, sql_dir) >= reader_grants.SINCE_VERSION:
+            try:
+                reader_grants.apply(conn, sql_dir)
+            except psycopg.Error as exc:
+                raise MigrationError(f"{reader_grants.GRANTS_FILE} failed: {str(exc).strip().splitlines()[0]}") from exc
         return todo
     finally:
         conn.execute(q.unlock, {"key": LOCK_KEY})

@@ -7,7 +7,8 @@
 -- then give the API its own credentials (it never needs the owner's):
 --   SECRAG_READER_DATABASE_URL=postgresql://secrag_reader:$READER_PW@db.example/secrag
 --   SECRAG_QUERYLOG_DATABASE_URL=postgresql://secrag_querylog:$QUERYLOG_PW@db.example/secrag  (query log only)
--- The migrations grant secrag_reader SELECT on the served tables and secrag_querylog INSERT on query_log.
+-- `secrag db migrate` grants secrag_reader SELECT on the served columns (sql/reader_grants.sql, the one list)
+-- and secrag_querylog INSERT on query_log.
 SELECT format('CREATE ROLE %I', name)
 FROM (VALUES ('secrag_reader'), ('secrag_querylog')) AS roles(name)
 WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = roles.name)

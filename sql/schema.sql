@@ -460,37 +460,199 @@ ALTER TABLE ONLY public.source_model_counts
 ALTER TABLE ONLY public.source_versions
     ADD CONSTRAINT source_versions_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
 
-GRANT USAGE ON SCHEMA public TO secrag_reader;
 GRANT USAGE ON SCHEMA public TO secrag_querylog;
+GRANT USAGE ON SCHEMA public TO secrag_reader;
 
-GRANT SELECT ON TABLE public.chunk_vectors TO secrag_reader;
+GRANT SELECT(chunk_id) ON TABLE public.chunk_vectors TO secrag_reader;
 
-GRANT SELECT ON TABLE public.chunks TO secrag_reader;
+GRANT SELECT(model_id) ON TABLE public.chunk_vectors TO secrag_reader;
 
-GRANT SELECT ON TABLE public.document_raw TO secrag_reader;
+GRANT SELECT(doc_id) ON TABLE public.chunk_vectors TO secrag_reader;
 
-GRANT SELECT ON TABLE public.documents TO secrag_reader;
+GRANT SELECT(source) ON TABLE public.chunk_vectors TO secrag_reader;
 
-GRANT SELECT ON TABLE public.embedding_models TO secrag_reader;
+GRANT SELECT(tenant) ON TABLE public.chunk_vectors TO secrag_reader;
 
-GRANT SELECT ON TABLE public.embeddings TO secrag_reader;
+GRANT SELECT(vector) ON TABLE public.chunk_vectors TO secrag_reader;
 
-GRANT SELECT ON TABLE public.mitre_techniques TO secrag_reader;
+GRANT SELECT(chunk_id) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(doc_id) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(source) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(ordinal) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(title) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(text) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(enriched_text) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(identifiers) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(content_hash) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(tsv) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(char_start) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(char_end) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(heading) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(pages) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(doc_id) ON TABLE public.document_raw TO secrag_reader;
+
+GRANT SELECT(media_type) ON TABLE public.document_raw TO secrag_reader;
+
+GRANT SELECT(whole_file) ON TABLE public.document_raw TO secrag_reader;
+
+GRANT SELECT(size) ON TABLE public.document_raw TO secrag_reader;
+
+GRANT SELECT(raw) ON TABLE public.document_raw TO secrag_reader;
+
+GRANT SELECT(doc_id) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(source) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(source_version) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(title) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(url) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(body) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(metadata) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(techniques) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(platforms) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(tags) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(tenant) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(acl_users) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(acl_groups) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(created_at) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(updated_at) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(upstream_path) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(media_type) ON TABLE public.documents TO secrag_reader;
+
+GRANT SELECT(model_id) ON TABLE public.embedding_models TO secrag_reader;
+
+GRANT SELECT(dimensions) ON TABLE public.embedding_models TO secrag_reader;
+
+GRANT SELECT(active) ON TABLE public.embedding_models TO secrag_reader;
+
+GRANT SELECT(vectors) ON TABLE public.embedding_models TO secrag_reader;
+
+GRANT SELECT(content_hash) ON TABLE public.embeddings TO secrag_reader;
+
+GRANT SELECT(model_id) ON TABLE public.embeddings TO secrag_reader;
+
+GRANT SELECT(vector) ON TABLE public.embeddings TO secrag_reader;
+
+GRANT SELECT(id) ON TABLE public.mitre_techniques TO secrag_reader;
+
+GRANT SELECT(full_name) ON TABLE public.mitre_techniques TO secrag_reader;
+
+GRANT SELECT(revoked) ON TABLE public.mitre_techniques TO secrag_reader;
+
+GRANT SELECT(deprecated) ON TABLE public.mitre_techniques TO secrag_reader;
 
 GRANT INSERT ON TABLE public.query_log TO secrag_querylog;
 
-GRANT SELECT ON TABLE public.schema_migrations TO secrag_reader;
+GRANT SELECT(version) ON TABLE public.schema_migrations TO secrag_reader;
 
-GRANT SELECT ON TABLE public.source_counts TO secrag_reader;
+GRANT SELECT(source) ON TABLE public.source_counts TO secrag_reader;
 
-GRANT SELECT ON TABLE public.source_model_counts TO secrag_reader;
+GRANT SELECT(documents) ON TABLE public.source_counts TO secrag_reader;
 
-GRANT SELECT ON TABLE public.source_versions TO secrag_reader;
+GRANT SELECT(chunks) ON TABLE public.source_counts TO secrag_reader;
 
-GRANT SELECT ON TABLE public.sources TO secrag_reader;
+GRANT SELECT(updated_at) ON TABLE public.source_counts TO secrag_reader;
 
-GRANT SELECT ON TABLE public.source_status TO secrag_reader;
+GRANT SELECT(source) ON TABLE public.source_model_counts TO secrag_reader;
 
-GRANT SELECT ON TABLE public.tuned_value TO secrag_reader;
+GRANT SELECT(model_id) ON TABLE public.source_model_counts TO secrag_reader;
 
-ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO secrag_reader;
+GRANT SELECT(vectors) ON TABLE public.source_model_counts TO secrag_reader;
+
+GRANT SELECT(chunks_embedded) ON TABLE public.source_model_counts TO secrag_reader;
+
+GRANT SELECT(id) ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT(source) ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT(version) ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT(started_at) ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT(finished_at) ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT(status) ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT(phase) ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT(error_kind) ON TABLE public.source_versions TO secrag_reader;
+
+GRANT SELECT(name) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(kind) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(description) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(category) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(upstream) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(branch) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(tracking) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(current_version) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(last_check_at) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(last_seen_version) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(last_sync_at) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(record_count) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(name) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(state) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(error_kind) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(attempt_id) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(attempt_status) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(attempt_phase) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(attempt_version) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(attempt_at) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(attempt_finished_at) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(running_since) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(last_success_at) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(setting) ON TABLE public.tuned_value TO secrag_reader;
+
+GRANT SELECT(query_type) ON TABLE public.tuned_value TO secrag_reader;
+
+GRANT SELECT(value) ON TABLE public.tuned_value TO secrag_reader;

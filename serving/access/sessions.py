@@ -2,8 +2,9 @@
 
 The API logs in as secrag_reader (SELECT on the served tables, nothing else); it never holds the
 owner's credentials, so no statement it runs can write, escalate or reach the server's programs.
-A login that could (a superuser, a table owner, a member of another role) is refused at start-up
-and on every new connection unless `allow_privileged_reader` says otherwise. Session settings a
+A login that could (a superuser, a role with any other attribute, a member of any role but
+secrag_reader, an owner of anything, a login that may write or create in any schema) is refused at
+start-up and on every new connection unless `allow_privileged_reader` says otherwise. Session settings a
 request may change (statement_timeout, hnsw.ef_search, ...) are reset whenever a connection goes
 back to the pool, so nothing one request set survives into the next.
 """
@@ -43,10 +44,23 @@ def querylog_url(settings: ServingSettings) -> str:
     return settings.querylog_database_url or database.with_user(database.database_url(settings), QUERYLOG_ROLE)
 
 
+# The columns of session_privileges, in order: each names one way out.
+WAYS_OUT = (
+    "superuser",
+    "CREATEROLE",
+    "CREATEDB",
+    "REPLICATION",
+    "BYPASSRLS",
+    "member of other roles",
+    "owns objects",
+    "writes tables, columns or sequences",
+    "creates objects",
+)
+
+
 def _ways_out(conn: psycopg.Connection[Any], queries: Queries) -> list[str]:
-    row = one_row(conn.execute(queries.session_privileges))
-    names = ("superuser", "CREATEROLE/CREATEDB/REPLICATION/BYPASSRLS", "member of other roles", "owns or writes tables")
-    return [name for name, held in zip(names, row, strict=True) if held]
+    row = one_row(conn.execute(queries.session_privileges, {"reader": READER_ROLE}))
+    return [name for name, held in zip(WAYS_OUT, row, strict=True) if held]
 
 
 class ReaderSessions:

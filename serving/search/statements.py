@@ -55,16 +55,16 @@ def _union(parts: Iterable[str]) -> str:
     return "\nUNION ALL\n".join(f"({part})" for part in parts)
 
 
-def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
-    """Fill `{visible}`, `{filters}` (`{document_filters}` and the chunk's), `{tsq}`, `{ident_tsq}`, `{vec}`
-    (`{cv_vec}` over chunk_vectors) and `{model}` into the blocks.
+def placeholders(queries: Queries, model_id: str, dimensions: int) -> dict[str, sql.Composable]:
+    """What a block may name: `{visible}`, `{filters}` (`{document_filters}` and the chunk's), `{tsq}`,
+    `{ident_tsq}`, `{vec}` (`{cv_vec}` over chunk_vectors) and `{model}`.
 
     The vector expression and the model literal must equal those of the partial HNSW index
     (`(vector::vector(384)) ... WHERE model_id = 'all-MiniLM-L6-v2'`) for the planner to use it.
     """
     visible = sql.SQL(queries.visible)
     document_filters = sql.SQL(queries.document_filters).format(visible=visible)
-    parts = {
+    return {
         "visible": visible,
         "document_filters": document_filters,
         "filters": sql.SQL(queries.filters).format(document_filters=document_filters),
@@ -75,8 +75,18 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         "model": sql.Literal(model_id),
     }
 
+
+def fill_block(block: str, parts: dict[str, sql.Composable]) -> str:
+    """A block with its placeholders filled, as text."""
+    return sql.SQL(block).format(**parts).as_string()
+
+
+def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
+    """Every statement the API runs that reads documents, composed from its block (`placeholders`)."""
+    parts = placeholders(queries, model_id, dimensions)
+
     def fill(block: str) -> str:
-        return sql.SQL(block).format(**parts).as_string()
+        return fill_block(block, parts)
 
     legs = {
         "vec": fill(queries.leg_vec),

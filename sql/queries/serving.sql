@@ -6,18 +6,43 @@
 
 -- name: session_privileges
 -- What the API's login could do beyond reading; each column is one way out, and all must be false.
-SELECT r.rolsuper AS superuser,
-       (r.rolcreaterole OR r.rolcreatedb OR r.rolreplication OR r.rolbypassrls) AS role_attributes,
-       EXISTS (SELECT 1 FROM pg_auth_members m WHERE m.member = r.oid) AS member_of_roles,
-       EXISTS (SELECT 1
-               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-               WHERE n.nspname = 'public'
-                 AND (pg_has_role(r.oid, c.relowner, 'MEMBER')
-                      OR (c.relkind IN ('r', 'p')
-                          AND has_table_privilege(r.oid, c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')))
-              ) AS owns_or_writes_tables
-FROM pg_roles r
-WHERE r.rolname = current_user
+-- `held` is the login and every role it is a member of, directly or through others: it could SET ROLE
+-- to any of them, so their attributes and rights count as its own, and membership in any role but
+-- secrag_reader is a way out by itself (the owner's role above all). Every schema counts but the
+-- system's (catalogs, TOAST, other sessions' temporary tables): a writable table anywhere is one.
+WITH held AS (
+    SELECT r.oid, r.rolname, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolreplication, r.rolbypassrls
+    FROM pg_roles r
+    WHERE pg_has_role(current_user, r.oid, 'MEMBER')
+), schemas AS (
+    SELECT n.oid, n.nspowner FROM pg_namespace n
+    WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname !~ '^pg_(toast|temp_)'
+), relations AS (
+    SELECT c.oid, c.relkind, c.relowner FROM pg_class c WHERE c.relnamespace IN (SELECT oid FROM schemas)
+)
+SELECT bool_or(h.rolsuper) AS superuser,
+       bool_or(h.rolcreaterole) AS createrole,
+       bool_or(h.rolcreatedb) AS createdb,
+       bool_or(h.rolreplication) AS replication,
+       bool_or(h.rolbypassrls) AS bypassrls,
+       bool_or(h.rolname NOT IN (current_user, %(reader)s)) AS member_of_roles,
+       (EXISTS (SELECT 1 FROM relations c WHERE c.relowner IN (SELECT oid FROM held))
+        OR EXISTS (SELECT 1 FROM schemas n WHERE n.nspowner IN (SELECT oid FROM held))
+        OR EXISTS (SELECT 1 FROM pg_proc p
+                   WHERE p.pronamespace IN (SELECT oid FROM schemas) AND p.proowner IN (SELECT oid FROM held))
+        OR EXISTS (SELECT 1 FROM pg_largeobject_metadata l WHERE l.lomowner IN (SELECT oid FROM held))
+        OR EXISTS (SELECT 1 FROM pg_database d
+                   WHERE d.datname = current_database() AND d.datdba IN (SELECT oid FROM held))) AS owns_objects,
+       EXISTS (SELECT 1 FROM relations c, held r
+               WHERE (c.relkind IN ('r', 'p', 'v', 'm', 'f')
+                      AND (has_table_privilege(r.oid, c.oid, 'DELETE, TRUNCATE, TRIGGER')
+                           OR has_any_column_privilege(r.oid, c.oid, 'INSERT, UPDATE, REFERENCES')))
+                  OR (c.relkind = 'S' AND has_sequence_privilege(r.oid, c.oid, 'USAGE, UPDATE'))
+              ) AS writes_tables,
+       (EXISTS (SELECT 1 FROM schemas n, held r WHERE has_schema_privilege(r.oid, n.oid, 'CREATE'))
+        OR EXISTS (SELECT 1 FROM held r WHERE has_database_privilege(r.oid, current_database(), 'CREATE')))
+           AS creates_objects
+FROM held h
 
 -- name: session_settings
 -- Search statements are prepared after a few runs (psycopg); their filters are `param IS NULL OR ...`,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from psycopg import sql
 
 from secrag import database
 from secrag.errors import ConfigError
@@ -98,6 +100,73 @@ def test_a_privileged_login_is_refused_at_start_up(
     allowed = owner.model_copy(update={"allow_privileged_reader": True})
     with TestClient(create_app(allowed)) as client:
         assert client.get("/v1/sources").status_code == 200
+
+
+@pytest.fixture
+def login(serving_db_url: str) -> Iterator[str]:
+    """A throwaway login that holds what secrag_reader holds and nothing else (tests add one way out)."""
+    name = f"secrag_t_login_{uuid.uuid4().hex[:8]}"
+    with database.connect(serving_db_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN IN ROLE secrag_reader").format(sql.Identifier(name)))
+    yield name
+    with database.connect(serving_db_url, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS secrag_t_elsewhere CASCADE")
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(name)))
+
+
+# One way out each, granted to the login by the migrating (superuser) role; {login} is the login and
+# {owner} the owner of secrag's tables.
+ESCALATIONS = {
+    "member of the owner": (["GRANT {owner} TO {login}"], "member of other roles"),
+    "CREATEROLE": (["ALTER ROLE {login} CREATEROLE"], "CREATEROLE"),
+    "CREATEDB": (["ALTER ROLE {login} CREATEDB"], "CREATEDB"),
+    "REPLICATION": (["ALTER ROLE {login} REPLICATION"], "REPLICATION"),
+    "BYPASSRLS": (["ALTER ROLE {login} BYPASSRLS"], "BYPASSRLS"),
+    "a writable table": (["GRANT INSERT ON documents TO {login}"], "writes tables"),
+    "a writable column": (["GRANT UPDATE (description) ON sources TO {login}"], "writes tables"),
+    "a table in another schema": (
+        [
+            "CREATE SCHEMA secrag_t_elsewhere",
+            "CREATE TABLE secrag_t_elsewhere.notes (note text)",
+            "GRANT USAGE ON SCHEMA secrag_t_elsewhere TO {login}",
+            "GRANT DELETE ON secrag_t_elsewhere.notes TO {login}",
+        ],
+        "writes tables",
+    ),
+    "a table it owns": (
+        ["CREATE TABLE public.secrag_t_mine (a int)", "ALTER TABLE secrag_t_mine OWNER TO {login}"],
+        "owns objects",
+    ),
+    "a schema it may create in": (["GRANT CREATE ON SCHEMA public TO {login}"], "creates objects"),
+}
+
+
+def test_a_login_holding_only_the_readers_rights_serves(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings], login: str
+) -> None:
+    settings = settings_for(
+        serving_db_url, mcp_enabled=False, reader_database_url=database.with_user(serving_db_url, login)
+    )
+    with TestClient(create_app(settings)) as api:
+        assert api.post("/v1/search", json={"query": "lsass", "mode": "fts"}).status_code == 200
+
+
+@pytest.mark.parametrize("way", list(ESCALATIONS))
+def test_every_way_out_stops_the_start_up(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings], login: str, way: str
+) -> None:
+    statements, reason = ESCALATIONS[way]
+    with database.connect(serving_db_url, autocommit=True) as conn:
+        owner = conn.execute("SELECT tableowner FROM pg_tables WHERE tablename = 'documents'").fetchone()[0]
+        for statement in statements:
+            conn.execute(sql.SQL(statement).format(login=sql.Identifier(login), owner=sql.Identifier(owner)))
+    settings = settings_for(
+        serving_db_url, mcp_enabled=False, reader_database_url=database.with_user(serving_db_url, login)
+    )
+    with pytest.raises(ConfigError, match=f"refusing to serve as the database role '{login}': .*{reason}"):
+        with TestClient(create_app(settings)):
+            pass
 
 
 def test_the_query_log_writes_as_its_own_insert_only_role(

@@ -1,4 +1,4 @@
--- 0017: refresh state tells one story, and callers see error kinds, not error text.
+-- 0019: refresh state tells one story, and callers see error kinds, not error text.
 -- Every refresh attempt is a source_versions row, an unchanged one included (status `unchanged`);
 -- a source's state and last error are no longer columns written beside those rows but derived from
 -- them (the view source_status), so the API, `secrag status` and the Dagster checks cannot disagree.

@@ -1,0 +1,45 @@
+-- What the API's login (secrag_reader) may read: the one list of its rights. `secrag db migrate` applies
+-- this file after the migrations, every time, in one transaction: it takes every right on secrag's
+-- tables away and grants back exactly the columns below (no table-wide grant, no default privileges
+-- since migration 0017), so a table or column added by a migration stays unreadable until it is listed
+-- here. tests/integration/secrag/test_reader_grants.py compares what the reader can read with this
+-- list. Keep one `GRANT SELECT (columns) ON table TO secrag_reader;` per table, columns in table order.
+-- Never listed: query_log (secrag_querylog writes it), tuning_audit (who tuned what), ingested_documents
+-- (private files; their published documents are read through the access check), and any column the
+-- API does not serve.
+REVOKE ALL ON ALL TABLES IN SCHEMA public FROM secrag_reader;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM secrag_reader;
+REVOKE ALL ON SCHEMA public FROM secrag_reader;
+GRANT USAGE ON SCHEMA public TO secrag_reader;
+
+-- The corpus: every read of these checks the caller's access (sql/queries/serving.sql `visible`).
+GRANT SELECT (doc_id, source, source_version, title, url, body, metadata, techniques, platforms, tags,
+              tenant, acl_users, acl_groups, created_at, updated_at, upstream_path, media_type)
+    ON documents TO secrag_reader;
+GRANT SELECT (chunk_id, doc_id, source, ordinal, title, text, enriched_text, identifiers, content_hash, tsv,
+              char_start, char_end, heading, pages)
+    ON chunks TO secrag_reader;
+GRANT SELECT (content_hash, model_id, vector) ON embeddings TO secrag_reader;
+GRANT SELECT (chunk_id, model_id, doc_id, source, tenant, vector) ON chunk_vectors TO secrag_reader;
+GRANT SELECT (doc_id, media_type, whole_file, size, raw) ON document_raw TO secrag_reader;
+
+-- Sources and their refreshes (GET /v1/sources, /v1/stats). Column by column: error details and
+-- bookkeeping the pipeline keeps there are the owner's.
+GRANT SELECT (name, kind, description, category, upstream, branch, tracking, current_version,
+              last_check_at, last_seen_version, last_sync_at, record_count)
+    ON sources TO secrag_reader;
+-- Never error_detail: the full error text (paths, URLs, driver messages) is the operators' alone.
+GRANT SELECT (id, source, version, started_at, finished_at, status, phase, error_kind)
+    ON source_versions TO secrag_reader;
+-- A source's state, derived from its attempts (migration 0019); the view holds no error text.
+GRANT SELECT (name, state, error_kind, attempt_id, attempt_status, attempt_phase, attempt_version, attempt_at,
+              attempt_finished_at, running_since, last_success_at)
+    ON source_status TO secrag_reader;
+GRANT SELECT (source, documents, chunks, updated_at) ON source_counts TO secrag_reader;
+GRANT SELECT (source, model_id, vectors, chunks_embedded) ON source_model_counts TO secrag_reader;
+
+-- Reference data and settings the API reads.
+GRANT SELECT (model_id, dimensions, active, vectors) ON embedding_models TO secrag_reader;
+GRANT SELECT (id, full_name, revoked, deprecated) ON mitre_techniques TO secrag_reader;
+GRANT SELECT (setting, query_type, value) ON tuned_value TO secrag_reader;
+GRANT SELECT (version) ON schema_migrations TO secrag_reader;
