@@ -43,7 +43,7 @@ from serving.observability.metrics import Metrics
 from serving.reads.documents import Reads
 from serving.reads.stats import LiveCounts, collect_stats
 from serving.reads.upstream import Refetcher
-from serving.search.catalog import SOURCES_TTL, Cached, Catalog
+from serving.search.catalog import SOURCES_TTL, Cached, Catalog, SourceFacts
 from serving.search.encoder import QueryEncoder
 from serving.search.result_cache import ResultCache
 from serving.search.search_file import SearchConfig
@@ -242,6 +242,10 @@ class Service:
         return found.model_copy(update={"errors": [*found.errors, *beyond]})
 
     # --- sources and stats --------------------------------------------------------------------
+
+    def source_facts(self) -> dict[str, SourceFacts]:
+        """Each source's category, kind and served version, cached (what a plan needs of its sources)."""
+        return self.catalog.source_facts()
 
     def sources(self, principal: Principal) -> SourcesResponse:
         with self.pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio.to_thread
 import psycopg
@@ -29,7 +28,7 @@ from serving.api.routes import metrics as metrics_route
 from serving.api.warm_up import warm_up
 from serving.contract import errors
 from serving.contract.limits import BodySizeLimit
-from serving.contract.requests import ErrorResponse
+from serving.contract.requests import GATED_STATUSES, error_responses
 from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import TunedPlans
 from serving.observability.metrics import Metrics, MetricsMiddleware, stamp_route
@@ -45,12 +44,7 @@ from serving.settings import ServingSettings, get_serving_settings
 log = logging.getLogger(__name__)
 API_PREFIX = "/v1"
 DOCS_ASSETS = "/docs-assets"  # Swagger UI's script, styles and icon (fastapi-offline)
-# What every /v1 operation may answer besides its own: an unparseable body (400), the gate
-# (serving/access/quotas.py: 401, 429), the body limit (413), validation (422) and the database (503 while
-# down, 504 for a cancelled statement).
-_GATED: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorResponse} for status in (400, 401, 413, 422, 429, 503, 504)
-}
+_GATED = error_responses(*GATED_STATUSES)
 
 
 def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessions) -> ConnectionPool:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from serving.contract.plan_models import Citation, Passage
 from serving.plans.selection import Candidate
 
 CATEGORY_TITLES = {
@@ -24,20 +24,9 @@ what when where which who why with my our your me we you vs versus about into"""
 )
 
 
-@dataclass(frozen=True)
-class Citation:
-    """One numbered source of the context."""
-
-    number: int
-    doc_id: str
-    title: str
-    url: str
-    source: str
-    source_version: str
-
-
 def render(selected: Sequence[Candidate], categories: Sequence[str]) -> tuple[str, list[Citation]]:
-    """Text grouped by category in the plan's order, numbered [1]..[n] by document, then the sources."""
+    """Text grouped by category in the plan's order, numbered [1]..[n] by document, then the sources; the
+    citations as the plan answers them (serving/contract/plan_models.py)."""
     order = {c: i for i, c in enumerate(categories)}
     grouped = sorted(selected, key=lambda c: (order.get(c.category, len(order)), -c.adjusted, c.doc_id))
     numbers: dict[str, int] = {}
@@ -50,7 +39,7 @@ def render(selected: Sequence[Candidate], categories: Sequence[str]) -> tuple[st
             lines.append(f"## {CATEGORY_TITLES.get(c.category, c.category.title())}\n")
         if c.doc_id not in numbers:
             numbers[c.doc_id] = len(numbers) + 1
-            citations.append(Citation(numbers[c.doc_id], c.doc_id, c.title, c.url, c.source, c.source_version))
+            citations.append(_citation(numbers[c.doc_id], c, [p for p in selected if p.doc_id == c.doc_id]))
         lines.append(f"[{numbers[c.doc_id]}] {c.title}\n{c.text.strip()}\n")
     if citations:
         lines.append("Sources:")
@@ -61,6 +50,21 @@ def render(selected: Sequence[Candidate], categories: Sequence[str]) -> tuple[st
             for x in citations
         )
     return "\n".join(lines).strip() + "\n", citations
+
+
+def _citation(number: int, first: Candidate, passages: Sequence[Candidate]) -> Citation:
+    """A numbered source of the context with its passages in document order (their spans, as stored)."""
+    in_order = sorted(passages, key=lambda p: (p.location.char_start or 0, p.chunk_id))
+    return Citation(
+        number=number,
+        doc_id=first.doc_id,
+        title=first.title,
+        url=first.url or None,
+        source=first.source,
+        source_version=first.source_version or None,
+        media_type=in_order[0].location.media_type,
+        passages=[Passage(chunk_id=p.chunk_id, **p.location.model_dump()) for p in in_order],
+    )
 
 
 def query_terms(query: str) -> list[str]:

@@ -11,7 +11,6 @@ from serving.contract.plan_models import (
     Citation,
     Decision,
     ExplainResponse,
-    Passage,
     PlanMetrics,
     PlanRequest,
     PlanResponse,
@@ -20,7 +19,6 @@ from serving.contract.plan_models import (
 )
 from serving.contract.requests import ReturnOptions, SearchRequest
 from serving.plans.classify import classify
-from serving.plans.context import Citation as ContextCitation
 from serving.plans.context import metrics, render
 from serving.plans.noise import trim
 from serving.plans.plans_file import QUERY_TYPES, Plan, PlansConfig
@@ -71,7 +69,7 @@ def _retrieve(service: PlanReads, config: PlansConfig, req: PlanRequest, princip
     search = search.model_copy(update={"k": wanted})  # internal: candidate pools may exceed the public k cap
     found = service.search(search, principal)
     hits = found.results
-    sources = {s.name: s for s in service.sources(principal).sources}
+    sources = service.source_facts()
     candidates = []
     for hit in hits:
         info = sources.get(hit.source)
@@ -91,7 +89,7 @@ def _retrieve(service: PlanReads, config: PlansConfig, req: PlanRequest, princip
             )
         )
     if name == SCHEMA_PLAN:  # the schema records each detection found reads, beside it
-        versions = {n: s.version or "" for n, s in sources.items()}
+        versions = {n: s.version or "" for n, s in sources.items()}  # only the hits' sources are cited
         taken = {c.doc_id for c in candidates}
         candidates += schema_candidates(service, shipped_telemetry(), hits, principal, taken, versions)
     return _Run(
@@ -131,7 +129,6 @@ def plan_context(service: PlanReads, config: PlansConfig, req: PlanRequest, prin
         )
         for c in passages
     ]
-    in_order = sorted(passages, key=lambda c: (number[c.doc_id], c.location.char_start or 0, c.chunk_id))
     m = metrics(req.query, run.selection.selected, run.selection.quotas, top_score_scale=1.0)
     return PlanResponse(
         query_type=run.query_type,
@@ -141,21 +138,7 @@ def plan_context(service: PlanReads, config: PlansConfig, req: PlanRequest, prin
         quotas=run.selection.quotas,
         selected=selected,
         context=context,
-        citations=[
-            Citation(
-                number=c.number,
-                doc_id=c.doc_id,
-                title=c.title,
-                url=c.url or None,
-                source=c.source,
-                source_version=c.source_version or None,
-                media_type=next((p.location.media_type for p in in_order if p.doc_id == c.doc_id), None),
-                passages=[
-                    Passage(chunk_id=p.chunk_id, **p.location.model_dump()) for p in in_order if p.doc_id == c.doc_id
-                ],
-            )
-            for c in citations
-        ],
+        citations=citations,
         system_prompts=system_prompts,
         grounded_only=grounded,
         prompt=_prompt(system_prompts, config.grounded_instruction if grounded else "", context),
@@ -165,9 +148,7 @@ def plan_context(service: PlanReads, config: PlansConfig, req: PlanRequest, prin
     )
 
 
-def _instructions(
-    config: PlansConfig, citations: Sequence[ContextCitation], req: PlanRequest
-) -> tuple[list[str], bool]:
+def _instructions(config: PlansConfig, citations: Sequence[Citation], req: PlanRequest) -> tuple[list[str], bool]:
     """The cited collections' system prompts in order of first citation (each once), and whether the
     answer must be grounded: the request says so, else any cited collection does."""
     prompts: list[str] = []

@@ -1,18 +1,22 @@
-"""What a plan reads from the store, as a protocol: the service's searches, documents, chunks and sources.
+"""What a plan reads from the store, as a protocol: the service's searches, documents, chunks and the cached
+facts of sources.
 
 The planner depends on these four reads and the request limits, not on the service that composes them
 (serving/service.py satisfies this protocol), so plans/ sits below the service and needs no import of it.
+A plan maps its hits' sources to categories from the catalog's cached facts, not from a sources listing
+(a database read and live folder counts) per plan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
 from serving.contract.requests import SearchRequest
-from serving.contract.responses import ChunksResponse, DocumentsResponse, SearchResponse, SourcesResponse
+from serving.contract.responses import ChunksResponse, DocumentsResponse, SearchResponse
+from serving.search.catalog import SourceFacts
 
 
 class PlanReads(Protocol):
@@ -27,4 +31,6 @@ class PlanReads(Protocol):
 
     def chunks(self, ids: Sequence[str], principal: Principal) -> ChunksResponse: ...
 
-    def sources(self, principal: Principal) -> SourcesResponse: ...
+    def source_facts(self) -> Mapping[str, SourceFacts]:
+        """Each source's category, kind and served version (the catalog's cache: no read per plan)."""
+        ...

@@ -23,6 +23,17 @@ from serving.search.statements import Statements
 from serving.search.technique_names import TechniqueNames
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """A source as a plan cites it: its category and kind (which plan category it fills) and served version."""
+
+    category: str | None
+    kind: str
+    version: str | None
+
+
 log = logging.getLogger(__name__)
 LOOKUP_TTL = 300.0
 SOURCES_TTL = 30.0
@@ -98,6 +109,7 @@ class Catalog:
     _lookup: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_ids: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _source_names: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
+    _source_facts: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
     _public_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
     _lexeme_stats: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _data_version: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
@@ -141,6 +153,17 @@ class Catalog:
                 return [r[0] for r in conn.execute(self.queries.source_names).fetchall()]
 
         return self._source_names.get(load)
+
+    def source_facts(self) -> dict[str, SourceFacts]:
+        """Every source's category, kind and served version, cached for SOURCES_TTL (no per-caller data:
+        the hits that name a source already passed the caller's access checks)."""
+
+        def load() -> dict[str, SourceFacts]:
+            with self.pool.connection() as conn:
+                rows = conn.execute(self.queries.source_facts).fetchall()
+            return {name: SourceFacts(category, kind, version) for name, category, kind, version in rows}
+
+        return self._source_facts.get(load)
 
     def visible_sources(self, conn: psycopg.Connection, principal: Principal) -> list[str]:
         """Source names the caller may know about (user folders only with a visible document)."""

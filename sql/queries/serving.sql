@@ -272,6 +272,10 @@ WHERE s.schemaname = 'public' AND s.tablename = 'chunks' AND s.attname = 'tsv'
 -- name: source_names
 SELECT name FROM sources ORDER BY name
 
+-- name: source_facts
+-- What a plan needs of each source it cites: its category, kind and served version (no counts, no state).
+SELECT name, category, kind, current_version FROM sources ORDER BY name
+
 -- name: public_source_names
 -- Online sources: a search may filter by them whoever asks (user folders are checked per caller).
 SELECT name FROM sources WHERE kind <> 'user_folder' ORDER BY name

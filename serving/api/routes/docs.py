@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from serving.api.deps import PrincipalDep, ServiceDep
-from serving.contract.requests import MAX_COLUMNS, Column, ErrorResponse, IdsRequest, UpstreamQuery, UpstreamRequest
+from serving.contract.requests import MAX_COLUMNS, Column, IdsRequest, UpstreamQuery, UpstreamRequest, error_responses
 from serving.contract.responses import (
     Chunk,
     ChunksResponse,
@@ -18,23 +18,14 @@ from serving.contract.responses import (
 )
 
 router = APIRouter(tags=["documents"])
-_404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
-
-
-_UPSTREAM_ERRORS: dict[int | str, dict[str, Any]] = {
-    **_404,
-    413: {"model": ErrorResponse},
-    422: {"model": ErrorResponse},
-    501: {"model": ErrorResponse},
-    502: {"model": ErrorResponse},
-    504: {"model": ErrorResponse},
-}
+# Besides the gated statuses every /v1 operation declares (serving/api/app.py):
+_404 = error_responses(404)
+_UPSTREAM_ERRORS = error_responses(404, 501, 502)  # a refetch's own: 413 and 504 are among the gated
 
 
 @router.post(
     "/docs/upstream",
     response_model=UpstreamBatchResponse,
-    responses={422: {"model": ErrorResponse}},
 )
 def get_upstreams(body: UpstreamRequest, service: ServiceDep, principal: PrincipalDep) -> UpstreamBatchResponse:
     """The upstream forms of up to 100 documents' records (live: at most SECRAG_MAX_LIVE_REFETCH), as

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
 from serving.api.deps import PrincipalDep, ServiceDep
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
-from serving.contract.requests import ErrorResponse
 from serving.plans import planner
 from serving.plans.plans_file import PlansConfig
 
 router = APIRouter(tags=["plans"])
-ERRORS: dict[int | str, dict[str, Any]] = {
-    422: {"model": ErrorResponse},
-    503: {"model": ErrorResponse},
-    504: {"model": ErrorResponse},
-}
 
 
 def get_plans(request: Request) -> PlansConfig:
@@ -30,7 +24,6 @@ PlansDep = Annotated[PlansConfig, Depends(get_plans)]
 @router.post(
     "/plan",
     response_model=PlanResponse,
-    responses=ERRORS,
     description=(
         "A balanced, deterministic, cited context for a query: the query is classified, hybrid search "
         "retrieves candidates, the plan's category quotas are filled by score and backfilled, within the "
@@ -49,7 +42,6 @@ def plan(
 @router.post(
     "/plan/explain",
     response_model=ExplainResponse,
-    responses=ERRORS,
     description="Why each candidate was taken or skipped by the plan.",
 )
 def explain(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> ExplainResponse:

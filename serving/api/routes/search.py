@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks
 
 from serving.api.deps import PrincipalDep, ServiceDep
-from serving.contract.requests import SCORE_SCALES, ErrorResponse, SearchRequest
+from serving.contract.requests import SCORE_SCALES, SearchRequest
 from serving.contract.responses import SearchResponse
 
 router = APIRouter(tags=["search"])
@@ -19,13 +19,6 @@ router = APIRouter(tags=["search"])
         "see. Exact identifiers (T1003, T1003.001, CVE-2021-44228, CAPEC-66, AML.T0051, D3-AL, rule UUIDs) put "
         "the document with that id first. " + SCORE_SCALES
     ),
-    responses={
-        413: {"model": ErrorResponse},
-        429: {"model": ErrorResponse},
-        422: {"model": ErrorResponse},
-        503: {"model": ErrorResponse},
-        504: {"model": ErrorResponse},
-    },
 )
 def search(
     body: SearchRequest, service: ServiceDep, principal: PrincipalDep, background: BackgroundTasks
