@@ -6,6 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
+from pydantic.json_schema import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .embedder import DEFAULT_MODEL
@@ -34,72 +35,148 @@ def default_data_dir() -> Path:
     return (find_project(here) or here) / DATA_DIR_NAME
 
 
-class Settings(BaseSettings):
-    """Every knob secrag reads from the environment; see the README's configuration table."""
+SETTINGS_CONFIG = SettingsConfigDict(env_prefix="SECRAG_", env_file=".env", extra="ignore")
 
-    model_config = SettingsConfigDict(env_prefix="SECRAG_", env_file=".env", extra="ignore")
+
+def doc_default(text: str) -> JsonDict:
+    """`json_schema_extra` of a field whose default is computed: how the settings table states it."""
+    return {"doc_default": text}
+
+
+class DatabaseSettings(BaseSettings):
+    """The store: which PostgreSQL, the embedded server, and how long reads may take."""
+
+    model_config = SETTINGS_CONFIG
 
     database_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("DATABASE_URL", "SECRAG_DATABASE_URL"),
-        description="PostgreSQL URL; when unset secrag starts its embedded server in data_dir.",
+        description="Any PostgreSQL >= 15 with pgvector >= 0.7 and pg_trgm. Unset: the embedded server.",
     )
     data_dir: Path = Field(
         default_factory=default_data_dir,
-        description="Embedded database and caches; default: `.secrag` of the project the working directory is in.",
+        json_schema_extra=doc_default("`.secrag` of the project"),
+        description="Embedded database (`pgdata/`), Dagster home, mirrors, checkouts. The project is the nearest "
+        "directory, from the working directory up, holding `.secrag/` or `dagster.yaml` and `workspace.yaml`.",
     )
     database_name: str = Field(default="secrag", description="Database created on the embedded server.")
-    dagster_database_name: str = Field(default="secrag_dagster", description="Dagster instance database.")
+    dagster_database_name: str = Field(
+        default="secrag_dagster", description="Dagster's own database on the same server."
+    )
     embedded_shared_buffers: str = Field(
         default="512MB",
         pattern=r"^\d+\s*(kB|MB|GB)$",
         description="shared_buffers of the embedded server (applied with one restart when it changes).",
     )
-    sql_dir: Path = Field(default_factory=sql_dir, description="Migrations and named queries (shipped in the package).")
+    sql_dir: Path = Field(
+        default_factory=sql_dir,
+        json_schema_extra=doc_default("the package's `secrag/sql`"),
+        description="Migrations and named queries (shipped in the package).",
+    )
     connect_timeout: int = Field(default=5, ge=1, le=120, description="Seconds to wait for the database.")
-    reader_statement_timeout_ms: int = Field(default=2000, ge=100)
+    reader_statement_timeout_ms: int = Field(
+        default=2000, ge=100, description="Statement timeout of a request's reads (504 past it)."
+    )
     reader_aggregate_timeout_ms: int = Field(
         default=60_000,
         ge=100,
-        description="Statement timeout of the API's store-wide reads (the spelling vocabulary), which run "
-        "at start-up and then in the background, never inside a request's reader_statement_timeout_ms.",
+        description="Statement timeout of the API's store-wide reads (the spelling vocabulary), made at start-up "
+        "and refreshed in the background, never inside a request.",
     )
 
-    # Upstreams (fetchers and probes)
+
+class UpstreamSettings(BaseSettings):
+    """Where the pipeline's fetchers and probes may go, and how long and how much they may take."""
+
+    model_config = SETTINGS_CONFIG
+
     upstream_mirror: Path | None = Field(
-        default=None, description="Snapshot folder (like ../shared/upstream) to serve as local mirrors."
+        default=None, description="Snapshot folder (like `../shared/upstream`) served as local mirrors."
     )
-    github_api_base: str = Field(default="https://api.github.com", description="GitHub releases API base.")
-    github_token: str | None = Field(default=None, validation_alias=AliasChoices("GITHUB_TOKEN", "SECRAG_GITHUB_TOKEN"))
+    github_api_base: str = Field(
+        default="https://api.github.com", description="Releases API used by release-tracked sources."
+    )
+    github_token: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("GITHUB_TOKEN", "SECRAG_GITHUB_TOKEN"),
+        description="Sent to the releases API only; raises its rate limit.",
+    )
     http_allowed_hosts: list[str] = Field(
-        default_factory=list, description="Hosts allowed in addition to the built-in upstream hosts."
+        default_factory=list,
+        json_schema_extra=doc_default("`[]`"),
+        description="JSON list of extra hosts the fetcher may contact (besides the built-in upstream hosts).",
     )
     http_allow_file: bool = Field(default=False, description="Allow file:// URLs (mirrors, tests).")
-    http_max_bytes: int = Field(default=100 * 1024 * 1024, ge=1024)
+    http_max_bytes: int = Field(default=100 * 1024 * 1024, ge=1024, description="Size cap of one download.")
     probe_timeout: float = Field(default=20.0, gt=0, description="Seconds per upstream version probe.")
     fetch_timeout: float = Field(default=600.0, gt=0, description="Seconds per upstream fetch.")
 
-    # Parsing and publishing
-    max_shrink: float = Field(default=0.5, ge=0, le=1, description="Refuse versions that shrink by more.")
-    max_error_share: float = Field(default=0.2, ge=0, le=1, description="Fail a source past this file error share.")
-    chunk_target_chars: int = Field(default=1000, ge=200)
-    chunk_overlap_chars: int = Field(default=200, ge=0)
-    chunk_across_paragraphs: bool = True  # chunks overlap across paragraphs, not only inside long ones
 
+class PipelineSettings(BaseSettings):
+    """What a refresh refuses, how it chunks, and the user-document folders."""
+
+    model_config = SETTINGS_CONFIG
+
+    max_shrink: float = Field(
+        default=0.5, ge=0, le=1, description="A version that shrinks a source by more is refused unless forced."
+    )
+    max_error_share: float = Field(
+        default=0.2, ge=0, le=1, description="A source fails when more of its files than this fail to parse."
+    )
+    chunk_target_chars: int = Field(
+        default=1000,
+        ge=200,
+        description="Chunk size in characters; a Markdown heading starts a new chunk, and a source's registry "
+        "entry can set its own (`chunking: {target, overlap, across}`).",
+    )
+    chunk_overlap_chars: int = Field(
+        default=200,
+        ge=0,
+        description="A chunk that continues a section starts with the previous chunk's last characters "
+        "(from a sentence or word start).",
+    )
+    chunk_across_paragraphs: bool = Field(
+        default=True, description="Chunks overlap across paragraphs, not only inside long ones."
+    )
     folders_file: Path | None = Field(
-        default=None, description="YAML list of user-document folders (default: folders.yaml if present)."
+        default=None,
+        json_schema_extra=doc_default("`folders.yaml` if present"),
+        description="User-document folders (name, path, and who sees them: a tenant with optional users and "
+        "groups, or public).",
     )
 
-    # Embeddings
-    embedding_model: str = Field(default=DEFAULT_MODEL, description="Must be on the allowlist.")
-    embedding_batch_size: int = Field(default=64, ge=1, le=1024)
-    torch_threads: int = Field(default=0, ge=0, description="torch threads of SECRAG_QUERY_ENCODER=torch; 0 = default.")
+
+class ModelSettings(BaseSettings):
+    """Which embedding model the pipeline embeds with, and the threads and caches it uses."""
+
+    model_config = SETTINGS_CONFIG
+
+    embedding_model: str = Field(
+        default=DEFAULT_MODEL,
+        description="The model the pipeline embeds with, from the allowlist in `secrag/embedder.py`: "
+        "`all-MiniLM-L6-v2-int8` (the packaged weights exported to ONNX and quantised to int8 at first use: "
+        "offline, reproducible, checksummed) or `all-MiniLM-L6-v2` (fp32).",
+    )
+    embedding_batch_size: int = Field(default=64, ge=1, le=1024, description="Texts embedded per batch.")
+    torch_threads: int = Field(
+        default=0, ge=0, description="torch threads of `SECRAG_QUERY_ENCODER=torch`; 0 = torch's default."
+    )
     embedding_threads: int = Field(
         default=0, ge=0, le=64, description="onnxruntime threads embedding documents; 0 = one per core."
     )
     model_cache_dir: Path | None = Field(
-        default=None, description="Where the ONNX exports of the models are kept; unset = <data_dir>/models."
+        default=None,
+        json_schema_extra=doc_default("`<data dir>/models`"),
+        description="Where the ONNX exports of the models are kept (pipeline and API; `secrag models export` "
+        "fills it, the image bakes it in).",
     )
+
+
+class Settings(DatabaseSettings, UpstreamSettings, PipelineSettings, ModelSettings):
+    """Every knob the pipeline and the command line read from the environment, by concern (the groups
+    above); docs/configuration.md's tables are generated from these models (secrag/settings_docs.py)."""
+
+    model_config = SETTINGS_CONFIG
 
     @property
     def pgdata(self) -> Path:
@@ -109,6 +186,9 @@ class Settings(BaseSettings):
     def models_dir(self) -> Path:
         """Exported models (the ONNX document and query encoders); the container image bakes them in."""
         return self.model_cache_dir or self.data_dir / "models"
+
+
+SETTINGS_GROUPS: tuple[type[BaseSettings], ...] = (DatabaseSettings, UpstreamSettings, PipelineSettings, ModelSettings)
 
 
 @lru_cache(maxsize=1)

@@ -17,6 +17,7 @@ from .models import models
 from .preflight import preflight
 from .run import run
 from .serve import serve
+from .settings_docs import settings
 from .sources import sources
 from .status import status
 from .tune import tune
@@ -50,6 +51,7 @@ cli.add_command(models)
 cli.add_command(preflight)
 cli.add_command(run)
 cli.add_command(serve)
+cli.add_command(settings)
 cli.add_command(sources)
 cli.add_command(status)
 cli.add_command(tune)

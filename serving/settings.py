@@ -1,4 +1,4 @@
-"""Serving settings: the shared secrag settings plus the API's own knobs (env prefix SECRAG_)."""
+"""Serving settings: the shared secrag settings plus the API's own groups (env prefix SECRAG_)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field
+from pydantic_settings import BaseSettings
 
 from secrag.package_data import package_path
-from secrag.settings import Settings
+from secrag.settings import SETTINGS_CONFIG, Settings, doc_default
 from serving.contract.requests import HARD_MAX_CANDIDATES, HARD_MAX_K, HARD_MAX_QUERY_CHARS
 
 
@@ -17,19 +18,34 @@ def default_plans_file() -> Path:
     return package_path("serving.plans", "plans.yaml")
 
 
-class ServingSettings(Settings):
-    """Everything `secrag serve` reads; all fields come from SECRAG_* environment variables."""
+class ApiSettings(BaseSettings):
+    """What the API serves and from which files: search tuning, plans, API keys, MCP, warm-up, upstream refetch."""
+
+    model_config = SETTINGS_CONFIG
 
     search_config: Path = Field(
         default_factory=lambda: package_path("serving.search", "search.yaml"),
-        description="YAML with source boosts and per-query-type score thresholds.",
+        json_schema_extra=doc_default("`serving/search/search.yaml`"),
+        description="Source boosts, score and vector thresholds, leg weights and the neighbours leg.",
     )
     plans_file: Path = Field(
         default_factory=default_plans_file,
-        description="Retrieval plans (validated at start-up); see serving/plans/plans.yaml.",
+        json_schema_extra=doc_default("`serving/plans/plans.yaml`"),
+        description="Retrieval plans (validated at start-up).",
     )
     api_keys_file: Path | None = Field(
         default=None, description="YAML mapping API keys to tenant/user/groups; unset = public documents only."
+    )
+    mcp_enabled: bool = Field(default=True, description="Serve the MCP tools at /mcp.")
+    mcp_allowed_hosts: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
+        json_schema_extra=doc_default("loopback hosts"),
+        description="Host headers the MCP endpoint accepts (DNS-rebinding protection).",
+    )
+    warm_up: bool = Field(
+        default=True,
+        description="Run five searches (one per leg and query class) before taking requests, so the first "
+        "callers after a restart do not pay for the encoder's first run, the catalog caches and cold index pages.",
     )
     upstream_raw_base: str = Field(
         default="https://raw.githubusercontent.com", description="Where /v1/docs/{id}/upstream reads repository files."
@@ -37,51 +53,86 @@ class ServingSettings(Settings):
     upstream_max_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Size cap of one upstream refetch (413 above)."
     )
-    upstream_timeout: float = Field(default=5.0, gt=0, le=60, description="Time cap of one upstream refetch.")
-    max_live_refetch: int = Field(
-        default=5, ge=1, le=100, description="Most doc_ids of one live batch refetch (each may take the timeout)."
+    upstream_timeout: float = Field(
+        default=5.0, gt=0, le=60, description="Time cap of one live upstream refetch (504)."
     )
+    max_live_refetch: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description="Most `doc_ids` one live `POST /v1/docs/upstream` reads (each may take the upstream timeout); "
+        "the ids beyond are listed in `errors` with status 429. Stored forms: up to 100.",
+    )
+
+
+class AccessSettings(BaseSettings):
+    """Who the API logs in as, and who may call it."""
+
+    model_config = SETTINGS_CONFIG
+
     reader_database_url: str | None = Field(
         default=None,
-        description="URL the API logs in with; unset: the secrag database as secrag_reader (no password: "
-        "right for the embedded server; with DATABASE_URL, see sql/roles.sql).",
+        json_schema_extra=doc_default("the secrag database as `secrag_reader`"),
+        description="The API's login (no password: right for the embedded server; with DATABASE_URL, see "
+        "sql/roles.sql).",
     )
     querylog_database_url: str | None = Field(
-        default=None, description="URL the opt-in query log writes with; unset: the secrag database as secrag_querylog."
+        default=None,
+        json_schema_extra=doc_default("the secrag database as `secrag_querylog`"),
+        description="The query log's login (INSERT on `query_log` only).",
     )
     allow_privileged_reader: bool = Field(
         default=False,
-        description="Serve even when the API's login could write or escalate (superuser, table owner); dev only.",
+        description="Serve even when the API's login could write or escalate (superuser, table owner); "
+        "development only.",
     )
     require_api_key: bool = Field(
-        default=False, description="Refuse anonymous callers (401) on every /v1 operation and MCP tool."
+        default=False,
+        description="Refuse anonymous callers (401) on every /v1 operation and MCP tool; /healthz, /readyz and "
+        "/metrics stay open.",
     )
-    rate_per_minute: int = Field(default=600, ge=0, description="Requests a minute per API key; 0 = no limit.")
+
+
+class LimitSettings(BaseSettings):
+    """How much each caller and each request may take: rates, slots, the pool, request and response sizes."""
+
+    model_config = SETTINGS_CONFIG
+
+    rate_per_minute: int = Field(
+        default=600, ge=0, description="Requests a minute per API key (bursts of a tenth); 0 = no limit; 429 past it."
+    )
     anonymous_rate_per_minute: int = Field(
         default=120, ge=0, description="Requests a minute per anonymous client address; 0 = no limit."
     )
     failed_keys_per_minute: int = Field(
-        default=10, ge=0, description="Unknown API keys a minute per client address (bursts of half); 0 = no limit."
+        default=10,
+        ge=0,
+        description="Unknown API keys a minute per client address (bursts of half); past it the address's keys "
+        "are not even looked up (429). Each failure is logged with the address, never the key. 0 = no limit.",
     )
-    heavy_concurrency: int = Field(default=4, ge=0, description="Concurrent /v1 operations per API key.")
+    heavy_concurrency: int = Field(
+        default=4, ge=0, description="Concurrent /v1 operations and MCP tool calls per API key (429 past it)."
+    )
     anonymous_heavy_concurrency: int = Field(
         default=2, ge=0, description="Concurrent /v1 operations of all anonymous callers together."
     )
-    pool_min_size: int = Field(default=1, ge=0, le=64)
-    pool_max_size: int = Field(default=8, ge=1, le=64)
+    pool_min_size: int = Field(default=1, ge=0, le=64, description="Reader connections kept open.")
+    pool_max_size: int = Field(default=8, ge=1, le=64, description="Most reader connections.")
     pool_timeout: float = Field(
-        default=1.5, gt=0, le=30, description="Seconds a request waits for a connection before 503."
+        default=1.5, gt=0, le=30, description="Seconds a request waits for a connection before 503 (Retry-After)."
     )
     pool_reconnect_timeout: float = Field(
         default=4.0,
         gt=0,
         le=60,
-        description="Longest reconnect backoff run before the next request starts a fresh one: caps "
-        "how long the API lags behind a database that came back.",
+        description="Longest reconnect backoff run before the next request starts a fresh one: caps how long the "
+        "API lags behind a database that came back.",
     )
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024, description="Larger request bodies get 413.")
     # Lower bounds at the request defaults (k 10, candidates_k 100): a request that sets nothing stays valid.
-    max_k: int = Field(default=50, ge=10, le=HARD_MAX_K, description="Largest `k` (results per page) of a search.")
+    max_k: int = Field(
+        default=50, ge=10, le=HARD_MAX_K, description="Largest `k` (results per page) of a search; more is a 422."
+    )
     max_candidates: int = Field(
         default=1000,
         ge=100,
@@ -92,39 +143,77 @@ class ServingSettings(Settings):
         default=8192, ge=64, le=HARD_MAX_QUERY_CHARS, description="Longest query of a search or plan, in characters."
     )
     max_response_bytes: int = Field(
-        default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and truncated=true."
+        default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and `truncated` is true."
     )
-    query_log: bool = Field(default=False, description="Write one query_log row per search.")
-    query_log_text: bool = Field(default=False, description="Also store the query text in query_log.")
-    hnsw_max_scan_tuples: int = Field(default=50000, ge=1000)
-    hnsw_iterative_scan: str = Field(default="relaxed_order", pattern="^(relaxed_order|strict_order|off)$")
+
+
+class SearchSettings(BaseSettings):
+    """How searches run: the serving model and its encoder, the caches, HNSW's scan."""
+
+    model_config = SETTINGS_CONFIG
+
     serving_model: str | None = Field(
         default=None,
-        description="The embedding model searches use (on the allowlist, its vectors complete); unset: the "
-        "model the pipeline last activated, followed within a minute when the pipeline switches.",
+        description="The embedding model searches use (on the allowlist, its vectors complete); unset: the model "
+        "the pipeline last activated, followed within a minute when the pipeline switches.",
     )
     query_encoder: str = Field(
         default="onnx",
         pattern="^(onnx|torch)$",
-        description="Query encoder: onnx (onnxruntime) or torch (sentence-transformers).",
+        description="How the API encodes queries: the serving model's ONNX file on onnxruntime, or `torch` "
+        "(sentence-transformers, fp32 only).",
     )
     query_encoder_threads: int = Field(
-        default=1, ge=1, le=64, description="onnxruntime threads per query batch (torch uses torch_threads)."
+        default=1,
+        ge=1,
+        le=64,
+        description="onnxruntime threads per query batch (1 is best with concurrent requests on 2 cores).",
     )
-    query_cache_size: int = Field(default=1024, ge=0, description="Query vectors cached in process; 0 = no cache.")
+    query_cache_size: int = Field(
+        default=1024, ge=0, description="Query vectors cached per API process; 0 = no cache (benchmarks)."
+    )
     result_cache_size: int = Field(
-        default=1024, ge=0, description="Search responses cached in process until the store changes; 0 = no cache."
+        default=1024,
+        ge=0,
+        description="Search responses cached per API process, per caller and request, until the store changes "
+        "(at most a second late); 0 = no cache (benchmarks).",
     )
-    metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at GET /metrics.")
-    warm_up: bool = Field(
-        default=True,
-        description="Run a few searches at start-up, before the first request (serving/api/warm_up.py).",
+    hnsw_max_scan_tuples: int = Field(
+        default=50000, ge=1000, description="pgvector's hnsw.max_scan_tuples for filtered vector scans."
     )
-    mcp_enabled: bool = Field(default=True, description="Serve the MCP tools at /mcp.")
-    mcp_allowed_hosts: list[str] = Field(
-        default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
-        description="Host headers the MCP endpoint accepts (DNS-rebinding protection).",
+    hnsw_iterative_scan: str = Field(
+        default="relaxed_order",
+        pattern="^(relaxed_order|strict_order|off)$",
+        description="pgvector's hnsw.iterative_scan: keep scanning until a filter lets enough candidates through.",
     )
+
+
+class ObservabilitySettings(BaseSettings):
+    """What the API tells its operators: Prometheus metrics and the opt-in query log."""
+
+    model_config = SETTINGS_CONFIG
+
+    metrics_enabled: bool = Field(
+        default=True, description="Serve Prometheus metrics at GET /metrics (unauthenticated, like the probes)."
+    )
+    query_log: bool = Field(default=False, description="Write one query_log row per search and plan.")
+    query_log_text: bool = Field(default=False, description="Also keep the query text in query_log.")
+
+
+class ServingSettings(Settings, ApiSettings, AccessSettings, LimitSettings, SearchSettings, ObservabilitySettings):
+    """Everything `secrag serve` reads: the shared settings and the API's own groups, all from SECRAG_*
+    environment variables."""
+
+    model_config = SETTINGS_CONFIG
+
+
+SERVING_GROUPS: tuple[type[BaseSettings], ...] = (
+    ApiSettings,
+    AccessSettings,
+    LimitSettings,
+    SearchSettings,
+    ObservabilitySettings,
+)
 
 
 @lru_cache(maxsize=1)

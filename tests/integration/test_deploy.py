@@ -162,3 +162,21 @@ def test_the_api_takes_its_trusted_proxies_from_one_variable() -> None:
         [str(BIN / "secrag"), "serve", "--help"], capture_output=True, text=True, timeout=120, check=True
     ).stdout
     assert "SECRAG_FORWARDED_ALLOW_IPS" in help_text
+
+
+def test_the_helm_values_keep_the_instance_of_deploy_dagster_yaml() -> None:
+    """The Helm chart writes its own instance file: its run queue (one run per source), retries and
+    telemetry must say what deploy/dagster.yaml says; only the run count may differ (a pod per run)."""
+    instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
+    values = yaml.safe_load((DEPLOY / "helm" / "dagster-values.yaml").read_text())
+    daemon = values["dagsterDaemon"]
+    queued = daemon["runCoordinator"]["config"]["queuedRunCoordinator"]
+    assert daemon["runCoordinator"]["type"] == instance["run_coordinator"]["class"] == "QueuedRunCoordinator"
+    runs = instance["concurrency"]["runs"]
+    assert queued["tagConcurrencyLimits"] == runs["tag_concurrency_limits"]
+    assert queued["maxConcurrentRuns"] >= runs["max_concurrent_runs"]
+    assert daemon["runRetries"] == {
+        "enabled": instance["run_retries"]["enabled"],
+        "maxRetries": instance["run_retries"]["max_retries"],
+    }
+    assert values["telemetry"]["enabled"] is instance["telemetry"]["enabled"] is False
