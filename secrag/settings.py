@@ -35,7 +35,7 @@ def default_data_dir() -> Path:
 
 
 class Settings(BaseSettings):
-    """Every knob secrag reads from the environment; see the README's configuration table."""
+    """Every knob secrag reads from the environment; see docs/configuration.md (Settings)."""
 
     model_config = SettingsConfigDict(env_prefix="SECRAG_", env_file=".env", extra="ignore")
 
