@@ -1,0 +1,144 @@
+"""The docs (README.md and docs/*.md) name only what exists: relative links and their anchors, `secrag`
+commands, `make` targets and SECRAG_* variables. Each test lists every offender at once."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+from pydantic import AliasChoices
+
+from secrag.settings import REPO_ROOT, Settings
+from secrag_cli.main import cli
+from serving.settings import ServingSettings
+
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+
+_FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+_SPAN = re.compile(r"`([^`\n]+)`")
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6} (.+)$", re.MULTILINE)
+_SECRAG_COMMAND = re.compile(r"(?<![\w/.-])secrag ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
+_MAKE_TARGET = re.compile(r"(?<![\w/.-])make ([a-z][\w-]*)")
+_VARIABLE = re.compile(r"\bSECRAG_[A-Z0-9][A-Z0-9_]*")
+_TARGET_LINE = re.compile(r"^([\w.-]+):(?!=)", re.MULTILINE)
+# Variables read outside the settings models: os.environ / getenv, click options' envvar=, and module
+# constants naming one (preflight's INSTANCE_URL).
+_READ_IN_CODE = re.compile(
+    r"""(?:environ(?:\.get)?\s*[\[(]\s*|getenv\(\s*|envvar\s*=\s*|^[A-Z_]+\s*=\s*)["'](SECRAG_[A-Z0-9_]+)["']""",
+    re.MULTILINE,
+)
+_DAGSTER_ENV = re.compile(r"\benv:\s*(SECRAG_[A-Z0-9_]+)")
+_SHELL_COMMENT = re.compile(r"\s#.*$", re.MULTILINE)
+_ASSIGNED = re.compile(r"^\s*#?\s*(SECRAG_[A-Z0-9_]+)=", re.MULTILINE)
+
+
+def _text(doc: Path) -> str:
+    return doc.read_text(encoding="utf-8")
+
+
+def _code(text: str) -> Iterator[str]:
+    """Fenced blocks without their shell comments, then the inline code spans of the prose around them."""
+    yield from (_SHELL_COMMENT.sub("", match.group(0)) for match in _FENCE.finditer(text))
+    yield from (match.group(1) for match in _SPAN.finditer(_FENCE.sub("", text)))
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    plain = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    return re.sub(r"[^\w\- ]", "", plain).replace(" ", "-")
+
+
+def _anchors(doc: Path) -> set[str]:
+    return {_slug(heading) for heading in _HEADING.findall(_FENCE.sub("", _text(doc)))}
+
+
+def _where(doc: Path) -> str:
+    return str(doc.relative_to(REPO_ROOT))
+
+
+def test_every_relative_link_resolves() -> None:
+    broken = []
+    for doc in DOCS:
+        for target in _LINK.findall(_FENCE.sub("", _text(doc))):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            resolved = (doc.parent / path).resolve() if path else doc
+            if not resolved.exists():
+                broken.append(f"{_where(doc)}: {target} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+                broken.append(f"{_where(doc)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
+
+
+def _commands(group: click.Group) -> dict[str, click.Command]:
+    return dict(group.commands)
+
+
+def test_every_secrag_command_exists() -> None:
+    top = _commands(cli)
+    unknown = []
+    for doc in DOCS:
+        for code in _code(_text(doc)):
+            for name, sub in _SECRAG_COMMAND.findall(code):
+                command = top.get(name)
+                if command is None:
+                    unknown.append(f"{_where(doc)}: secrag {name}")
+                elif sub and isinstance(command, click.Group) and sub not in command.commands:
+                    unknown.append(f"{_where(doc)}: secrag {name} {sub}")
+    assert not unknown, "\n".join(sorted(set(unknown)))
+
+
+def test_every_make_target_exists() -> None:
+    targets = set(_TARGET_LINE.findall((REPO_ROOT / "Makefile").read_text(encoding="utf-8")))
+    unknown = {
+        f"{_where(doc)}: make {target}"
+        for doc in DOCS
+        for code in _code(_text(doc))
+        for target in _MAKE_TARGET.findall(code)
+        if target not in targets
+    }
+    assert not unknown, "\n".join(sorted(unknown))
+
+
+def _setting_names() -> set[str]:
+    names = set()
+    for model in (Settings, ServingSettings):
+        for field, info in model.model_fields.items():
+            names.add(f"SECRAG_{field.upper()}")
+            alias = info.validation_alias
+            if isinstance(alias, AliasChoices):
+                names.update(choice for choice in alias.choices if isinstance(choice, str))
+            elif isinstance(alias, str):
+                names.add(alias)
+    return names
+
+
+def _read_elsewhere() -> set[str]:
+    """SECRAG_* variables the code reads directly, and the deployment files' own (passwords, image, ports)."""
+    code = [
+        path
+        for top in ("secrag", "secrag_cli", "pipeline", "serving", "bench", "tests")
+        for path in (REPO_ROOT / top).rglob("*.py")
+    ]
+    names = {name for path in code for name in _READ_IN_CODE.findall(path.read_text(encoding="utf-8"))}
+    deploy = REPO_ROOT / "deploy"
+    for example in {*deploy.glob("*.env.example"), deploy / ".env.example"}:
+        names.update(_ASSIGNED.findall(example.read_text(encoding="utf-8")))
+    names.update(_DAGSTER_ENV.findall((deploy / "dagster.yaml").read_text(encoding="utf-8")))
+    return names
+
+
+def test_every_secrag_variable_exists() -> None:
+    known = _setting_names() | _read_elsewhere()
+    unknown = {f"{_where(doc)}: {name}" for doc in DOCS for name in _VARIABLE.findall(_text(doc)) if name not in known}
+    assert not unknown, "\n".join(sorted(unknown))
+
+
+def test_the_readme_states_the_two_commands() -> None:
+    readme = _text(REPO_ROOT / "README.md")
+    assert "make run" in readme and "make test" in readme
+    assert len(readme.encode("utf-8")) <= 10_500
