@@ -85,6 +85,19 @@ CONTRACT_CHECKS = [
 ]
 
 
+# A query parameter that is a list of strings cannot be sent "not as a list": a negative case that makes
+# `columns` a number or an object is serialised to `columns=0`, which is a valid one-item list, and the
+# accepted request is reported as ST201 (seen once in CI when the example doc_id exists). Nothing is
+# wrong with the API there; every other negative case still counts.
+_QUERY_LISTS = ("parameter `columns` in query",)
+
+
+def _unrepresentable(exc: BaseException) -> bool:
+    text = str(exc)
+    alone = "found 1 distinct failure" in text and "Schema-violating request accepted" in text
+    return alone and any(p in text for p in _QUERY_LISTS)
+
+
 @pytest.mark.parametrize("mode", list(schemathesis.GenerationMode), ids=lambda m: m.value)
 def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN401 - a GenerationMode
     """A bounded schemathesis run per operation, positive and negative data: no server error, no
@@ -112,6 +125,8 @@ def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN40
             try:
                 case.validate_response(response, checks=op_checks)  # noqa: B023
             except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported together below
+                if _unrepresentable(exc):
+                    return
                 failures.append(f"{op.label}: {response.status_code} {type(exc).__name__}: {str(exc)[:300]}")  # noqa: B023
 
         try:
