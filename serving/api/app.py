@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio.to_thread
 import psycopg
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -32,7 +32,7 @@ from serving.contract.limits import BodySizeLimit
 from serving.contract.requests import ErrorResponse
 from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import TunedPlans
-from serving.observability.metrics import Metrics, MetricsMiddleware, stamp_route
+from serving.observability.metrics import Metrics, MetricsMiddleware
 from serving.plans.plans_file import load_plans
 from serving.plans.telemetry import shipped_telemetry
 from serving.reads.upstream import Refetcher
@@ -43,7 +43,6 @@ from serving.service import Service
 from serving.settings import ServingSettings, get_serving_settings
 
 log = logging.getLogger(__name__)
-API_PREFIX = "/v1"
 DOCS_ASSETS = "/docs-assets"  # Swagger UI's script, styles and icon (fastapi-offline)
 # What every /v1 operation may answer besides its own: an unparseable body (400), the gate
 # (serving/access/quotas.py: 401, 429), the body limit (413), validation (422) and the database (503 while
@@ -193,7 +192,6 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         docs_url="/docs",
         redoc_url=None,
         static_url=DOCS_ASSETS,
-        dependencies=[Depends(stamp_route)],
         description="Read-only search over security knowledge (ATT&CK, Sigma, Atomic, KEV, ...).",
         generate_unique_id_function=openapi.operation_id,
     )
@@ -208,7 +206,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     # Every operation: a known (or allowed anonymous) caller within its rate, holding one of its slots;
     # the probes outside /v1 take none, so a flood of requests cannot make /readyz fail.
     for module in (search, plans, docs, sources, stats):
-        app.include_router(module.router, prefix=API_PREFIX, dependencies=[Slot], responses=_GATED)
+        app.include_router(module.router, dependencies=[Slot], responses=_GATED)
     app.include_router(health.router)
     if settings.metrics_enabled:
         app.include_router(metrics_route.router)

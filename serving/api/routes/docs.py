@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
 from serving.contract.requests import MAX_COLUMNS, Column, ErrorResponse, IdsRequest, UpstreamQuery, UpstreamRequest
 from serving.contract.responses import (
     Chunk,
@@ -17,7 +18,7 @@ from serving.contract.responses import (
     UpstreamResponse,
 )
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(prefix=API_PREFIX, tags=["documents"])
 _404: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}}
 
 

@@ -7,12 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
 from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
 from serving.contract.requests import ErrorResponse
 from serving.plans import planner
 from serving.plans.plans_file import PlansConfig
 
-router = APIRouter(tags=["plans"])
+router = APIRouter(prefix=API_PREFIX, tags=["plans"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     422: {"model": ErrorResponse},
     503: {"model": ErrorResponse},
