@@ -1,5 +1,6 @@
 """Per-call cost of the plumbing every request goes through: the gate (rate check and slot), the search
-result cache, the catalog's cached values, the tuned plans and the metrics route label.
+result cache, the query-vector cache, the catalog's cached values, the tuned plans and the metrics route
+label.
 
     python bench/plumbing.py [--calls 200000]
 
@@ -17,6 +18,8 @@ import time
 import timeit
 from collections.abc import Callable
 
+import numpy as np
+
 from serving.access.keys import ApiKeys, Principal
 from serving.access.quotas import Gate
 from serving.contract.query_classes import QUERY_TYPES
@@ -26,6 +29,7 @@ from serving.feedback.tuned_plans import TunedPlans
 from serving.observability.metrics import route_template
 from serving.plans.plans_file import load_plans
 from serving.search.catalog import Cached
+from serving.search.encoder import QueryEncoder
 from serving.search.result_cache import ResultCache, cache_key
 from serving.settings import ServingSettings
 
@@ -42,6 +46,16 @@ class Ticker:
     def __call__(self) -> float:
         self.now += self.step
         return self.now
+
+
+class StubModel:
+    """A model that is never run on the cached path."""
+
+    model_id = "stub"
+    dimensions = 4
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), self.dimensions), dtype=np.float32)
 
 
 def _cases() -> dict[str, Callable[[], object]]:
@@ -62,6 +76,9 @@ def _cases() -> dict[str, Callable[[], object]]:
     response = SearchResponse.model_construct()
     cache.put(key, response)
     miss = cache_key("v2", "model", Principal(), request)
+    encoder = QueryEncoder(StubModel(), cache_size=1024)  # type: ignore[arg-type]
+    encoder.encode("lsass")
+    evicting = [cache_key(f"v{i}", "model", Principal(), request) for i in range(4096)]
     cached = Cached(300.0)
     cached.get(lambda: {"T1055": "Process Injection"})
     plans = TunedPlans(load_plans(settings.plans_file), read=lambda: {sorted(QUERY_TYPES)[0]: 0.4})
@@ -75,6 +92,8 @@ def _cases() -> dict[str, Callable[[], object]]:
         "result cache: hit": lambda: cache.get(key),
         "result cache: miss": lambda: cache.get(miss),
         "result cache: put": lambda: cache.put(key, response),
+        "result cache: put, evicting": lambda: cache.put(evicting[next(turn) % 4096], response),
+        "query vector cache: hit": lambda: encoder.encode("lsass"),
         "catalog value (fresh)": lambda: cached.get(dict),
         "tuned plans: current": plans.current,
         "metrics: route label": lambda: route_template(scope),
