@@ -57,9 +57,8 @@ class Gate:
     def __init__(self, keys: ApiKeys, settings: ServingSettings) -> None:
         self._keys = keys
         self._require_key = settings.require_api_key
-        rates = {False: settings.rate_per_minute, True: settings.anonymous_rate_per_minute}
-        self._rates = rates
-        self._windows = {anonymous: window(rate, rate // 10) for anonymous, rate in rates.items()}
+        self._rates = {False: settings.rate_per_minute, True: settings.anonymous_rate_per_minute}
+        self._windows = {anonymous: window(rate, rate // 10) for anonymous, rate in self._rates.items()}
         self._slots = {False: settings.heavy_concurrency, True: settings.anonymous_heavy_concurrency}
         failures = settings.failed_keys_per_minute
         self._failure_refusal = f"more than {failures} unknown API keys a minute from this address; slow down"

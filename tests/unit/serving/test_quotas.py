@@ -8,7 +8,7 @@ import time
 import pytest
 
 from serving.access.keys import ApiKeys, Principal, UnknownApiKey
-from serving.access.quotas import Gate
+from serving.access.quotas import Gate, window
 from serving.contract.errors import KeyRequired, TooManyRequests, public_error
 from serving.settings import ServingSettings
 
@@ -115,3 +115,16 @@ def test_a_zero_failed_key_rate_means_no_limit(clock: Clock) -> None:
     for _ in range(100):
         with pytest.raises(UnknownApiKey):
             gate.caller("nope", "10.0.0.9")
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst", "expected"),
+    [(600, 60, (60, 6)), (120, 12, (12, 6)), (25, 2, (2, 5)), (6, 3, (3, 30)), (3, 0, (1, 20))],
+)
+def test_a_window_allows_the_burst_and_never_more_than_the_rate(
+    rate: int, burst: int, expected: tuple[int, int]
+) -> None:
+    item = window(rate, burst)
+    assert item is not None and (item.amount, item.get_expiry()) == expected
+    assert item.amount * 60 / item.get_expiry() <= rate
+    assert window(0, 5) is None
