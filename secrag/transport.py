@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -107,15 +108,71 @@ def _tls() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class VettedTransport(httpx.HTTPTransport):
-    """httpx's transport on a VettedBackend; no proxies (their address could not be vetted)."""
+_HTTPCORE_ERRORS = (
+    httpcore.TimeoutException,
+    httpcore.NetworkError,
+    httpcore.ProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
+
+
+@contextmanager
+def _httpx_errors() -> Iterator[None]:
+    """httpcore's errors as httpx's of the same name (httpx.ConnectTimeout, httpx.ReadError, ...), the most
+    specific first, as httpx's own transport raises them; any other error passes unchanged."""
+    try:
+        yield
+    except _HTTPCORE_ERRORS as exc:
+        for cls in type(exc).__mro__:
+            mapped = getattr(httpx, cls.__name__, None)
+            if isinstance(mapped, type) and issubclass(mapped, httpx.TransportError):
+                raise mapped(str(exc)) from exc
+        raise
+
+
+class _Body(httpx.SyncByteStream):
+    def __init__(self, stream: Iterable[bytes]) -> None:
+        self._stream = stream
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _httpx_errors():
+            yield from self._stream
+
+    def close(self) -> None:
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+
+
+class VettedTransport(httpx.BaseTransport):
+    """An httpx transport over an httpcore pool on a VettedBackend; no proxies (their address could not
+    be vetted). httpx's HTTPTransport takes no network backend, so this is its request and response
+    translation, through public httpx and httpcore API only."""
 
     def __init__(self, policy: UrlPolicy, deadline: float) -> None:
-        super().__init__(verify=_tls())
-        # httpx 0.28 builds its httpcore pool without a network_backend argument; this swaps in a
-        # pool that has one (tests/integration/secrag/test_downloads.py fails if the attribute moves:
-        # test_the_connection_goes_to_the_vetted_address needs the backend to resolve its test host).
         self._pool = httpcore.ConnectionPool(ssl_context=_tls(), network_backend=VettedBackend(policy, deadline))
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        core = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _httpx_errors():
+            response = self._pool.handle_request(core)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_Body(response.stream),  # type: ignore[arg-type]  # a sync pool's stream is iterable
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self._pool.close()
 
 
 def client(policy: UrlPolicy, deadline: float) -> httpx.Client:

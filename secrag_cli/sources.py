@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
@@ -64,21 +65,21 @@ def _store_url(settings: Settings) -> str | None:
     return database.with_database(status.uri, settings.database_name)
 
 
-def _rows(settings: Settings, query: str) -> list[tuple[Any, ...]]:
-    """Rows of a `status` query, or [] when no store is reachable right now."""
+def _rows(settings: Settings, query: Callable[[Queries], str]) -> list[tuple[Any, ...]]:
+    """Rows of the `status` query that `query` picks, or [] when no store is reachable right now."""
     url = _store_url(settings)
     if url is None:
         return []
     try:
         with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
-            return list(conn.execute(getattr(Queries(settings.sql_dir, "status"), query)).fetchall())
+            return list(conn.execute(query(Queries(settings.sql_dir, "status"))).fetchall())
     except (SecragError, psycopg.Error) as exc:
         log.debug("the store is not readable", extra={"reason": str(exc).strip()[:200]})
         return []
 
 
 def _history(settings: Settings) -> dict[str, tuple[Any, ...]]:
-    return {row[0]: row[1:] for row in _rows(settings, "refresh_history")}
+    return {row[0]: row[1:] for row in _rows(settings, lambda q: q.refresh_history)}
 
 
 def _history_columns(row: tuple[Any, ...] | None) -> str:
@@ -96,7 +97,7 @@ def _history_columns(row: tuple[Any, ...] | None) -> str:
 
 def _current_versions(settings: Settings) -> dict[str, str | None]:
     """{source: current_version} from the store, or {} when no database is reachable right now."""
-    return {name: current for name, current in _rows(settings, "published_versions")}
+    return {name: current for name, current in _rows(settings, lambda q: q.published_versions)}
 
 
 def _state(version: str, current: dict[str, str | None], name: str) -> str:

@@ -99,16 +99,21 @@ class LimitSettings(BaseSettings):
     model_config = SETTINGS_CONFIG
 
     rate_per_minute: int = Field(
-        default=600, ge=0, description="Requests a minute per API key (bursts of a tenth); 0 = no limit; 429 past it."
+        default=600,
+        ge=0,
+        description="Requests a minute per API key, counted in a moving window of a tenth of a minute (so bursts "
+        "of a tenth of that); 0 = no limit. Over it: 429 with Retry-After (when the window's oldest request "
+        "leaves it).",
     )
     anonymous_rate_per_minute: int = Field(
-        default=120, ge=0, description="Requests a minute per anonymous client address; 0 = no limit."
+        default=120, ge=0, description="Requests a minute per anonymous client address, counted the same way."
     )
     failed_keys_per_minute: int = Field(
         default=10,
         ge=0,
-        description="Unknown API keys a minute per client address (bursts of half); past it the address's keys "
-        "are not even looked up (429). Each failure is logged with the address, never the key. 0 = no limit.",
+        description="Unknown API keys a minute per client address (a moving window of half a minute, so bursts "
+        "of half that); past it the address's keys are not even looked up (429). Each failure is logged with "
+        "the address, never the key. 0 = no limit.",
     )
     heavy_concurrency: int = Field(
         default=4, ge=0, description="Concurrent /v1 operations and MCP tool calls per API key (429 past it)."

@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from pydantic import Field, model_validator
 
+from secrag.config_files import ConfigModel, load_model
 from secrag.errors import ConfigError
 from serving.contract.errors import UnknownApiKey
 
@@ -46,29 +47,41 @@ class ApiKeys:
         raise UnknownApiKey
 
 
+class KeyEntry(ConfigModel):
+    """One key: the key itself or its sha256 (hex), and the principal it stands for."""
+
+    key: str | None = Field(default=None, min_length=1)
+    key_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
+    tenant: str = Field(min_length=1)
+    user: str | None = None
+    groups: list[str] = []
+
+    @model_validator(mode="after")
+    def _one_key(self) -> KeyEntry:
+        if (self.key is None) == (self.key_sha256 is None):
+            raise ValueError("needs exactly one of `key` or `key_sha256`")
+        return self
+
+    def digest(self) -> str:
+        if self.key_sha256 is not None:
+            return self.key_sha256.lower()
+        return hashlib.sha256(str(self.key).encode("utf-8")).hexdigest()
+
+
+class KeysFile(ConfigModel):
+    """The API keys file: `keys:` a list of entries."""
+
+    keys: list[KeyEntry]
+
+
 def load_api_keys(path: Path | None) -> ApiKeys:
-    """Entries: `{key: ..., or key_sha256: ..., tenant: ..., user: ..., groups: [...]}` under `keys:`."""
+    """Entries: `{key: ..., or key_sha256: ..., tenant: ..., user: ..., groups: [...]}` under `keys:`;
+    a ConfigError names the file, the line and the field."""
     if path is None:
         return ApiKeys({})
     if not path.exists():
         raise ConfigError(f"API keys file {path.name} does not exist", hint="fix SECRAG_API_KEYS_FILE")
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    entries = raw.get("keys") if isinstance(raw, Mapping) else None
-    if not isinstance(entries, list):
-        raise ConfigError(f"{path.name}: expected a `keys:` list")
-    out: dict[str, Principal] = {}
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping) or not entry.get("tenant"):
-            raise ConfigError(f"{path.name}: key #{i + 1} needs a tenant")
-        if entry.get("key_sha256"):
-            digest = str(entry["key_sha256"]).lower()
-        elif entry.get("key"):
-            digest = hashlib.sha256(str(entry["key"]).encode("utf-8")).hexdigest()
-        else:
-            raise ConfigError(f"{path.name}: key #{i + 1} needs `key` or `key_sha256`")
-        out[digest] = Principal(
-            tenant=str(entry["tenant"]),
-            user=str(entry["user"]) if entry.get("user") else None,
-            groups=tuple(str(g) for g in entry.get("groups") or ()),
-        )
-    return ApiKeys(out)
+    entries = load_model(path, KeysFile).keys
+    return ApiKeys(
+        {entry.digest(): Principal(entry.tenant, entry.user or None, tuple(entry.groups)) for entry in entries}
+    )

@@ -2,13 +2,15 @@
 request slots.
 
 One gate for REST and MCP alike. A caller is an API key's principal, or an anonymous client
-address. Each caller has a token bucket (its rate per minute, with up to a tenth of a minute's
-requests in a burst); every /v1 operation and MCP tool also takes a slot from a small per-caller
+address. Each caller's requests are counted in a moving window (the `limits` library, in memory): a
+tenth of a minute's requests in every window of a tenth of a minute, so its rate per minute with
+bursts of a tenth of it; every /v1 operation and MCP tool also takes a slot from a small per-caller
 pool, shared by all anonymous callers together, so anonymous traffic can never take every worker and
 database connection from keyed callers or from /readyz (which takes none: a probe must stay cheap).
-A client address that presents unknown keys is charged in a bucket of its own, checked before any
-key it presents is looked up, so guessing keys is as slow as that rate; each failure is logged with
-the address, never the key. Refusals are 429 with Retry-After.
+A client address that presents unknown keys is counted in a window of its own (bursts of half its
+rate), checked before any key it presents is looked up, so guessing keys is as slow as that rate;
+each failure is logged with the address, never the key. Refusals are 429 with Retry-After: when the
+oldest request of the window leaves it.
 """
 
 from __future__ import annotations
@@ -17,17 +19,19 @@ import logging
 import math
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+from limits import RateLimitItem, RateLimitItemPerSecond
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
 
 from serving.access.keys import ANONYMOUS, ApiKeys, Principal
 from serving.contract.errors import KeyRequired, TooManyRequests, UnknownApiKey
 from serving.settings import ServingSettings
 
 log = logging.getLogger(__name__)
-_MAX_BUCKETS = 10_000  # anonymous addresses remembered (least recently seen dropped first)
 
 
 @dataclass(frozen=True)
@@ -39,24 +43,28 @@ class Caller:
     anonymous: bool
 
 
-class _Bucket:
-    def __init__(self, capacity: float, now: float) -> None:
-        self.tokens = capacity
-        self.stamp = now
+def window(rate_per_minute: int, burst: int) -> RateLimitItem | None:
+    """`burst` requests per window of whole seconds, at most `rate_per_minute` on average; None: no limit."""
+    if rate_per_minute <= 0:
+        return None
+    burst = max(1, burst)
+    return RateLimitItemPerSecond(burst, max(1, math.ceil(60 * burst / rate_per_minute)))
 
 
 class Gate:
     """Resolves callers and enforces their quotas (thread-safe)."""
 
-    def __init__(self, keys: ApiKeys, settings: ServingSettings, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, keys: ApiKeys, settings: ServingSettings) -> None:
         self._keys = keys
         self._require_key = settings.require_api_key
         self._rates = {False: settings.rate_per_minute, True: settings.anonymous_rate_per_minute}
+        self._windows = {anonymous: window(rate, rate // 10) for anonymous, rate in self._rates.items()}
         self._slots = {False: settings.heavy_concurrency, True: settings.anonymous_heavy_concurrency}
-        self._failure_rate = settings.failed_keys_per_minute
-        self._clock = clock
+        failures = settings.failed_keys_per_minute
+        self._failure_refusal = f"more than {failures} unknown API keys a minute from this address; slow down"
+        self._failures = window(failures, failures // 2)  # a few typos in a row are not an attack
+        self._limiter = MovingWindowRateLimiter(MemoryStorage())  # keys expire with their window
         self._lock = threading.Lock()
-        self._buckets: OrderedDict[str, _Bucket] = OrderedDict()  # requests, and failed keys ("fail:")
         self._busy: dict[str, int] = {}
 
     def caller(self, key: str | None, address: str | None) -> Caller:
@@ -70,47 +78,30 @@ class Gate:
             principal = ANONYMOUS
         anonymous = not key
         bucket = f"anon:{address or '?'}" if anonymous else f"key:{principal.tenant}/{principal.user or ''}"
-        caller = Caller(principal, bucket, anonymous)
-        rate = self._rates[anonymous]
-        self._take(bucket, rate, f"more than {rate} requests a minute; slow down")
-        return caller
+        limit = self._windows[anonymous]
+        if limit is not None and not self._limiter.hit(limit, bucket):
+            self._refuse(limit, bucket, f"more than {self._rates[anonymous]} requests a minute; slow down")
+        return Caller(principal, bucket, anonymous)
 
     def _resolve(self, key: str, address: str) -> Principal:
         """The key's principal. An address that failed too often lately is refused before its key is
-        looked up (else a right guess would still get through); a failure costs it a token."""
-        rate, bucket = self._failure_rate, f"fail:{address}"
-        refusal = f"more than {rate} unknown API keys a minute from this address; slow down"
-        burst = rate / 2  # a few typos in a row are not an attack
-        self._take(bucket, rate, refusal, burst=burst, charge=False)
+        looked up (else a right guess would still get through); a failure is counted."""
+        limit, bucket = self._failures, f"fail:{address}"
+        if limit is not None and not self._limiter.test(limit, bucket):
+            self._refuse(limit, bucket, self._failure_refusal)
         try:
             return self._keys.resolve(key)
         except UnknownApiKey:
             log.warning("unknown API key", extra={"client": address})  # never the key: it may be a near miss
-            self._take(bucket, rate, refusal, burst=burst, strict=False)
+            if limit is not None:
+                self._limiter.hit(limit, bucket)  # a full window stays full: the failure is answered anyway
             raise
 
-    def _take(
-        self, name: str, rate: int, refusal: str, *, burst: float = 0.0, charge: bool = True, strict: bool = True
-    ) -> None:
-        """Refill bucket `name` (`rate` a minute, bursts of `burst`, else a tenth of it) and take a token
-        (with `charge` false, only check that one is there); TooManyRequests(refusal) when none is, unless
-        not `strict` (a failure, already answered, is charged whatever is left)."""
-        if rate <= 0:
-            return
-        per_second, capacity = rate / 60.0, max(1.0, burst or rate / 10.0)
-        now = self._clock()
-        with self._lock:
-            bucket = self._buckets.pop(name, None) or _Bucket(capacity, now)
-            bucket.tokens = min(capacity, bucket.tokens + (now - bucket.stamp) * per_second)
-            bucket.stamp = now
-            self._buckets[name] = bucket
-            while len(self._buckets) > _MAX_BUCKETS:
-                self._buckets.popitem(last=False)
-            if bucket.tokens >= 1.0 or not strict:
-                bucket.tokens -= 1.0 if charge else 0.0
-                return
-            wait = (1.0 - bucket.tokens) / per_second
-        raise TooManyRequests(refusal, retry_after=math.ceil(wait))
+    def _refuse(self, limit: RateLimitItem, bucket: str, refusal: str) -> None:
+        reset = self._limiter.get_window_stats(limit, bucket).reset_time
+        raise TooManyRequests(
+            refusal, retry_after=math.floor(reset - time.time()) + 1
+        )  # the window frees after `reset`
 
     @contextmanager
     def slot(self, caller: Caller) -> Iterator[None]:

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 import psycopg
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -31,7 +31,7 @@ from serving.contract.limits import BodySizeLimit
 from serving.contract.requests import GATED_STATUSES, error_responses
 from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import TunedPlans
-from serving.observability.metrics import Metrics, MetricsMiddleware, stamp_route
+from serving.observability.metrics import Metrics, MetricsMiddleware
 from serving.plans.plans_file import load_plans
 from serving.plans.telemetry import shipped_telemetry
 from serving.reads.upstream import Refetcher
@@ -42,7 +42,6 @@ from serving.service import Service
 from serving.settings import ServingSettings, get_serving_settings
 
 log = logging.getLogger(__name__)
-API_PREFIX = "/v1"
 DOCS_ASSETS = "/docs-assets"  # Swagger UI's script, styles and icon (fastapi-offline)
 _GATED = error_responses(*GATED_STATUSES)
 
@@ -187,7 +186,6 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         docs_url="/docs",
         redoc_url=None,
         static_url=DOCS_ASSETS,
-        dependencies=[Depends(stamp_route)],
         description="Read-only search over security knowledge (ATT&CK, Sigma, Atomic, KEV, ...).",
         generate_unique_id_function=openapi.operation_id,
     )
@@ -202,7 +200,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     # Every operation: a known (or allowed anonymous) caller within its rate, holding one of its slots;
     # the probes outside /v1 take none, so a flood of requests cannot make /readyz fail.
     for module in (search, plans, docs, sources, stats):
-        app.include_router(module.router, prefix=API_PREFIX, dependencies=[Slot], responses=_GATED)
+        app.include_router(module.router, dependencies=[Slot], responses=_GATED)
     app.include_router(health.router)
     if settings.metrics_enabled:
         app.include_router(metrics_route.router)

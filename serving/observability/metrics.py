@@ -8,14 +8,13 @@ import time
 from collections import Counter, deque
 from datetime import UTC, datetime
 
-from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from serving.contract.errors import ERROR_KEY
 from serving.observability.prometheus import Exposition
 
 WINDOW = 10_000  # latencies kept per route for the percentiles
-ROUTE_KEY = "secrag_route"
+UNMATCHED = "unmatched"  # the one label of every path no route matched (unbounded paths stay out)
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -82,6 +81,7 @@ class MetricsMiddleware:
         started = time.perf_counter()
         status = 500
         state = scope.setdefault("state", {})
+        root_path = scope.get("root_path", "")
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status
@@ -92,17 +92,17 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            template = state.get(ROUTE_KEY) or ("/mcp" if scope.get("path", "").startswith("/mcp") else "other")
+            template = route_template(scope, root_path)
             error = state.get(ERROR_KEY) or ("internal" if status >= 500 else None)
             self.metrics.record(template, status, (time.perf_counter() - started) * 1000, error)
 
 
-def stamp_route(request: Request) -> None:
-    """App-wide dependency: tell MetricsMiddleware which route template served the request."""
-    path = str(request.scope.get("path", ""))
-    for name, value in request.path_params.items():
-        if value:
-            head, sep, tail = path.rpartition(str(value))
-            if sep:
-                path = f"{head}{{{name}}}{tail}"
-    setattr(request.state, ROUTE_KEY, path)
+def route_template(scope: Scope, root_path: str = "") -> str:
+    """The path template of the route the router matched (Starlette sets scope["route"]), e.g.
+    /v1/docs/{doc_id} (converters dropped); a mounted app's prefix (/mcp: the mount extends the root
+    path given, `root_path`); UNMATCHED when nothing matched. FastAPI keeps an included router's
+    prefix out of its routes' paths, so the routers carry their prefix (serving/api/routes)."""
+    mounted = str(scope.get("root_path", ""))
+    if mounted != root_path and mounted.startswith(root_path):
+        return mounted[len(root_path) :]
+    return getattr(scope.get("route"), "path_format", None) or UNMATCHED

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache
 
 from secrag.embedder import Embedder, TextModel, model_info
 from secrag.errors import ConfigError
@@ -47,7 +47,7 @@ class QueryEncoder:
         self.torch_threads = torch_threads
         self.loaded = False
         self._cond = threading.Condition()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: LRUCache[str, np.ndarray] | None = LRUCache(self.cache_size) if self.cache_size else None
         self._queue: list[_Pending] = []
         self._running = False
         self._hits = self._misses = self._runs = self._encoded = 0
@@ -84,7 +84,7 @@ class QueryEncoder:
                 "backend": self.backend,
                 "hits": self._hits,
                 "misses": self._misses,
-                "size": len(self._cache),
+                "size": len(self._cache) if self._cache is not None else 0,
                 "max_size": self.cache_size,
                 "runs": self._runs,
                 "encoded": self._encoded,
@@ -94,7 +94,8 @@ class QueryEncoder:
     def clear_cache(self) -> None:
         """Drop cached vectors and reset the counters."""
         with self._cond:
-            self._cache.clear()
+            if self._cache is not None:
+                self._cache.clear()
             self._hits = self._misses = self._runs = self._encoded = 0
             self._encode_ms = 0.0
 
@@ -102,12 +103,10 @@ class QueryEncoder:
         """The unit-length float32 vector of one query (read-only; shared with the cache)."""
         item = _Pending(text)
         with self._cond:
-            if self.cache_size:
-                hit = self._cache.get(text)
-                if hit is not None:
-                    self._cache.move_to_end(text)
-                    self._hits += 1
-                    return hit
+            hit = self._cache.get(text) if self._cache is not None else None
+            if hit is not None:
+                self._hits += 1
+                return hit
             self._misses += 1
             self._queue.append(item)
         while True:
@@ -148,11 +147,8 @@ class QueryEncoder:
                         vector = row.copy()
                         vector.setflags(write=False)
                         by_text[text] = vector
-                        if self.cache_size:
+                        if self._cache is not None:
                             self._cache[text] = vector
-                            self._cache.move_to_end(text)
-                    while len(self._cache) > self.cache_size:
-                        self._cache.popitem(last=False)
             except BaseException as exc:
                 error = exc
             finally:  # whatever happened, release the waiters and the model

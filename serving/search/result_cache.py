@@ -8,8 +8,9 @@ key too. Bounded (least recently used out), and off with SECRAG_RESULT_CACHE_SIZ
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any
+
+from cachetools import LRUCache
 
 from serving.access.keys import Principal
 from serving.contract.requests import SearchRequest
@@ -30,34 +31,33 @@ def cache_key(data_version: str, model_id: str, principal: Principal, req: Searc
 
 
 class ResultCache:
+    """A lock around cachetools' LRUCache, with hit and miss counts (/v1/stats)."""
+
     def __init__(self, max_size: int) -> None:
         self.max_size = max_size
-        self._items: OrderedDict[Key, SearchResponse] = OrderedDict()
+        self._items: LRUCache[Key, SearchResponse] | None = LRUCache(max_size) if max_size else None
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
 
     def get(self, key: Key) -> SearchResponse | None:
-        if not self.max_size:
+        if self._items is None:
             return None
         with self._lock:
             found = self._items.get(key)
             if found is None:
                 self._misses += 1
-                return None
-            self._items.move_to_end(key)
-            self._hits += 1
+            else:
+                self._hits += 1
             return found
 
     def put(self, key: Key, response: SearchResponse) -> None:
-        if not self.max_size:
+        if self._items is None:
             return
         with self._lock:
             self._items[key] = response
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_size:
-                self._items.popitem(last=False)
 
     def info(self) -> dict[str, Any]:
         with self._lock:
-            return {"hits": self._hits, "misses": self._misses, "size": len(self._items), "max_size": self.max_size}
+            size = len(self._items) if self._items is not None else 0
+            return {"hits": self._hits, "misses": self._misses, "size": size, "max_size": self.max_size}

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
 from serving.contract.requests import MAX_COLUMNS, Column, IdsRequest, UpstreamQuery, UpstreamRequest, error_responses
 from serving.contract.responses import (
     Chunk,
@@ -17,7 +18,7 @@ from serving.contract.responses import (
     UpstreamResponse,
 )
 
-router = APIRouter(tags=["documents"])
+router = APIRouter(prefix=API_PREFIX, tags=["documents"])
 # Besides the gated statuses every /v1 operation declares (serving/api/app.py):
 _404 = error_responses(404)
 _UPSTREAM_ERRORS = error_responses(404, 501, 502)  # a refetch's own: 413 and 504 are among the gated

@@ -7,11 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
 from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
 from serving.plans import planner
 from serving.plans.plans_file import PlansConfig
 
-router = APIRouter(tags=["plans"])
+router = APIRouter(prefix=API_PREFIX, tags=["plans"])
 
 
 def get_plans(request: Request) -> PlansConfig:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks
 
 from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
 from serving.contract.requests import SCORE_SCALES, SearchRequest
 from serving.contract.responses import SearchResponse
 
-router = APIRouter(tags=["search"])
+router = APIRouter(prefix=API_PREFIX, tags=["search"])
 
 
 @router.post(

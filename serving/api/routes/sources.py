@@ -5,9 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
 from serving.contract.responses import SourcesResponse
 
-router = APIRouter(tags=["sources"])
+router = APIRouter(prefix=API_PREFIX, tags=["sources"])
 
 
 @router.get("/sources", response_model=SourcesResponse)

@@ -121,6 +121,24 @@ def test_api_keys(tmp_path: Path) -> None:
         load_api_keys(path)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("keys:\n  - {key: x}\n", ":2: keys[0].tenant: Field required"),
+        ("keys:\n  - {key: a, tenant: t}\n  - {key_sha256: 12ab, tenant: t}\n", ":3: keys[1].key_sha256: String"),
+        ("keys:\n  - {tenant: t}\n", ":2: keys[0]: needs exactly one of `key` or `key_sha256`"),
+        ("keys:\n  - {key: a, tenant: t, group: [x]}\n", ":2: keys[0].group: Extra inputs"),
+        ("keys: {}\n", ":1: keys: Input should be a valid list"),
+    ],
+)
+def test_a_bad_api_keys_file_names_file_line_and_field(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "keys.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_api_keys(path)
+    assert str(caught.value).startswith(f"{path}{expected}")
+
+
 class Item(BaseModel):
     text: str
 

@@ -1,13 +1,14 @@
-"""The gate: API-key requirement, token-bucket rates and heavy-query slots (fake clock, no server)."""
+"""The gate: API-key requirement, moving-window rates and heavy-query slots (fake clock, no server)."""
 
 from __future__ import annotations
 
 import hashlib
+import time
 
 import pytest
 
 from serving.access.keys import ApiKeys, Principal, UnknownApiKey
-from serving.access.quotas import Gate
+from serving.access.quotas import Gate, window
 from serving.contract.errors import KeyRequired, TooManyRequests, public_error
 from serving.settings import ServingSettings
 
@@ -22,12 +23,20 @@ class Clock:
         return self.now
 
 
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The wall clock the rate limiter (`limits`' memory storage) reads, stopped at 1000 s."""
+    fake = Clock()
+    monkeypatch.setattr(time, "time", fake)
+    return fake
+
+
 def _gate(clock: Clock, **settings: object) -> Gate:
-    return Gate(KEYS, ServingSettings(_env_file=None, **settings), clock)  # type: ignore[call-arg]
+    return Gate(KEYS, ServingSettings(_env_file=None, **settings))  # type: ignore[call-arg]
 
 
-def test_anonymous_callers_are_refused_when_a_key_is_required() -> None:
-    gate = _gate(Clock(), require_api_key=True)
+def test_anonymous_callers_are_refused_when_a_key_is_required(clock: Clock) -> None:
+    gate = _gate(clock, require_api_key=True)
     with pytest.raises(KeyRequired):
         gate.caller(None, "10.0.0.1")
     assert gate.caller("k1", "10.0.0.1").principal.tenant == "acme"
@@ -36,22 +45,26 @@ def test_anonymous_callers_are_refused_when_a_key_is_required() -> None:
     assert public_error(KeyRequired("x")).status == 401
 
 
-def test_rates_refill_over_time_and_say_when_to_retry() -> None:
-    clock = Clock()
+def test_rates_refill_over_time_and_say_when_to_retry(clock: Clock) -> None:
     gate = _gate(clock, anonymous_rate_per_minute=60, rate_per_minute=600)
     for _ in range(6):  # a burst of a tenth of a minute's requests
         gate.caller(None, "10.0.0.1")
+    clock.now += 0.5
     with pytest.raises(TooManyRequests) as info:
         gate.caller(None, "10.0.0.1")
-    assert public_error(info.value).status == 429 and public_error(info.value).headers == {"Retry-After": "1"}
-    gate.caller(None, "10.0.0.2")  # another address has its own bucket
+    assert public_error(info.value).status == 429 and public_error(info.value).headers == {"Retry-After": "6"}
+    gate.caller(None, "10.0.0.2")  # another address has its own window
     gate.caller("k1", "10.0.0.1")  # and a keyed caller its own
-    clock.now += 1.0
-    gate.caller(None, "10.0.0.1")  # one token back after a second
+    clock.now += 5.0
+    with pytest.raises(TooManyRequests):  # the burst is still inside its tenth of a minute
+        gate.caller(None, "10.0.0.1")
+    clock.now += 0.6  # 6.1 s after the burst
+    for _ in range(6):  # then the whole burst is back
+        gate.caller(None, "10.0.0.1")
 
 
-def test_heavy_slots_per_key_and_shared_by_all_anonymous_callers() -> None:
-    gate = _gate(Clock(), anonymous_heavy_concurrency=1, heavy_concurrency=1, anonymous_rate_per_minute=0)
+def test_heavy_slots_per_key_and_shared_by_all_anonymous_callers(clock: Clock) -> None:
+    gate = _gate(clock, anonymous_heavy_concurrency=1, heavy_concurrency=1, anonymous_rate_per_minute=0)
     first, second = gate.caller(None, "10.0.0.1"), gate.caller(None, "10.0.0.2")
     keyed = gate.caller("k1", "10.0.0.3")
     with gate.slot(first):
@@ -66,8 +79,8 @@ def test_heavy_slots_per_key_and_shared_by_all_anonymous_callers() -> None:
         pass
 
 
-def test_zero_means_no_limit() -> None:
-    gate = _gate(Clock(), anonymous_rate_per_minute=0, anonymous_heavy_concurrency=0)
+def test_zero_means_no_limit(clock: Clock) -> None:
+    gate = _gate(clock, anonymous_rate_per_minute=0, anonymous_heavy_concurrency=0)
     caller = gate.caller(None, "10.0.0.1")
     for _ in range(1000):
         gate.caller(None, "10.0.0.1")
@@ -76,29 +89,42 @@ def test_zero_means_no_limit() -> None:
 
 
 def test_unknown_keys_are_limited_per_address_before_any_lookup_and_logged_without_the_key(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, clock: Clock
 ) -> None:
-    clock = Clock()
-    gate = _gate(clock, failed_keys_per_minute=6)  # bursts of 3, then one every 10 s
+    gate = _gate(clock, failed_keys_per_minute=6)  # bursts of 3 in any 30 s
     with caplog.at_level("WARNING", logger="serving.access.quotas"):
         for guess in ("guess-1", "guess-2", "guess-3"):
             with pytest.raises(UnknownApiKey):
                 gate.caller(guess, "10.0.0.9")
+    clock.now += 0.5
     with pytest.raises(TooManyRequests, match="unknown API keys a minute") as info:
         gate.caller("guess-4", "10.0.0.9")
-    assert public_error(info.value).headers == {"Retry-After": "10"}
+    assert public_error(info.value).headers == {"Retry-After": "30"}
     with pytest.raises(TooManyRequests):  # a right guess is refused too: it is never looked up
         gate.caller("k1", "10.0.0.9")
     assert gate.caller("k1", "10.0.0.1").principal.user == "alice"  # other addresses are not held up
     gate.caller(None, "10.0.0.9")  # nor anonymous requests of the same address
-    clock.now += 10.0
+    clock.now += 29.6
     assert gate.caller("k1", "10.0.0.9").principal.user == "alice"
     assert [(r.getMessage(), r.__dict__["client"]) for r in caplog.records] == [("unknown API key", "10.0.0.9")] * 3
     assert not any("guess" in str(r.__dict__.values()) for r in caplog.records)
 
 
-def test_a_zero_failed_key_rate_means_no_limit() -> None:
-    gate = _gate(Clock(), failed_keys_per_minute=0)
+def test_a_zero_failed_key_rate_means_no_limit(clock: Clock) -> None:
+    gate = _gate(clock, failed_keys_per_minute=0)
     for _ in range(100):
         with pytest.raises(UnknownApiKey):
             gate.caller("nope", "10.0.0.9")
+
+
+@pytest.mark.parametrize(
+    ("rate", "burst", "expected"),
+    [(600, 60, (60, 6)), (120, 12, (12, 6)), (25, 2, (2, 5)), (6, 3, (3, 30)), (3, 0, (1, 20))],
+)
+def test_a_window_allows_the_burst_and_never_more_than_the_rate(
+    rate: int, burst: int, expected: tuple[int, int]
+) -> None:
+    item = window(rate, burst)
+    assert item is not None and (item.amount, item.get_expiry()) == expected
+    assert item.amount * 60 / item.get_expiry() <= rate
+    assert window(0, 5) is None
