@@ -70,6 +70,7 @@ def settings_for(api_keys_file: Path) -> Callable[..., ServingSettings]:
             # the suite is one busy caller; test_quotas.py sets the limits it tests
             "anonymous_rate_per_minute": 0,
             "rate_per_minute": 0,
+            "failed_keys_per_minute": 0,
             "anonymous_heavy_concurrency": 0,
             "heavy_concurrency": 0,
             # tests change the store and search again at once; test_result_cache.py turns the cache on
