@@ -9,6 +9,7 @@
 #   TORCH_WHEELS     a folder holding torch's CPU wheel: linked into deploy/wheels/, used instead of the index
 #   SECRAG_BUILD_CA  a CA bundle pip should trust during the build (podman/buildah only; mounted in the
 #                    RUN steps, never copied into a layer): for networks that re-sign TLS
+# Arguments go to the builder (e.g. --no-cache for a cold build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +40,7 @@ else
     exit 1
 fi
 
-echo "build-image: ${builder[*]} ${args[*]} ."
+echo "build-image: ${builder[*]} ${args[*]} $* ."
 started=$(date +%s)
-nice -n 10 "${builder[@]}" "${args[@]}" .
+nice -n 10 "${builder[@]}" "${args[@]}" "$@" .
 echo "build-image: built $tag with ${builder[0]} in $(($(date +%s) - started)) s"
