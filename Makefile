@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.secrag-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install browser run test test-fast lint schema image clean
+.PHONY: install browser run test test-fast lint schema image image-check clean
 
 install: $(STAMP)
 
@@ -50,6 +50,11 @@ schema: install
 # (chroot isolation). SECRAG_IMAGE, PYTHON_IMAGE, TORCH_INDEX_URL and TORCH_WHEELS override the defaults.
 image:
 	deploy/build-image.sh
+
+# As root on a machine without a Docker engine: a Debian base when none is given, the build, then every
+# role run from the image's file system with no network (docs/deployment.md). Takes minutes.
+image-check:
+	deploy/check-image.sh
 
 clean:
 	-$(BIN)/secrag db stop
