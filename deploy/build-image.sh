@@ -29,7 +29,7 @@ if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
     [ -z "${SECRAG_BUILD_CA:-}" ] || echo "build-image: SECRAG_BUILD_CA is for podman/buildah; ignored by docker" >&2
 elif command -v podman >/dev/null || command -v buildah >/dev/null; then
     if command -v podman >/dev/null; then builder=(podman build); else builder=(buildah bud); fi
-    builder+=(--isolation chroot --layers)
+    builder+=(--isolation chroot --layers --force-rm)  # a failed build leaves no working container
     if [ -n "${SECRAG_BUILD_CA:-}" ]; then
         builder+=(-v "$(realpath "$SECRAG_BUILD_CA"):/etc/ssl/secrag-build-ca.pem:ro")
         args+=(--build-arg PIP_CERT=/etc/ssl/secrag-build-ca.pem)

