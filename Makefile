@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.secrag-installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install browser run test test-fast lint schema clean
+.PHONY: install browser run test test-fast lint schema image image-check clean
 
 install: $(STAMP)
 
@@ -45,6 +45,16 @@ lint: install
 
 schema: install
 	$(BIN)/secrag db dump-schema --output sql/schema.sql
+
+# The container image (deploy/Dockerfile): with Docker when an engine answers, else with podman or buildah
+# (chroot isolation). SECRAG_IMAGE, PYTHON_IMAGE, TORCH_INDEX_URL and TORCH_WHEELS override the defaults.
+image:
+	deploy/build-image.sh
+
+# As root on a machine without a Docker engine: a Debian base when none is given, the build, then every
+# role run from the image's file system with no network (docs/deployment.md). Takes minutes.
+image-check:
+	deploy/check-image.sh
 
 clean:
 	-$(BIN)/secrag db stop

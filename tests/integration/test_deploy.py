@@ -117,6 +117,24 @@ def test_the_image_holds_the_files_the_roles_read() -> None:
     assert "secrag models export" in dockerfile
     for source in re.findall(r"^COPY (?!--from)(?:--chown=\S+ )?(\S+)", dockerfile, re.M):
         assert (REPO_ROOT / source).exists(), source
+    for source in re.findall(r"--mount=type=bind,source=(\S+?),", dockerfile):
+        assert (REPO_ROOT / source).is_dir(), source
+
+
+def test_a_change_to_secrags_code_rebuilds_no_dependency_layer() -> None:
+    """The dependencies are installed from the list in pyproject.toml alone (not the file: a tool's
+    setting changes nothing), before any of secrag's code is copied, and the runtime stage copies them
+    in a layer of their own, before the code."""
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    deps = dockerfile[dockerfile.index("AS requirements") : dockerfile.index("AS models")]
+    assert "COPY pyproject.toml /pyproject.toml" in deps and "['project']['dependencies']" in deps
+    assert "COPY --from=requirements /requirements.txt" in deps and "pip install -r" in deps
+    assert not re.search(r"^COPY (secrag|secrag_cli|pipeline|serving|sql)\b", deps, re.M)
+    runtime = dockerfile[dockerfile.index("AS runtime") :]
+    copies = re.findall(r"^COPY --from=\w+ (\S+)", runtime, re.M)
+    assert copies == ["/opt/secrag/.venv", "/opt/secrag/models", "/opt/secrag/app"]
+    for arg in ("PYTHON_IMAGE=python:3.11-slim-bookworm", "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu"):
+        assert f"ARG {arg}" in dockerfile
 
 
 def test_kubernetes_api_probes_and_secrets() -> None:
