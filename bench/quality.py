@@ -1,4 +1,4 @@
-"""Retrieval quality per task and mode: nDCG@10, MRR@10 and Recall@10 over graded relevance judgements.
+"""Retrieval quality per task and mode: nDCG@10, MRR@10, Recall@10 and P@1 over graded relevance judgements.
 
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --url http://127.0.0.1:8000
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url postgresql://... \
@@ -44,7 +44,12 @@ def recall(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
     return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
-Scores = dict[tuple[str, str], list[tuple[float, float, float]]]
+def precision_at_1(ranked: list[str], grades: dict[str, int]) -> float:
+    """1 when the first result is relevant (any grade), else 0."""
+    return 1.0 if ranked and grades.get(ranked[0], 0) > 0 else 0.0
+
+
+Scores = dict[tuple[str, str], list[tuple[float, float, float, float]]]
 
 
 class Poster(Protocol):
@@ -65,7 +70,7 @@ def evaluate(
     extra: dict[str, Any],
     dropped: dict[str, int] | None = None,
 ) -> tuple[Scores, int]:
-    """nDCG@10, MRR@10 and Recall@10 per (task, mode) and overall ("ALL"); and the failed requests.
+    """nDCG@10, MRR@10, Recall@10 and P@1 per (task, mode) and overall ("ALL"); and the failed requests.
     `dropped` adds up, per mode, the vector candidates under the serving model's threshold."""
     scores: Scores = defaultdict(list)
     failures = 0
@@ -88,14 +93,14 @@ def evaluate(
                 ranked = [r["doc_id"] for r in response.json()["results"]]
                 if dropped is not None:
                     dropped[mode] = dropped.get(mode, 0) + response.json().get("below_vector_threshold", 0)
-            result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades))
+            result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades), precision_at_1(ranked, grades))
             scores[(item.get("task", "all"), mode)].append(result)
             scores[("ALL", mode)].append(result)
     return scores, failures
 
 
-def means(values: list[tuple[float, float, float]]) -> list[float]:
-    return [sum(v[i] for v in values) / len(values) for i in range(3)]
+def means(values: list[tuple[float, float, float, float]]) -> list[float]:
+    return [sum(v[i] for v in values) / len(values) for i in range(4)]
 
 
 def main() -> None:
@@ -128,12 +133,12 @@ def main() -> None:
         with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
             scores, failures = evaluate(http, items, args.modes.split(","), extra, dropped)
     table = {f"{task}|{mode}": means(values) + [len(values)] for (task, mode), values in scores.items()}
-    print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8} {'delta':>7}")
+    print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8} {'P@1':>6} {'delta':>7}")
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
         m = means(values)
         before = baseline.get(f"{task}|{mode}")
         delta = f"{m[0] - before[0]:+7.3f}" if before else f"{'':>7}"
-        print(f"{task:<28} {mode:<8} {len(values):>5} {m[0]:>8.3f} {m[1]:>8.3f} {m[2]:>8.3f} {delta}")
+        print(f"{task:<28} {mode:<8} {len(values):>5} {m[0]:>8.3f} {m[1]:>8.3f} {m[2]:>8.3f} {m[3]:>6.3f} {delta}")
     if baseline:
         print(f"delta: nDCG@10 against {baseline_path}")
     if failures:
