@@ -2,7 +2,7 @@
 
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --url http://127.0.0.1:8000
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url postgresql://... \
-        [--save runs/after.json] [--baseline runs/before.json]
+        [--save runs/after.json] [--baseline runs/before.json] [--search-config my-search.yaml]
 
 With --database-url the API runs in process (caches off). Every run is saved (default
 .secrag/quality/last.json) and compared with the previous one (or --baseline): the table's last
@@ -118,6 +118,12 @@ def main() -> None:
         help="Extra request field, e.g. --param w_fuzzy=0 --param rrf_k0=30 (repeatable).",
     )
     parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
+    parser.add_argument(
+        "--search-config",
+        type=Path,
+        default=None,
+        help="With --database-url: this search.yaml, not the shipped one.",
+    )
     parser.add_argument("--save", type=Path, default=LAST_RUN, help="Where this run's table is written.")
     parser.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
     args = parser.parse_args()
@@ -128,7 +134,9 @@ def main() -> None:
     baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
     dropped: dict[str, int] = {}
     if args.database_url:
-        scores, failures = _in_process(args.database_url, items, args.modes.split(","), extra, dropped=dropped)
+        scores, failures = _in_process(
+            args.database_url, items, args.modes.split(","), extra, search_config=args.search_config, dropped=dropped
+        )
     else:
         with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
             scores, failures = evaluate(http, items, args.modes.split(","), extra, dropped)
