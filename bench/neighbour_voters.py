@@ -2,7 +2,7 @@
 name the relevant technique (kNN label transfer as sql/queries/serving.sql leg_neighbours does it, exact scan).
 
     python bench/neighbour_voters.py --queries ../shared/eval/cti_dev_queries.jsonl \
-        --database-url postgresql://... [--documents 5,20] [--chunks 40,100] [--limit 0]
+        --database-url postgresql://... [--documents 5,20] [--chunks 40,100] [--exclude SOURCE,...] [--limit 0]
 
 For each (documents, chunks) setting: the share of voters per source, how often a voter names the relevant
 technique (its grade-2 document's technique), and P@1 / hit@10 of the vote alone (techniques ranked by the
@@ -28,7 +28,7 @@ from build import settings_for  # noqa: E402
 NEAREST = """
 SELECT c.doc_id, d.source, d.techniques, (1 - (e.vector::vector(384) <=> %(q)s::vector(384)))::float8 AS sim
 FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash JOIN documents d ON d.doc_id = c.doc_id
-WHERE e.model_id = %(model)s
+WHERE e.model_id = %(model)s AND d.source <> ALL(%(exclude)s::text[])
 ORDER BY e.vector::vector(384) <=> %(q)s::vector(384)
 LIMIT %(chunks)s
 """
@@ -57,6 +57,7 @@ def main() -> None:
     ap.add_argument("--documents", default="5,20")
     ap.add_argument("--chunks", default="40,100")
     ap.add_argument("--limit", type=int, default=0)
+    ap.add_argument("--exclude", default="", help="comma-separated sources that do not vote (the store without them)")
     args = ap.parse_args()
     items = load_items(args.queries, args.limit)
     settings = settings_for(Path(".secrag/bench"))
@@ -65,13 +66,9 @@ def main() -> None:
     vectors = embedder.encode([item["query"] for item in items])
     settings_list = list(zip(map(int, args.documents.split(",")), map(int, args.chunks.split(",")), strict=True))
     most = max(c for _, c in settings_list)
+    params = {"model": settings.embedding_model, "chunks": most, "exclude": [s for s in args.exclude.split(",") if s]}
     with database.connect(args.database_url, autocommit=True) as conn:
-        nearest = [
-            conn.execute(
-                NEAREST, {"q": str(list(map(float, v))), "model": settings.embedding_model, "chunks": most}
-            ).fetchall()
-            for v in vectors
-        ]
+        nearest = [conn.execute(NEAREST, {**params, "q": str(list(map(float, v)))}).fetchall() for v in vectors]
     for documents, chunks in settings_list:
         sources: Counter[str] = Counter()
         named = p1 = hit10 = 0
