@@ -32,6 +32,7 @@ from pipeline.definitions import build_definitions  # noqa: E402
 from pipeline.indexing import embedding_input  # noqa: E402
 from pipeline.resources import EmbedderResource, StoreResource, UpstreamResource  # noqa: E402
 from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
+from pipeline.sources.mirror_plan import snapshot_folder  # noqa: E402
 from pipeline.sources.registry import SourceSpec, default_registry  # noqa: E402
 from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
 from secrag import database, migrations  # noqa: E402
@@ -52,7 +53,7 @@ def select_specs(only: str) -> dict[str, SourceSpec]:
 
 
 def mirror_for(upstream: Path, data_dir: Path, specs: dict[str, SourceSpec]) -> Mirror:
-    names = sorted(n for n in specs if (upstream / n).is_dir())
+    names = sorted(n for n in specs if snapshot_folder(n, default_registry(), upstream))
     return build_mirror(upstream, (data_dir / "mirrors").resolve(), specs=default_registry(), sources=names)
 
 

@@ -1,8 +1,8 @@
-"""Retrieval quality per task and mode: nDCG@10, MRR@10 and Recall@10 over graded relevance judgements.
+"""Retrieval quality per task and mode: nDCG@10, MRR@10, Recall@10 and P@1 over graded relevance judgements.
 
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --url http://127.0.0.1:8000
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url postgresql://... \
-        [--save runs/after.json] [--baseline runs/before.json]
+        [--save runs/after.json] [--baseline runs/before.json] [--search-config my-search.yaml]
 
 With --database-url the API runs in process (caches off). Every run is saved (default
 .secrag/quality/last.json) and compared with the previous one (or --baseline): the table's last
@@ -44,7 +44,12 @@ def recall(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
     return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
-Scores = dict[tuple[str, str], list[tuple[float, float, float]]]
+def precision_at_1(ranked: list[str], grades: dict[str, int]) -> float:
+    """1 when the first result is relevant (any grade), else 0."""
+    return 1.0 if ranked and grades.get(ranked[0], 0) > 0 else 0.0
+
+
+Scores = dict[tuple[str, str], list[tuple[float, float, float, float]]]
 
 
 class Poster(Protocol):
@@ -65,7 +70,7 @@ def evaluate(
     extra: dict[str, Any],
     dropped: dict[str, int] | None = None,
 ) -> tuple[Scores, int]:
-    """nDCG@10, MRR@10 and Recall@10 per (task, mode) and overall ("ALL"); and the failed requests.
+    """nDCG@10, MRR@10, Recall@10 and P@1 per (task, mode) and overall ("ALL"); and the failed requests.
     `dropped` adds up, per mode, the vector candidates under the serving model's threshold."""
     scores: Scores = defaultdict(list)
     failures = 0
@@ -88,14 +93,14 @@ def evaluate(
                 ranked = [r["doc_id"] for r in response.json()["results"]]
                 if dropped is not None:
                     dropped[mode] = dropped.get(mode, 0) + response.json().get("below_vector_threshold", 0)
-            result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades))
+            result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades), precision_at_1(ranked, grades))
             scores[(item.get("task", "all"), mode)].append(result)
             scores[("ALL", mode)].append(result)
     return scores, failures
 
 
-def means(values: list[tuple[float, float, float]]) -> list[float]:
-    return [sum(v[i] for v in values) / len(values) for i in range(3)]
+def means(values: list[tuple[float, float, float, float]]) -> list[float]:
+    return [sum(v[i] for v in values) / len(values) for i in range(4)]
 
 
 def main() -> None:
@@ -113,6 +118,12 @@ def main() -> None:
         help="Extra request field, e.g. --param w_fuzzy=0 --param rrf_k0=30 (repeatable).",
     )
     parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
+    parser.add_argument(
+        "--search-config",
+        type=Path,
+        default=None,
+        help="With --database-url: this search.yaml, not the shipped one.",
+    )
     parser.add_argument("--save", type=Path, default=LAST_RUN, help="Where this run's table is written.")
     parser.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
     args = parser.parse_args()
@@ -123,17 +134,19 @@ def main() -> None:
     baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
     dropped: dict[str, int] = {}
     if args.database_url:
-        scores, failures = _in_process(args.database_url, items, args.modes.split(","), extra, dropped=dropped)
+        scores, failures = _in_process(
+            args.database_url, items, args.modes.split(","), extra, search_config=args.search_config, dropped=dropped
+        )
     else:
         with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
             scores, failures = evaluate(http, items, args.modes.split(","), extra, dropped)
     table = {f"{task}|{mode}": means(values) + [len(values)] for (task, mode), values in scores.items()}
-    print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8} {'delta':>7}")
+    print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8} {'P@1':>6} {'delta':>7}")
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
         m = means(values)
         before = baseline.get(f"{task}|{mode}")
         delta = f"{m[0] - before[0]:+7.3f}" if before else f"{'':>7}"
-        print(f"{task:<28} {mode:<8} {len(values):>5} {m[0]:>8.3f} {m[1]:>8.3f} {m[2]:>8.3f} {delta}")
+        print(f"{task:<28} {mode:<8} {len(values):>5} {m[0]:>8.3f} {m[1]:>8.3f} {m[2]:>8.3f} {m[3]:>6.3f} {delta}")
     if baseline:
         print(f"delta: nDCG@10 against {baseline_path}")
     if failures:

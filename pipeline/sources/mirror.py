@@ -43,7 +43,7 @@ class Mirror:
     sources: Mapping[str, MirrorSource]
 
     def git_dir(self, source: str) -> Path:
-        return self.root / "git" / f"{source}.git"
+        return self.root / "git" / f"{self.sources[source].mirror_name}.git"
 
     def head(self, source: str) -> str:
         """Current commit of the source's mirrored branch."""
@@ -194,7 +194,7 @@ def _describe(root: Path, planned: list[MirrorSource]) -> Mirror:
             feeds[s.name] = path.as_uri()
     return Mirror(
         root=root,
-        repos=MappingProxyType({s.name: (root / "git" / f"{s.name}.git").as_uri() for s in planned}),
+        repos=MappingProxyType({s.name: (root / "git" / f"{s.mirror_name}.git").as_uri() for s in planned}),
         feeds=MappingProxyType(feeds),
         api_base=(root / "api").as_uri(),
         sources=MappingProxyType({s.name: s for s in planned}),
@@ -216,7 +216,8 @@ def build_mirror(
     started = time.monotonic()
     with _locked(root):
         with ThreadPoolExecutor(max_workers=workers or min(4, os.cpu_count() or 1)) as pool:
-            list(pool.map(lambda s: _build_one(snapshot, root, s), planned))
+            # A source sharing another's folder reads that source's mirror (planned with it).
+            list(pool.map(lambda s: _build_one(snapshot, root, s), [s for s in planned if not s.folder]))
     log.info(
         "upstream mirror ready",
         extra={"mirror": str(root), "sources": len(planned), "seconds": round(time.monotonic() - started, 2)},

@@ -1,6 +1,7 @@
 """What a snapshot folder's sources need mirrored: branch, tracking (commit, release, feed), the
 release repository or feed file, and the commit date, from the source registry or else the snapshot's
-MANIFEST.json."""
+MANIFEST.json. A source without a folder of its own reads the folder of a source on the same repository
+and branch (mitre_attack_procedures reads mitre_attack's): one mirror, one release, one version."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ class MirrorSource:
     github: str = ""
     feed_path: str = ""
     date: str = f"{_EPOCH} +0000"
+    folder: str = ""  # the snapshot folder (and mirror) it reads: its own name unless it shares one
+
+    @property
+    def mirror_name(self) -> str:
+        return self.folder or self.name
 
 
 def _manifest(snapshot: Path) -> dict[str, dict[str, object]]:
@@ -44,19 +50,44 @@ def _git_date(iso: object) -> str:
         return f"{_EPOCH} +0000"
 
 
-def plan(snapshot: Path, specs: Mapping[str, SourceSpec], sources: Iterable[str] | None) -> list[MirrorSource]:
-    """What to mirror: the given sources (default: every snapshot folder), described by spec or manifest."""
-    manifest = _manifest(snapshot)
-    names = (
-        sorted(sources)
-        if sources is not None
-        else sorted(p.name for p in snapshot.iterdir() if p.is_dir() and not p.name.startswith("."))
+def snapshot_folder(name: str, specs: Mapping[str, SourceSpec], snapshot: Path) -> str | None:
+    """The snapshot folder a source reads: its own, else that of a source on the same repository and
+    branch (the first by name); None when neither exists."""
+    if (snapshot / name).is_dir():
+        return name
+    spec = specs.get(name)
+    if spec is None or not spec.repo:
+        return None
+    return next(
+        (
+            other.name
+            for other in sorted(specs.values(), key=lambda s: s.name)
+            if other.name != name
+            and (other.repo, other.branch) == (spec.repo, spec.branch)
+            and (snapshot / other.name).is_dir()
+        ),
+        None,
     )
-    planned = []
-    for name in names:
-        if not (snapshot / name).is_dir():
+
+
+def plan(snapshot: Path, specs: Mapping[str, SourceSpec], sources: Iterable[str] | None) -> list[MirrorSource]:
+    """What to mirror: the given sources (default: every snapshot folder and the sources sharing one),
+    described by spec or manifest; a source that shares a folder brings that folder's source along."""
+    manifest = _manifest(snapshot)
+    if sources is None:
+        folders = sorted(p.name for p in snapshot.iterdir() if p.is_dir() and not p.name.startswith("."))
+        sharing = [n for n in specs if n not in folders and snapshot_folder(n, specs, snapshot)]
+        sources = [*folders, *sharing]
+    names = set(sources)
+    for name in list(names):
+        folder = snapshot_folder(name, specs, snapshot)
+        if folder is None:
             raise ConfigError(f"no folder {name!r} in the upstream snapshot {snapshot}")
-        info = manifest.get(name, {})
+        names.add(folder)
+    planned = []
+    for name in sorted(names):
+        folder = str(snapshot_folder(name, specs, snapshot))
+        info = manifest.get(folder, {})
         spec = specs.get(name)
         if spec is None:
             planned.append(
@@ -71,6 +102,7 @@ def plan(snapshot: Path, specs: Mapping[str, SourceSpec], sources: Iterable[str]
                 github=spec.github if spec.tracking == "release" else "",
                 feed_path=spec.paths[0] if spec.tracking == "feed" and spec.paths else "",
                 date=_git_date(info.get("commit_date")),
+                folder="" if folder == name else folder,
             )
         )
     return planned

@@ -1,4 +1,4 @@
-"""STIX 2.0/2.1 bundles (ATT&CK, CAPEC, MBC) to records; `options.scheme` picks the id scheme."""
+"""STIX 2.0/2.1 bundles (ATT&CK, its procedure examples, CAPEC, MBC) to records; `options.scheme` picks the scheme."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ from secrag.errors import ParseError
 
 from ...mitre_lookup import bundle_objects
 from ...records import JSON, Record, SourceFile, with_raw
-from . import attack, capec, mbc
+from . import attack, capec, mbc, procedures
 from .index import BundleIndex, StixObject, skipped
 
 _SCHEMES: dict[str, Callable[[StixObject, BundleIndex, SourceFile], Record | None]] = {
     "attack": attack.record,
+    "attack_procedures": procedures.record,
     "capec": capec.record,
     "mbc": mbc.record,
 }
 # The object types each scheme reads; `options.types` may narrow them, never widen.
 _DEFAULT_TYPES = {
     "attack": tuple(attack.KINDS),
+    "attack_procedures": ("relationship",),
     "capec": ("attack-pattern", "course-of-action"),
     "mbc": tuple(mbc.KINDS),
 }

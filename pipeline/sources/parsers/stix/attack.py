@@ -10,6 +10,7 @@ from ... import normalize
 from ...mitre_lookup import ATTACK_SOURCE, attack_platforms, external_id, external_ref, tactics_of
 from ...records import Record, SourceFile
 from .index import BundleIndex, StixObject
+from .procedures import actor_label, example
 from .text import clean, compact, section
 
 KINDS = {
@@ -21,6 +22,7 @@ KINDS = {
     "campaign": "campaign",
 }
 _DEFAULT_RELATED_LIMIT = 250
+PROCEDURES_SOURCE = "mitre_attack_procedures"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,9 @@ class _Shape:
     techniques: tuple[str, ...]
     parts: Sequence[str]
     parent: str | None = None
+    # A technique's procedure examples (the records of mitre_attack_procedures) and their actors.
+    procedures: int = 0
+    used_by: tuple[str, ...] = ()
 
 
 def _parent(obj: StixObject, ix: BundleIndex, aid: str, name: str) -> tuple[str | None, str]:
@@ -60,7 +65,9 @@ def _technique(obj: StixObject, ix: BundleIndex, aid: str, name: str, tactics: t
         section("Mitigations", mitigations),
         section("Detection strategies", strategies),
     ]
-    return _Shape(kind, title, normalize.technique_ids(aid), parts, parent)
+    examples = [pair for pair in (example(rel, ix) for rel in ix.into.get(obj["id"], ())) if pair is not None]
+    used_by = tuple(sorted({actor_label(actor) for actor, _ in examples}))
+    return _Shape(kind, title, normalize.technique_ids(aid), parts, parent, len(examples), used_by)
 
 
 def _related(obj: StixObject, ix: BundleIndex, limit: int) -> tuple[str, ...]:
@@ -96,6 +103,11 @@ def _metadata(obj: StixObject, shape: _Shape, tactics: tuple[str, ...], aliases:
     }
     if shape.parent:
         metadata["parent"] = shape.parent
+    if shape.procedures:
+        # Who used it; how is told by the procedure examples, the documents of mitre_attack_procedures
+        # labelled with this technique (a search filtered on that source and technique lists them).
+        metadata["procedure_examples"] = {"source": PROCEDURES_SOURCE, "count": shape.procedures}
+        metadata["used_by"] = list(shape.used_by)
     return compact(metadata)
 
 

@@ -13,6 +13,7 @@ _CITATION = re.compile(r"\s*\(Citation:[^)]*\)")
 _CODE = re.compile(r"</?code>", re.IGNORECASE)
 _TAG = re.compile(r"<[^>]+>")
 _BLOCK_END = re.compile(r"</(?:p|li|h\d|tr|div|ol|ul|table)>|<br\s*/?>", re.IGNORECASE)
+_LINK = re.compile(r"\[([^\[\]]+)\]\(\s*https?://[^)\s]*\s*\)")
 
 
 def clean(text: object, markup: bool = False) -> str:
@@ -28,6 +29,14 @@ def clean(text: object, markup: bool = False) -> str:
         value = "\n".join(re.sub(r"[ \t]+", " ", line).strip() for line in html.unescape(value).splitlines())
         value = re.sub(r"\n{2,}", "\n", value)
     return value.strip()
+
+
+def plain_links(text: str) -> str:
+    """Markdown links as their text: `[APT29](https://attack.mitre.org/groups/G0016)` reads "APT29".
+
+    The URLs carry ATT&CK ids (`techniques/T1059/001`) that enrichment would read as technique labels.
+    """
+    return _LINK.sub(r"\1", text)
 
 
 def section(label: str, value: object, markup: bool = False) -> str:

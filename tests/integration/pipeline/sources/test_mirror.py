@@ -147,3 +147,21 @@ def test_whole_snapshot_mirror(snapshot_dir: Path, source_specs: Mapping[str, So
             assert seen.commit == mirror.head(name)
     refs = ls_remote(mirror.repos["sigma"], ["refs/heads/master"], cfg, timeout=30)
     assert refs == {"refs/heads/master": mirror.head("sigma")}
+
+
+def test_a_source_on_another_s_repository_shares_its_mirror_and_release(
+    source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
+    """mitre_attack_procedures has no snapshot folder: it reads mitre_attack's, at the same release."""
+    snapshot = tmp_path / "snapshot"
+    bundle = snapshot / "mitre_attack" / source_specs["mitre_attack"].paths[0]
+    bundle.parent.mkdir(parents=True)
+    bundle.write_text(json.dumps({"type": "bundle", "id": "bundle--t", "objects": []}), encoding="utf-8")
+    specs = {n: source_specs[n] for n in ("mitre_attack", "mitre_attack_procedures")}
+    mirror = build_mirror(snapshot, tmp_path / "mirror", specs=specs)
+    assert mirror.repos["mitre_attack_procedures"] == mirror.repos["mitre_attack"]
+    upstream = SnapshotUpstream(mirror, UpstreamConfig())
+    attack, procedures = (upstream.probe(specs[n]) for n in ("mitre_attack", "mitre_attack_procedures"))
+    assert procedures.version == attack.version and procedures.commit == attack.commit
+    fetched = upstream.fetch(specs["mitre_attack_procedures"], procedures, tmp_path / "work")
+    assert (fetched.root / specs["mitre_attack_procedures"].paths[0]).read_bytes() == bundle.read_bytes()

@@ -1,5 +1,6 @@
-"""The source registry: all 24 sources of SOURCES.md (22 knowledge sources, 2 telemetry schemas) and the
-clarifications bundled with secrag; valid specs, importable parsers."""
+"""The source registry: all 24 sources of SOURCES.md (22 knowledge sources, 2 telemetry schemas), ATT&CK's
+procedure examples (a second source on ATT&CK's file) and the clarifications bundled with secrag; valid
+specs, importable parsers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from secrag.package_data import package_path
 EXPECTED = {
     "sigma",
     "mitre_attack",
+    "mitre_attack_procedures",  # same upstream file and release as mitre_attack
     "atomic",
     "elastic",
     "cisa_kev",
