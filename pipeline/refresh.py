@@ -20,7 +20,7 @@ from typing import Literal
 
 import psycopg
 
-from secrag.error_kinds import kind_of, probe_kind
+from secrag.error_kinds import kind_of
 from secrag.errors import SecragError
 from secrag.queries import Queries
 
@@ -44,7 +44,7 @@ class RefreshFailed(SecragError):
         at = f"@{version}" if version else ""
         super().__init__(f"{source}{at}: {phase} failed: {cause}; the previous version stays served")
         self.source, self.phase, self.version, self.cause = source, phase, version, cause
-        self.kind = probe_kind(cause) if phase == "probe" else kind_of(cause)
+        self.kind = kind_of(cause, phase)
 
     @property
     def empty(self) -> bool:
@@ -101,7 +101,7 @@ class _Attempt:
 
         A recording that itself fails (the database went away) is logged; the original error is what
         the caller sees either way."""
-        kind = probe_kind(error) if self.phase == "probe" else kind_of(error)
+        kind = kind_of(error, self.phase)
         try:
             if self.version_id is not None:
                 self.store.fail_version(self.conn, self.version_id, error, phase=self.phase, kind=kind)

@@ -47,8 +47,9 @@ MESSAGES: Mapping[ErrorKind, str] = {
 }
 
 
-def kind_of(error: BaseException) -> ErrorKind:
-    """The public kind of a failure, from its exception (the phase is recorded beside it)."""
+def kind_of(error: BaseException, phase: str | None = None) -> ErrorKind:
+    """The public kind of a failure, from its exception and the phase it happened in (a fetch error while
+    probing says no more than that the probe failed)."""
     if isinstance(error, PublishRefused):
         return error.kind
     if isinstance(error, FetchTimeout):
@@ -56,7 +57,7 @@ def kind_of(error: BaseException) -> ErrorKind:
     if isinstance(error, FetchTooLarge):
         return "upstream_too_large"
     if isinstance(error, FetchError):
-        return "fetch_failed"
+        return "probe_failed" if phase == "probe" else "fetch_failed"
     if isinstance(error, ParseError):
         return "empty" if error.empty else "parse_failed"
     if isinstance(error, ConfigError):
@@ -66,12 +67,6 @@ def kind_of(error: BaseException) -> ErrorKind:
     if not isinstance(error, Exception):  # KeyboardInterrupt, a Dagster run termination, SystemExit
         return "interrupted"
     return "internal_error"
-
-
-def probe_kind(error: BaseException) -> ErrorKind:
-    """A probe's failure: its own kind when a fetch error says no more than that the probe failed."""
-    kind = kind_of(error)
-    return "probe_failed" if kind == "fetch_failed" else kind
 
 
 def message(kind: str | None) -> str | None:

@@ -98,10 +98,8 @@ class Gate:
             raise
 
     def _refuse(self, limit: RateLimitItem, bucket: str, refusal: str) -> None:
-        reset = self._limiter.get_window_stats(limit, bucket).reset_time
-        raise TooManyRequests(
-            refusal, retry_after=math.floor(reset - time.time()) + 1
-        )  # the window frees after `reset`
+        reset = self._limiter.get_window_stats(limit, bucket).reset_time  # when the window frees
+        raise TooManyRequests(refusal, retry_after=math.floor(reset - time.time()) + 1)
 
     @contextmanager
     def slot(self, caller: Caller) -> Iterator[None]:

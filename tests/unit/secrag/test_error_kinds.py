@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from secrag.error_kinds import KINDS, MESSAGES, kind_of, message, probe_kind
+from secrag.error_kinds import KINDS, MESSAGES, kind_of, message
 from secrag.errors import (
     ConfigError,
     DatabaseError,
@@ -39,8 +39,8 @@ def test_every_failure_has_one_kind(error: BaseException, kind: str) -> None:
 
 
 def test_a_probe_that_could_not_fetch_is_a_failed_probe() -> None:
-    assert probe_kind(FetchError("git ls-remote failed")) == "probe_failed"
-    assert probe_kind(FetchTimeout("slow")) == "upstream_timeout"
+    assert kind_of(FetchError("git ls-remote failed"), phase="probe") == "probe_failed"
+    assert kind_of(FetchTimeout("slow"), phase="probe") == "upstream_timeout"
 
 
 def test_each_kind_has_a_fixed_message_that_names_no_path_or_url() -> None:
