@@ -45,7 +45,7 @@ def main() -> None:
     ap.add_argument("--database-url", required=True)
     ap.add_argument("--queries", type=Path, default=DEV)
     ap.add_argument("--shape", default="natural")
-    ap.add_argument("--leg", default="neighbours", choices=["fts", "vec", "fuzzy", "label", "neighbours"])
+    ap.add_argument("--leg", default="neighbours", choices=["fts", "vec", "fuzzy", "label", "neighbours", "procedures"])
     ap.add_argument("--grid", default="0.5,1,1.5,2,3")
     ap.add_argument("--folds", type=int, default=2)
     args = ap.parse_args()

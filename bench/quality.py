@@ -4,7 +4,11 @@
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url postgresql://... \
         [--save runs/after.json] [--baseline runs/before.json] [--search-config my-search.yaml]
 
-With --database-url the API runs in process (caches off). Every run is saved (default
+With --database-url the API runs in process (caches off). --without-own-documents measures the text tasks
+(a pasted Atomic test, Elastic rule or CAPEC pattern: queries whose `origin` is a document of the store) on a
+copy of the store without each query's own document, so the query is a text the store has never seen:
+the copy (`<database>_without_own`, made from the store as a template, then the origins deleted) is kept
+for the next run and re-made with --fresh-copy. Every run is saved (default
 .secrag/quality/last.json) and compared with the previous one (or --baseline): the table's last
 column is the nDCG@10 delta of each task and mode, so every ranking change shows what it did.
 Each line: {"task", "query", "filters": {"sources": [...]}, "relevant": [{"doc_id", "grade"}], "qid"}.
@@ -69,6 +73,7 @@ def evaluate(
     modes: list[str],
     extra: dict[str, Any],
     dropped: dict[str, int] | None = None,
+    group_by: str = "task",
 ) -> tuple[Scores, int]:
     """nDCG@10, MRR@10, Recall@10 and P@1 per (task, mode) and overall ("ALL"); and the failed requests.
     `dropped` adds up, per mode, the vector candidates under the serving model's threshold."""
@@ -94,9 +99,57 @@ def evaluate(
                 if dropped is not None:
                     dropped[mode] = dropped.get(mode, 0) + response.json().get("below_vector_threshold", 0)
             result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades), precision_at_1(ranked, grades))
-            scores[(item.get("task", "all"), mode)].append(result)
+            scores[(group_of(item, group_by), mode)].append(result)
             scores[("ALL", mode)].append(result)
     return scores, failures
+
+
+# The tasks whose query is the text of a document of the store (its `origin`).
+TEXT_TASKS = ("atomic_to_technique", "elastic_to_technique", "capec_to_technique")
+
+
+def copy_without_own(url: str, items: list[dict[str, Any]], *, fresh: bool = False) -> str:
+    """A copy of the store at `url` without the queries' own documents (their `origin`), made once."""
+    from psycopg import conninfo, sql
+
+    from secrag import database
+
+    store = str(conninfo.conninfo_to_dict(url)["dbname"])
+    name = f"{store}_without_own"
+    copy = database.with_database(url, name)
+    admin = database.with_database(url, "postgres")
+    with database.connect(admin, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists and not fresh:
+            return copy
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        source = sql.Identifier(store)
+        # a template must have no other session: end the store's own (an API on it reconnects)
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (store,),
+        )
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), source))
+    origins = sorted({item["origin"] for item in items if item.get("origin")})
+    with database.connect(copy, autocommit=True) as conn:
+        deleted = conn.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (origins,)).rowcount
+        conn.execute("ANALYZE")
+    print(f"copy {name}: {deleted} of {len(origins)} own documents removed")
+    return copy
+
+
+def group_of(item: dict[str, Any], group_by: str) -> str:
+    """The row of the table a query counts in: its task, its query shape (serving/search/analysis.py), or
+    its length in words (1-4, 5-9, 10-19, 20+)."""
+    if group_by == "shape":
+        from serving.search.analysis import classify
+
+        return f"{item.get('task', 'all')}/{classify(item['query'])}"
+    if group_by == "words":
+        n = len(item["query"].split())
+        bucket = "1-4" if n < 5 else "5-9" if n < 10 else "10-19" if n < 20 else "20+"
+        return f"{item.get('task', 'all')}/{bucket} words"
+    return str(item.get("task", "all"))
 
 
 def means(values: list[tuple[float, float, float, float]]) -> list[float]:
@@ -124,10 +177,22 @@ def main() -> None:
         default=None,
         help="With --database-url: this search.yaml, not the shipped one.",
     )
+    parser.add_argument(
+        "--without-own-documents",
+        action="store_true",
+        help="With --database-url: only the text tasks, on a copy of the store without the queries' own documents.",
+    )
+    parser.add_argument("--fresh-copy", action="store_true", help="Re-make the copy of --without-own-documents.")
+    parser.add_argument("--group-by", choices=["task", "shape", "words"], default="task", help="The table's rows.")
     parser.add_argument("--save", type=Path, default=LAST_RUN, help="Where this run's table is written.")
     parser.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
     args = parser.parse_args()
     items = load_items(args.queries, args.limit)
+    if args.without_own_documents:
+        if not args.database_url:
+            parser.error("--without-own-documents needs --database-url")
+        items = [item for item in items if item.get("task") in TEXT_TASKS]
+        args.database_url = copy_without_own(args.database_url, items, fresh=args.fresh_copy)
     headers = {"X-API-Key": args.api_key} if args.api_key else {}
     extra = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}
     baseline_path = args.baseline or args.save
@@ -135,11 +200,17 @@ def main() -> None:
     dropped: dict[str, int] = {}
     if args.database_url:
         scores, failures = _in_process(
-            args.database_url, items, args.modes.split(","), extra, search_config=args.search_config, dropped=dropped
+            args.database_url,
+            items,
+            args.modes.split(","),
+            extra,
+            search_config=args.search_config,
+            dropped=dropped,
+            group_by=args.group_by,
         )
     else:
         with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
-            scores, failures = evaluate(http, items, args.modes.split(","), extra, dropped)
+            scores, failures = evaluate(http, items, args.modes.split(","), extra, dropped, args.group_by)
     table = {f"{task}|{mode}": means(values) + [len(values)] for (task, mode), values in scores.items()}
     print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8} {'P@1':>6} {'delta':>7}")
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
@@ -164,6 +235,7 @@ def _in_process(
     extra: dict[str, Any],
     search_config: Path | None = None,
     dropped: dict[str, int] | None = None,
+    group_by: str = "task",
 ) -> tuple[Scores, int]:
     """evaluate() against the API run in process on the store at `url` (caches off); `search_config`
     replaces the shipped search.yaml (bench/class_weights.py)."""
@@ -172,7 +244,7 @@ def _in_process(
     from serving.api.app import create_app
 
     with TestClient(create_app(api_settings(url, search_config))) as api:
-        return evaluate(api, items, modes, extra, dropped)
+        return evaluate(api, items, modes, extra, dropped, group_by)
 
 
 def api_settings(url: str, search_config: Path | None = None) -> Any:  # noqa: ANN401 - a ServingSettings

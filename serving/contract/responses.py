@@ -32,6 +32,11 @@ class LegScores(BaseModel):
         "the mean vote of its labels (each near document votes its cosine similarity, split over its labels) "
         "and rank.",
     )
+    procedures: LegScore | None = Field(
+        default=None,
+        description="The document is labelled with techniques of the query's nearest ATT&CK procedure examples "
+        '("APT29 has used ..."); the mean vote of its labels, as for `neighbours`, and rank.',
+    )
 
 
 class Location(BaseModel):

@@ -128,6 +128,7 @@ class Plan:
     needs_vector: bool
     w_label: float = 0.0  # the label leg's weight: set when the query names a technique (hybrid only)
     w_neighbours: float = 0.0  # the neighbours leg's weight: techniques of the nearest documents (hybrid only)
+    w_procedures: float = 0.0  # the procedures leg's: techniques of the nearest procedure examples (hybrid only)
 
 
 def plan_for(
@@ -177,6 +178,7 @@ def rrf_max(plan: Plan, k0: int) -> float:
         + (plan.w_fuzzy if plan.fuzzy_k else 0)
         + plan.w_label
         + plan.w_neighbours
+        + plan.w_procedures
     )
     return total / (k0 + 1) if total > 0 else 1.0
 

@@ -14,6 +14,7 @@ _LEG_FIELDS = {
     "fuzzy": ("fuzzy_score", "fuzzy_rank"),
     "label": ("label_score", "label_rank"),
     "neighbours": ("neighbours_score", "neighbours_rank"),
+    "procedures": ("procedures_score", "procedures_rank"),
 }
 
 
@@ -39,6 +40,7 @@ def fuse(
         "fuzzy": plan.w_fuzzy,
         "label": plan.w_label,
         "neighbours": plan.w_neighbours,
+        "procedures": plan.w_procedures,
     }
     items: dict[str, dict[str, Any]] = {}
 
@@ -65,6 +67,8 @@ def fuse(
                 "label_rank": None,
                 "neighbours_score": None,
                 "neighbours_rank": None,
+                "procedures_score": None,
+                "procedures_rank": None,
             }
         found["ident_hit"] = found["ident_hit"] or bool(row.get("ident_hit"))
         return found

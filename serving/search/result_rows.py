@@ -29,6 +29,7 @@ def search_result(row: dict[str, Any]) -> SearchResult:
             fuzzy=_leg(row["fuzzy_score"], row["fuzzy_rank"]),
             label=_leg(row.get("label_score"), row.get("label_rank")),
             neighbours=_leg(row.get("neighbours_score"), row.get("neighbours_rank")),
+            procedures=_leg(row.get("procedures_score"), row.get("procedures_rank")),
         ),
         techniques=list(row["techniques"] or ()),
         platforms=list(row["platforms"] or ()),

@@ -20,14 +20,16 @@ DocumentScore = Literal["max", "top2", "rrf"]  # a document's score from its chu
 MODES: tuple[Mode, ...] = get_args(Mode)
 
 
-class Neighbours(ConfigModel):
-    """The neighbours leg of hybrid text queries (kNN label transfer: sql/queries/serving.sql,
-    leg_neighbours). It costs one more nearest-neighbour scan, about 4.5 ms of PostgreSQL per query on
-    the full store; weight 0 turns it off."""
+class Voters(ConfigModel):
+    """A voter leg of hybrid text queries (kNN label transfer: sql/queries/serving.sql, leg_neighbours):
+    the nearest documents of `sources` (any source when unset) vote for the techniques their labels name.
+    Each costs one more nearest-neighbour scan (about 4.5 ms of PostgreSQL per query on the full store);
+    weight 0 turns it off."""
 
     weight: float = Field(default=1.0, ge=0, le=10, description="RRF weight beside full text and vectors at 1.0.")
     documents: int = Field(default=5, ge=1, le=50, description="How many nearest documents vote.")
     chunks: int = Field(default=40, ge=1, le=400, description="Nearest chunks read to find those documents.")
+    sources: list[str] | None = Field(default=None, description="The sources whose documents vote (unset: any).")
 
 
 # The 5th percentile of the labelled dev queries' top scores per mode (serving/search/search.yaml `attention`).
@@ -55,16 +57,18 @@ class LegWeights(ConfigModel):
     fuzzy: float | None = Field(default=None, ge=0, le=10)
     label: float | None = Field(default=None, ge=0, le=10)
     neighbours: float | None = Field(default=None, ge=0, le=10)
+    procedures: float | None = Field(default=None, ge=0, le=10)
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Boost per source name; threshold per mode and query shape (`default` as the fallback); the
-    neighbours leg's settings."""
+    """Boost per source name; threshold per mode and query shape (`default` as the fallback); the voter
+    legs' settings."""
 
     source_boosts: Mapping[str, float] = field(default_factory=dict)
     thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    neighbours: Neighbours = field(default_factory=Neighbours)
+    neighbours: Voters = field(default_factory=Voters)
+    procedures: Voters = field(default_factory=lambda: Voters(weight=0))
     class_weights: Mapping[str, LegWeights] = field(default_factory=dict)
     document_score: DocumentScore = "max"
     attention: Attention = field(default_factory=Attention)
@@ -108,7 +112,8 @@ class SearchConfigFile(ConfigModel):
 
     source_boosts: dict[str, float] = Field(default_factory=dict)
     thresholds: dict[Mode, dict[str, float]] = Field(default_factory=dict)
-    neighbours: Neighbours = Field(default_factory=Neighbours)
+    neighbours: Voters = Field(default_factory=Voters)
+    procedures: Voters = Field(default_factory=lambda: Voters(weight=0))
     class_weights: dict[str, LegWeights] = Field(default_factory=dict)
     document_score: DocumentScore = "max"
     attention: Attention = Field(default_factory=Attention)
@@ -149,6 +154,7 @@ def load_search_config(path: Path) -> SearchConfig:
         source_boosts=MappingProxyType(dict(raw.source_boosts)),
         thresholds=MappingProxyType({mode: MappingProxyType(dict(v)) for mode, v in raw.thresholds.items()}),
         neighbours=raw.neighbours,
+        procedures=raw.procedures,
         class_weights=MappingProxyType(dict(raw.class_weights)),
         document_score=raw.document_score,
         attention=raw.attention,

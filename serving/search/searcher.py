@@ -29,7 +29,7 @@ from serving.search.leg_shapes import LegShaper
 from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
 from serving.search.search_file import SearchConfig
-from serving.search.statements import Statements
+from serving.search.statements import VOTER_LEGS, Statements
 
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
 LABEL_WEIGHT = 1.0
@@ -195,18 +195,26 @@ class Searcher:
         then_vec: bool,
     ) -> logic.Plan:
         """The techniques a hybrid query names in full (after spelling correction) for the label leg, and
-        the neighbours leg (techniques of the query's nearest documents) for every hybrid text query."""
+        the voter legs (techniques of the query's nearest documents, and of its nearest procedure examples)
+        for every hybrid text query."""
         params["label_ids"] = []
-        neighbours = self.config.neighbours  # serving/search/search.yaml
-        params["nb_chunks"], params["nb_docs"] = neighbours.chunks, neighbours.documents
+        voters = {"neighbours": self.config.neighbours, "procedures": self.config.procedures}  # search.yaml
+        for leg, prefix in VOTER_LEGS.items():
+            params[f"{prefix}_chunks"], params[f"{prefix}_docs"] = voters[leg].chunks, voters[leg].documents
+            params[f"{prefix}_sources"] = voters[leg].sources
         if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", "natural"}:
             return plan
         ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))
         chosen = self.config.weights(analysis.query_type)
         # A query that names a technique is of the technique-name class whatever its shape: it says
-        # which technique it means, so its neighbours keep the default weight.
-        weight = neighbours.weight if ids or chosen.neighbours is None else chosen.neighbours
-        plan = dataclasses.replace(plan, w_neighbours=weight if plan.vec_k else 0.0)
+        # which technique it means, so its voters keep the default weights.
+        neighbours = voters["neighbours"].weight if ids or chosen.neighbours is None else chosen.neighbours
+        procedures = voters["procedures"].weight if ids or chosen.procedures is None else chosen.procedures
+        plan = dataclasses.replace(
+            plan,
+            w_neighbours=neighbours if plan.vec_k else 0.0,
+            w_procedures=procedures if plan.vec_k else 0.0,
+        )
         if not ids:
             return plan
         params["label_ids"] = list(ids)
@@ -279,6 +287,7 @@ class Searcher:
                 "fuzzy": plan.fuzzy_k > 0,
                 "label": bool(params["label_ids"]),
                 "neighbours": plan.w_neighbours > 0,
+                "procedures": plan.w_procedures > 0,
                 "exact": bool(params["exact_ids"] or params["child_ids"]),
             }
         statement = self.statements.search(

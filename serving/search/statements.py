@@ -12,7 +12,10 @@ from psycopg import sql
 from secrag.queries import Queries
 
 # `vec` is either leg_vec (HNSW) or leg_vec_exact (exact distances); `fts_vec` serves strategy fts_then_vec
-LEGS = ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours", "exact")
+LEGS = ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours", "procedures", "exact")
+# The voter legs (leg_neighbours filled once per leg) and the prefix of their named parameters:
+# `<prefix>_chunks`, `<prefix>_docs`, `<prefix>_sources` (serving/search/searcher.py sets them).
+VOTER_LEGS = {"neighbours": "nb", "procedures": "pr"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,17 @@ def placeholders(queries: Queries, model_id: str, dimensions: int) -> dict[str, 
     }
 
 
+def voter_parts(leg: str) -> dict[str, sql.Composable]:
+    """The placeholders of leg_neighbours for one voter leg: its name and its own named parameters."""
+    prefix = VOTER_LEGS[leg]
+    return {
+        "leg": sql.Literal(leg),
+        "voter_chunks": sql.Placeholder(f"{prefix}_chunks"),
+        "voter_docs": sql.Placeholder(f"{prefix}_docs"),
+        "voter_sources": sql.Placeholder(f"{prefix}_sources"),
+    }
+
+
 def fill_block(block: str, parts: dict[str, sql.Composable]) -> str:
     """A block with its placeholders filled, as text."""
     return sql.SQL(block).format(**parts).as_string()
@@ -94,7 +108,7 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         "fts_vec": fill(queries.leg_fts_vec),
         "fuzzy": fill(queries.leg_fuzzy),
         "label": fill(queries.leg_label),
-        "neighbours": fill(queries.leg_neighbours),
+        **{leg: fill_block(queries.leg_neighbours, {**parts, **voter_parts(leg)}) for leg in VOTER_LEGS},
         "exact": fill(queries.leg_exact),
     }
     vec_exact = fill(queries.leg_vec_exact)

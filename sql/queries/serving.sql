@@ -204,22 +204,26 @@ ORDER BY score DESC, c.chunk_id
 LIMIT %(vec_k)s
 
 -- name: leg_neighbours
--- Documents labelled with the techniques of the query's nearest documents in any source the caller may
--- see (kNN label transfer): a pasted Atomic test, Elastic rule or CAPEC pattern finds its ATT&CK
--- techniques through the rules and tests near it, whose upstream labels name them, even when no
--- technique text shares its words. Each near document votes its similarity, split over its labels
--- (a group citing 60 techniques votes little for each), and half of a sub-technique's vote goes to
--- its parent; a labelled document scores the mean vote of its labels. First chunks only.
+-- Documents labelled with the techniques of the query's nearest documents (kNN label transfer), for the
+-- voter legs: `neighbours` (the nearest documents of any source the caller may see: a pasted Atomic test,
+-- Elastic rule or CAPEC pattern finds its ATT&CK techniques through the rules and tests near it, whose
+-- upstream labels name them, even when no technique text shares its words) and `procedures` (the
+-- nearest ATT&CK procedure examples only: "APT29 has used ..." sentences in a threat report's register).
+-- `{leg}` names the leg, `{voter_sources}` the sources whose documents vote (NULL: any), `{voter_chunks}`
+-- and `{voter_docs}` how many nearest chunks are read and documents vote. Each near document votes its
+-- similarity, split over its labels (a group citing 60 techniques votes little for each), and half of a
+-- sub-technique's vote goes to its parent; a labelled document scores the mean vote of its labels.
 WITH nn AS MATERIALIZED (
     SELECT c.doc_id, (1 - ({vec} <=> %(qvec)s::vector))::float8 AS sim
     FROM embeddings e
     JOIN chunks c ON c.content_hash = e.content_hash
     JOIN documents d ON d.doc_id = c.doc_id
     WHERE e.model_id = {model} AND {visible}
+      AND ({voter_sources}::text[] IS NULL OR c.source = ANY({voter_sources}::text[]))
     ORDER BY {vec} <=> %(qvec)s::vector
-    LIMIT %(nb_chunks)s
+    LIMIT {voter_chunks}
 ), near AS (
-    SELECT doc_id, max(sim) AS sim FROM nn GROUP BY doc_id ORDER BY sim DESC, doc_id LIMIT %(nb_docs)s
+    SELECT doc_id, max(sim) AS sim FROM nn GROUP BY doc_id ORDER BY sim DESC, doc_id LIMIT {voter_docs}
 ), votes AS MATERIALIZED (
     SELECT t.technique, sum(n.sim / cardinality(d.techniques) * t.share)::float8 AS vote
     FROM near n
@@ -231,7 +235,7 @@ WITH nn AS MATERIALIZED (
     ) t(technique, share)
     GROUP BY t.technique
 )
-SELECT 'neighbours' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
+SELECT {leg} AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
        ((SELECT sum(v.vote) FROM votes v WHERE v.technique = ANY(d.techniques))
         / cardinality(d.techniques))::float8 AS score,
        NULL::float8 AS pool_fts, false AS ident_hit, false AS is_exact, NULL::float8 AS vec_score

@@ -10,7 +10,7 @@ import pytest
 
 from secrag.package_data import sql_dir
 from secrag.queries import Queries, load
-from serving.search.statements import LEGS, Statements, compose, fill_block, placeholders
+from serving.search.statements import LEGS, VOTER_LEGS, Statements, compose, fill_block, placeholders, voter_parts
 
 # The API's queries: serving.py loads no other file (serving/api/app.py: Queries(sql_dir, "serving")).
 BLOCKS = load(sql_dir(), "serving")
@@ -82,6 +82,16 @@ def test_every_leg_tags_its_rows(statements: Statements) -> None:
     assert "SELECT 'fts_vec' AS leg, f.chunk_id" in statements.fts_vec
 
 
+def test_each_voter_leg_has_its_own_name_and_parameters(statements: Statements) -> None:
+    """leg_neighbours is filled once per voter leg: rows tagged by the leg, sizes and voters its own."""
+    for leg, prefix in VOTER_LEGS.items():
+        text = statements.search([leg])
+        assert f"SELECT '{leg}' AS leg, c.chunk_id" in text
+        assert f"LIMIT %({prefix}_chunks)s" in text and f"LIMIT %({prefix}_docs)s" in text
+        assert f"%({prefix}_sources)s::text[] IS NULL" in text
+    assert statements.search(list(VOTER_LEGS)).count("\nUNION ALL\n") == 1
+
+
 def test_a_search_without_legs_is_refused(statements: Statements) -> None:
     with pytest.raises(ValueError, match="at least one leg"):
         statements.search([])
@@ -96,14 +106,15 @@ def test_every_block_that_reads_the_corpus_carries_the_access_check() -> None:
     queries = Queries(sql_dir(), "serving")
     parts = placeholders(queries, "all-MiniLM-L6-v2", 384)
     reads = _corpus_reads()
-    assert {f"leg_{leg}" for leg in LEGS} | {"leg_vec_exact"} <= set(reads)  # the enumeration finds them
+    # the enumeration finds them (the voter legs are one block, filled once per leg)
+    assert {f"leg_{leg}" for leg in LEGS if leg not in VOTER_LEGS} | {"leg_neighbours", "leg_vec_exact"} <= set(reads)
     for name in reads:
         if name in PUBLIC_ONLY:
             scans = len(CORPUS.findall(BLOCKS[name]))
             assert BLOCKS[name].count(PUBLIC_ONLY[name]) == len(re.findall(r"\bFROM\s+chunks\b", BLOCKS[name]))
             assert scans and queries.visible not in BLOCKS[name]
             continue
-        filled = fill_block(BLOCKS[name], parts)
+        filled = fill_block(BLOCKS[name], {**parts, **voter_parts("neighbours")})
         assert queries.visible in filled, f"{name} reads the corpus without the visible check"
 
 
