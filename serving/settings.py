@@ -26,7 +26,8 @@ class ApiSettings(BaseSettings):
     search_config: Path = Field(
         default_factory=lambda: package_path("serving.search", "search.yaml"),
         json_schema_extra=doc_default("`serving/search/search.yaml`"),
-        description="Source boosts, score and vector thresholds, leg weights and the neighbours leg.",
+        description="Search tuning (source boosts, score and vector thresholds, leg weights, the voter legs), laid "
+        "over the shipped `serving/search/search.yaml`: a file of your own states only what it changes.",
     )
     plans_file: Path = Field(
         default_factory=default_plans_file,

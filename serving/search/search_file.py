@@ -1,18 +1,20 @@
-"""Source boosts, per-mode and per-shape score thresholds, per-model vector thresholds, read from a YAML
-file at startup."""
+"""Source boosts, per-mode and per-shape score thresholds, per-model vector thresholds, the voter legs, leg
+weights per query shape and the attention log's thresholds: the shipped search.yaml (the one place of
+every default), with an operator's file laid over it, read at startup."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import Field, field_validator
 
-from secrag.config_files import ConfigModel, FieldError, load_model
+from secrag.config_files import ConfigModel, FieldError, read_mapping, validate
 from secrag.embedder import ALLOWLIST
+from secrag.package_data import package_path
 from serving.contract.query_classes import DEFAULT_SHAPE, QUERY_SHAPES, check_names
 
 Mode = Literal["hybrid", "fts", "vector", "fuzzy"]
@@ -26,25 +28,18 @@ class Voters(ConfigModel):
     Each costs one more nearest-neighbour scan (about 4.5 ms of PostgreSQL per query on the full store);
     weight 0 turns it off."""
 
-    weight: float = Field(default=1.0, ge=0, le=10, description="RRF weight beside full text and vectors at 1.0.")
-    documents: int = Field(default=5, ge=1, le=50, description="How many nearest documents vote.")
-    chunks: int = Field(default=40, ge=1, le=400, description="Nearest chunks read to find those documents.")
+    weight: float = Field(ge=0, le=10, description="RRF weight beside full text and vectors at 1.0.")
+    documents: int = Field(ge=1, le=50, description="How many nearest documents vote.")
+    chunks: int = Field(ge=1, le=400, description="Nearest chunks read to find those documents.")
     sources: list[str] | None = Field(default=None, description="The sources whose documents vote (unset: any).")
-
-
-# The 5th percentile of the labelled dev queries' top scores per mode (serving/search/search.yaml `attention`).
-LOW_SCORES: dict[Mode, float] = {"hybrid": 0.66, "fts": 0.60, "vector": 0.57, "fuzzy": 0.67}
 
 
 class Attention(ConfigModel):
     """When a query-log row is flagged for a person's look (serving/feedback/attention.py)."""
 
-    low_score: dict[Mode, float] = Field(
-        default_factory=lambda: dict(LOW_SCORES),
-        description="Per mode, a top score under this is flagged low_score.",
-    )
+    low_score: dict[Mode, float] = Field(description="Per mode, a top score under this is flagged low_score.")
     weak_attack_match: float = Field(
-        default=0.5, ge=0, le=1, description="Best score of a result of a named ATT&CK id under which it is flagged."
+        ge=0, le=1, description="Best score of a result of a named ATT&CK id under which it is flagged."
     )
 
 
@@ -63,16 +58,17 @@ class LegWeights(ConfigModel):
 @dataclass(frozen=True)
 class SearchConfig:
     """Boost per source name; threshold per mode and query shape (`default` as the fallback); the voter
-    legs' settings."""
+    legs' settings; leg weights per query shape; the attention log's thresholds. Made by
+    `load_search_config` from the shipped search.yaml (and an operator's file over it)."""
 
-    source_boosts: Mapping[str, float] = field(default_factory=dict)
-    thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    neighbours: Voters = field(default_factory=Voters)
-    procedures: Voters = field(default_factory=lambda: Voters(weight=0))
-    class_weights: Mapping[str, LegWeights] = field(default_factory=dict)
-    document_score: DocumentScore = "max"
-    attention: Attention = field(default_factory=Attention)
-    vector_thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    source_boosts: Mapping[str, float]
+    thresholds: Mapping[str, Mapping[str, float]]
+    neighbours: Voters
+    procedures: Voters
+    class_weights: Mapping[str, LegWeights]
+    document_score: DocumentScore
+    attention: Attention
+    vector_thresholds: Mapping[str, Mapping[str, float]]
 
     def vector_threshold(self, model_id: str, query_type: str) -> float | None:
         """The cosine similarity under which the vector leg's candidates are dropped, for this model and
@@ -108,16 +104,16 @@ def _per_shape(by_key: dict[K, dict[str, float]]) -> dict[K, dict[str, float]]:
 
 
 class SearchConfigFile(ConfigModel):
-    """search.yaml as written."""
+    """search.yaml as written: the shipped file states every field."""
 
-    source_boosts: dict[str, float] = Field(default_factory=dict)
-    thresholds: dict[Mode, dict[str, float]] = Field(default_factory=dict)
-    neighbours: Voters = Field(default_factory=Voters)
-    procedures: Voters = Field(default_factory=lambda: Voters(weight=0))
-    class_weights: dict[str, LegWeights] = Field(default_factory=dict)
-    document_score: DocumentScore = "max"
-    attention: Attention = Field(default_factory=Attention)
-    vector_thresholds: dict[str, dict[str, Annotated[float, Field(ge=-1.0, le=1.0)]]] = Field(default_factory=dict)
+    source_boosts: dict[str, float]
+    thresholds: dict[Mode, dict[str, float]]
+    neighbours: Voters
+    procedures: Voters
+    class_weights: dict[str, LegWeights]
+    document_score: DocumentScore
+    attention: Attention
+    vector_thresholds: dict[str, dict[str, Annotated[float, Field(ge=-1.0, le=1.0)]]]
 
     @field_validator("vector_thresholds")
     @classmethod
@@ -145,11 +141,31 @@ class SearchConfigFile(ConfigModel):
         return _per_shape(thresholds)
 
 
-def load_search_config(path: Path) -> SearchConfig:
-    """Parse the YAML file; a missing file means no boosts and no thresholds."""
-    if not path.exists():
-        return SearchConfig()
-    raw = load_model(path, SearchConfigFile)
+def shipped_search_config() -> Path:
+    """The search.yaml shipped with the API: every default of the search's tuning, measured."""
+    return package_path("serving.search", "search.yaml")
+
+
+def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over` laid on `base`: mappings merged key by key, any other value of `over` replacing `base`'s."""
+    out = dict(base)
+    for key, value in over.items():
+        below = out.get(key)
+        out[key] = merged(below, value) if isinstance(below, Mapping) and isinstance(value, Mapping) else value
+    return out
+
+
+def load_search_config(path: Path | None = None) -> SearchConfig:
+    """The shipped search.yaml with the file at `path` (SECRAG_SEARCH_CONFIG) laid over it (`merged`), so
+    an operator's file states only what it changes; a missing file changes nothing. A ConfigError names
+    the file, the line and the field."""
+    shipped = shipped_search_config()
+    data, node = read_mapping(shipped)
+    named = shipped
+    if path is not None and path.exists() and path.resolve() != shipped.resolve():
+        over, node = read_mapping(path)
+        data, named = merged(data, over), path
+    raw = validate(named, node, data, SearchConfigFile)
     return SearchConfig(
         source_boosts=MappingProxyType(dict(raw.source_boosts)),
         thresholds=MappingProxyType({mode: MappingProxyType(dict(v)) for mode, v in raw.thresholds.items()}),

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from secrag.config_files import read_mapping
 from secrag.errors import ConfigError
 from secrag.package_data import package_path
 from serving.access.keys import ANONYMOUS, Principal, load_api_keys
 from serving.contract.errors import UnknownApiKey
 from serving.contract.limits import cap
 from serving.observability.metrics import Metrics, percentile
-from serving.search.search_file import load_search_config
+from serving.search.search_file import SearchConfigFile, load_search_config, merged, shipped_search_config
 
 
 def test_shipped_search_config_loads() -> None:
@@ -30,7 +31,29 @@ def test_the_neighbours_leg_is_configurable(tmp_path: Path) -> None:
     path.write_text("neighbours: {weight: 0, documents: 3}")
     config = load_search_config(path)
     assert (config.neighbours.weight, config.neighbours.documents, config.neighbours.chunks) == (0, 3, 40)
-    assert load_search_config(tmp_path / "absent.yaml").neighbours.weight == 1.0
+    assert load_search_config(tmp_path / "absent.yaml") == load_search_config()  # the shipped values
+
+
+def test_an_operator_file_states_only_what_it_changes(tmp_path: Path) -> None:
+    """Laid over the shipped search.yaml: mappings merged key by key, other values replaced."""
+    shipped = load_search_config()
+    path = tmp_path / "search.yaml"
+    path.write_text("class_weights: {natural: {fts: 0.5}}\nprocedures: {sources: [sigma]}\nsource_boosts: {}\n")
+    config = load_search_config(path)
+    assert config.weights("natural").fts == 0.5
+    assert config.weights("natural").neighbours == shipped.weights("natural").neighbours  # kept
+    assert config.procedures.sources == ["sigma"] and config.procedures.documents == shipped.procedures.documents
+    assert config.source_boosts == shipped.source_boosts  # an empty mapping merges nothing away
+    assert config.vector_thresholds == shipped.vector_thresholds
+    assert merged({"a": {"b": 1, "c": [1]}}, {"a": {"c": [2]}, "d": 3}) == {"a": {"b": 1, "c": [2]}, "d": 3}
+
+
+def test_the_shipped_file_states_every_field() -> None:
+    """No default in code: the shipped search.yaml is the one place of every value."""
+    data, _ = read_mapping(shipped_search_config())
+    assert set(data) == set(SearchConfigFile.model_fields)
+    for voters in ("neighbours", "procedures"):
+        assert {"weight", "documents", "chunks"} <= set(data[voters])
 
 
 def test_class_weights_per_query_shape(tmp_path: Path) -> None:
@@ -55,8 +78,9 @@ def test_vector_thresholds_per_model_and_query_shape(tmp_path: Path) -> None:
     path.write_text("vector_thresholds: {all-MiniLM-L6-v2: {natural: 0.5}}")
     config = load_search_config(path)
     assert config.vector_threshold("all-MiniLM-L6-v2", "natural") == 0.5
-    assert config.vector_threshold("all-MiniLM-L6-v2", "keyword") is None  # no default: none
-    assert config.vector_threshold("all-MiniLM-L6-v2-int8", "natural") is None  # a model not listed
+    assert config.vector_threshold("all-MiniLM-L6-v2", "keyword") == -0.01  # the shipped value, kept
+    assert config.vector_threshold("all-MiniLM-L6-v2-int8", "natural") == 0.07  # the other model's, kept
+    assert config.vector_threshold("bge-base-en-v1.5", "natural") is None  # a model not listed: none
 
 
 @pytest.mark.parametrize(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
 from serving.search import analysis as search
-from serving.search.search_file import SearchConfig
+from serving.search.search_file import load_search_config
+
+# The shipped tuning without boosts or thresholds.
+NEUTRAL = dataclasses.replace(load_search_config(), source_boosts={}, thresholds={})
 
 
 @pytest.mark.parametrize(
@@ -111,14 +115,16 @@ def _row(
 def test_rescore_orders_exact_children_identifiers_then_score() -> None:
     rows = [_row("a#0", 0.9), _row("b#0", 0.1, exact=True), _row("c#0", 0.2, tier=1), _row("d#0", 0.3, ident=True)]
     out = search.rescore(
-        rows, mode="hybrid", query="T1003", analysis=search.analyse("T1003"), config=SearchConfig(), min_score=None
+        rows, mode="hybrid", query="T1003", analysis=search.analyse("T1003"), config=NEUTRAL, min_score=None
     )
     assert [r["chunk_id"] for r in out] == ["b#0", "c#0", "d#0", "a#0"]
     assert out[0]["score"] == 1.0
 
 
 def test_rescore_applies_boosts_and_thresholds() -> None:
-    config = SearchConfig(source_boosts={"lolbas": 2.0}, thresholds={"vector": {"keyword": 0.3, "default": 0.0}})
+    config = dataclasses.replace(
+        NEUTRAL, source_boosts={"lolbas": 2.0}, thresholds={"vector": {"keyword": 0.3, "default": 0.0}}
+    )
     rows = [_row("a#0", 0.5), _row("b#0", 0.4, source="lolbas"), _row("c#0", 0.2)]
     out = search.rescore(
         rows, mode="vector", query="x y", analysis=search.analyse("x y"), config=config, min_score=None
