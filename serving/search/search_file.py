@@ -12,7 +12,7 @@ from typing import Annotated, Literal, TypeVar, get_args
 from pydantic import Field, field_validator
 
 from secrag.config_files import ConfigModel, FieldError, load_model
-from secrag.embedder import ALLOWLIST
+from secrag.model_registry import registry
 from serving.contract.query_classes import DEFAULT_SHAPE, QUERY_SHAPES, check_names
 
 Mode = Literal["hybrid", "fts", "vector", "fuzzy"]
@@ -117,7 +117,7 @@ class SearchConfigFile(ConfigModel):
     @field_validator("vector_thresholds")
     @classmethod
     def _models_and_shapes(cls, thresholds: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        check_names(thresholds, sorted(ALLOWLIST), "embedding model")
+        check_names(thresholds, registry().ids(), "embedding model")
         return _per_shape(thresholds)
 
     @field_validator("class_weights")

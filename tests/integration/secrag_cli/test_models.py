@@ -44,4 +44,4 @@ def test_export_fills_the_model_cache_and_refuses_unknown_models(monkeypatch: py
     assert done.exit_code == 0, done.output
     assert f"{INT8}: {onnx_path(INT8, cache)} (sha256 " in done.output
     refused = CliRunner().invoke(models, ["export", "--model", "bert-huge"])
-    assert refused.exit_code == 1 and "not on the model allowlist: bert-huge" in refused.output
+    assert refused.exit_code == 1 and "embedding model 'bert-huge' is not in the model registry" in refused.output
