@@ -164,6 +164,12 @@ class ModelSettings(BaseSettings):
         description="A YAML file of more embedding models, shaped like `secrag/models.yaml` (id, source, pooling, "
         "prefixes, dimensions, max tokens, normalisation); see docs/pipeline.md, Adding a model.",
     )
+    models_hub_url: str = Field(
+        default="https://huggingface.co",
+        pattern=r"^https://[^/\s]+(/[^\s]*)?$",
+        description="The hub `secrag models fetch` downloads model files from (`<url>/<repo>/resolve/<revision>/"
+        "<file>`), e.g. a mirror inside the site; nothing else downloads a model.",
+    )
     embedding_batch_size: int = Field(default=64, ge=1, le=1024, description="Texts embedded per batch.")
     torch_threads: int = Field(
         default=0, ge=0, description="torch threads of `SECRAG_QUERY_ENCODER=torch`; 0 = torch's default."

@@ -1,5 +1,5 @@
-"""`secrag models ...`: the embedding models in the store, pruning those no longer configured, and exporting
-models to ONNX."""
+"""`secrag models ...`: the embedding models in the store, pruning those no longer configured, fetching a hub
+model's weights once, and exporting models to ONNX."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from .errors import SecragGroup
 
 @click.group(cls=SecragGroup)
 def models() -> None:
-    """Embedding models: their vectors in the store, removing the ones no longer configured, exporting them."""
+    """Embedding models: their vectors in the store, removing the ones no longer configured, fetching and
+    exporting weights."""
 
 
 def _kept(settings: ServingSettings) -> set[str]:
@@ -81,3 +82,19 @@ def export(model_ids: tuple[str, ...]) -> None:
     for model_id in wanted:
         path = export_onnx(model_id, settings.models_dir)
         click.echo(f"{model_id}: {path} (sha256 {file_sha256(path)[:16]}…)")
+
+
+@models.command()
+@click.argument("model_id")
+def fetch(model_id: str) -> None:
+    """Download a hub model's files (those its registry entry lists) into the models folder, each checked
+    against the entry's sha256; files already there and intact are kept. The only command that downloads
+    a model: the pipeline, the API and `secrag models export` read weights from this machine only."""
+    from secrag.model_fetch import fetch_model, hub_policy
+    from secrag.settings import Settings
+    from secrag.url_policy import UrlPolicy
+
+    settings = Settings()
+    policy = hub_policy(UrlPolicy.from_settings(settings), settings.models_hub_url)
+    report = fetch_model(model_info(model_id), settings.models_dir, policy, settings.models_hub_url)
+    click.echo(f"{model_id}: {report.folder} ({len(report.fetched)} files fetched, {len(report.kept)} already there)")
