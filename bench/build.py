@@ -147,7 +147,7 @@ def standalone_embedding(url: str, settings: Settings, sample: int) -> dict[str,
     embedder.load()
     started = time.monotonic()
     for start in range(0, len(chosen), 256):
-        embedder.encode(chosen[start : start + 256])
+        embedder.encode_documents(chosen[start : start + 256])
     seconds = time.monotonic() - started
     rate = len(chosen) / seconds if seconds else 0.0
     return {

@@ -59,10 +59,10 @@ def main() -> None:
     base = None
     for name, encoder in encoders.items():
         encoder.load()
-        encoder.encode(sample[:64])
+        encoder.encode_documents(sample[:64])
         started = time.monotonic()
         for i in range(0, len(sample), 256):
-            encoder.encode(sample[i : i + 256])
+            encoder.encode_documents(sample[i : i + 256])
         rate = len(sample) / (time.monotonic() - started)
         base = base or rate
         print(f"{name:30} {rate:6.1f} chunks/s  {rate / base:4.2f}x", flush=True)

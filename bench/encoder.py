@@ -95,16 +95,16 @@ def main() -> None:
     for backend in ("torch", "onnx"):
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            encode = torch_model.encode if backend == "torch" else onnx_models[threads].encode
+            encode = torch_model.encode_queries if backend == "torch" else onnx_models[threads].encode_queries
             for batch in (1, 4):
                 cells = [ms_per_query(encode, texts, batch, args.repeats) for texts in sets.values()]
                 print(f"{backend:8} {threads:>7} {batch:>5} {cells[0]:>10.2f} {cells[1]:>10.2f}")
 
     torch.set_num_threads(2)
     for name, texts in sets.items():
-        reference = np.concatenate([torch_model.encode([t]) for t in texts])
-        singles = np.concatenate([onnx_models[1].encode([t]) for t in texts])
-        batched = np.concatenate([onnx_models[1].encode(texts[i : i + 4]) for i in range(0, len(texts), 4)])
+        reference = np.concatenate([torch_model.encode_queries([t]) for t in texts])
+        singles = np.concatenate([onnx_models[1].encode_queries([t]) for t in texts])
+        batched = np.concatenate([onnx_models[1].encode_queries(texts[i : i + 4]) for i in range(0, len(texts), 4)])
         cosine = float(np.min(np.sum(reference * singles, axis=1)))
         print(
             f"{name}: max |onnx - torch| = {np.abs(singles - reference).max():.2e} (batch 1), "

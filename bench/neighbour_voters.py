@@ -63,7 +63,7 @@ def main() -> None:
     settings = settings_for(Path(".secrag/bench"))
     embedder = EmbedderResource(model=settings.embedding_model).embedder()
     embedder.load()
-    vectors = embedder.encode([item["query"] for item in items])
+    vectors = embedder.encode_queries([item["query"] for item in items])
     settings_list = list(zip(map(int, args.documents.split(",")), map(int, args.chunks.split(",")), strict=True))
     most = max(c for _, c in settings_list)
     params = {"model": settings.embedding_model, "chunks": most, "exclude": [s for s in args.exclude.split(",") if s]}

@@ -63,16 +63,16 @@ def per_query_ms(encoder: OnnxEncoder, queries: list[str]) -> float:
     for _ in range(3):
         started = time.perf_counter()
         for q in queries:
-            encoder.encode([q])
+            encoder.encode_queries([q])
         passes.append((time.perf_counter() - started) * 1000 / len(queries))
     return statistics.median(passes)
 
 
 def chunks_per_second(encoder: OnnxEncoder, texts: list[str]) -> float:
-    encoder.encode(texts[:32])
+    encoder.encode_documents(texts[:32])
     started = time.perf_counter()
     for i in range(0, len(texts), 32):
-        encoder.encode(texts[i : i + 32])
+        encoder.encode_documents(texts[i : i + 32])
     return len(texts) / (time.perf_counter() - started)
 
 
@@ -98,9 +98,9 @@ def main() -> None:
     print(f"{'model':24} {'runtime':12} {'ms/query (1 thread)':>20} {'chunks/s (batch 32)':>20} {'max cos dist':>13}")
     for model in ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"):
         single, batch = encoders(model, cache_dir, 1), encoders(model, cache_dir, cores)
-        reference = batch["onnxruntime"].encode(texts[:64])
+        reference = batch["onnxruntime"].encode_documents(texts[:64])
         for runtime in ("onnxruntime", "openvino"):
-            distance = float(1 - (batch[runtime].encode(texts[:64]) * reference).sum(axis=1).min())
+            distance = float(1 - (batch[runtime].encode_documents(texts[:64]) * reference).sum(axis=1).min())
             ms = per_query_ms(single[runtime], queries)
             rate = chunks_per_second(batch[runtime], texts)
             print(f"{model:24} {runtime:12} {ms:20.2f} {rate:20.1f} {distance:13.5f}")

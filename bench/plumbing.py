@@ -54,7 +54,7 @@ class StubModel:
     model_id = "stub"
     dimensions = 4
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
         return np.ones((len(texts), self.dimensions), dtype=np.float32)
 
 

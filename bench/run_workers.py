@@ -37,11 +37,11 @@ BATCH = 256
 def work(model: str, threads: int, texts: list[str], ready: mp.Barrier, out: mp.Queue) -> None:  # type: ignore[type-arg]
     encoder = OnnxEncoder(model, Settings().models_dir, threads=threads)
     encoder.load()
-    encoder.encode(texts[:32])  # warm
+    encoder.encode_documents(texts[:32])  # warm
     ready.wait()
     started = time.monotonic()
     for i in range(0, len(texts), BATCH):
-        encoder.encode(texts[i : i + BATCH])
+        encoder.encode_documents(texts[i : i + BATCH])
     out.put((started, time.monotonic(), len(texts)))
 
 

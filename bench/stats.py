@@ -48,7 +48,7 @@ def main() -> None:
         model = (conn.execute(q.active_model).fetchone() or ("all-MiniLM-L6-v2",))[0]
         chunks = (conn.execute("SELECT count(*) FROM chunks").fetchone() or (0,))[0]
         print(f"{len(names)} sources ({len(public)} online), {chunks} chunks, model {model}")
-        dimensions = 384  # the allowlisted MiniLM models'; the counts read no vector
+        dimensions = 384  # the registered MiniLM models'; the counts read no vector
         live = LiveCounts(compose(q, model, dimensions), {"tenant": None, "user": None, "groups": []})
         for label, kept in (("counted live (before)", frozenset[str]()), ("kept counts (after)", public)):
             call = functools.partial(collect_stats, conn, q, names, model, {}, kept, live)

@@ -79,7 +79,7 @@ def main() -> None:
         encoder = shared_encoder(model_id, cache_dir=settings.models_dir, cache_size=0)
         docs = document_encoder(model_id, batch_size=64, threads=0, cache_dir=settings.models_dir)
         texts = [t for doc_id in relevant_ids for t in chunks.get(doc_id, [])]
-        vectors = docs.encode(texts)
+        vectors = docs.encode_documents(texts)
         by_doc: dict[str, np.ndarray] = {}
         start = 0
         for doc_id in relevant_ids:

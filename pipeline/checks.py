@@ -170,7 +170,7 @@ def build_embedding_checks(source: str) -> list[dg.AssetChecksDefinition]:
     @dg.asset_check(
         asset=key,
         name=DIMENSIONS,
-        description="Every vector of the source has the dimension the model allowlist declares.",
+        description="Every vector of the source has the dimension the model registry declares.",
     )
     def _dimensions(store: StoreResource, embedder: EmbedderResource) -> dg.AssetCheckResult:
         q = Queries(store.sql_path(), "pipeline")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from secrag.embedder import model_info
+from secrag.model_registry import model_info
 from secrag.settings import REPO_ROOT, Settings, get_settings
 
 from .automation import automation_sensor
@@ -60,7 +60,7 @@ def build_definitions(
     resources: Mapping[str, object] | None = None,
 ) -> dg.Definitions:
     """The whole graph for these sources and folders (tests pass a subset and their own resources)."""
-    model_info(settings.embedding_model)  # an unknown model fails the load, naming the allowlist
+    model_info(settings.embedding_model)  # an unknown model fails the load, naming the known ones
     folders = list(folders)
     graph = build_graph(specs, folders, model=settings.embedding_model, chunking=ChunkConfig.from_settings(settings))
     schedules = [build_freshness_schedule(graph.freshness_checks)] if graph.freshness_checks else []

@@ -61,7 +61,7 @@ def embed_pending(
     done = 0
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
-        vectors = embedder.encode([embedding_input(title, text) for _, title, text in batch])
+        vectors = embedder.encode_documents([embedding_input(title, text) for _, title, text in batch])
         with conn.transaction(), conn.cursor() as cur:
             with cur.copy(q.copy_embeddings) as copy:
                 copy.set_types(["text", "text", "vector"])

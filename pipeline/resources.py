@@ -18,9 +18,10 @@ import psycopg
 from pydantic import PrivateAttr
 
 from secrag import database
-from secrag.embedder import DEFAULT_MODEL, TextModel, model_info
+from secrag.embedder import TextModel
 from secrag.encoders import document_encoder
-from secrag.settings import Settings, get_settings
+from secrag.model_registry import model_info
+from secrag.settings import DEFAULT_MODEL, Settings, get_settings
 
 from .chunking import ChunkConfig
 from .sources.configure import upstream_for
@@ -144,7 +145,7 @@ def _embedder(model: str, batch_size: int, threads: int, models_dir: Path) -> Te
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """The embedding model (from the allowlist), its batch size and onnxruntime threads (its ONNX export
+    """The embedding model (from the model registry), its batch size and onnxruntime threads (its ONNX export
     is kept in the data directory's models folder)."""
 
     model: str = DEFAULT_MODEL
@@ -153,7 +154,7 @@ class EmbedderResource(dg.ConfigurableResource):
     write_batch: int = 256  # chunks per committed COPY of vectors
 
     def embedder(self) -> TextModel:
-        model_info(self.model)  # ConfigError naming the allowlist
+        model_info(self.model)  # ConfigError naming the known models
         return _embedder(self.model, self.batch_size, self.threads, get_settings().models_dir)
 
     def dimensions(self) -> int:

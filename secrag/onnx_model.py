@@ -1,9 +1,9 @@
-"""An onnxruntime encoder of an allowlisted embedding model (its ONNX file from secrag/onnx_export.py):
-mean pooling, unit-length float32 rows, the same vectors as sentence-transformers to 1e-4 (fp32)."""
+"""An onnxruntime encoder of a registered embedding model (its ONNX file from secrag/onnx_export.py):
+mean or CLS pooling and truncation as the registry says, float32 rows (unit length when the model
+normalises), the same vectors as sentence-transformers to 1e-4 (fp32)."""
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .embedder import AllowlistedModel, model_info
+from .embedder import RegisteredModel
 from .errors import ConfigError
+from .model_registry import Pooling, model_info
+from .model_weights import check_pooling, weights_dir
 from .onnx_export import export_onnx
 
 log = logging.getLogger(__name__)
@@ -23,8 +25,8 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 32
 
 
-class OnnxEncoder(AllowlistedModel):
-    """Encodes texts with the ONNX export on onnxruntime: mean pooling, unit-length float32 rows."""
+class OnnxEncoder(RegisteredModel):
+    """Encodes texts with the ONNX export on onnxruntime, pooled as the registry says."""
 
     def __init__(self, model_id: str, cache_dir: Path, threads: int = 1, *, max_batch: int = MAX_BATCH) -> None:
         self.info = model_info(model_id)
@@ -51,7 +53,8 @@ class OnnxEncoder(AllowlistedModel):
     def _load(self) -> None:
         path = export_onnx(self.model_id, self.cache_dir)
         started = time.perf_counter()
-        model_dir = self.info.path()
+        model_dir = weights_dir(self.info, self.cache_dir)
+        check_pooling(self.info, model_dir)
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -59,7 +62,7 @@ class OnnxEncoder(AllowlistedModel):
             tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
             padding = tokenizer.padding or {}
             tokenizer.no_padding()  # the shipped tokenizer pads to 128: we pad each batch to its longest item
-            tokenizer.enable_truncation(self._max_seq_length(model_dir))
+            tokenizer.enable_truncation(self.info.max_tokens)
             options = ort.SessionOptions()
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
@@ -82,7 +85,7 @@ class OnnxEncoder(AllowlistedModel):
         dims = self._encode(["dimension check"]).shape[1]
         if dims != self.dimensions:
             self._session = None
-            raise ConfigError(f"model {self.model_id} produces {dims} dimensions, the allowlist says {self.dimensions}")
+            raise ConfigError(f"model {self.model_id} produces {dims} dimensions, the registry says {self.dimensions}")
         log.info(
             "loaded ONNX model %s from %s in %.2f s (%d threads)",
             self.model_id,
@@ -91,21 +94,8 @@ class OnnxEncoder(AllowlistedModel):
             self.threads,
         )
 
-    @staticmethod
-    def _max_seq_length(model_dir: Path) -> int:
-        pooling = model_dir / "1_Pooling" / "config.json"
-        if pooling.is_file():
-            config = json.loads(pooling.read_text(encoding="utf-8"))
-            modes = {k for k, v in config.items() if k.startswith("pooling_mode_") and v}
-            if modes != {"pooling_mode_mean_tokens"}:
-                raise ConfigError(f"model in {model_dir} does not use mean pooling; the ONNX encoder only does that")
-        sbert = model_dir / "sentence_bert_config.json"
-        if sbert.is_file():
-            return int(json.loads(sbert.read_text(encoding="utf-8")).get("max_seq_length", 256))
-        return 256
-
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text (a batch is padded to its longest item)."""
+        """float32 vectors, one row per text as given (a batch is padded to its longest item)."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         if self._session is None:
@@ -131,11 +121,23 @@ class OnnxEncoder(AllowlistedModel):
             types[row, :n] = e.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         hidden = self._session.run(None, {name: feeds[name] for name in self._inputs})[0]
+        return pool(hidden, mask, self.info.pooling, normalize=self.info.normalize)
+
+
+def pool(hidden: np.ndarray, mask: np.ndarray, pooling: Pooling, *, normalize: bool) -> np.ndarray:
+    """One float32 row per text from its token vectors: the mean over its tokens (padding left out) or the
+    first token's ([CLS]); scaled to unit length when `normalize`."""
+    if pooling == "cls":
+        pooled = hidden[:, 0, :]
+    else:
         weights = mask.astype(np.float32)[:, :, None]
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        vectors: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32, copy=False)
-        return vectors
+    if not normalize:
+        rows: np.ndarray = pooled.astype(np.float32, copy=False)
+        return rows
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    vectors: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32, copy=False)
+    return vectors
 
 
 def _length_groups(lengths: list[int], max_size: int = 1 << 30, waste: float = 0.3, slack: int = 32) -> list[list[int]]:

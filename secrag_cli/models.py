@@ -1,4 +1,5 @@
-"""`secrag models ...`: the embedding models in the store, and pruning those no longer configured."""
+"""`secrag models ...`: the embedding models in the store, pruning those no longer configured, fetching a hub
+model's weights once, and exporting models to ONNX."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import click
 
 from pipeline.model_store import prunable, prune_model, stored_models
 from secrag import database
-from secrag.embedder import ALLOWLIST
+from secrag.model_registry import model_info, registry
 from serving.settings import ServingSettings
 
 from .errors import SecragGroup
@@ -14,7 +15,8 @@ from .errors import SecragGroup
 
 @click.group(cls=SecragGroup)
 def models() -> None:
-    """Embedding models: their vectors in the store, and removing the ones no longer configured."""
+    """Embedding models: their vectors in the store, removing the ones no longer configured, fetching and
+    exporting weights."""
 
 
 def _kept(settings: ServingSettings) -> set[str]:
@@ -34,9 +36,9 @@ def list_models() -> None:
     for m in stored:
         state = ", ".join(s for s, on in (("active", m.active), ("configured", m.model_id in kept)) if on)
         click.echo(f"{m.model_id:28} {m.dimensions:>5} {m.vectors:>9}  {state or 'not configured (prunable)'}")
-    others = sorted(set(ALLOWLIST) - {m.model_id for m in stored})
+    others = sorted(set(registry().ids()) - {m.model_id for m in stored})
     if others:
-        click.echo(f"allowlisted, not in the store: {', '.join(others)}")
+        click.echo(f"registered, not in the store: {', '.join(others)}")
 
 
 @models.command()
@@ -65,20 +67,34 @@ def prune(yes: bool) -> None:
     "--model",
     "model_ids",
     multiple=True,
-    help="Allowlisted model id (repeatable; default: the configured ones, SECRAG_EMBEDDING_MODEL and "
+    help="Registered model id (repeatable; default: the configured ones, SECRAG_EMBEDDING_MODEL and "
     "SECRAG_SERVING_MODEL).",
 )
 def export(model_ids: tuple[str, ...]) -> None:
-    """Export models to ONNX in the model cache (SECRAG_MODEL_CACHE_DIR), from the pip-packaged weights
-    with no network; each file is checksummed. The container image runs this at build time."""
-    from secrag.errors import ConfigError
+    """Export models to ONNX in the model cache (SECRAG_MODEL_CACHE_DIR), from their local weights with no
+    network; each file is checksummed. The container image runs this at build time."""
     from secrag.onnx_export import export_onnx, file_sha256
 
     settings = ServingSettings()
     wanted = list(model_ids) or sorted(_kept(settings))
-    unknown = [m for m in wanted if m not in ALLOWLIST]
-    if unknown:
-        raise ConfigError(f"not on the model allowlist: {', '.join(unknown)}", hint=f"one of {', '.join(ALLOWLIST)}")
+    for model_id in wanted:
+        model_info(model_id)  # ConfigError naming the known models, before any export starts
     for model_id in wanted:
         path = export_onnx(model_id, settings.models_dir)
         click.echo(f"{model_id}: {path} (sha256 {file_sha256(path)[:16]}…)")
+
+
+@models.command()
+@click.argument("model_id")
+def fetch(model_id: str) -> None:
+    """Download a hub model's files (those its registry entry lists) into the models folder, each checked
+    against the entry's sha256; files already there and intact are kept. The only command that downloads
+    a model: the pipeline, the API and `secrag models export` read weights from this machine only."""
+    from secrag.model_fetch import fetch_model, hub_policy
+    from secrag.settings import Settings
+    from secrag.url_policy import UrlPolicy
+
+    settings = Settings()
+    policy = hub_policy(UrlPolicy.from_settings(settings), settings.models_hub_url)
+    report = fetch_model(model_info(model_id), settings.models_dir, policy, settings.models_hub_url)
+    click.echo(f"{model_id}: {report.folder} ({len(report.fetched)} files fetched, {len(report.kept)} already there)")

@@ -160,7 +160,7 @@ class SearchSettings(BaseSettings):
 
     serving_model: str | None = Field(
         default=None,
-        description="The embedding model searches use (on the allowlist, its vectors complete); unset: the model "
+        description="The embedding model searches use (in the model registry, its vectors complete); unset: the model "
         "the pipeline last activated, followed within a minute when the pipeline switches.",
     )
     query_encoder: str = Field(

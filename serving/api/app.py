@@ -13,8 +13,8 @@ from fastapi_offline import FastAPIOffline
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from secrag import database
-from secrag.embedder import model_info
 from secrag.migrations import latest_version
+from secrag.model_registry import model_info
 from secrag.queries import Queries
 from secrag.url_policy import UrlPolicy
 from serving.access.keys import load_api_keys
@@ -75,7 +75,7 @@ def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessio
 def _serving_model(pool: ConnectionPool, queries: Queries, settings: ServingSettings) -> str:
     """The configured serving model, else the active one, else the pipeline's configured model."""
     if settings.serving_model:
-        return model_info(settings.serving_model).model_id  # ConfigError naming the allowlist
+        return model_info(settings.serving_model).model_id  # ConfigError naming the known models
     fallback = settings.embedding_model
     try:
         with pool.connection(timeout=5.0) as conn:

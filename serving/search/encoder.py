@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 from cachetools import LRUCache
 
-from secrag.embedder import Embedder, TextModel, model_info
+from secrag.embedder import Embedder, TextModel
 from secrag.errors import ConfigError
+from secrag.model_registry import model_info
 
 CACHE_SIZE = 1024
 MAX_BATCH = 16
@@ -100,7 +101,7 @@ class QueryEncoder:
             self._encode_ms = 0.0
 
     def encode(self, text: str) -> np.ndarray:
-        """The unit-length float32 vector of one query (read-only; shared with the cache)."""
+        """The float32 vector of one query, its model's query prefix first (read-only; shared with the cache)."""
         item = _Pending(text)
         with self._cond:
             hit = self._cache.get(text) if self._cache is not None else None
@@ -130,7 +131,7 @@ class QueryEncoder:
         error: BaseException | None = None
         started = time.perf_counter()
         try:
-            vectors = np.asarray(self.model.encode(texts), dtype=np.float32)
+            vectors = np.asarray(self.model.encode_queries(texts), dtype=np.float32)
             if vectors.shape != (len(texts), self.dimensions):
                 raise RuntimeError(f"model returned shape {vectors.shape} for {len(texts)} texts")
         except BaseException as exc:  # every waiting caller gets it, then the leader re-raises it too
@@ -164,16 +165,16 @@ def make_model(
     model_id: str, backend: str = "onnx", *, threads: int = 1, torch_threads: int = 0, cache_dir: Path | None = None
 ) -> TextModel:
     """The query model for a backend: "onnx" (onnxruntime, `threads` threads) or "torch" (sentence-transformers)."""
-    if backend == "torch":
-        return Embedder(model_id, batch_size=MAX_BATCH, threads=torch_threads)
-    if backend != "onnx":
-        raise ConfigError(f"unknown query encoder {backend!r}", hint=f"choose one of: {', '.join(BACKENDS)}")
-    from secrag.onnx_model import OnnxEncoder
-
     if cache_dir is None:
         from secrag.settings import get_settings
 
         cache_dir = get_settings().models_dir
+    if backend == "torch":
+        return Embedder(model_id, batch_size=MAX_BATCH, threads=torch_threads, models_dir=cache_dir)
+    if backend != "onnx":
+        raise ConfigError(f"unknown query encoder {backend!r}", hint=f"choose one of: {', '.join(BACKENDS)}")
+    from secrag.onnx_model import OnnxEncoder
+
     return OnnxEncoder(model_id, cache_dir, threads=threads)
 
 

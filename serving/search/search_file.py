@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, TypeVar, get_args
 from pydantic import Field, field_validator
 
 from secrag.config_files import ConfigModel, FieldError, read_mapping, validate
-from secrag.embedder import ALLOWLIST
+from secrag.model_registry import registry
 from secrag.package_data import package_path
 from serving.contract.query_classes import DEFAULT_SHAPE, QUERY_SHAPES, check_names
 
@@ -118,7 +118,7 @@ class SearchConfigFile(ConfigModel):
     @field_validator("vector_thresholds")
     @classmethod
     def _models_and_shapes(cls, thresholds: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        check_names(thresholds, sorted(ALLOWLIST), "embedding model")
+        check_names(thresholds, registry().ids(), "embedding model")
         return _per_shape(thresholds)
 
     @field_validator("class_weights")

@@ -40,8 +40,8 @@ def test_embeds_missing_chunks_once_and_reuses_identical_text(db: psycopg.Connec
     assert dims == 384 and float(norm) == pytest.approx(1.0, abs=0.01)
 
 
-def test_model_off_the_allowlist_is_refused() -> None:
+def test_a_model_not_in_the_registry_is_refused() -> None:
     from secrag.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="allowlist"):
+    with pytest.raises(ConfigError, match="not in the model registry"):
         Embedder("some-random-model")

@@ -10,7 +10,7 @@ import pytest
 from pipeline.assets.ingested import INGESTED_EMBEDDINGS_KEY, INGESTED_KEY
 from pipeline.assets.keys import LOOKUP_KEY, NO_SHRINK, embeddings_key, source_key
 from pipeline.assets.sources import REQUESTED_VERSION_TAG
-from secrag.embedder import DEFAULT_MODEL
+from secrag.settings import DEFAULT_MODEL
 from tests.plugins.graph import SOURCES, Harness
 from tests.plugins.mirror_changes import add_commit
 

@@ -26,6 +26,26 @@ def test_vectors_match_sentence_transformers(onnx_encoder: OnnxEncoder, referenc
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
 
 
+def test_minilm_vectors_are_those_of_before_the_model_registry(onnx_encoder: OnnxEncoder) -> None:
+    """MiniLM has no prefix and mean pooling: a chunk and a query get, bit for bit, the raw ONNX output
+    mean-pooled and normalised as the encoder did before models were configuration, so the vectors in a
+    store stay valid. The first components of one vector are pinned too (to 1e-3: CPUs differ below)."""
+    for text in QUERIES:
+        e = onnx_encoder._tokenizer.encode(text)
+        ids, types = np.array([e.ids], dtype=np.int64), np.array([e.type_ids], dtype=np.int64)
+        mask = np.ones_like(ids)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        hidden = onnx_encoder._session.run(None, feeds)[0]
+        weights = mask.astype(np.float32)[:, :, None]
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        before = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        assert onnx_encoder.encode_documents([text]).tobytes() == before.tobytes()
+        assert onnx_encoder.encode_queries([text]).tobytes() == before.tobytes()
+    pinned = [-0.0763, 0.0612, -0.0173, 0.0612, -0.0429, -0.0296]
+    assert np.abs(onnx_encoder.encode_queries(["mimikatz"])[0][:6] - pinned).max() < 1e-3
+
+
 def test_padding_in_a_batch_does_not_change_a_vector(onnx_encoder: OnnxEncoder, reference: Embedder) -> None:
     batch = onnx_encoder.encode(QUERIES)
     singles = np.stack([onnx_encoder.encode([q])[0] for q in QUERIES])

@@ -1,6 +1,9 @@
-"""`secrag models list|prune` against a real store."""
+"""`secrag models list|prune|export|fetch` against a real store and the model registry."""
 
 from __future__ import annotations
+
+import shutil
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -44,4 +47,40 @@ def test_export_fills_the_model_cache_and_refuses_unknown_models(monkeypatch: py
     assert done.exit_code == 0, done.output
     assert f"{INT8}: {onnx_path(INT8, cache)} (sha256 " in done.output
     refused = CliRunner().invoke(models, ["export", "--model", "bert-huge"])
-    assert refused.exit_code == 1 and "not on the model allowlist: bert-huge" in refused.output
+    assert refused.exit_code == 1 and "embedding model 'bert-huge' is not in the model registry" in refused.output
+
+
+def test_fetch_refuses_what_it_cannot_verify_and_keeps_what_is_there(tiny_bert: Path, tmp_path: Path) -> None:
+    """No request is made here: the refusals come first, and a fetched model's intact files are kept."""
+    from secrag.model_registry import load_registry
+    from secrag.model_weights import hub_folder
+    from secrag.onnx_export import file_sha256
+    from secrag.settings import get_settings
+    from tests.plugins.tiny_model import TINY, models_file_text
+
+    names = ("config.json", "model.safetensors", "tokenizer.json")
+    pins = ", ".join(f"{name}: {file_sha256(tiny_bert / name)}" for name in names)
+    source = f"{{hub: secrag-tests/tiny-bert, revision: {'f' * 40}, files: {{{pins}}}}}"
+    models_file = tmp_path / "models.yaml"
+    models_file.write_text(models_file_text(source), encoding="utf-8")
+    folder = hub_folder(load_registry(models_file).get(TINY).source, tmp_path / "models")  # type: ignore[arg-type]
+    folder.mkdir(parents=True)
+    for name in names:
+        shutil.copyfile(tiny_bert / name, folder / name)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SECRAG_MODELS_FILE", str(models_file))
+        patch.setenv("SECRAG_MODEL_CACHE_DIR", str(tmp_path / "models"))
+        patch.setenv("SECRAG_MODELS_HUB_URL", "https://hub.invalid")
+        get_settings.cache_clear()  # the registry is the process settings' (SECRAG_MODELS_FILE)
+        try:
+            kept = CliRunner().invoke(models, ["fetch", f"{TINY}-int8"])
+            unpinned = CliRunner().invoke(models, ["fetch", "bge-base-en-v1.5"])
+            packaged = CliRunner().invoke(models, ["fetch", INT8])
+            unknown = CliRunner().invoke(models, ["fetch", "bert-huge"])
+        finally:
+            get_settings.cache_clear()
+    assert kept.exit_code == 0, kept.output
+    assert f"{TINY}-int8: {folder} (0 files fetched, 3 already there)" in kept.output
+    assert unpinned.exit_code == 1 and "the registry pins no sha256 for 1_Pooling/config.json" in unpinned.output
+    assert packaged.exit_code == 1 and "its weights come from a package: nothing to fetch" in packaged.output
+    assert unknown.exit_code == 1 and "'bert-huge' is not in the model registry" in unknown.output

@@ -63,8 +63,8 @@ def test_every_source_has_the_same_shape(tmp_path: Path):
         assert embedding.pools == {"embedding"}  # one embedding step at a time (dagster.yaml)
 
 
-def test_a_model_off_the_allowlist_fails_the_load():
-    with pytest.raises(ConfigError, match="allowlist"):
+def test_a_model_not_in_the_registry_fails_the_load():
+    with pytest.raises(ConfigError, match="not in the model registry"):
         build_definitions(Settings(_env_file=None, embedding_model="bert-huge"), default_registry(), [])
 
 

@@ -54,8 +54,8 @@ def test_folder_cursor_round_trip_and_changes():
     assert folder_changes(before, after) == {"new": ["c"], "deleted": ["a"], "changed": ["b"]}
 
 
-def test_embedder_refuses_models_off_the_allowlist():
-    with pytest.raises(ConfigError, match="allowlist"):
+def test_embedder_refuses_models_not_in_the_registry():
+    with pytest.raises(ConfigError, match="not in the model registry"):
         EmbedderResource(model="bert-huge").embedder()
     assert EmbedderResource().dimensions() == 384
 

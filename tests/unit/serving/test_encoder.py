@@ -50,6 +50,8 @@ class StandIn:
             raise self.fail
         return np.stack([vector_of(t) for t in texts])
 
+    encode_queries = encode  # no prefix: the stand-in's query vectors are its text's
+
 
 def wait_for(condition, timeout: float = 10.0) -> None:  # noqa: ANN001
     deadline = time.monotonic() + timeout
