@@ -1,5 +1,5 @@
-"""Source boosts, per-mode and per-shape score thresholds, per-model vector thresholds, read from a YAML
-file at startup."""
+"""Source boosts, per-mode and per-shape score thresholds, per-model vector thresholds and the tuning of
+mapping a text, read from a YAML file at startup."""
 
 from __future__ import annotations
 
@@ -46,6 +46,27 @@ class Attention(ConfigModel):
     )
 
 
+class MapTuning(ConfigModel):
+    """How POST /v1/map reads the search of each sentence of a text (serving/mapping)."""
+
+    min_score: float = Field(
+        default=0.3, ge=0, le=1, description="The default min_score of a map: techniques scoring under it are left out."
+    )
+    rank_precision: list[Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=lambda: [0.35, 0.13, 0.10],
+        min_length=1,
+        max_length=20,
+        description="The vote of a sentence's first, second, ... technique document: the share of labelled "
+        "sentences whose technique at that rank was right. As many technique documents vote as it has values.",
+    )
+    candidates: int = Field(
+        default=10,
+        ge=1,
+        le=50,
+        description="Results each sentence's search reads; groups, software and mitigations among them do not vote.",
+    )
+
+
 class LegWeights(ConfigModel):
     """Hybrid leg weights for one query shape; unset legs keep their defaults (the request's w_fts,
     w_vec, w_fuzzy; the label leg's 1.0; `neighbours.weight`)."""
@@ -69,6 +90,7 @@ class SearchConfig:
     document_score: DocumentScore = "max"
     attention: Attention = field(default_factory=Attention)
     vector_thresholds: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    map: MapTuning = field(default_factory=MapTuning)
 
     def vector_threshold(self, model_id: str, query_type: str) -> float | None:
         """The cosine similarity under which the vector leg's candidates are dropped, for this model and
@@ -113,6 +135,7 @@ class SearchConfigFile(ConfigModel):
     document_score: DocumentScore = "max"
     attention: Attention = Field(default_factory=Attention)
     vector_thresholds: dict[str, dict[str, Annotated[float, Field(ge=-1.0, le=1.0)]]] = Field(default_factory=dict)
+    map: MapTuning = Field(default_factory=MapTuning)
 
     @field_validator("vector_thresholds")
     @classmethod
@@ -155,4 +178,5 @@ def load_search_config(path: Path) -> SearchConfig:
         vector_thresholds=MappingProxyType(
             {model: MappingProxyType(dict(v)) for model, v in raw.vector_thresholds.items()}
         ),
+        map=raw.map,
     )
