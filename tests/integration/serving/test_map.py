@@ -1,10 +1,13 @@
-"""POST /v1/map and the MCP tool `map` over the serving corpus: a report's techniques with their
+"""POST /v1/map, the MCP tool `map` and `secrag map` over the serving corpus: a report's techniques with their
 sentences, offsets, citations and Navigator layer; determinism, limits, and private folders voting for their
 own callers only."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -232,3 +235,41 @@ def test_a_private_note_votes_for_its_own_tenant_only(vault: Any) -> None:  # no
         own = mapped(client, text=ARCHIVE, key="ivan-key", min_score=0, limit=100)
         assert PRIVATE_TECHNIQUE in by_id(own), [t["technique_id"] for t in own["techniques"]]
         assert TENANT not in json.dumps(own) and VAULT not in json.dumps(own)  # it votes; it is never shown
+
+
+# --- secrag map --------------------------------------------------------------------------------------------
+def test_the_command_prints_the_techniques_and_writes_the_layer(
+    client: TestClient, serving_db_url: str, tmp_path: Path
+) -> None:
+    report = tmp_path / "report.txt"
+    report.write_text(REPORT, encoding="utf-8")
+    layer = tmp_path / "layer.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env["DATABASE_URL"] = serving_db_url
+    run = subprocess.run(
+        [sys.executable, "-m", "secrag_cli.main", "map", str(report), "--layer", str(layer), "--limit", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    rest = mapped(client, limit=5)
+    lines = run.stdout.splitlines()
+    assert lines[0].split()[:3] == ["technique", "score", "sentences"]
+    for t in rest["techniques"]:
+        assert any(line.startswith(t["technique_id"]) and f"{t['score']:.3f}" in line for line in lines), run.stdout
+    assert f"in {rest['sentences']} sentences" in lines[-2] and str(layer) in lines[-1]
+    written = json.loads(layer.read_text(encoding="utf-8"))
+    assert_valid_layer(written)
+    assert written == rest["layer"]
+    as_json = subprocess.run(
+        [sys.executable, "-m", "secrag_cli.main", "map", "-", "--json", "--limit", "5"],
+        env=env,
+        input=REPORT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert as_json.returncode == 0, as_json.stderr
+    assert stable(json.loads(as_json.stdout))["techniques"] == rest["techniques"]
