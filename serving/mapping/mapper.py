@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
@@ -65,8 +65,9 @@ def map_text(
 def _search_all(
     searcher: Searcher, queries: Sequence[str], candidates: int, concurrency: int, principal: Principal
 ) -> list[SearchResponse]:
-    """One hybrid search per query among the ATT&CK documents, the queries encoded in one model run and
-    searched `concurrency` at a time (each search holds one pooled connection)."""
+    """One hybrid search per query among the ATT&CK documents, `concurrency` at a time (each holds one pooled
+    connection). This thread encodes the queries a model batch at a time and hands each batch to the searches
+    while it encodes the next, so no core waits for the encoder."""
     if not queries:
         return []
     base = SearchRequest.model_validate(
@@ -77,15 +78,15 @@ def _search_all(
             "return": ReturnOptions(snippets=False),
         }
     )
-    vectors = searcher.query_vectors(queries)
-
-    def one(i: int) -> SearchResponse:
-        return searcher.search(base.model_copy(update={"query": queries[i]}), principal, vector=vectors[i])
-
-    if concurrency <= 1 or len(queries) == 1:
-        return [one(i) for i in range(len(queries))]
-    with ThreadPoolExecutor(max_workers=min(concurrency, len(queries)), thread_name_prefix="map") as pool:
-        return list(pool.map(one, range(len(queries))))
+    size = searcher.encoder.max_batch
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="map") as pool:
+        searches: list[Future[SearchResponse]] = []
+        for start in range(0, len(queries), size):
+            batch = queries[start : start + size]
+            for query, vector in zip(batch, searcher.query_vectors(batch), strict=True):
+                request = base.model_copy(update={"query": query})
+                searches.append(pool.submit(searcher.search, request, principal, vector=vector))
+        return [search.result() for search in searches]
 
 
 def _technique(
