@@ -12,6 +12,7 @@ from .backfill import backfill
 from .db import db
 from .errors import SecragGroup
 from .ingest import ingest
+from .map import map_file
 from .mcp import mcp
 from .models import models
 from .preflight import preflight
@@ -46,6 +47,7 @@ def cli(ctx: click.Context, verbose: bool, log_format: logs.LogFormat) -> None:
 cli.add_command(backfill)
 cli.add_command(db)
 cli.add_command(ingest)
+cli.add_command(map_file)
 cli.add_command(mcp)
 cli.add_command(models)
 cli.add_command(preflight)

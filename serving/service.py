@@ -1,6 +1,7 @@
 """The one implementation behind the REST routes and the MCP tools, composed of its parts: the catalog
-(serving/search/catalog.py), search (serving/search/searcher.py, serving/search/leg_shapes.py), document reads
-(serving/reads/documents.py), and here the sources and statistics (readiness: serving/api/readiness.py)."""
+(serving/search/catalog.py), search (serving/search/searcher.py, serving/search/leg_shapes.py), mapping a text
+(serving/mapping/mapper.py), document reads (serving/reads/documents.py), and here the sources and statistics
+(readiness: serving/api/readiness.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
 from serving.access.sessions import ReaderSessions
 from serving.contract.errors import TooManyRequests
+from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import PlanRequest, PlanResponse
 from serving.contract.requests import SearchRequest, UpstreamRequest
 from serving.contract.responses import (
@@ -39,6 +41,7 @@ from serving.feedback.attention import Hit
 from serving.feedback.attention import flags as attention_flags
 from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import read_thresholds
+from serving.mapping.mapper import map_text
 from serving.observability.metrics import Metrics
 from serving.reads.documents import Reads
 from serving.reads.stats import LiveCounts, collect_stats
@@ -141,6 +144,13 @@ class Service:
         """A search (the plans' too: the request limits are checked at the edges, REST and MCP)."""
         self.follow_active_model()
         return self.searcher.search(req, principal)
+
+    def map_text(self, req: MapRequest, principal: Principal) -> MapResponse:
+        """A text's ATT&CK techniques (serving/mapping): one search per sentence, all on one searcher (one
+        model), at most SECRAG_MAP_CONCURRENCY of them (and the pool's size) at once."""
+        self.follow_active_model()
+        concurrency = min(self.settings.map_concurrency, self.settings.pool_max_size)
+        return map_text(self.searcher, self.limits, concurrency, req, principal)
 
     def attention(self, query: str, hits: Sequence[Hit], score_scale: str | None, *, attack: bool = True) -> list[str]:
         """The attention flags of an answered request (serving/feedback/attention.py): `score_scale` is the mode

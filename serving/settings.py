@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings
 
 from secrag.package_data import package_path
 from secrag.settings import SETTINGS_CONFIG, Settings, doc_default
+from serving.contract.map_models import DEFAULT_LIMIT, HARD_MAX_MAP_CHARS, HARD_MAX_MAP_TECHNIQUES
 from serving.contract.requests import HARD_MAX_CANDIDATES, HARD_MAX_K, HARD_MAX_QUERY_CHARS
 
 
@@ -151,6 +152,25 @@ class LimitSettings(BaseSettings):
     max_response_bytes: int = Field(
         default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and `truncated` is true."
     )
+    map_max_chars: int = Field(
+        default=65536,
+        ge=1024,
+        le=HARD_MAX_MAP_CHARS,
+        description="Longest text of a map (POST /v1/map), in characters (a report of ~50 KB); more is a 422. "
+        "Its body must also fit SECRAG_MAX_BODY_BYTES.",
+    )
+    map_max_sentences: int = Field(
+        default=600,
+        ge=10,
+        le=10000,
+        description="Most sentences of a map's text (each is one search); more is a 422 asking for a shorter text.",
+    )
+    map_max_techniques: int = Field(
+        default=100,
+        ge=DEFAULT_LIMIT,
+        le=HARD_MAX_MAP_TECHNIQUES,
+        description="Largest `limit` (techniques returned) of a map; more is a 422.",
+    )
 
 
 class SearchSettings(BaseSettings):
@@ -183,6 +203,13 @@ class SearchSettings(BaseSettings):
         ge=0,
         description="Search responses cached per API process, per caller and request, until the store changes "
         "(at most a second late); 0 = no cache (benchmarks).",
+    )
+    map_concurrency: int = Field(
+        default=2,
+        ge=1,
+        le=16,
+        description="Sentence searches one map runs at once, each on a reader connection of the pool (at most "
+        "SECRAG_POOL_MAX_SIZE); about the cores the database has.",
     )
     hnsw_max_scan_tuples: int = Field(
         default=50000, ge=1000, description="pgvector's hnsw.max_scan_tuples for filtered vector scans."

@@ -565,6 +565,8 @@ GRANT SELECT(id) ON TABLE public.mitre_techniques TO secrag_reader;
 
 GRANT SELECT(full_name) ON TABLE public.mitre_techniques TO secrag_reader;
 
+GRANT SELECT(tactics) ON TABLE public.mitre_techniques TO secrag_reader;
+
 GRANT SELECT(revoked) ON TABLE public.mitre_techniques TO secrag_reader;
 
 GRANT SELECT(deprecated) ON TABLE public.mitre_techniques TO secrag_reader;

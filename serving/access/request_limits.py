@@ -1,7 +1,8 @@
-"""The request limits a deployment configures (ServingSettings: max_k, max_candidates, max_query_chars;
-today's values are the defaults): checked on every search and plan request, and stated in the OpenAPI
-document as the maxima of the fields they bound. The request models carry wider hard caps (HARD_*
-in serving/contract/requests.py) that no configuration exceeds."""
+"""The request limits a deployment configures (ServingSettings: max_k, max_candidates, max_query_chars and
+the map's text, sentences and techniques; today's values are the defaults): checked on every search, plan and
+map request, and stated in the OpenAPI document as the maxima of the fields they bound. The request models
+carry wider hard caps (HARD_* in serving/contract/requests.py and map_models.py) that no configuration
+exceeds."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.contract.errors import InvalidField
+from serving.contract.map_models import MapRequest
 from serving.contract.requests import SearchRequest
 from serving.settings import ServingSettings
 
@@ -28,10 +30,20 @@ class RequestLimits:
     max_k: int = 50
     max_candidates: int = 1000
     max_query_chars: int = 8192
+    max_map_chars: int = 65536
+    max_map_sentences: int = 600
+    max_map_techniques: int = 100
 
     @classmethod
     def from_settings(cls, settings: ServingSettings) -> RequestLimits:
-        return cls(settings.max_k, settings.max_candidates, settings.max_query_chars)
+        return cls(
+            settings.max_k,
+            settings.max_candidates,
+            settings.max_query_chars,
+            settings.map_max_chars,
+            settings.map_max_sentences,
+            settings.map_max_techniques,
+        )
 
     def check_query(self, query: str) -> None:
         if len(query) > self.max_query_chars:
@@ -46,18 +58,36 @@ class RequestLimits:
             if value is not None and value > self.max_candidates:
                 raise exceeded(name, self.max_candidates, "SECRAG_MAX_CANDIDATES")
 
+    def check_map(self, req: MapRequest) -> None:
+        if len(req.text) > self.max_map_chars:
+            raise exceeded("text", self.max_map_chars, "SECRAG_MAP_MAX_CHARS", text=True)
+        if req.limit > self.max_map_techniques:
+            raise exceeded("limit", self.max_map_techniques, "SECRAG_MAP_MAX_TECHNIQUES")
+
+    def check_sentences(self, count: int) -> None:
+        """A text of more sentences than a map searches: a 422 that says how many it has."""
+        if count > self.max_map_sentences:
+            raise InvalidField(
+                ["body", "text"],
+                f"text has {count} sentences; a map reads at most {self.max_map_sentences} (this deployment's "
+                "SECRAG_MAP_MAX_SENTENCES): send it in parts",
+                "too_long",
+            )
+
     def state(self, document: dict[str, Any]) -> None:
         """Write the limits into the OpenAPI document's request schemas."""
         schemas = document.get("components", {}).get("schemas", {})
         self._state_search(schemas.get("SearchRequest", {}).get("properties", {}))
         for model in ("SearchRequest", "PlanRequest"):
             self._state_query(schemas.get(model, {}).get("properties", {}))
+        self._state_map(schemas.get("MapRequest", {}).get("properties", {}))
 
     def state_tool(self, parameters: dict[str, Any]) -> None:
         """Write the limits into an MCP tool's input schema (its properties are the request's fields)."""
         properties = parameters.get("properties", {})
         self._state_search(properties)
         self._state_query(properties)
+        self._state_map(properties)
 
     def _state_search(self, properties: dict[str, Any]) -> None:
         if "k" in properties:
@@ -72,3 +102,9 @@ class RequestLimits:
         query = properties.get("query")
         if query is not None:
             query["maxLength"] = self.max_query_chars
+
+    def _state_map(self, properties: dict[str, Any]) -> None:
+        if "text" not in properties or "limit" not in properties:  # the map's fields (no other request has both)
+            return
+        properties["text"]["maxLength"] = self.max_map_chars
+        properties["limit"]["maximum"] = self.max_map_techniques

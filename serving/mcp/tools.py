@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from secrag.version import version as server_version
 from serving.access.quotas import Caller, Gate
 from serving.access.request_limits import RequestLimits
+from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
 from serving.contract.responses import StatsResponse
@@ -111,7 +112,8 @@ def build_mcp(
         version=server_version(),
         instructions=(
             "Search security knowledge (ATT&CK, Sigma, Atomic Red Team, CISA KEV, LOLBAS, ...). "
-            "Use `search` (or `plan` for a balanced, cited context) first, then `get_documents` for full bodies."
+            "Use `search` (or `plan` for a balanced, cited context) first, then `get_documents` for full bodies; "
+            "`map` gives the ATT&CK techniques of a whole text (a threat report)."
         ),
     )
     tools = _Tools(server, gate, default_key)
@@ -150,6 +152,14 @@ def build_mcp(
         "Why each candidate was taken or skipped by the plan (POST /v1/plan/explain).",
         PlanRequest,
         lambda req, caller: explain(get_service(), plans(), req, caller.principal),
+    )
+    tools.from_model(
+        "map",
+        "The ATT&CK techniques a text describes, from a sentence to a whole report (POST /v1/map): each with its "
+        "score, the sentences supporting it (offsets into the text) and the passages behind it, and an ATT&CK "
+        "Navigator layer of them all (layer=false leaves it out); min_score and limit as in the REST API.",
+        MapRequest,
+        lambda req, caller: get_service().map_text(req, caller.principal),
     )
     tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans()))
     tools.from_model(

@@ -115,6 +115,7 @@ class Catalog:
     _data_version: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
     _vocabulary: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_names: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _technique_tactics: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
 
     def data_version(self) -> str:
         """A token that changes with every publish and embedding pass (read at most once a second)."""
@@ -137,6 +138,15 @@ class Catalog:
     def technique_names(self) -> TechniqueNames:
         """The technique names a query may name in full, for the label leg (cached with the lookup)."""
         return self._technique_names.get(lambda: TechniqueNames.from_lookup(self.technique_lookup()))
+
+    def technique_tactics(self) -> dict[str, list[str]]:
+        """Active ATT&CK id -> its tactics' short names (cached like the lookup)."""
+
+        def load() -> dict[str, list[str]]:
+            with self.pool.connection() as conn:
+                return {tid: list(tactics) for tid, tactics in conn.execute(self.queries.technique_tactics)}
+
+        return self._technique_tactics.get(load)
 
     def technique_ids(self) -> list[str]:
         def load() -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,10 @@ class _Pending:
 
 
 class QueryEncoder:
-    """Encodes one query per call; concurrent callers share model runs (leader/follower micro-batching).
+    """Encodes queries; concurrent callers share model runs (leader/follower micro-batching).
 
-    A caller that finds the model idle runs it at once on everything queued (up to `max_batch` texts);
+    A caller that finds the model idle runs it at once on everything queued (up to `max_batch` texts, or
+    all of its own when it brought more: `encode_many`);
     callers arriving meanwhile queue up and wait for the next run, which one of them leads. No extra threads.
     """
 
@@ -102,28 +104,41 @@ class QueryEncoder:
 
     def encode(self, text: str) -> np.ndarray:
         """The float32 vector of one query, its model's query prefix first (read-only; shared with the cache)."""
-        item = _Pending(text)
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """The vectors of several queries, in order: the cached ones at once, the others in one model run
+        (or more when other callers' queries were queued first), which this caller leads or waits for."""
+        found: dict[str, np.ndarray] = {}
+        pending: list[_Pending] = []
         with self._cond:
-            hit = self._cache.get(text) if self._cache is not None else None
-            if hit is not None:
-                self._hits += 1
-                return hit
-            self._misses += 1
-            self._queue.append(item)
-        while True:
+            for text in dict.fromkeys(texts):
+                hit = self._cache.get(text) if self._cache is not None else None
+                if hit is not None:
+                    self._hits += 1
+                    found[text] = hit
+                    continue
+                self._misses += 1
+                item = _Pending(text)
+                pending.append(item)
+                self._queue.append(item)
+        run_size = max(self.max_batch, len(pending))
+        while pending:
             with self._cond:
-                while self._running and not item.done:
+                while self._running and not all(p.done for p in pending):
                     self._cond.wait()
-                if item.done:
+                if all(p.done for p in pending):
                     break
-                self._running = True  # lead the next run: take the oldest queued queries (ours among them, or later)
-                batch = self._queue[: self.max_batch]
-                del self._queue[: self.max_batch]
+                self._running = True  # lead the next run: the oldest queued queries (ours among them, or later)
+                batch = self._queue[:run_size]
+                del self._queue[:run_size]
             self._run(batch)
-        if item.error is not None:
-            raise item.error
-        assert item.vector is not None
-        return item.vector
+        for item in pending:
+            if item.error is not None:
+                raise item.error
+            assert item.vector is not None
+            found[item.text] = item.vector
+        return [found[text] for text in texts]
 
     def _run(self, batch: list[_Pending]) -> None:
         texts = list(dict.fromkeys(p.text for p in batch))

@@ -1,5 +1,6 @@
 """Source boosts, per-mode and per-shape score thresholds, per-model vector thresholds, the voter legs, leg
-weights per query shape and the attention log's thresholds: the shipped search.yaml (the one place of
+weights per query shape and the attention log's thresholds and the tuning of
+mapping a text: the shipped search.yaml (the one place of
 every default), with an operator's file laid over it, read at startup."""
 
 from __future__ import annotations
@@ -43,6 +44,25 @@ class Attention(ConfigModel):
     )
 
 
+class MapTuning(ConfigModel):
+    """How POST /v1/map reads the search of each sentence of a text (serving/mapping)."""
+
+    min_score: float = Field(
+        ge=0, le=1, description="The default min_score of a map: techniques scoring under it are left out."
+    )
+    rank_precision: list[Annotated[float, Field(ge=0, le=1)]] = Field(
+        min_length=1,
+        max_length=20,
+        description="The vote of a sentence's first, second, ... technique document: the share of labelled "
+        "sentences whose technique at that rank was right. As many technique documents vote as it has values.",
+    )
+    candidates: int = Field(
+        ge=1,
+        le=50,
+        description="Results each sentence's search reads; groups, software and mitigations among them do not vote.",
+    )
+
+
 class LegWeights(ConfigModel):
     """Hybrid leg weights for one query shape; unset legs keep their defaults (the request's w_fts,
     w_vec, w_fuzzy; the label leg's 1.0; `neighbours.weight`)."""
@@ -69,6 +89,7 @@ class SearchConfig:
     document_score: DocumentScore
     attention: Attention
     vector_thresholds: Mapping[str, Mapping[str, float]]
+    map: MapTuning
 
     def vector_threshold(self, model_id: str, query_type: str) -> float | None:
         """The cosine similarity under which the vector leg's candidates are dropped, for this model and
@@ -114,6 +135,7 @@ class SearchConfigFile(ConfigModel):
     document_score: DocumentScore
     attention: Attention
     vector_thresholds: dict[str, dict[str, Annotated[float, Field(ge=-1.0, le=1.0)]]]
+    map: MapTuning
 
     @field_validator("vector_thresholds")
     @classmethod
@@ -177,4 +199,5 @@ def load_search_config(path: Path | None = None) -> SearchConfig:
         vector_thresholds=MappingProxyType(
             {model: MappingProxyType(dict(v)) for model, v in raw.vector_thresholds.items()}
         ),
+        map=raw.map,
     )

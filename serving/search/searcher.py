@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,9 +53,18 @@ class Searcher:
     def shaper(self) -> LegShaper:
         return LegShaper(self.catalog)
 
-    def search(self, req: SearchRequest, principal: Principal, *, cache: bool = True) -> SearchResponse:
+    def query_vectors(self, queries: Sequence[str]) -> list[np.ndarray]:
+        """The vectors search() embeds for these queries (each enriched as it is there), in one model run:
+        to pass back as search()'s `vector` when many queries are searched at once (serving/mapping)."""
+        lookup = self.catalog.technique_lookup()
+        return self.encoder.encode_many([enrich(query.strip(), lookup) for query in queries])
+
+    def search(
+        self, req: SearchRequest, principal: Principal, *, cache: bool = True, vector: np.ndarray | None = None
+    ) -> SearchResponse:
         """The response from the result cache when the store has not changed since, else a fresh one
-        (`cache=False`: always fresh, and not kept)."""
+        (`cache=False`: always fresh, and not kept). `vector` is the query's from query_vectors(), so the
+        query is not encoded again (a `query_embedding` in the request still comes first)."""
         started = time.perf_counter()
         key = None
         if cache and self.results.max_size:
@@ -62,12 +72,14 @@ class Searcher:
         cached = self.results.get(key) if key else None
         if cached is not None:
             return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 2)})
-        response = self._search(req, principal, started)
+        response = self._search(req, principal, started, vector)
         if key:
             self.results.put(key, response)
         return response
 
-    def _search(self, req: SearchRequest, principal: Principal, started: float) -> SearchResponse:
+    def _search(
+        self, req: SearchRequest, principal: Principal, started: float, vector: np.ndarray | None = None
+    ) -> SearchResponse:
         analysis = logic.analyse(req.query)
         enriched = enrich(req.query.strip(), self.catalog.technique_lookup())
         w_fts, w_vec, w_fuzzy = self._weights(req, analysis)
@@ -86,6 +98,8 @@ class Searcher:
             query_type=analysis.query_type,
         )
         given = self._given_vector(req)  # checked in every mode
+        if given is None:
+            given = vector
         qvec = (given if given is not None else self.encoder.encode(enriched)) if plan.needs_vector else None
         params = self._params(req, analysis, plan, qvec, principal)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"

@@ -308,6 +308,10 @@ ORDER BY s.name
 -- name: technique_names
 SELECT id, full_name FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
 
+-- name: technique_tactics
+-- Each active technique's tactics (short names), which a map reports beside its techniques.
+SELECT id, tactics FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
+
 -- name: technique_ids
 SELECT id FROM mitre_techniques ORDER BY id
 

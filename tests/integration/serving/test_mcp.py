@@ -45,6 +45,7 @@ def test_tools_are_listed(client: TestClient) -> None:
         "fuzzy",
         "plan",
         "explain",
+        "map",
         "list_plans",
         "get_documents",
         "get_document",

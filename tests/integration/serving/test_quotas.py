@@ -64,6 +64,7 @@ OPERATIONS = [
     ("POST", "/v1/search", {"query": "lsass"}),
     ("POST", "/v1/plan", {"query": "lsass"}),
     ("POST", "/v1/plan/explain", {"query": "lsass"}),
+    ("POST", "/v1/map", {"text": "The actor dumped LSASS memory with Mimikatz."}),
     ("GET", "/v1/docs/mitre_attack:T1003", None),
     ("POST", "/v1/docs", {"ids": ["mitre_attack:T1003"]}),
     ("GET", "/v1/docs/mitre_attack:T1003/upstream", None),

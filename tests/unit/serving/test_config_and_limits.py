@@ -83,9 +83,23 @@ def test_vector_thresholds_per_model_and_query_shape(tmp_path: Path) -> None:
     assert config.vector_threshold("bge-base-en-v1.5", "natural") is None  # a model not listed: none
 
 
+def test_the_map_tuning(tmp_path: Path) -> None:
+    shipped = load_search_config(package_path("serving.search", "search.yaml")).map
+    assert (shipped.min_score, shipped.rank_precision, shipped.candidates) == (0.3, [0.35, 0.13, 0.10], 10)
+    path = tmp_path / "search.yaml"
+    path.write_text("map: {rank_precision: [0.5, 0.2, 0.1, 0.05, 0.02]}")
+    config = load_search_config(path).map
+    assert (config.min_score, len(config.rank_precision), config.candidates) == (0.3, 5, 10)
+
+
 @pytest.mark.parametrize(
     "text",
     [
+        "map: {min_score: 1.5}",
+        "map: {rank_precision: []}",
+        "map: {rank_precision: [1.2]}",
+        "map: {candidates: 0}",
+        "map: {per_sentence: 3}",
         "vector_thresholds: {bge-tiny: {default: 0.1}}",
         "vector_thresholds: {all-MiniLM-L6-v2: {prose: 0.1}}",
         "vector_thresholds: {all-MiniLM-L6-v2: {default: 1.5}}",

@@ -98,6 +98,37 @@ def test_cache_size_zero_disables_the_cache() -> None:
     assert (info["hits"], info["misses"], info["size"], info["runs"]) == (0, 2, 0, 2)
 
 
+def test_many_queries_at_once_share_one_run_past_the_batch_size() -> None:
+    model = StandIn()
+    encoder = QueryEncoder(model, max_batch=4)
+    encoder.encode("cached")
+    texts = ["cached", *(f"sentence {i}" for i in range(10)), "sentence 3"]  # a cached one and a repeat
+    vectors = encoder.encode_many(texts)
+    assert [v.tolist() for v in vectors] == [vector_of(t).tolist() for t in texts]
+    assert model.batches == [["cached"], [f"sentence {i}" for i in range(10)]]  # the misses, once each
+    info = encoder.cache_info()
+    assert (info["hits"], info["misses"], info["runs"]) == (1, 11, 2)
+    assert encoder.encode_many([]) == [] and len(model.batches) == 2
+
+
+def test_many_queries_wait_for_a_run_under_way_and_lead_the_next() -> None:
+    model = StandIn()
+    model.gate = threading.Event()
+    encoder = QueryEncoder(model, cache_size=0, max_batch=2)
+    first = threading.Thread(target=encoder.encode, args=("lone query",))
+    first.start()
+    assert model.running.wait(10)
+    result: list[list[np.ndarray]] = []
+    bulk = threading.Thread(target=lambda: result.append(encoder.encode_many(["a", "b", "c"])))
+    bulk.start()
+    wait_for(lambda: encoder.cache_info()["misses"] == 4)
+    model.gate.set()
+    for t in (first, bulk):
+        t.join(10)
+    assert model.batches == [["lone query"], ["a", "b", "c"]]
+    assert [v.tolist() for v in result[0]] == [vector_of(t).tolist() for t in "abc"]
+
+
 def test_queries_arriving_during_a_run_share_the_next_runs() -> None:
     model = StandIn()
     model.gate = threading.Event()

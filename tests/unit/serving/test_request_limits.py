@@ -6,6 +6,7 @@ import pytest
 
 from serving.access.request_limits import RequestLimits
 from serving.contract.errors import InvalidField
+from serving.contract.map_models import MapRequest
 from serving.contract.requests import SearchRequest
 
 
@@ -43,3 +44,23 @@ def test_the_limits_are_written_into_the_document() -> None:
     assert schemas["SearchRequest"]["properties"]["k"]["maximum"] == 50
     assert schemas["SearchRequest"]["properties"]["vec_k"]["anyOf"][0]["maximum"] == 1000
     assert schemas["PlanRequest"]["properties"]["query"]["maxLength"] == 8192
+
+
+def test_a_map_over_its_limits_fails_naming_the_setting() -> None:
+    limits = RequestLimits(max_map_chars=30, max_map_sentences=2, max_map_techniques=20)
+    limits.check_map(MapRequest(text="x" * 30, limit=20))
+    limits.check_sentences(2)
+    for field, setting, check in (
+        ("text", "SECRAG_MAP_MAX_CHARS", lambda: limits.check_map(MapRequest(text="x" * 31))),
+        ("limit", "SECRAG_MAP_MAX_TECHNIQUES", lambda: limits.check_map(MapRequest(text="x", limit=21))),
+        ("text", "SECRAG_MAP_MAX_SENTENCES", lambda: limits.check_sentences(3)),
+    ):
+        with pytest.raises(InvalidField) as raised:
+            check()
+        assert raised.value.detail[0]["loc"] == ["body", field] and setting in str(raised.value)
+    document = {"components": {"schemas": {"MapRequest": {"properties": {"text": {}, "limit": {}}}}}}
+    limits.state(document)
+    assert document["components"]["schemas"]["MapRequest"]["properties"] == {
+        "text": {"maxLength": 30},
+        "limit": {"maximum": 20},
+    }

@@ -1,0 +1,27 @@
+"""POST /v1/map."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
+from serving.contract.map_models import MapRequest, MapResponse
+
+router = APIRouter(prefix=API_PREFIX, tags=["map"])
+
+
+@router.post(
+    "/map",
+    response_model=MapResponse,
+    description=(
+        "The ATT&CK techniques a text describes (a sentence, a paragraph or a whole report): the text is split "
+        "into sentences, each is searched among the ATT&CK technique documents with the hybrid search of "
+        "/v1/search (the caller's access applies), and each technique scores 1 - prod(1 - s) over the sentences "
+        "that found it among their first technique documents. Each technique comes with its supporting sentences "
+        "(offsets into the text), the passages behind it, and an ATT&CK Navigator layer (format 4.5) of them all. "
+        "Deterministic: the same text and store give the same answer."
+    ),
+)
+def map_text(body: MapRequest, service: ServiceDep, principal: PrincipalDep) -> MapResponse:
+    return service.map_text(body, principal)
