@@ -148,6 +148,12 @@ class PipelineSettings(BaseSettings):
         f"releases, {DEFAULT_POLL_SECONDS['feed']} for feeds); at least {POLL_FLOOR_SECONDS}. Each source's interval "
         f"is moved by up to {POLL_JITTER:.0%}, the same way on every load, so the sources do not probe together.",
     )
+    change_history_days: int = Field(
+        default=90,
+        ge=1,
+        description="Days of `unchanged` refresh attempts kept; the pipeline prunes older ones at each refresh "
+        "(a source's last attempt stays).",
+    )
     folders_file: Path | None = Field(
         default=None,
         json_schema_extra=doc_default("`folders.yaml` if present"),

@@ -248,8 +248,11 @@ CREATE TABLE public.sources (
     last_sync_at timestamp with time zone,
     record_count integer DEFAULT 0 NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    poll_interval integer,
+    seen_since timestamp with time zone,
     CONSTRAINT sources_kind_check CHECK ((kind = ANY (ARRAY['online'::text, 'user_folder'::text, 'static'::text]))),
     CONSTRAINT sources_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_.-]*$'::text)),
+    CONSTRAINT sources_poll_interval_check CHECK ((poll_interval > 0)),
     CONSTRAINT sources_tracking_check CHECK ((tracking = ANY (ARRAY['commit'::text, 'release'::text, 'feed'::text, 'bundled'::text])))
 );
 
@@ -421,6 +424,8 @@ CREATE INDEX source_versions_running_idx ON public.source_versions USING btree (
 CREATE INDEX source_versions_source_id_idx ON public.source_versions USING btree (source, id DESC);
 
 CREATE INDEX source_versions_source_started_idx ON public.source_versions USING btree (source, started_at DESC);
+
+CREATE INDEX source_versions_unchanged_idx ON public.source_versions USING btree (finished_at) WHERE (status = 'unchanged'::text);
 
 CREATE TRIGGER chunk_vectors_on_chunks AFTER INSERT ON public.chunks REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.chunk_vectors_from_chunks();
 

@@ -90,7 +90,9 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
     ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
         # A sensor run publishes exactly the version its tick saw (feeds keep no history: re-probe).
         requested = context.run.tags.get(REQUESTED_VERSION_TAG) if spec.tracking != "feed" else None
-        limits = RefreshLimits(store.chunking(), store.shrink_limit(), store.error_share_limit(), store.work_path())
+        limits = RefreshLimits(
+            store.chunking(), store.shrink_limit(), store.error_share_limit(), store.work_path(), store.history_days()
+        )
         with store.connect() as conn:
             try:
                 done = refresh_source(

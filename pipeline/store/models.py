@@ -18,6 +18,7 @@ class SourceRow:
     upstream: str | None = None
     branch: str | None = None
     tracking: str | None = None
+    poll_interval: int | None = None  # seconds between probes (online sources)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 -- name: source_state
 SELECT s.current_version, s.last_seen_version, s.last_check_at, s.last_sync_at, st.state, s.record_count,
-       st.error_kind
+       st.error_kind, s.seen_since
 FROM sources s JOIN source_status st ON st.name = s.name WHERE s.name = %(source)s
 
 -- name: source_chunk_coverage

@@ -235,3 +235,19 @@ def test_kept_counts_follow_every_publish_and_embedding_pass(store: Store, db: p
     assert row == ("all-MiniLM-L6-v2-int8", distinct, _live(db)[1])
     publish(store, db, "v3", [rec(0)], force=True)  # the publish recounts the vectors its chunks keep
     assert db.execute("SELECT vectors, chunks_embedded FROM source_model_counts").fetchone() == (1, 1)
+
+
+def test_old_unchanged_attempts_are_pruned_but_never_a_sources_last(store: Store, db: psycopg.Connection) -> None:
+    publish(store, db, "v1", [rec(1)])
+    for age in (200, 100, 95):
+        store.record_unchanged(db, "demo", "v1")
+        db.execute(
+            "UPDATE source_versions SET started_at = now() - make_interval(days => %(age)s), "
+            "finished_at = now() - make_interval(days => %(age)s) "
+            "WHERE id = (SELECT max(id) FROM source_versions WHERE status = 'unchanged')",
+            {"age": age},
+        )
+    assert store.prune_history(db, 90) == 2  # the youngest of the three is the source's last attempt
+    left = db.execute("SELECT status FROM source_versions WHERE source = 'demo' ORDER BY id").fetchall()
+    assert left == [("published",), ("unchanged",)]
+    assert db.execute("SELECT state FROM source_status WHERE name = 'demo'").fetchone()[0] == "ok"
