@@ -8,6 +8,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -15,6 +16,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from secrag import error_kinds
+from secrag.freshness import SourceClock, verdict
 from secrag.queries import Queries
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
@@ -257,9 +259,10 @@ class Service:
             if folders:  # a user folder's records are those the caller may see
                 params = {**principal.params(), "names": folders}
                 visible = {r["source"]: r["count"] for r in cur.execute(self.statements.stats_documents, params)}
+        now = datetime.now(UTC)
         return SourcesResponse(
             sources=[
-                _source_info({**r, "record_count": visible.get(r["name"], 0)} if r["name"] in folders else r)
+                _source_info({**r, "record_count": visible.get(r["name"], 0)} if r["name"] in folders else r, now)
                 for r in rows
             ]
         )
@@ -280,7 +283,11 @@ class Service:
         }
 
 
-def _source_info(r: dict[str, Any]) -> SourceInfo:
+def _source_info(r: dict[str, Any], now: datetime) -> SourceInfo:
+    clock = SourceClock(
+        r["poll_interval"], r["current_version"], r["last_seen_version"], r["last_check_at"], r["seen_since"]
+    )
+    judged = verdict(clock, now)
     return SourceInfo(
         name=r["name"],
         kind=r["kind"],
@@ -309,4 +316,7 @@ def _source_info(r: dict[str, Any]) -> SourceInfo:
         ),
         running_since=r["running_since"],
         last_success=r["last_success_at"],
+        poll_interval=r["poll_interval"],
+        fresh=judged.fresh if judged else None,
+        stale_reason=judged.reason if judged else None,
     )

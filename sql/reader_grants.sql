@@ -26,7 +26,7 @@ GRANT SELECT (doc_id, media_type, whole_file, size, raw) ON document_raw TO secr
 -- Sources and their refreshes (GET /v1/sources, /v1/stats). Column by column: error details and
 -- bookkeeping the pipeline keeps there are the owner's.
 GRANT SELECT (name, kind, description, category, upstream, branch, tracking, current_version,
-              last_check_at, last_seen_version, last_sync_at, record_count)
+              last_check_at, last_seen_version, last_sync_at, record_count, poll_interval, seen_since)
     ON sources TO secrag_reader;
 -- Never error_detail: the full error text (paths, URLs, driver messages) is the operators' alone.
 GRANT SELECT (id, source, version, started_at, finished_at, status, phase, error_kind)

@@ -634,6 +634,10 @@ GRANT SELECT(last_sync_at) ON TABLE public.sources TO secrag_reader;
 
 GRANT SELECT(record_count) ON TABLE public.sources TO secrag_reader;
 
+GRANT SELECT(poll_interval) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(seen_since) ON TABLE public.sources TO secrag_reader;
+
 GRANT SELECT(name) ON TABLE public.source_status TO secrag_reader;
 
 GRANT SELECT(state) ON TABLE public.source_status TO secrag_reader;

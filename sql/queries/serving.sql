@@ -340,11 +340,12 @@ WHERE d.doc_id = ANY(%(ids)s::text[])
 
 -- name: sources_list
 -- With each source's state, derived from its last finished refresh attempt (the view source_status,
--- which the Dagster checks read too), and its last successful publish. No error text: the kind only.
+-- which the Dagster checks read too), its last successful publish, and what its freshness is judged by
+-- (secrag/freshness.py, as the Dagster check judges it). No error text: the kind only.
 SELECT s.name, s.kind, s.description, s.category, s.upstream, s.branch, s.tracking, s.current_version,
        s.last_seen_version, s.last_check_at, s.last_sync_at, s.record_count, st.state, st.error_kind,
        st.attempt_at, st.attempt_status, st.attempt_phase, st.attempt_version, st.running_since,
-       st.last_success_at
+       st.last_success_at, s.poll_interval, s.seen_since
 FROM sources s JOIN source_status st ON st.name = s.name
 WHERE s.name = ANY(%(names)s::text[])
 ORDER BY s.name
