@@ -170,9 +170,9 @@ def refresh_source(
     for source, row_id in store.abandon_dead_attempts(conn):
         log.warning("abandoned a dead attempt", extra={"source": source, "source_version_id": row_id})
     if limits.history_days is not None:
-        pruned = store.prune_history(conn, limits.history_days)
-        if pruned:
-            log.info("pruned history", extra={"unchanged_attempts": pruned})
+        changes, attempts = store.prune_history(conn, limits.history_days)
+        if changes or attempts:
+            log.info("pruned history", extra={"changes": changes, "unchanged_attempts": attempts})
     store.register_source(conn, source_row(spec))
     try:
         return _refresh(attempt)

@@ -151,8 +151,9 @@ class PipelineSettings(BaseSettings):
     change_history_days: int = Field(
         default=90,
         ge=1,
-        description="Days of `unchanged` refresh attempts kept; the pipeline prunes older ones at each refresh "
-        "(a source's last attempt stays).",
+        description="Days of change history kept (GET /v1/changes: what each publish added, modified and removed), "
+        "and of `unchanged` refresh attempts; the pipeline prunes older ones at each refresh (a source's last "
+        "attempt stays).",
     )
     folders_file: Path | None = Field(
         default=None,

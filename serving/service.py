@@ -21,6 +21,7 @@ from secrag.queries import Queries
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
 from serving.access.sessions import ReaderSessions
+from serving.contract.changes import ChangesQuery, ChangesResponse
 from serving.contract.errors import TooManyRequests
 from serving.contract.plan_models import PlanRequest, PlanResponse
 from serving.contract.requests import SearchRequest, UpstreamRequest
@@ -42,6 +43,7 @@ from serving.feedback.attention import flags as attention_flags
 from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import read_thresholds
 from serving.observability.metrics import Metrics
+from serving.reads.changes import ChangeFeed
 from serving.reads.documents import Reads
 from serving.reads.stats import LiveCounts, collect_stats
 from serving.reads.upstream import Refetcher
@@ -74,6 +76,7 @@ class Service:
     catalog: Catalog = field(init=False)
     searcher: Searcher = field(init=False)
     reads: Reads = field(init=False)
+    change_feed: ChangeFeed = field(init=False)
     _active: Cached = field(init=False, default_factory=lambda: Cached(SOURCES_TTL))
     _switching: threading.Lock = field(init=False, default_factory=threading.Lock)
     results: ResultCache = field(init=False)
@@ -87,6 +90,7 @@ class Service:
         self.limits = RequestLimits.from_settings(self.settings)
         self.searcher = self._searcher(self.encoder, self.statements)
         self.reads = Reads(self.pool, self.statements, self.refetcher, self.settings.max_response_bytes)
+        self.change_feed = ChangeFeed(self.pool, self.queries, self.catalog)
 
     def _searcher(self, encoder: QueryEncoder, statements: Statements) -> Searcher:
         return Searcher(
@@ -242,6 +246,9 @@ class Service:
             for doc_id in ids[cap:]
         ]
         return found.model_copy(update={"errors": [*found.errors, *beyond]})
+
+    def changes(self, query: ChangesQuery, principal: Principal) -> ChangesResponse:
+        return self.change_feed.page(query, principal)
 
     # --- sources and stats --------------------------------------------------------------------
 

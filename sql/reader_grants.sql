@@ -36,6 +36,10 @@ GRANT SELECT (name, state, error_kind, attempt_id, attempt_status, attempt_phase
               attempt_finished_at, running_since, last_success_at)
     ON source_status TO secrag_reader;
 GRANT SELECT (source, documents, chunks, updated_at) ON source_counts TO secrag_reader;
+-- The change history (GET /v1/changes), read through the access check like the documents.
+GRANT SELECT (id, source, doc_id, title, change, old_version, new_version, changed_at, tenant, acl_users,
+              acl_groups)
+    ON document_changes TO secrag_reader;
 GRANT SELECT (source, model_id, vectors, chunks_embedded) ON source_model_counts TO secrag_reader;
 
 -- Reference data and settings the API reads.

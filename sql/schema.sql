@@ -81,6 +81,31 @@ CREATE TABLE public.chunks (
     CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0))
 );
 
+CREATE TABLE public.document_changes (
+    id bigint NOT NULL,
+    source text NOT NULL,
+    doc_id text NOT NULL,
+    title text NOT NULL,
+    change text NOT NULL,
+    old_version text,
+    new_version text NOT NULL,
+    version_id bigint NOT NULL,
+    changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant text,
+    acl_users text[] DEFAULT '{}'::text[] NOT NULL,
+    acl_groups text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT document_changes_change_check CHECK ((change = ANY (ARRAY['added'::text, 'modified'::text, 'removed'::text])))
+);
+
+ALTER TABLE public.document_changes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.document_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE public.document_raw (
     doc_id text NOT NULL,
     media_type text NOT NULL,
@@ -345,6 +370,9 @@ ALTER TABLE ONLY public.chunks
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_pkey PRIMARY KEY (chunk_id);
 
+ALTER TABLE ONLY public.document_changes
+    ADD CONSTRAINT document_changes_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.document_raw
     ADD CONSTRAINT document_raw_pkey PRIMARY KEY (doc_id);
 
@@ -401,6 +429,10 @@ CREATE INDEX chunks_source_idx ON public.chunks USING btree (source);
 
 CREATE INDEX chunks_tsv_idx ON public.chunks USING gin (tsv);
 
+CREATE INDEX document_changes_changed_at_idx ON public.document_changes USING btree (changed_at);
+
+CREATE INDEX document_changes_source_id_idx ON public.document_changes USING btree (source, id DESC);
+
 CREATE INDEX documents_platforms_idx ON public.documents USING gin (platforms);
 
 CREATE INDEX documents_source_idx ON public.documents USING btree (source);
@@ -443,6 +475,9 @@ ALTER TABLE ONLY public.chunk_vectors
 
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.document_changes
+    ADD CONSTRAINT document_changes_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.document_raw
     ADD CONSTRAINT document_raw_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
@@ -507,6 +542,28 @@ GRANT SELECT(char_end) ON TABLE public.chunks TO secrag_reader;
 GRANT SELECT(heading) ON TABLE public.chunks TO secrag_reader;
 
 GRANT SELECT(pages) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(id) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(source) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(doc_id) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(title) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(change) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(old_version) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(new_version) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(changed_at) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(tenant) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(acl_users) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(acl_groups) ON TABLE public.document_changes TO secrag_reader;
 
 GRANT SELECT(doc_id) ON TABLE public.document_raw TO secrag_reader;
 

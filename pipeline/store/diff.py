@@ -23,12 +23,17 @@ class Change:
 
 @dataclass(frozen=True)
 class Changes:
-    """What a publish writes: new and changed documents, the count left alone, and ids to delete."""
+    """What a publish writes: new and changed documents, the count left alone, and ids to delete.
+
+    `modified` are the updated documents whose content hash changed (the others only chunk differently:
+    a new lookup or chunker), what the change history calls modified.
+    """
 
     inserted: list[Change]
     updated: list[Change]
     unchanged: int
     deleted: list[str]
+    modified: list[Change]
 
 
 def diff(
@@ -44,6 +49,7 @@ def diff(
     """
     inserted: list[Change] = []
     updated: list[Change] = []
+    modified: list[Change] = []
     unchanged = 0
     for record in records:
         change = Change(record, document_hash(record, access), chunk_rows(record, lookup, chunking))
@@ -52,10 +58,12 @@ def diff(
             inserted.append(change)
         elif before != (change.doc_hash, chunk_signature(change.chunks)):
             updated.append(change)
+            if before[0] != change.doc_hash:
+                modified.append(change)
         else:
             unchanged += 1
     deleted = sorted(set(existing) - {r.doc_id for r in records})
-    return Changes(inserted, updated, unchanged, deleted)
+    return Changes(inserted, updated, unchanged, deleted, modified)
 
 
 def chunk_signature(chunks: Sequence[ChunkRow]) -> str:

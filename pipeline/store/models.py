@@ -46,6 +46,7 @@ class PublishResult:
     deleted: int = 0
     unchanged: int = 0
     skipped: int = 0
+    modified: int = 0  # the updated documents whose content changed (the change history's `modified`)
     chunks_written: int = 0
     reason: str | None = None
     seconds: float = 0.0

@@ -41,8 +41,9 @@ class Store:
         """A probe that follows failed ones and shows the served version puts the source back to `ok`."""
         return versions.record_probe_recovery(self.q, conn, source, version)
 
-    def prune_history(self, conn: psycopg.Connection, days: int) -> int:
-        """Drop `unchanged` attempts older than `days` (never a source's last attempt); how many."""
+    def prune_history(self, conn: psycopg.Connection, days: int) -> tuple[int, int]:
+        """Drop the change history and `unchanged` attempts (never a source's last) older than `days`; how many
+        of each."""
         return versions.prune(self.q, conn, days)
 
     def begin_version(self, conn: psycopg.Connection, source: str, version: str, phase: str = "parse") -> int:

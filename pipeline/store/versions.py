@@ -77,10 +77,12 @@ def record_probe_recovery(q: Queries, conn: psycopg.Connection, source: str, ver
         return conn.execute(q.record_probe_recovery, {"source": source, "version": version}).fetchone() is not None
 
 
-def prune(q: Queries, conn: psycopg.Connection, days: int) -> int:
-    """Drop `unchanged` attempts older than `days` (never a source's last attempt); how many."""
+def prune(q: Queries, conn: psycopg.Connection, days: int) -> tuple[int, int]:
+    """Drop change history and `unchanged` attempts (never a source's last) older than `days`; how many of each."""
     with conn.transaction():
-        return conn.execute(q.prune_unchanged_attempts, {"days": days}).rowcount
+        changes = conn.execute(q.prune_changes, {"days": days}).rowcount
+        attempts = conn.execute(q.prune_unchanged_attempts, {"days": days}).rowcount
+    return changes, attempts
 
 
 def abandon_dead(q: Queries, conn: psycopg.Connection) -> list[tuple[str, int]]:

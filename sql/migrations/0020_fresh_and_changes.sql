@@ -7,5 +7,26 @@ ALTER TABLE sources ADD COLUMN poll_interval integer CHECK (poll_interval > 0);
 ALTER TABLE sources ADD COLUMN seen_since timestamptz;
 UPDATE sources SET seen_since = last_check_at WHERE last_seen_version IS NOT NULL;
 
+-- What each publish added, modified (content hash changed) and removed, against the version it replaced
+-- (GET /v1/changes). An entry keeps who could see its document then, for the `visible` check: a removed
+-- document has no row left to check. `version_id` is the publish's source_versions row.
+CREATE TABLE document_changes (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source      text NOT NULL REFERENCES sources (name) ON DELETE CASCADE,
+    doc_id      text NOT NULL,
+    title       text NOT NULL,
+    change      text NOT NULL CHECK (change IN ('added', 'modified', 'removed')),
+    old_version text,
+    new_version text NOT NULL,
+    version_id  bigint NOT NULL,
+    changed_at  timestamptz NOT NULL DEFAULT now(),
+    tenant      text,
+    acl_users   text[] NOT NULL DEFAULT '{}',
+    acl_groups  text[] NOT NULL DEFAULT '{}'
+);
+-- Newest first, of some sources or of all; pruning by age.
+CREATE INDEX document_changes_source_id_idx ON document_changes (source, id DESC);
+CREATE INDEX document_changes_changed_at_idx ON document_changes (changed_at);
+
 -- `unchanged` attempts are pruned by age like the change history (a source's last attempt is kept).
 CREATE INDEX source_versions_unchanged_idx ON source_versions (finished_at) WHERE status = 'unchanged';

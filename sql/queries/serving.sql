@@ -350,6 +350,28 @@ FROM sources s JOIN source_status st ON st.name = s.name
 WHERE s.name = ANY(%(names)s::text[])
 ORDER BY s.name
 
+-- name: changes_page
+-- One page of the change history, newest first. An entry is the caller's when `visible` passes on the access
+-- it recorded (a removed document has no row left) and, while its document still exists, on the document's
+-- access now (an entry never outlives the caller's right to see the document).
+SELECT c.id, c.source, c.doc_id, c.title, c.change, c.old_version, c.new_version, c.changed_at
+FROM (
+    SELECT d.id, d.source, d.doc_id, d.title, d.change, d.old_version, d.new_version, d.changed_at
+    FROM document_changes d
+    WHERE (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))
+      AND (%(since)s::timestamptz IS NULL OR d.changed_at > %(since)s::timestamptz)
+      AND (%(before)s::bigint IS NULL OR d.id < %(before)s::bigint)
+      AND {visible}
+) c
+WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = c.doc_id AND ({visible}) IS NOT TRUE)
+ORDER BY c.id DESC
+LIMIT %(limit)s
+
+-- name: version_published_at
+-- When one of the sources published this version (GET /v1/changes?since=<version>).
+SELECT max(finished_at) AS published_at FROM source_versions
+WHERE version = %(version)s AND status = 'published' AND source = ANY(%(sources)s::text[])
+
 -- name: stats_documents
 -- The live counts (user folders) count only the documents the caller may see (the visible check).
 SELECT d.source, count(*) FROM documents d WHERE d.source = ANY(%(names)s::text[]) AND {visible} GROUP BY d.source

@@ -49,6 +49,10 @@ FROM sources s JOIN source_status st ON st.name = s.name JOIN source_versions v 
 WHERE s.name = %(source)s AND s.current_version = %(version)s AND v.status = 'failed' AND v.phase = 'probe'
 RETURNING id
 
+-- name: prune_changes
+-- The change history older than the retention (SECRAG_CHANGE_HISTORY_DAYS).
+DELETE FROM document_changes WHERE changed_at < now() - make_interval(days => %(days)s)
+
 -- name: prune_unchanged_attempts
 -- `unchanged` attempts older than the retention, but never a source's last finished attempt (its state).
 DELETE FROM source_versions v
@@ -111,6 +115,19 @@ SELECT d.doc_id, d.content_hash, coalesce(string_agg(c.content_hash, ',' ORDER B
 FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id
 WHERE d.source = %(source)s
 GROUP BY d.doc_id, d.content_hash
+
+-- name: record_removals
+-- The documents a publish removes, before they are deleted: their titles and who could see them.
+INSERT INTO document_changes (source, doc_id, title, change, old_version, new_version, version_id, tenant,
+                              acl_users, acl_groups)
+SELECT d.source, d.doc_id, d.title, 'removed', %(old_version)s, %(new_version)s, %(version_id)s, d.tenant,
+       d.acl_users, d.acl_groups
+FROM documents d WHERE d.doc_id = ANY(%(ids)s)
+
+-- name: copy_changes
+-- The documents a publish adds or modifies (content hash changed), with the access they are published with.
+COPY document_changes (source, doc_id, title, change, old_version, new_version, version_id, tenant, acl_users,
+                       acl_groups) FROM STDIN
 
 -- name: delete_documents
 DELETE FROM documents WHERE doc_id = ANY(%(ids)s)

@@ -247,7 +247,40 @@ def test_old_unchanged_attempts_are_pruned_but_never_a_sources_last(store: Store
             "WHERE id = (SELECT max(id) FROM source_versions WHERE status = 'unchanged')",
             {"age": age},
         )
-    assert store.prune_history(db, 90) == 2  # the youngest of the three is the source's last attempt
+    assert store.prune_history(db, 90) == (0, 2)  # the youngest of the three is the source's last attempt
     left = db.execute("SELECT status FROM source_versions WHERE source = 'demo' ORDER BY id").fetchall()
     assert left == [("published",), ("unchanged",)]
     assert db.execute("SELECT state FROM source_status WHERE name = 'demo'").fetchone()[0] == "ok"
+
+
+CHANGES = "SELECT doc_id, title, change, old_version, new_version, tenant, acl_users FROM document_changes ORDER BY id"
+
+
+def test_each_publish_records_what_it_added_modified_and_removed(store: Store, db: psycopg.Connection) -> None:
+    first = publish(store, db, "v1", [rec(i) for i in range(3)], access=Access("acme", ("alice",)))
+    assert [r[:5] for r in db.execute(CHANGES).fetchall()] == [
+        (f"demo:r{i}", f"Rule {i}", "added", None, "v1") for i in range(3)
+    ]
+    db.execute("DELETE FROM document_changes")
+    second = publish(store, db, "v2", [rec(0), rec(1, body="new body"), rec(3)], access=Access("acme", ("alice",)))
+    assert (first.inserted, second.inserted, second.modified, second.deleted) == (3, 1, 1, 1)
+    removed, added, modified = db.execute(CHANGES).fetchall()
+    assert removed == ("demo:r2", "Rule 2", "removed", "v1", "v2", "acme", ["alice"])  # as it was before
+    assert added[:5] == ("demo:r3", "Rule 3", "added", "v1", "v2") and modified[:3] == ("demo:r1", "Rule 1", "modified")
+    ids = {r[0] for r in db.execute("SELECT DISTINCT version_id FROM document_changes").fetchall()}
+    assert ids == {second.version_id}
+
+
+def test_chunking_differently_is_no_change_of_content(store: Store, db: psycopg.Connection) -> None:
+    records = [rec(1, body="uses T1003"), rec(2)]
+    publish(store, db, "v1", records)
+    result = store.publish(db, source="demo", version="v1", records=records, lookup={}, chunking=ChunkConfig())
+    assert (result.updated, result.modified) == (1, 0)
+    assert db.execute("SELECT count(*) FROM document_changes WHERE change <> 'added'").fetchone()[0] == 0
+
+
+def test_old_changes_are_pruned(store: Store, db: psycopg.Connection) -> None:
+    publish(store, db, "v1", [rec(1), rec(2)])
+    db.execute("UPDATE document_changes SET changed_at = now() - interval '91 days' WHERE doc_id = 'demo:r1'")
+    assert store.prune_history(db, 90) == (1, 0)
+    assert [r[0] for r in db.execute(CHANGES).fetchall()] == ["demo:r2"]
