@@ -9,6 +9,7 @@ import logging
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import dagster as dg
 import psycopg
@@ -17,12 +18,14 @@ from secrag.errors import FetchRateLimited
 from secrag.queries import Queries
 
 from .assets.keys import ATTACK_SOURCE, FRESHNESS, LOOKUP_KEY, embeddings_key, folder_key, source_key, upstream_key
+from .assets.sources import REQUESTED_VERSION_TAG
 from .assets.upstream import observation
 from .checks import freshness_evaluation, freshness_verdict
 from .folders import FileEntry, FolderScan, FolderSpec, scan_folder
 from .probe_cursor import decode_cursor, encode_cursor, rate_limited
 from .refresh_inputs import source_row
 from .resources import StoreResource, UpstreamResource
+from .sources.interface import UpstreamVersion
 from .sources.registry import SourceSpec
 from .store import Store
 
@@ -36,17 +39,30 @@ def source_targets(source: str) -> list[dg.AssetKey]:
     return keys + [LOOKUP_KEY] if source == ATTACK_SOURCE else keys
 
 
+def refresh_request(spec: SourceSpec, seen: UpstreamVersion) -> dg.RunRequest:
+    """A run publishing (and embedding) exactly the version the probe saw, at once: it need not wait for the
+    automation sensor's next tick."""
+    return dg.RunRequest(
+        run_key=f"{spec.name}@{seen.version}@{seen.checked_at.isoformat()}",
+        asset_selection=source_targets(spec.name),
+        tags={"secrag/source": spec.name, REQUESTED_VERSION_TAG: seen.version},
+    )
+
+
 def freshness_change(
-    context: dg.SensorEvaluationContext, spec: SourceSpec, conn: psycopg.Connection, queries: Queries
+    context: dg.SensorEvaluationContext, spec: SourceSpec, state: tuple[Any, ...] | None
 ) -> dg.AssetCheckEvaluation | None:
     """The freshness check's evaluation when it differs from the last one Dagster recorded (else None)."""
-    state = conn.execute(queries.source_state, {"source": spec.name}).fetchone()
     passed, facts = freshness_verdict(state, spec.poll_interval, datetime.now(UTC))
     last = context.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(source_key(spec.name), FRESHNESS))
     evaluation = last.event.asset_check_evaluation if last and last.event else None
     if evaluation is not None and evaluation.passed == passed:
         return None
     return freshness_evaluation(spec.name, passed, facts)
+
+
+def _state(conn: psycopg.Connection, queries: Queries, spec: SourceSpec) -> tuple[Any, ...] | None:
+    return conn.execute(queries.source_state, {"source": spec.name}).fetchone()
 
 
 def _record_failure(db: Store, conn: psycopg.Connection, source: str, error: BaseException) -> None:
@@ -57,17 +73,19 @@ def _record_failure(db: Store, conn: psycopg.Connection, source: str, error: Bas
 
 
 def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
-    """Probe the upstream every poll interval, conditionally where it can; observe a new version (automation
-    does the rest), and report the source's freshness check whenever its verdict changes."""
+    """Probe the upstream every poll interval, conditionally where it can; observe a new version and request its
+    refresh, and report the source's freshness check whenever its verdict changes."""
 
     @dg.sensor(
         name=f"{spec.name}_upstream",
         minimum_interval_seconds=spec.poll_interval,
         default_status=dg.DefaultSensorStatus.RUNNING,
+        asset_selection=source_targets(spec.name),
         description=f"Probes {spec.name} ({spec.tracking}) every {spec.poll_interval}s and records a new version "
-        f"on {upstream_key(spec.name).to_user_string()}; the automation sensor then refreshes "
-        f"{', '.join(k.to_user_string() for k in source_targets(spec.name))}. Reports the freshness check of "
-        f"{source_key(spec.name).to_user_string()} when it changes.",
+        f"on {upstream_key(spec.name).to_user_string()}; once the source is published, a new version is "
+        f"refreshed at once ({', '.join(k.to_user_string() for k in source_targets(spec.name))}), a first build "
+        f"by the automation sensor. Reports the freshness check of {source_key(spec.name).to_user_string()} "
+        "when it changes.",
     )
     def _sensor(
         context: dg.SensorEvaluationContext, upstream: UpstreamResource, store: StoreResource
@@ -86,20 +104,21 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
                 seen = upstream.upstream().probe(spec, known=known)
             except FetchRateLimited as exc:
                 _record_failure(db, conn, spec.name, exc)
-                verdict = freshness_change(context, spec, conn, queries)
+                verdict = freshness_change(context, spec, _state(conn, queries, spec))
                 cursor = encode_cursor(rate_limited(known, spec.name, exc.reset_at))
                 return dg.SensorResult(
                     skip_reason=f"{spec.name}: {exc}", cursor=cursor, asset_events=[verdict] if verdict else []
                 )
             except Exception as exc:
                 _record_failure(db, conn, spec.name, exc)
-                changed = freshness_change(context, spec, conn, queries)
+                changed = freshness_change(context, spec, _state(conn, queries, spec))
                 if changed is not None:
                     context.instance.report_runless_asset_event(changed)
                 raise
             db.record_check(conn, spec.name, seen.version)
             db.record_probe_recovery(conn, spec.name, seen.version)
-            verdict = freshness_change(context, spec, conn, queries)
+            state = _state(conn, queries, spec)
+        verdict = freshness_change(context, spec, state)
         events: list[dg.AssetObservation | dg.AssetCheckEvaluation] = [verdict] if verdict else []
         cursor = encode_cursor(seen)
         if known is not None and known.version == seen.version:
@@ -108,7 +127,10 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
                 skip_reason=f"{spec.name} unchanged at {seen.version} ({how})", cursor=cursor, asset_events=events
             )
         context.log.info(f"{spec.name}: upstream moved from {known.version if known else 'nothing'} to {seen.version}")
-        return dg.SensorResult(cursor=cursor, asset_events=[observation(seen), *events])
+        # A source published before is refreshed at once; a first build is the automation's (ATT&CK's lookup first).
+        published = state[0] if state else None
+        runs = [refresh_request(spec, seen)] if published and published != seen.version else []
+        return dg.SensorResult(run_requests=runs, cursor=cursor, asset_events=[observation(seen), *events])
 
     return _sensor
 

@@ -108,6 +108,7 @@ def test_one_changed_record_embeds_only_its_chunks(built: Harness):
     assert recorded == [("mitre_car:CAR-2013-01-002", "modified", new_head)]
     embedded = _metadata(result, embeddings_key("mitre_car"))["embedded"]
     assert 1 <= embedded <= before
+    assert _metadata(result, embeddings_key("mitre_car"))["embedded_at"] >= meta["published_at"]
 
 
 def test_pin_publishes_an_older_version(built: Harness):

@@ -10,6 +10,7 @@ import dagster as dg
 import pytest
 
 from pipeline.assets.keys import FRESHNESS, upstream_key
+from pipeline.assets.sources import REQUESTED_VERSION_TAG
 from pipeline.folders import FolderSpec
 from pipeline.probe_cursor import decode_cursor, encode_cursor
 from pipeline.resources import UpstreamResource
@@ -302,3 +303,21 @@ def test_release_sensor_probes_conditionally_and_backs_off_a_used_up_rate_limit(
     deferred = tick(graph, "mitre_attack_upstream", refused.cursor, resources)
     assert "reserve" in deferred.skip_reason.skip_message
     assert len(http_server.hits(api)) == 3  # nothing asked while waiting for the reset
+
+
+def test_a_published_source_that_moves_is_refreshed_at_once_with_its_stages(graph: Harness):
+    first = tick(graph, "mitre_car_upstream", None)
+    assert not first.run_requests  # a first build is the automation's
+    graph.materialize("key:sources/mitre_car")
+    new = add_commit(graph.mirror, "mitre_car", {"analytics/CAR-2013-01-002.yaml": None})
+    moved = tick(graph, "mitre_car_upstream", first.cursor)
+    [request] = moved.run_requests
+    assert request.tags == {"secrag/source": "mitre_car", REQUESTED_VERSION_TAG: new}
+    assert {k.to_user_string() for k in request.asset_selection} == {"sources/mitre_car", "embeddings/mitre_car"}
+    assert not tick(graph, "mitre_car_upstream", moved.cursor).run_requests
+    result = graph.materialize("key:sources/mitre_car", tags=request.tags)
+    meta = result.asset_materializations_for_node("sources__mitre_car")[0].metadata
+    assert meta["version"].value == new and meta["removed"].value == 1
+    stages = [meta[f"{s}_at"].value for s in ("seen", "run_queued", "run_started", "published")]
+    assert stages == sorted(stages)  # first seen by the probe, then queued, started, published
+    assert {"seconds_seen_to_run_queued", "seconds_run_started_to_published"} <= set(meta)
