@@ -3,6 +3,7 @@
     python bench/freshness.py --upstream ../shared/upstream [--kinds commit,release,feed]
         [--data-dir .secrag/bench-fresh] [--poll-interval SECONDS] [--timeout 7200] [--model-cache-dir DIR]
     python bench/freshness.py --upstream ../shared/upstream --probes-only
+    python bench/freshness.py --upstream ../shared/upstream --feed-only   # (b), (c) again on the store (a) left
 
 (a) Starts `secrag run` (code server, webserver, daemon with its sensors, API) on a fresh data directory whose
     SECRAG_UPSTREAM_MIRROR is a snapshot of the measured sources (sigma for commits, stratus_red_team for
@@ -300,6 +301,30 @@ def changes_storage(url: str) -> None:
     )
 
 
+def feed_figures(data_dir: Path, rounds: int) -> None:
+    """(b) and (c) on the store a run of this bench left, served by `secrag serve` alone."""
+    settings = Settings(_env_file=None, data_dir=data_dir / "data")
+    url = database.database_url(settings)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env.update(SECRAG_DATA_DIR=str(settings.data_dir), SECRAG_DATABASE_URL=url, SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")
+    log = (data_dir / "serve.log").open("ab")
+    proc = subprocess.Popen(
+        [*SECRAG, "serve", "--port", str(port)], env=env, cwd=data_dir, stdout=log, stderr=log, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while get(f"http://127.0.0.1:{port}/readyz") != 200:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"secrag serve did not become ready; see {data_dir / 'serve.log'}")
+            time.sleep(1)
+        changes_latency(f"http://127.0.0.1:{port}", rounds)
+        changes_storage(url)
+    finally:
+        stop_group(proc, grace=30)
+        embedded.stop(settings.pgdata)
+
+
 # --- (d) one hour of conditional probes --------------------------------------------------------------
 
 
@@ -353,6 +378,9 @@ def main() -> int:
     ap.add_argument("--change-timeout", type=float, default=900.0, help="seconds to wait for one change")
     ap.add_argument("--latency-rounds", type=int, default=50)
     ap.add_argument("--probes-only", action="store_true", help="only (d): no topology")
+    ap.add_argument(
+        "--feed-only", action="store_true", help="only (b) and (c), with just the API on the store a run left"
+    )
     ap.add_argument("--model-cache-dir", type=Path, help="SECRAG_MODEL_CACHE_DIR (existing ONNX exports)")
     args = ap.parse_args()
     upstream, data_dir = args.upstream.resolve(), args.data_dir.resolve()
@@ -360,11 +388,15 @@ def main() -> int:
     if args.probes_only:
         probe_hour(upstream, data_dir)
         return 0
+    if args.feed_only:
+        feed_figures(data_dir, args.latency_rounds)
+        return 0
     kinds = [k for k in args.kinds.split(",") if k]
     measured = sorted({LOOKUP_SOURCE, *(KINDS[k] for k in kinds)})
     snapshot = snapshot_of(upstream, measured, data_dir / "snapshot")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
     env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
+    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")  # the bench polls the API twice a second
     if args.poll_interval:
         env["SECRAG_POLL_INTERVAL"] = str(args.poll_interval)
     if args.model_cache_dir:

@@ -17,7 +17,7 @@ from ..chunking import ChunkConfig
 from ..sources.records import Record, Skipped
 from . import versions
 from .counts import refresh_counts
-from .diff import Changes, diff
+from .diff import Changes, Held, diff
 from .models import Access, PublishResult
 from .rows import chunk_copy_row, document_copy_row, document_params, raw_copy_row
 
@@ -86,7 +86,7 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     reason = None if pub.force else refusal(int(row[0]), len(pub.records), pub.max_shrink)
     if reason:
         raise PublishRefused(reason, kind="empty" if not pub.records else "shrank")
-    existing = {d: (h, sig) for d, h, sig in conn.execute(q.existing_documents, {"source": pub.source}).fetchall()}
+    existing = {d: Held(h, sig, url) for d, h, sig, url in conn.execute(q.existing_documents, {"source": pub.source})}
     changes = diff(pub.records, existing, pub.access, pub.lookup, pub.chunking)
     _record_changes(q, conn, pub, changes, replaced=row[1])
     written = _write(q, conn, pub, changes)

@@ -39,7 +39,8 @@ class DocumentChange(BaseModel):
     source: str
     title: str = Field(description="The document's title (a removed document's last one).")
     change: Literal["added", "modified", "removed"] = Field(
-        description="`modified`: its content changed (a document only chunked anew is not listed)."
+        description="`modified`: its content changed (not a document only chunked anew, nor one whose only "
+        "change is a URL pinned to the new upstream version)."
     )
     old_version: str | None = Field(description="The upstream version the publish replaced (none for the first).")
     new_version: str = Field(description="The upstream version published.")
@@ -47,5 +48,7 @@ class DocumentChange(BaseModel):
 
 
 class ChangesResponse(BaseModel):
-    changes: list[DocumentChange] = Field(description="Newest first; only documents the caller may see.")
+    changes: list[DocumentChange] = Field(
+        description="Newest first; only documents the caller may see (so a page may hold fewer than `limit`)."
+    )
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; none after the last one.")

@@ -59,8 +59,10 @@ class ChangeFeed:
                 "limit": query.limit,
             }
             rows = cur.execute(self._page, params).fetchall()
-        last = rows[-1]["id"] if len(rows) == query.limit else None
+        last = rows[-1]["id"] if len(rows) == query.limit else None  # the next page starts after what was read
         return ChangesResponse(
-            changes=[DocumentChange(**{k: v for k, v in r.items() if k != "id"}) for r in rows],
+            changes=[
+                DocumentChange(**{k: v for k, v in r.items() if k not in ("id", "shown")}) for r in rows if r["shown"]
+            ],
             next_cursor=str(last) if last is not None else None,
         )

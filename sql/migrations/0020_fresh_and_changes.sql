@@ -27,6 +27,10 @@ CREATE TABLE document_changes (
 -- Newest first, of some sources or of all; pruning by age.
 CREATE INDEX document_changes_source_id_idx ON document_changes (source, id DESC);
 CREATE INDEX document_changes_changed_at_idx ON document_changes (changed_at);
+-- The `visible` check tests cardinality(acl_*) = 0, whose selectivity the planner otherwise guesses at 0.5 %
+-- each: it then expected one public entry in 25,000 and read them all for a page (18 ms instead of 0.5).
+CREATE STATISTICS document_changes_access ON tenant, (cardinality(acl_users)), (cardinality(acl_groups))
+    FROM document_changes;
 
 -- `unchanged` attempts are pruned by age like the change history (a source's last attempt is kept).
 CREATE INDEX source_versions_unchanged_idx ON source_versions (finished_at) WHERE status = 'unchanged';

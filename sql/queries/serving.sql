@@ -351,10 +351,12 @@ WHERE s.name = ANY(%(names)s::text[])
 ORDER BY s.name
 
 -- name: changes_page
--- One page of the change history, newest first. An entry is the caller's when `visible` passes on the access
--- it recorded (a removed document has no row left) and, while its document still exists, on the document's
--- access now (an entry never outlives the caller's right to see the document).
-SELECT c.id, c.source, c.doc_id, c.title, c.change, c.old_version, c.new_version, c.changed_at
+-- One page of the change history, newest first: the entries the caller may see by the access they recorded
+-- (a removed document has no row left to check), each with whether its document, while it exists, is still
+-- the caller's to see (`shown`; an entry never outlives the caller's right to the document). The page is cut
+-- before that second check, so the newest entries come from the primary key in order.
+SELECT c.id, c.source, c.doc_id, c.title, c.change, c.old_version, c.new_version, c.changed_at,
+       NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = c.doc_id AND ({visible}) IS NOT TRUE) AS shown
 FROM (
     SELECT d.id, d.source, d.doc_id, d.title, d.change, d.old_version, d.new_version, d.changed_at
     FROM document_changes d
@@ -362,10 +364,10 @@ FROM (
       AND (%(since)s::timestamptz IS NULL OR d.changed_at > %(since)s::timestamptz)
       AND (%(before)s::bigint IS NULL OR d.id < %(before)s::bigint)
       AND {visible}
+    ORDER BY d.id DESC
+    LIMIT %(limit)s
 ) c
-WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = c.doc_id AND ({visible}) IS NOT TRUE)
 ORDER BY c.id DESC
-LIMIT %(limit)s
 
 -- name: version_published_at
 -- When one of the sources published this version (GET /v1/changes?since=<version>).

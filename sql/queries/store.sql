@@ -111,10 +111,10 @@ SELECT record_count FROM sources WHERE name = %(source)s
 SELECT record_count, current_version FROM sources WHERE name = %(source)s FOR UPDATE
 
 -- name: existing_documents
-SELECT d.doc_id, d.content_hash, coalesce(string_agg(c.content_hash, ',' ORDER BY c.ordinal), '')
+SELECT d.doc_id, d.content_hash, coalesce(string_agg(c.content_hash, ',' ORDER BY c.ordinal), ''), d.url
 FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id
 WHERE d.source = %(source)s
-GROUP BY d.doc_id, d.content_hash
+GROUP BY d.doc_id, d.content_hash, d.url
 
 -- name: record_removals
 -- The documents a publish removes, before they are deleted: their titles and who could see them.
@@ -260,5 +260,6 @@ WHERE model_id = %(model)s
 -- name: analyze_published
 -- Planner and lexeme statistics after a publish that changed rows: autovacuum waits for 10 % of a
 -- table to change, so a new source (OSSEM's 2,063 chunks are 4 % of a full store) stayed unknown to
--- the estimates that choose exact vector distances and full-text pools (serving/search/lexicon.py).
-ANALYZE documents, chunks
+-- the estimates that choose exact vector distances and full-text pools (serving/search/lexicon.py). The
+-- change history's, for the plan of GET /v1/changes (migration 0020).
+ANALYZE documents, chunks, document_changes

@@ -284,3 +284,14 @@ def test_old_changes_are_pruned(store: Store, db: psycopg.Connection) -> None:
     db.execute("UPDATE document_changes SET changed_at = now() - interval '91 days' WHERE doc_id = 'demo:r1'")
     assert store.prune_history(db, 90) == (1, 0)
     assert [r[0] for r in db.execute(CHANGES).fetchall()] == ["demo:r2"]
+
+
+def test_a_url_pinned_to_the_version_changes_no_content(store: Store, db: psycopg.Connection) -> None:
+    def pinned(version: str, i: int, body: str = "") -> Record:
+        return dataclasses.replace(rec(i, body=body), url=f"https://example.org/blob/{version}/r{i}.yml")
+
+    publish(store, db, "v1", [pinned("v1", i) for i in range(3)])
+    result = publish(store, db, "v2", [pinned("v2", 0), pinned("v2", 1, "edited"), pinned("v2", 2)])
+    assert (result.updated, result.modified) == (3, 1)  # every URL moved; one record changed
+    rows = db.execute("SELECT doc_id, change FROM document_changes WHERE new_version = 'v2'").fetchall()
+    assert rows == [("demo:r1", "modified")]
