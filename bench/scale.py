@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from cold_start import children, memory_mb
 from psycopg import sql
 from quality import api_settings
 
 from secrag import database
+
+from cold_start import children, memory_mb
 
 QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
 GROWN_INDEXES = ("hnsw", "chunks_tsv_idx", "chunks_first_title_trgm_idx")

@@ -4,11 +4,12 @@ The blocking pre-publish checks (non-empty, no suspicious shrink) are reported b
 assets themselves (assets/publishing.py): the store evaluates them inside the publish transaction.
 """
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
 
+from secrag.freshness import REFRESH_ALLOWANCE_SECONDS, SourceClock, verdict, window_seconds
 from secrag.queries import Queries, one_row
 
 from .assets.keys import COVERAGE, DIMENSIONS, FRESHNESS, REFRESH_OK, TECHNIQUES_RESOLVE, embeddings_key, source_key
@@ -47,30 +48,39 @@ def build_technique_check(source: str, key: dg.AssetKey | None = None) -> dg.Ass
 
 
 def freshness_verdict(state: tuple[Any, ...] | None, poll_interval: int, now: datetime) -> tuple[bool, dict[str, Any]]:
-    """Fresh = upstream checked within two poll intervals and the version seen is the one served."""
+    """The source's freshness (secrag/freshness.py: the rule GET /v1/sources applies too) and its facts."""
     if state is None:
         return False, {"reason": "source never registered"}
-    current, seen, checked_at, synced_at, status, records, error_kind = state
+    current, seen, checked_at, synced_at, status, records, error_kind, seen_since = state
+    judged = verdict(SourceClock(poll_interval, current, seen, checked_at, seen_since), now)
+    assert judged is not None  # a poll interval is given
     facts: dict[str, object] = {
         "poll_interval_seconds": poll_interval,
+        "window_seconds": judged.window_seconds,
         "current_version": current or "",
         "last_seen_version": seen or "",
         "state": status,
         "records": records,
     }
-    if checked_at is not None:
-        facts["last_check_age_seconds"] = round((now - checked_at).total_seconds())
-    if synced_at is not None:
-        facts["last_sync_age_seconds"] = round((now - synced_at).total_seconds())
+    for name, at in (("last_check", checked_at), ("last_sync", synced_at), ("seen_since", seen_since)):
+        if at is not None:
+            facts[f"{name}_age_seconds"] = round((now - at).total_seconds())
     if error_kind:
         facts["error_kind"] = error_kind
-    if not current:
-        return False, {**facts, "reason": "nothing published yet"}
-    if checked_at is None or now - checked_at > timedelta(seconds=2 * poll_interval):
-        return False, {**facts, "reason": "upstream not checked within two poll intervals"}
-    if seen and seen != current:
-        return False, {**facts, "reason": "a newer upstream version is not published"}
-    return True, facts
+    if judged.reason:
+        facts["reason"] = judged.reason
+    return judged.fresh, facts
+
+
+def freshness_evaluation(source: str, passed: bool, facts: dict[str, Any]) -> dg.AssetCheckEvaluation:
+    """The freshness check's result as the source's sensor reports it, without a run."""
+    return dg.AssetCheckEvaluation(
+        asset_key=source_key(source),
+        check_name=FRESHNESS,
+        passed=passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=facts,
+    )
 
 
 def build_freshness_check(source: str, poll_interval: int) -> dg.AssetChecksDefinition:
@@ -78,15 +88,16 @@ def build_freshness_check(source: str, poll_interval: int) -> dg.AssetChecksDefi
     @dg.asset_check(
         asset=source_key(source),
         name=FRESHNESS,
-        description=f"Upstream checked within two poll intervals ({poll_interval}s each) and "
-        "the latest version seen is the one served.",
+        description=f"Upstream answered a probe within {window_seconds(poll_interval)}s (two poll intervals of "
+        f"{poll_interval}s, plus {REFRESH_ALLOWANCE_SECONDS}s for a refresh) and no newer version has waited longer "
+        "to be published. The source's sensor reports it whenever it changes; the hourly schedule runs it too.",
     )
     def _check(store: StoreResource) -> dg.AssetCheckResult:
         q = Queries(store.sql_path(), "pipeline")
         with store.connect() as conn:
             state = conn.execute(q.source_state, {"source": source}).fetchone()
         passed, facts = freshness_verdict(state, poll_interval, datetime.now(UTC))
-        return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.WARN, metadata=facts)
+        return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=facts)
 
     return _check
 

@@ -21,6 +21,7 @@ from .chunking import ChunkConfig
 from .factory import build_graph
 from .folders import FolderSpec, load_folders
 from .jobs import refresh_jobs
+from .polling import with_poll_intervals
 from .resources import EmbedderResource, StoreResource, UpstreamResource
 from .schedules import build_freshness_schedule
 from .sources.registry import SourceSpec, default_registry
@@ -62,6 +63,7 @@ def build_definitions(
     """The whole graph for these sources and folders (tests pass a subset and their own resources)."""
     model_info(settings.embedding_model)  # an unknown model fails the load, naming the known ones
     folders = list(folders)
+    specs = with_poll_intervals(specs, settings.poll_interval)
     graph = build_graph(specs, folders, model=settings.embedding_model, chunking=ChunkConfig.from_settings(settings))
     schedules = [build_freshness_schedule(graph.freshness_checks)] if graph.freshness_checks else []
     return dg.Definitions(

@@ -60,6 +60,7 @@ class RefreshLimits:
     max_shrink: float
     max_error_share: float
     work_dir: Path
+    history_days: int | None = None  # change history and `unchanged` attempts kept; None: all
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,7 @@ class _Attempt:
         if self.pin:
             seen = pinned_version(self.spec, self.pin)
         else:
-            try:
-                seen = self.upstream.probe(self.spec)
-            except SecragError:
-                self.store.record_check(self.conn, self.spec.name, None)
-                raise
+            seen = self.upstream.probe(self.spec)  # a failure is recorded as the attempt's
             self.store.record_check(self.conn, self.spec.name, seen.version)
         self.version = seen.version
         return seen
@@ -172,6 +169,10 @@ def refresh_source(
     attempt = _Attempt(spec, upstream, conn, store, queries, limits, pin, force)
     for source, row_id in store.abandon_dead_attempts(conn):
         log.warning("abandoned a dead attempt", extra={"source": source, "source_version_id": row_id})
+    if limits.history_days is not None:
+        changes, attempts = store.prune_history(conn, limits.history_days)
+        if changes or attempts:
+            log.info("pruned history", extra={"changes": changes, "unchanged_attempts": attempts})
     store.register_source(conn, source_row(spec))
     try:
         return _refresh(attempt)

@@ -28,6 +28,7 @@ def source_row(spec: SourceSpec) -> SourceRow:
         upstream=spec.repo or spec.feed_url or None,
         branch=spec.branch,
         tracking=spec.tracking,
+        poll_interval=spec.poll_interval,
     )
 
 

@@ -75,6 +75,9 @@ class StoreResource(dg.ConfigurableResource):
     def error_share_limit(self) -> float:
         return self.max_error_share if self.max_error_share is not None else self._settings().max_error_share
 
+    def history_days(self) -> int:
+        return self._settings().change_history_days
+
     def chunking(self) -> ChunkConfig:
         s = self._settings()
         overrides = {

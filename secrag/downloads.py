@@ -4,7 +4,9 @@ The one HTTP(S) and file:// client of secrag: the pipeline's probes and fetches 
 upstream refetch both use it. Connections go only to addresses the policy vetted, and no socket
 operation outlives the call's budget (secrag/transport.py). Transient failures (429, 5xx, timeouts, dropped connections)
 are retried by tenacity with exponential backoff and jitter, honouring Retry-After up to a cap,
-and never past the call's time budget.
+and never past the call's time budget. A request refused because an API's rate limit is used up is not
+retried (FetchRateLimited says until when). `get_conditional` sends validators (If-None-Match,
+If-Modified-Since) and answers 304 without a body.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import io
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 from urllib.parse import SplitResult, urljoin
@@ -23,7 +25,8 @@ import tenacity
 
 from . import transport
 from .download_limits import Budget, DownloadLimits, Retryable, retry_after
-from .errors import FetchError, FetchTimeout, FetchTooLarge
+from .errors import FetchError, FetchRateLimited, FetchTimeout, FetchTooLarge
+from .rate_limits import refused_until
 from .safe_files import FileTooLarge, UnsafeFile, read_capped
 from .url_policy import UrlPolicy, file_path
 
@@ -55,8 +58,25 @@ def _copy_capped(response: httpx.Response, sink: IO[bytes], url: str, max_bytes:
         sink.write(chunk)
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a (conditional) GET got: its status (200, or 304 without a body) and the response headers."""
+
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def not_modified(self) -> bool:
+        return self.status == 304
+
+
 def _check_response(url: str, resp: httpx.Response, limits: DownloadLimits) -> None:
     status = resp.status_code
+    if status in (403, 429) and resp.headers.get("x-ratelimit-remaining") == "0":
+        # Waiting within the call cannot help (the window resets within the hour), and asking again
+        # while refused risks a longer ban: the caller backs off until the reset.
+        raise FetchRateLimited(f"{url}: HTTP {status}: the rate limit is used up", reset_at=refused_until(resp.headers))
     if status == 429 or status >= 500:
         raise Retryable(f"HTTP {status}", retry_after(resp.headers.get("Retry-After"), limits.retry_after_cap))
     if not 200 <= status < 300:
@@ -75,13 +95,14 @@ class _Call:
     limits: DownloadLimits
     budget: Budget
     headers_for: HeadersFor | None
+    validators: Mapping[str, str] = field(default_factory=dict)  # If-None-Match, If-Modified-Since
 
     def headers(self, parts: SplitResult) -> dict[str, str]:
         extra = self.headers_for(parts) if self.headers_for else {}
-        return {"User-Agent": USER_AGENT, **extra}
+        return {"User-Agent": USER_AGENT, **extra, **self.validators}
 
-    def attempt(self, client: httpx.Client, sink: IO[bytes]) -> None:
-        """One try, following redirects (each hop checked against the policy)."""
+    def attempt(self, client: httpx.Client, sink: IO[bytes]) -> tuple[int, dict[str, str]]:
+        """One try, following redirects (each hop checked against the policy): the final status and headers."""
         current = self.url
         for _hop in range(MAX_REDIRECTS + 1):
             parts = self.policy.check(current)
@@ -94,9 +115,11 @@ class _Call:
                             raise FetchError(f"{current}: HTTP {resp.status_code} without a Location header")
                         current = urljoin(current, location)
                         continue
+                    if resp.status_code == 304 and self.validators:
+                        return 304, dict(resp.headers)
                     _check_response(current, resp, self.limits)
                     _copy_capped(resp, sink, current, self.limits.max_bytes, self.budget)
-                    return
+                    return resp.status_code, dict(resp.headers)
             except httpx.TimeoutException as exc:
                 raise Retryable(f"timed out ({type(exc).__name__})", timeout=True) from exc
             except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
@@ -141,7 +164,7 @@ class _Call:
             },
         )
 
-    def run(self, open_sink: OpenSink) -> None:
+    def run(self, open_sink: OpenSink) -> tuple[int, dict[str, str]]:
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(Retryable),
             wait=self.wait,
@@ -149,10 +172,12 @@ class _Call:
             before_sleep=self.before_sleep,
             retry_error_callback=self.give_up,
         )
+        answer: tuple[int, dict[str, str]] = (0, {})
         with transport.client(self.policy, self.budget.deadline) as client:
             for attempt in retrying:
                 with attempt, open_sink() as sink:
-                    self.attempt(client, sink)
+                    answer = self.attempt(client, sink)
+        return answer
 
 
 def _read_file(url: str, sink: IO[bytes], max_bytes: int) -> None:
@@ -171,14 +196,16 @@ def fetch_into(
     timeout: float,
     open_sink: OpenSink,
     headers_for: HeadersFor | None = None,
-) -> None:
-    """Write the body of url into a fresh sink per attempt, within `timeout` seconds in all."""
+    validators: Mapping[str, str] | None = None,
+) -> tuple[int, dict[str, str]]:
+    """Write the body of url into a fresh sink per attempt, within `timeout` seconds in all; the final
+    status and response headers (a 304 to `validators` writes nothing; file:// answers 200, no headers)."""
     parts = policy.check(url)
     if parts.scheme == "file":
         with open_sink() as sink:
             _read_file(url, sink, limits.max_bytes)
-        return
-    _Call(url, policy, limits, Budget.start(timeout), headers_for).run(open_sink)
+        return 200, {}
+    return _Call(url, policy, limits, Budget.start(timeout), headers_for, dict(validators or {})).run(open_sink)
 
 
 def get_bytes(
@@ -193,6 +220,25 @@ def get_bytes(
 
     fetch_into(url, policy, limits, timeout, sink, headers_for)
     return buffers[-1].getvalue()
+
+
+def get_conditional(
+    url: str,
+    policy: UrlPolicy,
+    limits: DownloadLimits,
+    timeout: float,
+    headers_for: HeadersFor | None = None,
+    validators: Mapping[str, str] | None = None,
+) -> Answer:
+    """The body of url unless the validators (If-None-Match / If-Modified-Since) show it unchanged (304)."""
+    buffers: list[io.BytesIO] = []
+
+    def sink() -> AbstractContextManager[IO[bytes]]:
+        buffers.append(io.BytesIO())
+        return nullcontext(buffers[-1])
+
+    status, headers = fetch_into(url, policy, limits, timeout, sink, headers_for, validators)
+    return Answer(status, b"" if status == 304 else buffers[-1].getvalue(), headers)
 
 
 def download(

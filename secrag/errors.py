@@ -65,3 +65,11 @@ class PublishRefused(SecragError):
     def __init__(self, message: str, *, kind: Literal["empty", "shrank", "config_error"]) -> None:
         super().__init__(message)
         self.kind: Literal["empty", "shrank", "config_error"] = kind
+
+
+class FetchRateLimited(FetchError):
+    """An upstream API refused a request because the caller's rate limit is used up, until `reset_at`."""
+
+    def __init__(self, message: str, *, reset_at: float | None = None) -> None:
+        super().__init__(message, hint="set GITHUB_TOKEN for a higher limit, or lengthen the poll intervals")
+        self.reset_at = reset_at  # epoch seconds, when the upstream said

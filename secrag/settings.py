@@ -9,6 +9,7 @@ from pydantic import AliasChoices, Field
 from pydantic.json_schema import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .freshness import DEFAULT_POLL_SECONDS, POLL_FLOOR_SECONDS, POLL_JITTER
 from .package_data import sql_dir
 
 # The checkout secrag runs from: dagster.yaml, workspace.yaml and folders.yaml live here.
@@ -139,6 +140,22 @@ class PipelineSettings(BaseSettings):
     )
     chunk_across_paragraphs: bool = Field(
         default=True, description="Chunks overlap across paragraphs, not only inside long ones."
+    )
+    poll_interval: int | None = Field(
+        default=None,
+        ge=POLL_FLOOR_SECONDS,
+        json_schema_extra=doc_default("each source's own (registry `poll_interval`)"),
+        description="Seconds between two upstream probes of every online source, instead of each source's own "
+        f"(registry default: {DEFAULT_POLL_SECONDS['commit']} for commits, {DEFAULT_POLL_SECONDS['release']} for "
+        f"releases, {DEFAULT_POLL_SECONDS['feed']} for feeds); at least {POLL_FLOOR_SECONDS}. Each source's interval "
+        f"is moved by up to {POLL_JITTER:.0%}, the same way on every load, so the sources do not probe together.",
+    )
+    change_history_days: int = Field(
+        default=90,
+        ge=1,
+        description="Days of change history kept (GET /v1/changes: what each publish added, modified and removed), "
+        "and of `unchanged` refresh attempts; the pipeline prunes older ones at each refresh (a source's last "
+        "attempt stays).",
     )
     folders_file: Path | None = Field(
         default=None,

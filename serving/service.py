@@ -9,6 +9,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -16,10 +17,12 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from secrag import error_kinds
+from secrag.freshness import SourceClock, verdict
 from secrag.queries import Queries
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
 from serving.access.sessions import ReaderSessions
+from serving.contract.changes import ChangesQuery, ChangesResponse
 from serving.contract.errors import TooManyRequests
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import PlanRequest, PlanResponse
@@ -43,6 +46,7 @@ from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import read_thresholds
 from serving.mapping.mapper import map_text
 from serving.observability.metrics import Metrics
+from serving.reads.changes import ChangeFeed
 from serving.reads.documents import Reads
 from serving.reads.stats import LiveCounts, collect_stats
 from serving.reads.upstream import Refetcher
@@ -75,6 +79,7 @@ class Service:
     catalog: Catalog = field(init=False)
     searcher: Searcher = field(init=False)
     reads: Reads = field(init=False)
+    change_feed: ChangeFeed = field(init=False)
     _active: Cached = field(init=False, default_factory=lambda: Cached(SOURCES_TTL))
     _switching: threading.Lock = field(init=False, default_factory=threading.Lock)
     results: ResultCache = field(init=False)
@@ -88,6 +93,7 @@ class Service:
         self.limits = RequestLimits.from_settings(self.settings)
         self.searcher = self._searcher(self.encoder, self.statements)
         self.reads = Reads(self.pool, self.statements, self.refetcher, self.settings.max_response_bytes)
+        self.change_feed = ChangeFeed(self.pool, self.queries, self.catalog)
 
     def _searcher(self, encoder: QueryEncoder, statements: Statements) -> Searcher:
         return Searcher(
@@ -251,6 +257,9 @@ class Service:
         ]
         return found.model_copy(update={"errors": [*found.errors, *beyond]})
 
+    def changes(self, query: ChangesQuery, principal: Principal) -> ChangesResponse:
+        return self.change_feed.page(query, principal)
+
     # --- sources and stats --------------------------------------------------------------------
 
     def source_facts(self) -> dict[str, SourceFacts]:
@@ -267,9 +276,10 @@ class Service:
             if folders:  # a user folder's records are those the caller may see
                 params = {**principal.params(), "names": folders}
                 visible = {r["source"]: r["count"] for r in cur.execute(self.statements.stats_documents, params)}
+        now = datetime.now(UTC)
         return SourcesResponse(
             sources=[
-                _source_info({**r, "record_count": visible.get(r["name"], 0)} if r["name"] in folders else r)
+                _source_info({**r, "record_count": visible.get(r["name"], 0)} if r["name"] in folders else r, now)
                 for r in rows
             ]
         )
@@ -290,7 +300,11 @@ class Service:
         }
 
 
-def _source_info(r: dict[str, Any]) -> SourceInfo:
+def _source_info(r: dict[str, Any], now: datetime) -> SourceInfo:
+    clock = SourceClock(
+        r["poll_interval"], r["current_version"], r["last_seen_version"], r["last_check_at"], r["seen_since"]
+    )
+    judged = verdict(clock, now)
     return SourceInfo(
         name=r["name"],
         kind=r["kind"],
@@ -319,4 +333,7 @@ def _source_info(r: dict[str, Any]) -> SourceInfo:
         ),
         running_since=r["running_since"],
         last_success=r["last_success_at"],
+        poll_interval=r["poll_interval"],
+        fresh=judged.fresh if judged else None,
+        stale_reason=judged.reason if judged else None,
     )

@@ -26,7 +26,7 @@ GRANT SELECT (doc_id, media_type, whole_file, size, raw) ON document_raw TO secr
 -- Sources and their refreshes (GET /v1/sources, /v1/stats). Column by column: error details and
 -- bookkeeping the pipeline keeps there are the owner's.
 GRANT SELECT (name, kind, description, category, upstream, branch, tracking, current_version,
-              last_check_at, last_seen_version, last_sync_at, record_count)
+              last_check_at, last_seen_version, last_sync_at, record_count, poll_interval, seen_since)
     ON sources TO secrag_reader;
 -- Never error_detail: the full error text (paths, URLs, driver messages) is the operators' alone.
 GRANT SELECT (id, source, version, started_at, finished_at, status, phase, error_kind)
@@ -36,6 +36,10 @@ GRANT SELECT (name, state, error_kind, attempt_id, attempt_status, attempt_phase
               attempt_finished_at, running_since, last_success_at)
     ON source_status TO secrag_reader;
 GRANT SELECT (source, documents, chunks, updated_at) ON source_counts TO secrag_reader;
+-- The change history (GET /v1/changes), read through the access check like the documents.
+GRANT SELECT (id, source, doc_id, title, change, old_version, new_version, changed_at, tenant, acl_users,
+              acl_groups)
+    ON document_changes TO secrag_reader;
 GRANT SELECT (source, model_id, vectors, chunks_embedded) ON source_model_counts TO secrag_reader;
 
 -- Reference data and settings the API reads.

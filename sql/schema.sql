@@ -81,6 +81,31 @@ CREATE TABLE public.chunks (
     CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0))
 );
 
+CREATE TABLE public.document_changes (
+    id bigint NOT NULL,
+    source text NOT NULL,
+    doc_id text NOT NULL,
+    title text NOT NULL,
+    change text NOT NULL,
+    old_version text,
+    new_version text NOT NULL,
+    version_id bigint NOT NULL,
+    changed_at timestamp with time zone DEFAULT now() NOT NULL,
+    tenant text,
+    acl_users text[] DEFAULT '{}'::text[] NOT NULL,
+    acl_groups text[] DEFAULT '{}'::text[] NOT NULL,
+    CONSTRAINT document_changes_change_check CHECK ((change = ANY (ARRAY['added'::text, 'modified'::text, 'removed'::text])))
+);
+
+ALTER TABLE public.document_changes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.document_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE public.document_raw (
     doc_id text NOT NULL,
     media_type text NOT NULL,
@@ -248,8 +273,11 @@ CREATE TABLE public.sources (
     last_sync_at timestamp with time zone,
     record_count integer DEFAULT 0 NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    poll_interval integer,
+    seen_since timestamp with time zone,
     CONSTRAINT sources_kind_check CHECK ((kind = ANY (ARRAY['online'::text, 'user_folder'::text, 'static'::text]))),
     CONSTRAINT sources_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_.-]*$'::text)),
+    CONSTRAINT sources_poll_interval_check CHECK ((poll_interval > 0)),
     CONSTRAINT sources_tracking_check CHECK ((tracking = ANY (ARRAY['commit'::text, 'release'::text, 'feed'::text, 'bundled'::text])))
 );
 
@@ -342,6 +370,9 @@ ALTER TABLE ONLY public.chunks
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_pkey PRIMARY KEY (chunk_id);
 
+ALTER TABLE ONLY public.document_changes
+    ADD CONSTRAINT document_changes_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.document_raw
     ADD CONSTRAINT document_raw_pkey PRIMARY KEY (doc_id);
 
@@ -398,6 +429,10 @@ CREATE INDEX chunks_source_idx ON public.chunks USING btree (source);
 
 CREATE INDEX chunks_tsv_idx ON public.chunks USING gin (tsv);
 
+CREATE INDEX document_changes_changed_at_idx ON public.document_changes USING btree (changed_at);
+
+CREATE INDEX document_changes_source_id_idx ON public.document_changes USING btree (source, id DESC);
+
 CREATE INDEX documents_platforms_idx ON public.documents USING gin (platforms);
 
 CREATE INDEX documents_source_idx ON public.documents USING btree (source);
@@ -422,6 +457,10 @@ CREATE INDEX source_versions_source_id_idx ON public.source_versions USING btree
 
 CREATE INDEX source_versions_source_started_idx ON public.source_versions USING btree (source, started_at DESC);
 
+CREATE INDEX source_versions_unchanged_idx ON public.source_versions USING btree (finished_at) WHERE (status = 'unchanged'::text);
+
+CREATE STATISTICS public.document_changes_access ON tenant, cardinality(acl_users), cardinality(acl_groups) FROM public.document_changes;
+
 CREATE TRIGGER chunk_vectors_on_chunks AFTER INSERT ON public.chunks REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.chunk_vectors_from_chunks();
 
 CREATE TRIGGER chunk_vectors_on_embeddings AFTER INSERT ON public.embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.chunk_vectors_from_embeddings();
@@ -438,6 +477,9 @@ ALTER TABLE ONLY public.chunk_vectors
 
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.document_changes
+    ADD CONSTRAINT document_changes_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.document_raw
     ADD CONSTRAINT document_raw_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
@@ -502,6 +544,28 @@ GRANT SELECT(char_end) ON TABLE public.chunks TO secrag_reader;
 GRANT SELECT(heading) ON TABLE public.chunks TO secrag_reader;
 
 GRANT SELECT(pages) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(id) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(source) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(doc_id) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(title) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(change) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(old_version) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(new_version) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(changed_at) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(tenant) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(acl_users) ON TABLE public.document_changes TO secrag_reader;
+
+GRANT SELECT(acl_groups) ON TABLE public.document_changes TO secrag_reader;
 
 GRANT SELECT(doc_id) ON TABLE public.document_raw TO secrag_reader;
 
@@ -630,6 +694,10 @@ GRANT SELECT(last_seen_version) ON TABLE public.sources TO secrag_reader;
 GRANT SELECT(last_sync_at) ON TABLE public.sources TO secrag_reader;
 
 GRANT SELECT(record_count) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(poll_interval) ON TABLE public.sources TO secrag_reader;
+
+GRANT SELECT(seen_since) ON TABLE public.sources TO secrag_reader;
 
 GRANT SELECT(name) ON TABLE public.source_status TO secrag_reader;
 

@@ -7,6 +7,7 @@ from ..automation import on_new_inputs
 from ..embedding import embed_pending
 from ..resources import EmbedderResource, StoreResource
 from .keys import OWNERS, embeddings_key
+from .stages import run_times, stage_metadata
 
 LOG_EVERY = 2000  # chunks between progress lines
 
@@ -72,6 +73,7 @@ def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code
                 "active_model": activation.active or "",
                 "model_switched": activation.switched,
                 "chunks_missing_model_all_sources": max(activation.missing, 0),
+                **stage_metadata(run_times(context), "embedded"),
             }
         )
 

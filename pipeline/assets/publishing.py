@@ -72,6 +72,10 @@ def publish_metadata(result: PublishResult) -> dict[str, Any]:
         "updated": result.updated,
         "deleted": result.deleted,
         "unchanged": result.unchanged,
+        # What the change history (GET /v1/changes) records of this publish.
+        "added": result.inserted,
+        "modified": result.modified,
+        "removed": result.deleted,
         "skipped": result.skipped,
         "skipped_sample": dg.MetadataValue.md(skipped_sample(result.details)),
         "chunks_written": result.chunks_written,

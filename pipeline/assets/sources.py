@@ -1,6 +1,7 @@
 """`sources/<source>`: fetch the upstream version, parse it, publish it atomically into the store."""
 
 from collections.abc import Iterator
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -14,6 +15,7 @@ from ..sources.interface import FetchResult
 from ..sources.registry import SourceSpec
 from .keys import ATTACK_SOURCE, LOOKUP_KEY, NO_SHRINK, NON_EMPTY, OWNERS, source_key, upstream_key
 from .publishing import publish_check_specs, publish_checks, publish_metadata
+from .stages import published_stages
 
 
 class SourceConfig(dg.Config):
@@ -53,6 +55,9 @@ def _unchanged(done: Refreshed) -> Iterator[dg.AssetCheckResult | dg.Materialize
             "inserted": 0,
             "updated": 0,
             "deleted": 0,
+            "added": 0,
+            "modified": 0,
+            "removed": 0,
             "unchanged": done.records,
             "chunks_written": 0,
             "fingerprint": done.fingerprint[:16],
@@ -90,7 +95,10 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
     ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
         # A sensor run publishes exactly the version its tick saw (feeds keep no history: re-probe).
         requested = context.run.tags.get(REQUESTED_VERSION_TAG) if spec.tracking != "feed" else None
-        limits = RefreshLimits(store.chunking(), store.shrink_limit(), store.error_share_limit(), store.work_path())
+        limits = RefreshLimits(
+            store.chunking(), store.shrink_limit(), store.error_share_limit(), store.work_path(), store.history_days()
+        )
+        queries = Queries(store.sql_path(), "pipeline")
         with store.connect() as conn:
             try:
                 done = refresh_source(
@@ -98,7 +106,7 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                     upstream.upstream(),
                     conn,
                     store.store(),
-                    Queries(store.sql_path(), "pipeline"),
+                    queries,
                     limits,
                     pin=config.pin or requested,
                     force=config.force,
@@ -119,17 +127,23 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                         "version": exc.version or "",
                     },
                 ) from exc
+            stages = published_stages(context, conn, queries, spec.name, done.version)
         if done.status == "unchanged":
             context.log.info(f"{spec.name}@{done.version}: already published from the same inputs; nothing to do")
             yield from _unchanged(done)
             return
-        yield from _published(context, spec, config, done, store.shrink_limit())
+        yield from _published(context, spec, config, done, store.shrink_limit(), stages)
 
     return _publish
 
 
 def _published(
-    context: dg.AssetExecutionContext, spec: SourceSpec, config: SourceConfig, done: Refreshed, max_shrink: float
+    context: dg.AssetExecutionContext,
+    spec: SourceSpec,
+    config: SourceConfig,
+    done: Refreshed,
+    max_shrink: float,
+    stages: dict[str, Any],
 ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
     """Checks and metadata of a publish, or the failure of a refused one."""
     assert done.result is not None and done.fetched is not None and done.outcome is not None
@@ -161,5 +175,6 @@ def _published(
             **publish_metadata(result),
             **{f"seconds_{phase}": round(s, 3) for phase, s in done.seconds.items()},
             "seconds": round(done.elapsed, 3),
+            **stages,
         },
     )

@@ -62,9 +62,11 @@ class WithBundled:
     def with_config(self, config: UpstreamConfig) -> WithBundled:
         return WithBundled(self.inner.with_config(config))
 
-    def probe(self, spec: SourceSpec, timeout: float | None = None) -> UpstreamVersion:
+    def probe(
+        self, spec: SourceSpec, timeout: float | None = None, known: UpstreamVersion | None = None
+    ) -> UpstreamVersion:
         if spec.tracking != BUNDLED:
-            return self.inner.probe(spec, timeout)
+            return self.inner.probe(spec, timeout, known)
         version = bundled_version(spec)
         return UpstreamVersion(spec.name, BUNDLED, version, None, f"bundled:{spec.name}", datetime.now(UTC))
 

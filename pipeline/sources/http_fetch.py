@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,14 @@ def get_json(url: str, cfg: UpstreamConfig, timeout: float | None = None) -> Any
         return json.loads(data)
     except ValueError as exc:
         raise FetchError(f"{url}: not valid JSON ({exc})") from exc
+
+
+def get_conditional(
+    url: str, cfg: UpstreamConfig, timeout: float | None, validators: Mapping[str, str]
+) -> downloads.Answer:
+    """The body of url, or a 304 without one when `validators` (If-None-Match, If-Modified-Since) still hold."""
+    budget = timeout if timeout is not None else cfg.fetch_timeout
+    return downloads.get_conditional(url, cfg.policy, cfg.limits, budget, cfg.api_headers, validators)
 
 
 def download(url: str, dest: Path, cfg: UpstreamConfig, timeout: float | None = None) -> Path:

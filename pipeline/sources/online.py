@@ -25,8 +25,10 @@ class OnlineUpstream:
     def with_config(self, config: UpstreamConfig) -> OnlineUpstream:
         return replace(self, config=config)
 
-    def probe(self, spec: SourceSpec, timeout: float | None = None) -> UpstreamVersion:
-        return probe(spec, self.config, timeout)
+    def probe(
+        self, spec: SourceSpec, timeout: float | None = None, known: UpstreamVersion | None = None
+    ) -> UpstreamVersion:
+        return probe(spec, self.config, timeout, known)
 
     def fetch(self, spec: SourceSpec, version: UpstreamVersion, workdir: Path, pin: str | None = None) -> FetchResult:
         return fetch(spec, version, self.config, workdir, pin)

@@ -1,4 +1,6 @@
-"""Cheap upstream version probes: a branch's commit, the latest release tag, or a feed's version."""
+"""Cheap upstream version probes: a branch's commit (`git ls-remote`), the latest release tag or a feed's
+version, the last two by conditional requests: given the previous probe's answer, a 304 confirms its version
+without a body, and a release's tag is not resolved to its commit again."""
 
 from __future__ import annotations
 
@@ -6,12 +8,15 @@ import hashlib
 import json
 import re
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
+from secrag.downloads import Answer
 from secrag.errors import FetchError
+from secrag.rate_limits import RateLimit
 
 from .git_fetch import SHA_RE, git_env, run_git
-from .http_fetch import get_bytes, get_json
+from .http_fetch import get_conditional
 from .interface import UpstreamVersion
 from .registry import SourceSpec
 from .upstream import UpstreamConfig
@@ -57,16 +62,23 @@ def tag_commit(repo_url: str, tag: str, cfg: UpstreamConfig, timeout: float) -> 
     return sha
 
 
-def latest_release(spec: SourceSpec, cfg: UpstreamConfig, timeout: float) -> tuple[str, str]:
-    """(tag name, API URL) of the repository's latest GitHub release."""
+def release_url(spec: SourceSpec, cfg: UpstreamConfig) -> str:
+    """The releases API URL of the repository's latest release."""
     if not spec.github:
         raise FetchError(f"{spec.name}: release tracking needs `github: owner/name` in the registry")
-    url = f"{cfg.github_api_base}/repos/{spec.github}/releases/latest"
-    body = get_json(url, cfg, timeout)
-    tag = body.get("tag_name") if isinstance(body, dict) else None
+    return f"{cfg.github_api_base}/repos/{spec.github}/releases/latest"
+
+
+def release_tag(url: str, body: bytes) -> str:
+    """The tag name of a latest-release answer."""
+    try:
+        release = json.loads(body)
+    except ValueError as exc:
+        raise FetchError(f"{url}: not valid JSON ({exc})") from exc
+    tag = release.get("tag_name") if isinstance(release, dict) else None
     if not isinstance(tag, str) or not tag:
         raise FetchError(f"{url}: no tag_name in the latest release")
-    return tag, url
+    return tag
 
 
 def feed_version(data: bytes, field: str) -> str:
@@ -93,8 +105,26 @@ def _repo(spec: SourceSpec, cfg: UpstreamConfig) -> str:
     return url
 
 
-def probe(spec: SourceSpec, cfg: UpstreamConfig, timeout: float | None = None) -> UpstreamVersion:
-    """The upstream's current version, within `timeout` (default cfg.probe_timeout) seconds."""
+def _answered(seen: UpstreamVersion, url: str, answer: Answer, known: UpstreamVersion | None) -> UpstreamVersion:
+    """seen with what an HTTP probe keeps of its answer: validators for the next request, the rate limit, a 304."""
+    etag, modified = answer.headers.get("etag"), answer.headers.get("last-modified")
+    if answer.not_modified and known is not None:  # a 304 may omit the validators it confirmed
+        etag, modified = etag or known.etag, modified or known.last_modified
+    return replace(
+        seen,
+        etag=etag,
+        last_modified=modified,
+        validated=url if etag or modified else "",
+        rate=RateLimit.from_headers(answer.headers),
+        not_modified=answer.not_modified,
+    )
+
+
+def probe(
+    spec: SourceSpec, cfg: UpstreamConfig, timeout: float | None = None, known: UpstreamVersion | None = None
+) -> UpstreamVersion:
+    """The upstream's current version, within `timeout` (default cfg.probe_timeout) seconds; a release or feed
+    by a conditional request when `known` (the previous probe's answer) holds validators for its URL."""
     budget = timeout if timeout is not None else cfg.probe_timeout
     deadline = time.monotonic() + budget
 
@@ -104,21 +134,26 @@ def probe(spec: SourceSpec, cfg: UpstreamConfig, timeout: float | None = None) -
             raise FetchError(f"{spec.name}: probe did not finish within {budget:g} s")
         return remaining
 
+    now = datetime.now(UTC)
     if spec.tracking == "commit":
         url = _repo(spec, cfg)
         sha = branch_commit(url, spec.branch, cfg, left())
-        version, commit = sha, sha
-    elif spec.tracking == "release":
-        url = _repo(spec, cfg)
-        version, _api = latest_release(spec, cfg, left())
-        commit = tag_commit(url, version, cfg, left())
-    elif spec.tracking == "feed":
+        return UpstreamVersion(spec.name, spec.tracking, sha, sha, url, now)
+    if spec.tracking == "release":
+        url, api = _repo(spec, cfg), release_url(spec, cfg)
+        answer = get_conditional(api, cfg, left(), known.validators(api) if known else {})
+        if answer.not_modified and known is not None:
+            return _answered(replace(known, checked_at=now), api, answer, known)
+        tag = release_tag(api, answer.body)
+        commit = tag_commit(url, tag, cfg, left())
+        return _answered(UpstreamVersion(spec.name, spec.tracking, tag, commit, url, now), api, answer, known)
+    if spec.tracking == "feed":
         url = cfg.feed_url(spec)
         if not url:
             raise FetchError(f"{spec.name}: feed tracking needs `feed_url` in the registry")
-        version, commit = feed_version(get_bytes(url, cfg, left()), spec.version_field), None
-    else:
-        raise FetchError(f"{spec.name}: unknown tracking {spec.tracking!r}")
-    return UpstreamVersion(
-        source=spec.name, tracking=spec.tracking, version=version, commit=commit, url=url, checked_at=datetime.now(UTC)
-    )
+        answer = get_conditional(url, cfg, left(), known.validators(url) if known else {})
+        if answer.not_modified and known is not None:
+            return _answered(replace(known, checked_at=now), url, answer, known)
+        version = feed_version(answer.body, spec.version_field)
+        return _answered(UpstreamVersion(spec.name, spec.tracking, version, None, url, now), url, answer, known)
+    raise FetchError(f"{spec.name}: unknown tracking {spec.tracking!r}")

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from secrag.errors import ConfigError
+from secrag.freshness import DEFAULT_POLL_SECONDS, POLL_FLOOR_SECONDS
 from secrag.package_data import package_path
 
 from ..chunking import ChunkConfig
@@ -53,7 +54,7 @@ class SourceSpec:
     version_field: str = ""  # feed field holding the version; content hash when empty
     web_url: str = ""  # template with {version} and {path}
     enabled: bool = True
-    poll_interval: int = 3600
+    poll_interval: int = DEFAULT_POLL_SECONDS["commit"]  # seconds between probes (see pipeline/polling.py)
     max_file_bytes: int = 10 * 1024 * 1024
     options: Mapping[str, Any] = field(default_factory=dict)
     chunking: Mapping[str, Any] = field(default_factory=dict)  # this source's ChunkConfig overrides
@@ -79,7 +80,9 @@ def _spec_from(name: str, raw: Mapping[str, Any], origin: Path) -> SourceSpec:
     values["paths"] = tuple(raw["paths"])
     values["exclude"] = tuple(raw.get("exclude", ()))
     values["parser_version"] = str(raw["parser_version"])
-    values["poll_interval"] = parse_duration(raw.get("poll_interval", "1h"))
+    values["poll_interval"] = parse_duration(raw.get("poll_interval", DEFAULT_POLL_SECONDS[raw["tracking"]]))
+    if values["poll_interval"] < POLL_FLOOR_SECONDS:
+        raise ConfigError(f"{origin}: poll_interval must be at least {POLL_FLOOR_SECONDS}s")
     values.setdefault("repo", "")
     values["options"] = dict(raw.get("options") or {})
     values["chunking"] = dict(raw.get("chunking") or {})

@@ -70,7 +70,10 @@ class SnapshotUpstream:
         except UnsafeFile as exc:
             raise FetchError(f"{spec.name}: feed {exc.reason}") from exc
 
-    def probe(self, spec: SourceSpec, timeout: float | None = None) -> UpstreamVersion:
+    def probe(
+        self, spec: SourceSpec, timeout: float | None = None, known: UpstreamVersion | None = None
+    ) -> UpstreamVersion:
+        """The mirror's version (read from local files: nothing to ask conditionally, so `known` is not needed)."""
         self._known(spec)
         commit: str | None
         if spec.tracking == "commit":

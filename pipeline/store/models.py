@@ -18,6 +18,7 @@ class SourceRow:
     upstream: str | None = None
     branch: str | None = None
     tracking: str | None = None
+    poll_interval: int | None = None  # seconds between probes (online sources)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class PublishResult:
     deleted: int = 0
     unchanged: int = 0
     skipped: int = 0
+    modified: int = 0  # the updated documents whose content changed (the change history's `modified`)
     chunks_written: int = 0
     reason: str | None = None
     seconds: float = 0.0

@@ -17,7 +17,7 @@ from ..chunking import ChunkConfig
 from ..sources.records import Record, Skipped
 from . import versions
 from .counts import refresh_counts
-from .diff import Changes, diff
+from .diff import Changes, Held, diff
 from .models import Access, PublishResult
 from .rows import chunk_copy_row, document_copy_row, document_params, raw_copy_row
 
@@ -86,8 +86,9 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     reason = None if pub.force else refusal(int(row[0]), len(pub.records), pub.max_shrink)
     if reason:
         raise PublishRefused(reason, kind="empty" if not pub.records else "shrank")
-    existing = {d: (h, sig) for d, h, sig in conn.execute(q.existing_documents, {"source": pub.source}).fetchall()}
+    existing = {d: Held(h, sig, url) for d, h, sig, url in conn.execute(q.existing_documents, {"source": pub.source})}
     changes = diff(pub.records, existing, pub.access, pub.lookup, pub.chunking)
+    _record_changes(q, conn, pub, changes, replaced=row[1])
     written = _write(q, conn, pub, changes)
     access = {"tenant": pub.access.tenant, "acl_users": list(pub.access.users), "acl_groups": list(pub.access.groups)}
     conn.execute(q.apply_access, {"source": pub.source, **access})
@@ -110,8 +111,27 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
         chunks_written=written,
         version_id=pub.version_id,
         details=info,
+        modified=len(changes.modified),
         **counts,
     )
+
+
+def _record_changes(
+    q: Queries, conn: psycopg.Connection, pub: Publication, changes: Changes, replaced: str | None
+) -> None:
+    """The change history of this publish, against the version it replaces: removed documents (read before
+    they are deleted, with the access they had), then added and modified ones."""
+    at = {"old_version": replaced, "new_version": pub.version, "version_id": pub.version_id}
+    if changes.deleted:
+        conn.execute(q.record_removals, {**at, "ids": changes.deleted})
+    if not changes.inserted and not changes.modified:
+        return
+    access = [pub.access.tenant, list(pub.access.users), list(pub.access.groups)]
+    with conn.cursor() as cur, cur.copy(q.copy_changes) as copy:
+        for kind, changed in (("added", changes.inserted), ("modified", changes.modified)):
+            for c in changed:
+                row = [pub.source, c.record.doc_id, c.record.title, kind, replaced, pub.version, pub.version_id]
+                copy.write_row([*row, *access])
 
 
 def _write(q: Queries, conn: psycopg.Connection, pub: Publication, changes: Changes) -> int:

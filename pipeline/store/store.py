@@ -29,9 +29,22 @@ class Store:
     def register_source(self, conn: psycopg.Connection, row: SourceRow) -> None:
         conn.execute(self.q.upsert_source, row.__dict__)
 
-    def record_check(self, conn: psycopg.Connection, source: str, version: str | None) -> None:
-        """The upstream was checked now and showed `version` (None: the probe failed)."""
+    def record_check(self, conn: psycopg.Connection, source: str, version: str) -> None:
+        """The upstream answered a probe now and showed `version`."""
         conn.execute(self.q.record_check, {"source": source, "version": version})
+
+    def record_probe_failure(self, conn: psycopg.Connection, source: str, error: BaseException) -> int:
+        """A sensor's probe failed: a failed attempt (one row for a run of the same failure); its id."""
+        return versions.record_probe_failure(self.q, conn, source, error)
+
+    def record_probe_recovery(self, conn: psycopg.Connection, source: str, version: str) -> bool:
+        """A probe that follows failed ones and shows the served version puts the source back to `ok`."""
+        return versions.record_probe_recovery(self.q, conn, source, version)
+
+    def prune_history(self, conn: psycopg.Connection, days: int) -> tuple[int, int]:
+        """Drop the change history and `unchanged` attempts (never a source's last) older than `days`; how many
+        of each."""
+        return versions.prune(self.q, conn, days)
 
     def begin_version(self, conn: psycopg.Connection, source: str, version: str, phase: str = "parse") -> int:
         """A `running` version row, committed at once so a crash still leaves a trace."""

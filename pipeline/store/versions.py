@@ -49,11 +49,40 @@ def record_failure(
     return int(row[0])
 
 
+def record_probe_failure(q: Queries, conn: psycopg.Connection, source: str, error: BaseException) -> int:
+    """A sensor's failed probe, recorded as a failed attempt (one row per run of the same failure); its id."""
+    params = {
+        "source": source,
+        "error_class": type(error).__name__,
+        "error_kind": kind_of(error, "probe"),
+        "error_detail": str(error),
+    }
+    with conn.transaction():
+        row = conn.execute(q.record_probe_failure, params).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def record_unchanged(q: Queries, conn: psycopg.Connection, source: str, version: str) -> int | None:
     """A finished `unchanged` row when `version` is the one served; its record count, else None."""
     with conn.transaction():
         row = conn.execute(q.record_unchanged_attempt, {"source": source, "version": version}).fetchone()
     return None if row is None else int(row[0])
+
+
+def record_probe_recovery(q: Queries, conn: psycopg.Connection, source: str, version: str) -> bool:
+    """After failed probes, a successful one that shows the served version: an `unchanged` attempt; whether
+    one was recorded."""
+    with conn.transaction():
+        return conn.execute(q.record_probe_recovery, {"source": source, "version": version}).fetchone() is not None
+
+
+def prune(q: Queries, conn: psycopg.Connection, days: int) -> tuple[int, int]:
+    """Drop change history and `unchanged` attempts (never a source's last) older than `days`; how many of each."""
+    with conn.transaction():
+        changes = conn.execute(q.prune_changes, {"days": days}).rowcount
+        attempts = conn.execute(q.prune_unchanged_attempts, {"days": days}).rowcount
+    return changes, attempts
 
 
 def abandon_dead(q: Queries, conn: psycopg.Connection) -> list[tuple[str, int]]:

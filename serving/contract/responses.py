@@ -220,6 +220,16 @@ class SourceInfo(BaseModel):
     last_attempt: Attempt | None = Field(description="The last finished refresh attempt, whatever its outcome.")
     running_since: datetime | None = Field(description="When a refresh now under way started.")
     last_success: datetime | None = Field(description="When a version of this source was last published.")
+    poll_interval: int | None = Field(
+        default=None, description="Seconds between two probes of the upstream (none for user folders)."
+    )
+    fresh: bool | None = Field(
+        default=None,
+        description="Whether the upstream answered a probe within the freshness window (two poll intervals "
+        "plus 10 minutes) and no newer version has waited longer than it to be published: the verdict of the "
+        "source's Dagster freshness check. None for sources that are not polled.",
+    )
+    stale_reason: str | None = Field(default=None, description="Why the source is not fresh.")
 
 
 class SourcesResponse(BaseModel):

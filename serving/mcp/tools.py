@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from secrag.version import version as server_version
 from serving.access.quotas import Caller, Gate
 from serving.access.request_limits import RequestLimits
+from serving.contract.changes import ChangesQuery
 from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
@@ -198,6 +199,13 @@ def build_mcp(
         "The upstream forms of several documents' records (POST /v1/docs/upstream); each fails on its own.",
         UpstreamRequest,
         lambda req, caller: get_service().upstreams(req, caller.principal),
+    )
+    tools.from_model(
+        "changes",
+        "What each publish added, modified and removed, newest first, of the documents the caller may see "
+        "(GET /v1/changes): since an ISO time or a source version, by source, a page at a time.",
+        ChangesQuery,
+        lambda req, caller: get_service().changes(req, caller.principal),
     )
     tools.plain(
         "list_sources",

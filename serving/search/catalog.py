@@ -186,10 +186,14 @@ class Catalog:
         )
 
     def resolve_sources(
-        self, conn: psycopg.Connection, principal: Principal, requested: Sequence[str] | None
+        self,
+        conn: psycopg.Connection,
+        principal: Principal,
+        requested: Sequence[str] | None,
+        loc: Sequence[str] = ("body", "filters", "sources"),
     ) -> list[str] | None:
         """The requested source names as stored, matched case-insensitively to the names the caller may
-        see; an unknown name is a 422 listing the valid ones."""
+        see; an unknown name is a 422 (at `loc`) listing the valid ones."""
         if not requested or set(requested) <= self.public_sources(conn):
             return list(requested) if requested else None
         known = self.visible_sources(conn, principal)
@@ -199,7 +203,7 @@ class Catalog:
             match = by_folded.get(name.strip().casefold())
             if match is None:
                 raise InvalidField(
-                    ["body", "filters", "sources", i],
+                    [*loc, i],
                     f"unknown source {name[:80]!r}; valid sources: {', '.join(known)}",
                 )
             resolved.append(match)

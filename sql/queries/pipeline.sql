@@ -2,8 +2,12 @@
 
 -- name: source_state
 SELECT s.current_version, s.last_seen_version, s.last_check_at, s.last_sync_at, st.state, s.record_count,
-       st.error_kind
+       st.error_kind, s.seen_since
 FROM sources s JOIN source_status st ON st.name = s.name WHERE s.name = %(source)s
+
+-- name: version_seen_since
+-- When the probes first saw the source at this version (none for a version they never saw: a pin).
+SELECT seen_since FROM sources WHERE name = %(source)s AND last_seen_version = %(version)s
 
 -- name: source_chunk_coverage
 SELECT count(*) AS chunks,

@@ -348,14 +348,39 @@ WHERE d.doc_id = ANY(%(ids)s::text[])
 
 -- name: sources_list
 -- With each source's state, derived from its last finished refresh attempt (the view source_status,
--- which the Dagster checks read too), and its last successful publish. No error text: the kind only.
+-- which the Dagster checks read too), its last successful publish, and what its freshness is judged by
+-- (secrag/freshness.py, as the Dagster check judges it). No error text: the kind only.
 SELECT s.name, s.kind, s.description, s.category, s.upstream, s.branch, s.tracking, s.current_version,
        s.last_seen_version, s.last_check_at, s.last_sync_at, s.record_count, st.state, st.error_kind,
        st.attempt_at, st.attempt_status, st.attempt_phase, st.attempt_version, st.running_since,
-       st.last_success_at
+       st.last_success_at, s.poll_interval, s.seen_since
 FROM sources s JOIN source_status st ON st.name = s.name
 WHERE s.name = ANY(%(names)s::text[])
 ORDER BY s.name
+
+-- name: changes_page
+-- One page of the change history, newest first: the entries the caller may see by the access they recorded
+-- (a removed document has no row left to check), each with whether its document, while it exists, is still
+-- the caller's to see (`shown`; an entry never outlives the caller's right to the document). The page is cut
+-- before that second check, so the newest entries come from the primary key in order.
+SELECT c.id, c.source, c.doc_id, c.title, c.change, c.old_version, c.new_version, c.changed_at,
+       NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = c.doc_id AND ({visible}) IS NOT TRUE) AS shown
+FROM (
+    SELECT d.id, d.source, d.doc_id, d.title, d.change, d.old_version, d.new_version, d.changed_at
+    FROM document_changes d
+    WHERE (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))
+      AND (%(since)s::timestamptz IS NULL OR d.changed_at > %(since)s::timestamptz)
+      AND (%(before)s::bigint IS NULL OR d.id < %(before)s::bigint)
+      AND {visible}
+    ORDER BY d.id DESC
+    LIMIT %(limit)s
+) c
+ORDER BY c.id DESC
+
+-- name: version_published_at
+-- When one of the sources published this version (GET /v1/changes?since=<version>).
+SELECT max(finished_at) AS published_at FROM source_versions
+WHERE version = %(version)s AND status = 'published' AND source = ANY(%(sources)s::text[])
 
 -- name: stats_documents
 -- The live counts (user folders) count only the documents the caller may see (the visible check).

@@ -1,15 +1,63 @@
 -- Writes of the pipeline: sources, versions, atomic publish of one source version.
 
 -- name: upsert_source
-INSERT INTO sources (name, kind, description, category, upstream, branch, tracking)
-VALUES (%(name)s, %(kind)s, %(description)s, %(category)s, %(upstream)s, %(branch)s, %(tracking)s)
+INSERT INTO sources (name, kind, description, category, upstream, branch, tracking, poll_interval)
+VALUES (%(name)s, %(kind)s, %(description)s, %(category)s, %(upstream)s, %(branch)s, %(tracking)s,
+        %(poll_interval)s)
 ON CONFLICT (name) DO UPDATE SET
     kind = EXCLUDED.kind, description = EXCLUDED.description, category = EXCLUDED.category,
     upstream = EXCLUDED.upstream, branch = EXCLUDED.branch, tracking = EXCLUDED.tracking,
-    updated_at = now()
+    poll_interval = EXCLUDED.poll_interval, updated_at = now()
+WHERE (sources.kind, sources.description, sources.category, sources.upstream, sources.branch, sources.tracking,
+       sources.poll_interval)
+      IS DISTINCT FROM (EXCLUDED.kind, EXCLUDED.description, EXCLUDED.category, EXCLUDED.upstream,
+                        EXCLUDED.branch, EXCLUDED.tracking, EXCLUDED.poll_interval)
 
 -- name: record_check
-UPDATE sources SET last_check_at = now(), last_seen_version = %(version)s WHERE name = %(source)s
+-- A successful probe: when, what it saw, and since when the upstream shows that version (a failed probe is
+-- an attempt row instead, so last_check_at is the last time the upstream answered).
+UPDATE sources SET last_check_at = now(),
+    seen_since = CASE WHEN last_seen_version IS DISTINCT FROM %(version)s OR seen_since IS NULL
+                      THEN now() ELSE seen_since END,
+    last_seen_version = %(version)s
+WHERE name = %(source)s
+
+-- name: record_probe_failure
+-- A sensor's failed probe: a failed attempt, or, when the source's last finished attempt already is a failed
+-- probe of the same kind, that row brought up to date (an upstream down for a day is one row, not one a tick).
+WITH last AS (
+    SELECT v.id FROM source_status st JOIN source_versions v ON v.id = st.attempt_id
+    WHERE st.name = %(source)s AND v.status = 'failed' AND v.phase = 'probe' AND v.error_kind = %(error_kind)s
+), bumped AS (
+    UPDATE source_versions SET finished_at = now(), error_class = %(error_class)s, error_detail = %(error_detail)s
+    WHERE id IN (SELECT id FROM last)
+    RETURNING id
+), added AS (
+    INSERT INTO source_versions (source, version, status, phase, error_class, error_kind, error_detail, finished_at)
+    SELECT %(source)s, NULL, 'failed', 'probe', %(error_class)s, %(error_kind)s, %(error_detail)s, now()
+    WHERE NOT EXISTS (SELECT 1 FROM last)
+    RETURNING id
+)
+SELECT id FROM bumped UNION ALL SELECT id FROM added
+
+-- name: record_probe_recovery
+-- A successful probe after failed ones that shows the version served: an `unchanged` attempt, so the source's
+-- state is `ok` again (a newer version is for its refresh to record).
+INSERT INTO source_versions (source, version, status, phase, records_parsed, records_unchanged, finished_at)
+SELECT s.name, s.current_version, 'unchanged', 'probe', s.record_count, s.record_count, now()
+FROM sources s JOIN source_status st ON st.name = s.name JOIN source_versions v ON v.id = st.attempt_id
+WHERE s.name = %(source)s AND s.current_version = %(version)s AND v.status = 'failed' AND v.phase = 'probe'
+RETURNING id
+
+-- name: prune_changes
+-- The change history older than the retention (SECRAG_CHANGE_HISTORY_DAYS).
+DELETE FROM document_changes WHERE changed_at < now() - make_interval(days => %(days)s)
+
+-- name: prune_unchanged_attempts
+-- `unchanged` attempts older than the retention, but never a source's last finished attempt (its state).
+DELETE FROM source_versions v
+WHERE v.status = 'unchanged' AND v.finished_at < now() - make_interval(days => %(days)s)
+  AND NOT EXISTS (SELECT 1 FROM source_status st WHERE st.attempt_id = v.id)
 
 -- name: begin_version
 -- The session that runs the attempt is recorded, so a later attempt can tell a dead one from a live one.
@@ -63,10 +111,23 @@ SELECT record_count FROM sources WHERE name = %(source)s
 SELECT record_count, current_version FROM sources WHERE name = %(source)s FOR UPDATE
 
 -- name: existing_documents
-SELECT d.doc_id, d.content_hash, coalesce(string_agg(c.content_hash, ',' ORDER BY c.ordinal), '')
+SELECT d.doc_id, d.content_hash, coalesce(string_agg(c.content_hash, ',' ORDER BY c.ordinal), ''), d.url
 FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id
 WHERE d.source = %(source)s
-GROUP BY d.doc_id, d.content_hash
+GROUP BY d.doc_id, d.content_hash, d.url
+
+-- name: record_removals
+-- The documents a publish removes, before they are deleted: their titles and who could see them.
+INSERT INTO document_changes (source, doc_id, title, change, old_version, new_version, version_id, tenant,
+                              acl_users, acl_groups)
+SELECT d.source, d.doc_id, d.title, 'removed', %(old_version)s, %(new_version)s, %(version_id)s, d.tenant,
+       d.acl_users, d.acl_groups
+FROM documents d WHERE d.doc_id = ANY(%(ids)s)
+
+-- name: copy_changes
+-- The documents a publish adds or modifies (content hash changed), with the access they are published with.
+COPY document_changes (source, doc_id, title, change, old_version, new_version, version_id, tenant, acl_users,
+                       acl_groups) FROM STDIN
 
 -- name: delete_documents
 DELETE FROM documents WHERE doc_id = ANY(%(ids)s)
@@ -199,5 +260,6 @@ WHERE model_id = %(model)s
 -- name: analyze_published
 -- Planner and lexeme statistics after a publish that changed rows: autovacuum waits for 10 % of a
 -- table to change, so a new source (OSSEM's 2,063 chunks are 4 % of a full store) stayed unknown to
--- the estimates that choose exact vector distances and full-text pools (serving/search/lexicon.py).
-ANALYZE documents, chunks
+-- the estimates that choose exact vector distances and full-text pools (serving/search/lexicon.py). The
+-- change history's, for the plan of GET /v1/changes (migration 0020).
+ANALYZE documents, chunks, document_changes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 
@@ -17,12 +18,27 @@ def _checked_rel(rel: str) -> str:
     return path.as_posix()
 
 
+def _keep_head(mirror: Mirror, name: str, commit: str) -> None:
+    """The mirror's build state names the new head, so the next build keeps the change."""
+    state = mirror.root / "state" / f"{name}.json"
+    if state.is_file():
+        recorded = json.loads(state.read_text(encoding="utf-8"))
+        state.write_text(json.dumps({**recorded, "head": commit}), encoding="utf-8")
+
+
 def add_commit(
-    mirror: Mirror, source: str, changes: Mapping[str, bytes | None], message: str = "upstream change"
+    mirror: Mirror,
+    source: str,
+    changes: Mapping[str, bytes | None],
+    message: str = "upstream change",
+    *,
+    keep: bool = False,
 ) -> str:
     """Commit changes (relpath -> new bytes, or None to delete) on the source's branch; the new SHA.
 
-    Release sources get a new tag and releases/latest; a changed feed file is republished too.
+    Release sources get a new tag and releases/latest; a changed feed file is republished too. A mirror
+    that no longer matches its snapshot is rebuilt by the next build_mirror, unless `keep` records the
+    new head as built (the production topology's runs each build the mirror again).
     """
     checked = {_checked_rel(rel): data for rel, data in changes.items()}
     info = mirror.sources[source]
@@ -49,6 +65,8 @@ def add_commit(
     commit = git("commit-tree", git("write-tree"), "-p", parent, "-m", message)
     git("update-ref", ref, commit, parent)
     index.unlink(missing_ok=True)
+    if keep:
+        _keep_head(mirror, info.mirror_name, commit)
     if info.tracking == "release" and info.github:
         tag_release(git_dir, mirror.root, info, commit, f"{stamp} +0000")
     if info.feed_path and info.feed_path in checked:

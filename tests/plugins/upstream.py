@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import ipaddress
 import json
 import threading
@@ -66,6 +67,19 @@ class Reply:
     size: int | None = None
     content_length: bool = True
     drip: float = 0.0  # seconds between single bytes of the whole answer, status line included
+    validators: bool = False  # send an ETag of the body (and `last_modified`); answer 304 when they match
+    last_modified: str | None = None
+
+    def not_modified(self, body: bytes, request: Mapping[str, str]) -> tuple[bool, dict[str, str]]:
+        """(whether the request's validators match, the validator headers to send)."""
+        if not self.validators:
+            return False, {}
+        sent = {"ETag": '"' + hashlib.sha256(body).hexdigest()[:16] + '"'}
+        if self.last_modified:
+            sent["Last-Modified"] = self.last_modified
+        if "If-None-Match" in request:
+            return request["If-None-Match"] == sent["ETag"], sent
+        return bool(self.last_modified) and request.get("If-Modified-Since") == self.last_modified, sent
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,7 @@ class LoopbackServer:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.requests: list[Seen] = []
+        self.answered: list[tuple[str, int]] = []  # (path, status) of every answer sent
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
@@ -107,6 +122,13 @@ class LoopbackServer:
 
     def bytes(self, path: str, data: Body, status: int = 200) -> str:
         return self.route(path, Reply(status, data))
+
+    def conditional(self, path: str, data: Body, last_modified: str | None = None) -> str:
+        """Serve data with an ETag (and Last-Modified), answering 304 to a request whose validators match."""
+        return self.route(path, Reply(body=data, validators=True, last_modified=last_modified))
+
+    def statuses(self, path: str) -> list[int]:
+        return [status for seen, status in self.answered if seen == path]
 
     def redirect(self, path: str, location: str, status: int = 302) -> str:
         return self.route(path, Reply(status, headers={"Location": location}))
@@ -146,10 +168,17 @@ class LoopbackServer:
                 if reply.drip:
                     self._drip(reply, body)
                     return
+                unchanged, validators = reply.not_modified(body, dict(self.headers.items()))
+                status = 304 if unchanged else reply.status
+                server.answered.append((path, status))
                 try:
-                    self.send_response(reply.status)
-                    for key, value in reply.headers.items():
+                    self.send_response(status)
+                    for key, value in {**reply.headers, **validators}.items():
                         self.send_header(key, value)
+                    if unchanged:
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
                     if reply.content_length:
                         self.send_header("Content-Length", str(size))
                     self.end_headers()
@@ -234,14 +263,15 @@ def mirror_factory(
 
 
 def serve_mirror(server: LoopbackServer, mirror: Mirror) -> tuple[str, dict[str, str]]:
-    """Serve the mirror's releases API and feeds over loopback HTTP; (api base, feed URLs)."""
+    """Serve the mirror's releases API and feeds over loopback HTTP, with ETags (a request naming the current
+    one is answered 304); (api base, feed URLs)."""
     api_root = mirror.root / "api"
     for latest in api_root.rglob("latest"):
-        server.bytes("/api/" + latest.relative_to(api_root).as_posix(), latest.read_bytes)
+        server.conditional("/api/" + latest.relative_to(api_root).as_posix(), latest.read_bytes)
     feeds = {}
     for name in mirror.feeds:
         path = mirror.feed_path(name)
-        feeds[name] = server.bytes("/" + path.relative_to(mirror.root).as_posix(), path.read_bytes)
+        feeds[name] = server.conditional("/" + path.relative_to(mirror.root).as_posix(), path.read_bytes)
     return server.url("/api"), feeds
 
 

@@ -83,6 +83,7 @@ def test_noop_refresh_embeds_nothing(built: Harness):
     result = built.materialize("key:sources/mitre_car+")
     meta = _metadata(result, source_key("mitre_car"))
     assert (meta["unchanged"], meta["inserted"], meta["updated"], meta["deleted"]) == (25, 0, 0, 0)
+    assert (meta["added"], meta["modified"], meta["removed"]) == (0, 0, 0)
     assert meta["status"] == "unchanged"  # same version, parser, chunker and names: no fetch, no parse
     assert _metadata(result, embeddings_key("mitre_car"))["embedded"] == 0
 
@@ -99,8 +100,15 @@ def test_one_changed_record_embeds_only_its_chunks(built: Harness):
     meta = _metadata(result, source_key("mitre_car"))
     assert meta["version"] == new_head
     assert (meta["updated"], meta["unchanged"], meta["inserted"], meta["deleted"]) == (1, 24, 0, 0)
+    assert (meta["added"], meta["modified"], meta["removed"]) == (0, 1, 0)  # what the change history records
+    with built.connect() as conn:
+        recorded = conn.execute(
+            "SELECT doc_id, change, new_version FROM document_changes WHERE change = 'modified'"
+        ).fetchall()
+    assert recorded == [("mitre_car:CAR-2013-01-002", "modified", new_head)]
     embedded = _metadata(result, embeddings_key("mitre_car"))["embedded"]
     assert 1 <= embedded <= before
+    assert _metadata(result, embeddings_key("mitre_car"))["embedded_at"] >= meta["published_at"]
 
 
 def test_pin_publishes_an_older_version(built: Harness):

@@ -235,3 +235,63 @@ def test_kept_counts_follow_every_publish_and_embedding_pass(store: Store, db: p
     assert row == ("all-MiniLM-L6-v2-int8", distinct, _live(db)[1])
     publish(store, db, "v3", [rec(0)], force=True)  # the publish recounts the vectors its chunks keep
     assert db.execute("SELECT vectors, chunks_embedded FROM source_model_counts").fetchone() == (1, 1)
+
+
+def test_old_unchanged_attempts_are_pruned_but_never_a_sources_last(store: Store, db: psycopg.Connection) -> None:
+    publish(store, db, "v1", [rec(1)])
+    for age in (200, 100, 95):
+        store.record_unchanged(db, "demo", "v1")
+        db.execute(
+            "UPDATE source_versions SET started_at = now() - make_interval(days => %(age)s), "
+            "finished_at = now() - make_interval(days => %(age)s) "
+            "WHERE id = (SELECT max(id) FROM source_versions WHERE status = 'unchanged')",
+            {"age": age},
+        )
+    assert store.prune_history(db, 90) == (0, 2)  # the youngest of the three is the source's last attempt
+    left = db.execute("SELECT status FROM source_versions WHERE source = 'demo' ORDER BY id").fetchall()
+    assert left == [("published",), ("unchanged",)]
+    assert db.execute("SELECT state FROM source_status WHERE name = 'demo'").fetchone()[0] == "ok"
+
+
+CHANGES = "SELECT doc_id, title, change, old_version, new_version, tenant, acl_users FROM document_changes ORDER BY id"
+
+
+def test_each_publish_records_what_it_added_modified_and_removed(store: Store, db: psycopg.Connection) -> None:
+    first = publish(store, db, "v1", [rec(i) for i in range(3)], access=Access("acme", ("alice",)))
+    assert [r[:5] for r in db.execute(CHANGES).fetchall()] == [
+        (f"demo:r{i}", f"Rule {i}", "added", None, "v1") for i in range(3)
+    ]
+    db.execute("DELETE FROM document_changes")
+    second = publish(store, db, "v2", [rec(0), rec(1, body="new body"), rec(3)], access=Access("acme", ("alice",)))
+    assert (first.inserted, second.inserted, second.modified, second.deleted) == (3, 1, 1, 1)
+    removed, added, modified = db.execute(CHANGES).fetchall()
+    assert removed == ("demo:r2", "Rule 2", "removed", "v1", "v2", "acme", ["alice"])  # as it was before
+    assert added[:5] == ("demo:r3", "Rule 3", "added", "v1", "v2") and modified[:3] == ("demo:r1", "Rule 1", "modified")
+    ids = {r[0] for r in db.execute("SELECT DISTINCT version_id FROM document_changes").fetchall()}
+    assert ids == {second.version_id}
+
+
+def test_chunking_differently_is_no_change_of_content(store: Store, db: psycopg.Connection) -> None:
+    records = [rec(1, body="uses T1003"), rec(2)]
+    publish(store, db, "v1", records)
+    result = store.publish(db, source="demo", version="v1", records=records, lookup={}, chunking=ChunkConfig())
+    assert (result.updated, result.modified) == (1, 0)
+    assert db.execute("SELECT count(*) FROM document_changes WHERE change <> 'added'").fetchone()[0] == 0
+
+
+def test_old_changes_are_pruned(store: Store, db: psycopg.Connection) -> None:
+    publish(store, db, "v1", [rec(1), rec(2)])
+    db.execute("UPDATE document_changes SET changed_at = now() - interval '91 days' WHERE doc_id = 'demo:r1'")
+    assert store.prune_history(db, 90) == (1, 0)
+    assert [r[0] for r in db.execute(CHANGES).fetchall()] == ["demo:r2"]
+
+
+def test_a_url_pinned_to_the_version_changes_no_content(store: Store, db: psycopg.Connection) -> None:
+    def pinned(version: str, i: int, body: str = "") -> Record:
+        return dataclasses.replace(rec(i, body=body), url=f"https://example.org/blob/{version}/r{i}.yml")
+
+    publish(store, db, "v1", [pinned("v1", i) for i in range(3)])
+    result = publish(store, db, "v2", [pinned("v2", 0), pinned("v2", 1, "edited"), pinned("v2", 2)])
+    assert (result.updated, result.modified) == (3, 1)  # every URL moved; one record changed
+    rows = db.execute("SELECT doc_id, change FROM document_changes WHERE new_version = 'v2'").fetchall()
+    assert rows == [("demo:r1", "modified")]

@@ -55,6 +55,7 @@ def test_tools_are_listed(client: TestClient) -> None:
         "get_upstreams",
         "list_sources",
         "stats",
+        "changes",
     }
 
 

@@ -23,6 +23,8 @@ MODULE_GROUPS = {
     "secrag_cli/sources.py": "status",
     "secrag_cli/tuning_audit.py": "tuning",
     "pipeline/refresh.py": "pipeline",
+    "pipeline/sensors.py": "pipeline",
+    "pipeline/assets/stages.py": "pipeline",
     "pipeline/model_store.py": "store",
     "pipeline/assets/ingested.py": "ingest",
     "pipeline/store/": "store",

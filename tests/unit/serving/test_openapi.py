@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from serving.api.app import create_app
 from serving.api.openapi import load_examples
+from serving.contract.changes import ChangesResponse
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamRequest
@@ -41,6 +42,7 @@ MODELS: dict[str, tuple[type[BaseModel] | None, type[BaseModel]]] = {
     "get_chunks": (IdsRequest, ChunksResponse),
     "get_chunk": (None, Chunk),
     "list_sources": (None, SourcesResponse),
+    "list_changes": (None, ChangesResponse),
     "get_stats": (None, StatsResponse),
     "healthz": (None, Health),
     "readyz": (None, Readiness),

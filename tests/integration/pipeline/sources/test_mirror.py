@@ -75,6 +75,8 @@ def test_a_changed_mirror_is_rebuilt_from_the_snapshot(
     add_commit(mirror, "mitre_car", {"analytics/extra.yaml": b"title: x\n"})
     rebuilt = build_mirror(snapshot_dir, tmp_path, specs=source_specs, sources=["mitre_car"])
     assert rebuilt.head("mitre_car") == original
+    kept = add_commit(rebuilt, "mitre_car", {"analytics/extra.yaml": b"title: x\n"}, keep=True)
+    assert build_mirror(snapshot_dir, tmp_path, specs=source_specs, sources=["mitre_car"]).head("mitre_car") == kept
 
 
 def test_add_commit_changes_adds_and_removes(mirror_factory: Callable[..., Mirror]) -> None:

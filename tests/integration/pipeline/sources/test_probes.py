@@ -168,3 +168,74 @@ def test_repo_url_must_pass_the_policy(mirror: Mirror, source_specs: Mapping[str
     strict = UpstreamConfig(repo_overrides=mirror.repos)  # file:// not allowed
     with pytest.raises(FetchError, match="file:// URLs are not allowed"):
         probe(source_specs["hijacklibs"], strict)
+
+
+def test_release_probe_asks_conditionally_and_a_304_keeps_the_version(
+    mirror_factory: Callable[..., Mirror],
+    upstream_config: ConfigFactory,
+    http_server: LoopbackServer,
+    source_specs: Mapping[str, SourceSpec],
+    tmp_path,
+) -> None:
+    spec = source_specs["stratus_red_team"]
+    fresh = mirror_factory(["stratus_red_team"], fresh=True)
+    cfg = upstream_config(fresh, via_http=True, github_token="t0ken")
+    api = f"/api/repos/{spec.github}/releases/latest"
+    first = probe(spec, cfg)
+    assert first.etag and first.validated == http_server.url(api) and not first.not_modified
+    # A 304 confirms the tag without resolving it again: the repository is not even reachable now.
+    gone = dataclasses.replace(cfg, repo_overrides={spec.name: (tmp_path / "gone.git").as_uri()})
+    again = probe(spec, gone, known=first)
+    assert again.not_modified and (again.version, again.commit, again.etag) == (first.version, first.commit, first.etag)
+    assert again.checked_at > first.checked_at
+    sent = http_server.hits(api)[-1].headers
+    assert sent["If-None-Match"] == first.etag and sent["Authorization"] == "Bearer t0ken"
+    sha = add_commit(fresh, "stratus_red_team", {"docs/attack-techniques/new.md": b"# new\n"})
+    moved = probe(spec, cfg, known=again)
+    assert not moved.not_modified and (moved.version, moved.commit) == (f"mirror-{sha[:12]}", sha)
+    assert http_server.statuses(api) == [200, 304, 200]
+
+
+def test_feed_probe_asks_conditionally_by_etag_or_last_modified(
+    mirror: Mirror, upstream_config: ConfigFactory, http_server: LoopbackServer, source_specs: Mapping[str, SourceSpec]
+) -> None:
+    spec = source_specs["cisa_kev"]
+    stamp = "Fri, 07 Aug 2026 12:00:00 GMT"
+    url = http_server.conditional("/kev.json", b'{"catalogVersion": "2026.08.07"}', last_modified=stamp)
+    cfg = upstream_config(mirror, feed_overrides={"cisa_kev": url})
+    first = probe(spec, cfg)
+    assert (first.version, first.last_modified, first.validated) == ("2026.08.07", stamp, url)
+    by_etag = probe(spec, cfg, known=first)
+    by_date = probe(spec, cfg, known=dataclasses.replace(first, etag=None))
+    assert by_etag.not_modified and by_date.not_modified and by_date.version == "2026.08.07"
+    assert http_server.hits("/kev.json")[-1].headers.get("If-Modified-Since") == stamp
+    http_server.conditional(
+        "/kev.json", b'{"catalogVersion": "2026.08.08"}', last_modified="Sat, 08 Aug 2026 12:00:00 GMT"
+    )
+    assert probe(spec, cfg, known=by_etag).version == "2026.08.08"
+    assert http_server.statuses("/kev.json") == [200, 304, 304, 200]
+    # Validators of another URL are never sent.
+    elsewhere = probe(spec, upstream_config(mirror, via_http=True), known=by_etag)
+    assert not elsewhere.not_modified
+
+
+def test_probe_keeps_the_rate_limit_and_a_used_up_limit_is_not_retried(
+    mirror: Mirror, upstream_config: ConfigFactory, http_server: LoopbackServer, source_specs: Mapping[str, SourceSpec]
+) -> None:
+    from secrag.errors import FetchRateLimited
+    from tests.plugins.upstream import Reply
+
+    spec = source_specs["stratus_red_team"]
+    api = f"/api/repos/{spec.github}/releases/latest"
+    tag = f"mirror-{mirror.head('stratus_red_team')[:12]}"
+    limits = {"x-ratelimit-limit": "60", "x-ratelimit-remaining": "9", "x-ratelimit-reset": "1900000000"}
+    http_server.route(api, Reply(200, json.dumps({"tag_name": tag}).encode(), limits))
+    cfg = upstream_config(mirror, github_api_base=http_server.url("/api"))
+    seen = probe(spec, cfg)
+    assert seen.rate is not None and (seen.rate.limit, seen.rate.remaining, seen.rate.reset_at) == (60, 9, 1.9e9)
+    assert seen.rate.wait(now=1.9e9 - 120) == 120  # only the reserve left: wait for the reset
+    used_up = {**limits, "x-ratelimit-remaining": "0"}
+    http_server.route(api, Reply(403, b'{"message": "API rate limit exceeded"}', used_up))
+    with pytest.raises(FetchRateLimited) as refused:
+        probe(spec, cfg)
+    assert refused.value.reset_at == 1.9e9 and len(http_server.hits(api)) == 2

@@ -83,3 +83,16 @@ def test_durations() -> None:
     assert parse_duration("30m") == 1800
     with pytest.raises(ConfigError):
         parse_duration("soon")
+
+
+def test_poll_intervals_default_by_tracking_and_have_a_floor(tmp_path: Path) -> None:
+    registry = default_registry()
+    assert {registry[n].poll_interval for n in ("sigma", "atomic", "capec")} == {180}
+    assert {registry[n].poll_interval for n in ("elastic", "mitre_attack", "stratus_red_team")} == {600}
+    assert registry["cisa_kev"].poll_interval == 300
+    entry = package_path("pipeline.sources", "registry", "lolbas.yaml").read_text()
+    (tmp_path / "lolbas.yaml").write_text(entry + "poll_interval: 15m\n")
+    assert load_registry(tmp_path)["lolbas"].poll_interval == 900
+    (tmp_path / "lolbas.yaml").write_text(entry + "poll_interval: 30s\n")
+    with pytest.raises(ConfigError, match="at least 60s"):
+        load_registry(tmp_path)

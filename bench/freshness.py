@@ -1,0 +1,437 @@
+"""Time to searchable through the production topology, and what frequent probes and the change feed cost.
+
+    python bench/freshness.py --upstream ../shared/upstream [--kinds commit,release,feed]
+        [--data-dir .secrag/bench-fresh] [--poll-interval SECONDS] [--timeout 7200] [--model-cache-dir DIR]
+    python bench/freshness.py --upstream ../shared/upstream --probes-only
+    python bench/freshness.py --upstream ../shared/upstream --feed-only   # (b), (c) again on the store (a) left
+
+(a) Starts `secrag run` (code server, webserver, daemon with its sensors, API) on a fresh data directory whose
+    SECRAG_UPSTREAM_MIRROR is a snapshot of the measured sources (sigma for commits, stratus_red_team for
+    releases, cisa_kev for feeds, and mitre_attack, whose technique lookup the others wait for), and waits
+    for convergence: every source published and embedded, no run queued or running. Then, per kind, it
+    commits one new record to the source's mirror, as upstream would (a Sigma rule; a KEV entry under a new
+    catalogVersion; a new stratus_red_team technique page in a new release), and times each stage from the
+    commit: probe noticed (the first probe that saw the version), run queued, run started, published (the
+    run's metadata, read through Dagster's GraphQL), embedded, first full-text hit and first vector hit (the
+    API). Nothing is called by hand: the sensors notice, request and run it.
+(b) GET /v1/changes latency on the store that first build left (its history: every document added).
+(c) What the change history costs: bytes per entry (table and indexes), per source.
+(d) One hour of probes of the release and feed sources at their default intervals, sent by the online
+    upstream (conditional requests) to a loopback HTTP server of the mirror, with one upstream change in the
+    hour: requests per source and the share answered 304.
+Everything started is stopped at the end (process groups, the embedded PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for the tests' mirror helpers
+from pipeline.polling import poll_intervals  # noqa: E402
+from pipeline.probe_cursor import decode_cursor, encode_cursor  # noqa: E402
+from pipeline.sources.interface import UpstreamVersion  # noqa: E402
+from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
+from pipeline.sources.probes import probe  # noqa: E402
+from pipeline.sources.registry import default_registry  # noqa: E402
+from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
+from secrag import database, embedded  # noqa: E402
+from secrag.settings import Settings  # noqa: E402
+from secrag_cli.processes import stop_group  # noqa: E402
+from tests.plugins.mirror_changes import add_commit  # noqa: E402
+from tests.plugins.upstream import FAST_RETRIES, LoopbackPolicy, LoopbackServer, serve_mirror  # noqa: E402
+
+from cold_start import daemon_healthy, free_port, get, graphql, location_loaded  # noqa: E402
+
+SECRAG = [sys.executable, "-m", "secrag_cli.main"]
+KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
+LOOKUP_SOURCE = "mitre_attack"
+STAGES = ("noticed", "run_queued", "run_started", "published", "embedded", "fts_hit", "vector_hit")
+ACTIVE_RUNS = (
+    "{ runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED]}) "
+    "{ ... on Runs { results { runId } } } }"
+)
+MATERIALIZATION = """query($key: AssetKeyInput!) { assetOrError(assetKey: $key) { ... on Asset {
+  assetMaterializations(limit: 1) { runId metadataEntries { label
+    ... on TimestampMetadataEntry { timestamp } ... on TextMetadataEntry { text } } } } } }"""
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+# --- the snapshot, the topology and convergence ------------------------------------------------------
+
+
+def snapshot_of(upstream: Path, names: list[str], target: Path) -> Path:
+    """A snapshot folder holding only these sources' folders (links to the real ones)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in [*names, "MANIFEST.json"]:
+        link = target / name
+        if not link.exists():
+            link.symlink_to(upstream / name)
+    return target
+
+
+def start(env: dict[str, str], workdir: Path, ports: dict[str, int]) -> subprocess.Popen[bytes]:
+    args = ["run", "--dagster-port", str(ports["dagster"]), "--api-port", str(ports["api"])]
+    args += ["--code-server-port", str(ports["code"])]
+    log = (workdir / "run.log").open("ab")
+    return subprocess.Popen([*SECRAG, *args], env=env, cwd=workdir, stdout=log, stderr=log, start_new_session=True)
+
+
+def converged(url: str, dagster: str, sources: list[str]) -> tuple[bool, str]:
+    """Every source published, every chunk of the active model embedded, no run queued or running."""
+    with database.connect(url) as conn:
+        published = dict(conn.execute("SELECT name, current_version FROM sources").fetchall())
+        missing = conn.execute(
+            "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e JOIN embedding_models m "
+            "ON m.model_id = e.model_id AND m.active WHERE e.content_hash = c.content_hash)"
+        ).fetchone()[0]
+        active = conn.execute("SELECT count(*) FROM embedding_models WHERE active").fetchone()[0]
+    runs = ((graphql(dagster, ACTIVE_RUNS).get("runsOrError") or {}).get("results")) or []
+    waiting = [s for s in sources if not published.get(s)]
+    state = f"unpublished {waiting}, chunks without vectors {missing}, active model {active}, runs {len(runs)}"
+    return (not waiting and not missing and active == 1 and not runs), state
+
+
+def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.Popen[bytes], timeout: float) -> float:
+    started = time.monotonic()
+    last = ""
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"secrag run exited with {proc.returncode} while waiting for {what}")
+        done, state = check()
+        if done:
+            return time.monotonic() - started
+        if state != last and int(time.monotonic() - started) % 60 < 5:
+            say(f"  waiting for {what} ({time.monotonic() - started:.0f} s): {state}")
+            last = state
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"no {what} after {timeout:.0f} s: {state}")
+        time.sleep(5)
+
+
+# --- one upstream change per kind --------------------------------------------------------------------
+
+
+def _show(mirror: Mirror, source: str, rel: str) -> bytes:
+    git = ["git", "--git-dir", str(mirror.git_dir(source)), "show", f"HEAD:{rel}"]
+    return subprocess.run(git, check=True, capture_output=True).stdout
+
+
+def _files(mirror: Mirror, source: str, prefix: str, suffix: str) -> list[str]:
+    git = ["git", "--git-dir", str(mirror.git_dir(source)), "ls-tree", "-r", "--name-only", "HEAD", prefix]
+    out = subprocess.run(git, check=True, capture_output=True, text=True).stdout.split()
+    return sorted(f for f in out if f.endswith(suffix))
+
+
+def new_sigma_rule(mirror: Mirror, token: str) -> tuple[str, str]:
+    """A new Sigma rule (a copy of one with a new id, title and description); (its title, the commit)."""
+    rel = _files(mirror, "sigma", "rules/windows/process_creation", ".yml")[0]
+    lines = _show(mirror, "sigma", rel).decode().splitlines()
+    title = f"Quokka telemetry beacon {token} launched by a scheduled task"
+    edited = []
+    for line in lines:
+        if line.startswith("title:"):
+            line = f"title: {title}"
+        elif line.startswith("id:"):
+            line = f"id: {uuid.uuid4()}"
+        elif line.startswith("description:"):
+            line = f"description: Detects the {token} quokka beacon binary started from a scheduled task."
+        edited.append(line)
+    path = f"rules/windows/process_creation/proc_creation_win_bench_{token}.yml"
+    return title, add_commit(
+        mirror, "sigma", {path: ("\n".join(edited) + "\n").encode()}, "bench: a new rule", keep=True
+    )
+
+
+def new_kev_entry(mirror: Mirror, token: str) -> tuple[str, str]:
+    """A new KEV entry under a new catalogVersion; (its vulnerability name, the commit)."""
+    rel = mirror.sources["cisa_kev"].feed_path
+    feed = json.loads(mirror.feed_path("cisa_kev").read_bytes())
+    title = f"Quokka Telemetry Beacon {token} Command Injection Vulnerability"
+    entry = dict(feed["vulnerabilities"][0])
+    entry.update(cveID=f"CVE-2099-{int(token, 16) % 90000 + 10000}", vulnerabilityName=title, vendorProject="Quokka")
+    entry["shortDescription"] = f"The {token} quokka telemetry beacon lets an attacker inject commands."
+    feed["vulnerabilities"].insert(0, entry)
+    feed["count"] = len(feed["vulnerabilities"])
+    feed["catalogVersion"] = f"2099.01.{int(time.time()) % 100000}"
+    return title, add_commit(
+        mirror, "cisa_kev", {rel: json.dumps(feed, indent=2).encode()}, "bench: a KEV entry", keep=True
+    )
+
+
+def new_stratus_technique(mirror: Mirror, token: str) -> tuple[str, str]:
+    """A new technique page in a new release; (its title, the commit)."""
+    rel = _files(mirror, "stratus_red_team", "docs/attack-techniques/AWS", ".md")[0]
+    text = _show(mirror, "stratus_red_team", rel).decode()
+    title = f"Exfiltrate quokka beacon {token} data through a shared snapshot"
+    lines = text.splitlines()
+    heading = next(i for i, line in enumerate(lines) if line.startswith("# "))
+    lines[heading] = f"# {title}"
+    body = "\n".join(lines) + f"\n\nThe {token} quokka beacon copies data out of the account.\n"
+    path = f"docs/attack-techniques/AWS/aws.exfiltration.bench-{token}.md"
+    return title, add_commit(mirror, "stratus_red_team", {path: body.encode()}, "bench: a new technique", keep=True)
+
+
+CHANGES = {"commit": new_sigma_rule, "feed": new_kev_entry, "release": new_stratus_technique}
+
+
+# --- timing one change through the stages ------------------------------------------------------------
+
+
+def _search(api: str, source: str, query: str, mode: str) -> list[dict[str, Any]]:
+    body = json.dumps({"query": query, "mode": mode, "k": 10, "filters": {"sources": [source]}}).encode()
+    request = urllib.request.Request(f"{api}/v1/search", data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return list(json.load(response).get("results") or [])
+    except OSError:
+        return []
+
+
+def _materialized(dagster: str, key: list[str]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{dagster}/graphql",
+        data=json.dumps({"query": MATERIALIZATION, "variables": {"key": {"path": key}}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            found = json.load(response).get("data") or {}
+    except (OSError, ValueError):
+        return {}
+    events = (found.get("assetOrError") or {}).get("assetMaterializations") or []
+    if not events:
+        return {}
+    entries = {e["label"]: e.get("timestamp", e.get("text")) for e in events[0]["metadataEntries"]}
+    return {"run_id": events[0]["runId"], **entries}
+
+
+def time_change(kind: str, mirror: Mirror, url: str, api: str, dagster: str, timeout: float) -> dict[str, Any]:
+    source = KINDS[kind]
+    token = uuid.uuid4().hex[:8]
+    committed = time.time()
+    title, commit = CHANGES[kind](mirror, token)
+    stamps: dict[str, float] = {}
+    version = None
+    while len(stamps) < len(STAGES) and time.time() - committed < timeout:
+        with database.connect(url) as conn:
+            row = conn.execute(
+                "SELECT last_seen_version, seen_since, current_version FROM sources WHERE name = %s", [source]
+            ).fetchone()
+        if row and row[0] and row[1] and row[1].timestamp() >= committed - 1 and "noticed" not in stamps:
+            version, stamps["noticed"] = row[0], row[1].timestamp()
+        if version and row and row[2] == version and "published" not in stamps:
+            meta = _materialized(dagster, ["sources", source])
+            if meta.get("version") == version:
+                for stage in ("run_queued", "run_started", "published"):
+                    if meta.get(f"{stage}_at"):
+                        stamps[stage] = float(meta[f"{stage}_at"])
+        if "published" in stamps and "embedded" not in stamps:
+            meta = _materialized(dagster, ["embeddings", source])
+            if meta.get("embedded_at") and float(meta["embedded_at"]) >= stamps["published"]:
+                stamps["embedded"] = float(meta["embedded_at"])
+        if "fts_hit" not in stamps and any(token in (r.get("title") or "") for r in _search(api, source, token, "fts")):
+            stamps["fts_hit"] = time.time()
+        if "vector_hit" not in stamps and any(r.get("title") == title for r in _search(api, source, title, "vector")):
+            stamps["vector_hit"] = time.time()
+        time.sleep(0.5)
+    return {"kind": kind, "source": source, "commit": commit, "version": version, "committed": committed, **stamps}
+
+
+def report_stages(results: list[dict[str, Any]], intervals: dict[str, int]) -> None:
+    say("\n(a) time from the upstream commit to each stage, seconds")
+    say(f"{'kind':<8} {'source':<17} {'interval':>8} " + " ".join(f"{s:>11}" for s in STAGES) + f" {'after probe':>11}")
+    for r in results:
+        cells = [f"{r[s] - r['committed']:11.1f}" if s in r else f"{'-':>11}" for s in STAGES]
+        after = f"{r['vector_hit'] - r['noticed']:11.1f}" if "vector_hit" in r and "noticed" in r else f"{'-':>11}"
+        say(f"{r['kind']:<8} {r['source']:<17} {intervals[r['source']]:8d} " + " ".join(cells) + f" {after}")
+
+
+# --- the change feed: latency and storage ------------------------------------------------------------
+
+
+def changes_latency(api: str, rounds: int) -> None:
+    say("\n(b) GET /v1/changes latency (ms), on the first build's history")
+    cases = {
+        "newest 100": {"limit": 100},
+        "newest 1000": {"limit": 1000},
+        "sigma, 100": {"sources": "sigma", "limit": 100},
+        "since a day ago": {"since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400))},
+    }
+    for name, params in cases.items():
+        timings = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            with urllib.request.urlopen(f"{api}/v1/changes?{urllib.parse.urlencode(params)}", timeout=30) as r:
+                r.read()
+            timings.append((time.perf_counter() - started) * 1000)
+        timings.sort()
+        p95 = timings[max(0, int(len(timings) * 0.95) - 1)]
+        say(f"  {name:<18} p50 {statistics.median(timings):7.1f}  p95 {p95:7.1f}  ({rounds} requests)")
+
+
+def changes_storage(url: str) -> None:
+    say("\n(c) change history storage")
+    with database.connect(url) as conn:
+        total = conn.execute("SELECT pg_total_relation_size('document_changes')").fetchone()[0]
+        rows = conn.execute("SELECT source, count(*) FROM document_changes GROUP BY source ORDER BY source").fetchall()
+    entries = sum(n for _, n in rows)
+    per_entry = total / max(entries, 1)
+    say(f"  {entries} entries, {total / 1e6:.1f} MB with indexes: {per_entry:.0f} bytes an entry")
+    for source, n in rows:
+        say(f"  {source:<26} {n:7d} entries  {n * per_entry / 1e6:7.2f} MB")
+    say(
+        f"  a day with 50 changed records of one source: {50 * per_entry / 1e3:.1f} kB; 90 days: "
+        f"{90 * 50 * per_entry / 1e6:.2f} MB"
+    )
+
+
+def feed_figures(data_dir: Path, rounds: int) -> None:
+    """(b) and (c) on the store a run of this bench left, served by `secrag serve` alone."""
+    settings = Settings(_env_file=None, data_dir=data_dir / "data")
+    url = database.database_url(settings)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env.update(SECRAG_DATA_DIR=str(settings.data_dir), SECRAG_DATABASE_URL=url, SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")
+    log = (data_dir / "serve.log").open("ab")
+    proc = subprocess.Popen(
+        [*SECRAG, "serve", "--port", str(port)], env=env, cwd=data_dir, stdout=log, stderr=log, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while get(f"http://127.0.0.1:{port}/readyz") != 200:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"secrag serve did not become ready; see {data_dir / 'serve.log'}")
+            time.sleep(1)
+        changes_latency(f"http://127.0.0.1:{port}", rounds)
+        changes_storage(url)
+    finally:
+        stop_group(proc, grace=30)
+        embedded.stop(settings.pgdata)
+
+
+# --- (d) one hour of conditional probes --------------------------------------------------------------
+
+
+def probe_hour(upstream: Path, work: Path) -> None:
+    specs = default_registry()
+    names = [n for n, s in specs.items() if s.tracking in ("release", "feed")]
+    mirror = build_mirror(upstream, work / "probe-mirror", specs=specs, sources=names)
+    server = LoopbackServer().start()
+    try:
+        api, feeds = serve_mirror(server, mirror)
+        cfg = UpstreamConfig(policy=LoopbackPolicy(), limits=FAST_RETRIES, probe_timeout=20.0)
+        cfg = cfg.with_mirror(mirror.repos, feeds, api)
+        intervals = poll_intervals({n: specs[n] for n in names})
+        say("\n(d) one hour of probes at the default intervals, conditional requests to the loopback mirror")
+        say(f"  {'source':<26} {'interval':>8} {'probes':>7} {'304':>5} {'share':>6}  (one upstream change mid-hour)")
+        for name in sorted(names):
+            server.answered.clear()
+            count = 3600 // intervals[name]
+            known: UpstreamVersion | None = None
+            for i in range(count):
+                if i == count // 2 and name in ("cisa_kev", "stratus_red_team"):
+                    kev = name == "cisa_kev"
+                    change = new_kev_entry if kev else new_stratus_technique
+                    change(mirror, uuid.uuid4().hex[:8])
+                seen = probe(specs[name], cfg, known=known)
+                known = decode_cursor(name, encode_cursor(replace(seen)))  # what the sensor's cursor keeps
+            statuses = [s for _, s in server.answered]
+            not_modified = statuses.count(304)
+            share = not_modified / max(len(statuses), 1)
+            say(f"  {name:<26} {intervals[name]:8d} {count:7d} {not_modified:5d} {share:6.0%}")
+    finally:
+        server.close()
+    commits = [n for n, s in specs.items() if s.tracking == "commit"]
+    per_hour = sorted(3600 / s for n, s in poll_intervals(specs).items() if n in commits)
+    say(
+        f"  commit sources: git ls-remote {per_hour[0]:.1f} to {per_hour[-1]:.1f} times an hour each "
+        f"({len(commits)} sources, {sum(per_hour):.0f} an hour in all)"
+    )
+
+
+# --- main --------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--upstream", type=Path, required=True)
+    ap.add_argument("--kinds", default="commit,release,feed")
+    ap.add_argument("--data-dir", type=Path, default=Path(".secrag/bench-fresh"))
+    ap.add_argument("--poll-interval", type=int, help="SECRAG_POLL_INTERVAL (default: each source's own)")
+    ap.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for convergence")
+    ap.add_argument("--change-timeout", type=float, default=900.0, help="seconds to wait for one change")
+    ap.add_argument("--latency-rounds", type=int, default=50)
+    ap.add_argument("--probes-only", action="store_true", help="only (d): no topology")
+    ap.add_argument(
+        "--feed-only", action="store_true", help="only (b) and (c), with just the API on the store a run left"
+    )
+    ap.add_argument("--model-cache-dir", type=Path, help="SECRAG_MODEL_CACHE_DIR (existing ONNX exports)")
+    args = ap.parse_args()
+    upstream, data_dir = args.upstream.resolve(), args.data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if args.probes_only:
+        probe_hour(upstream, data_dir)
+        return 0
+    if args.feed_only:
+        feed_figures(data_dir, args.latency_rounds)
+        return 0
+    kinds = [k for k in args.kinds.split(",") if k]
+    measured = sorted({LOOKUP_SOURCE, *(KINDS[k] for k in kinds)})
+    snapshot = snapshot_of(upstream, measured, data_dir / "snapshot")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
+    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")  # the bench polls the API twice a second
+    if args.poll_interval:
+        env["SECRAG_POLL_INTERVAL"] = str(args.poll_interval)
+    if args.model_cache_dir:
+        env["SECRAG_MODEL_CACHE_DIR"] = str(args.model_cache_dir.resolve())
+    settings = Settings(
+        _env_file=None, data_dir=data_dir / "data", upstream_mirror=snapshot, poll_interval=args.poll_interval
+    )
+    specs = default_registry()
+    intervals = poll_intervals(specs, settings.poll_interval)
+    ports = {"dagster": free_port(), "api": free_port(), "code": free_port()}
+    dagster, api = f"http://127.0.0.1:{ports['dagster']}", f"http://127.0.0.1:{ports['api']}"
+    proc = start(env, data_dir, ports)
+    say(f"secrag run on {data_dir} (sources {', '.join(measured)}; Dagster {dagster}, API {api}; log run.log)")
+    try:
+        wait_for(
+            "a healthy topology",
+            lambda: (get(f"{api}/readyz") == 200 and location_loaded(dagster) and daemon_healthy(dagster), "starting"),
+            proc,
+            900,
+        )
+        url = database.database_url(settings)
+        seconds = wait_for("convergence", lambda: converged(url, dagster, measured), proc, args.timeout)
+        say(f"converged in {seconds:.0f} s")
+        # The mirror `secrag run` built (and reuses): upstream moves on there.
+        mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=specs)
+        results = [time_change(kind, mirror, url, api, dagster, args.change_timeout) for kind in kinds]
+        report_stages(results, intervals)
+        changes_latency(api, args.latency_rounds)
+        changes_storage(url)
+    finally:
+        stop_group(proc, grace=60)
+        embedded.stop(settings.pgdata)
+    probe_hour(upstream, data_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

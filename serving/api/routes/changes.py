@@ -1,0 +1,30 @@
+"""GET /v1/changes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
+from serving.contract.changes import CURSOR_PATTERN, MAX_CHANGES, ChangesQuery, ChangesResponse
+
+router = APIRouter(prefix=API_PREFIX, tags=["sources"])
+_FIELDS = ChangesQuery.model_fields
+
+
+@router.get("/changes", response_model=ChangesResponse)
+def list_changes(
+    service: ServiceDep,
+    principal: PrincipalDep,
+    sources: Annotated[list[str] | None, Query(max_length=64, description=_FIELDS["sources"].description)] = None,
+    since: Annotated[str | None, Query(max_length=200, description=_FIELDS["since"].description)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_CHANGES, description=_FIELDS["limit"].description)] = 100,
+    cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description=_FIELDS["cursor"].description)] = None,
+) -> ChangesResponse:
+    """What each publish added, modified (content changed) and removed, newest first: document ids, titles,
+    the kind of change, the upstream versions before and after, and when; only documents the caller may see.
+    The history is kept for SECRAG_CHANGE_HISTORY_DAYS (90 days by default)."""
+    query = ChangesQuery(sources=sources, since=since, limit=limit, cursor=cursor)
+    return service.changes(query, principal)

@@ -1,0 +1,142 @@
+"""GET /v1/changes and MCP `changes`: what publishes added, modified and removed, newest first, paginated, of
+the documents the caller may see (on the access an entry recorded and on its document's access now)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from pipeline.chunking import ChunkConfig
+from pipeline.sources.records import Record
+from pipeline.store import Access, SourceRow, Store
+from secrag import database
+from secrag.package_data import sql_dir
+from serving.api.app import create_app
+from serving.settings import ServingSettings
+from tests.integration.serving.test_mcp import call
+
+
+def rule(source: str, i: int, body: str = "") -> Record:
+    return Record(source=source, upstream_id=f"r{i}", title=f"{source} rule {i}", body=body or f"Detects thing {i}.")
+
+
+def publish(conn: psycopg.Connection, source: str, version: str, records: list[Record], **kw: object) -> None:
+    Store(sql_dir()).publish(
+        conn, source=source, version=version, records=records, lookup={}, chunking=ChunkConfig(), **kw
+    )  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def feed(db_url: str, settings_for: Callable[..., ServingSettings]) -> Iterator[tuple[TestClient, datetime]]:
+    """sigma: v1 (3 rules), then v2 (r1 modified, r2 removed, r3 added); two acme folders; (client, time of v1)."""
+    store = Store(sql_dir())
+    with database.connect(db_url, autocommit=True) as conn:
+        store.register_source(conn, SourceRow(name="sigma", kind="online", tracking="commit", poll_interval=180))
+        publish(conn, "sigma", "c1", [rule("sigma", i) for i in range(3)])
+        between = datetime.now(UTC)
+        publish(conn, "sigma", "c2", [rule("sigma", 0), rule("sigma", 1, "Detects more."), rule("sigma", 3)])
+        for name in ("alice_notes", "acme_wide"):
+            store.register_source(conn, SourceRow(name=name, kind="user_folder"))
+        publish(
+            conn,
+            "alice_notes",
+            "h1",
+            [rule("alice_notes", 1), rule("alice_notes", 2)],
+            access=Access("acme", ("alice",)),
+        )
+        publish(conn, "alice_notes", "h2", [rule("alice_notes", 1)], access=Access("acme", ("alice",)))
+        publish(conn, "acme_wide", "h1", [rule("acme_wide", 1)], access=Access("acme"))
+        # Narrowed to alice: bob (acme) no longer sees the document, so not its earlier entry either.
+        publish(conn, "acme_wide", "h2", [rule("acme_wide", 1)], access=Access("acme", ("alice",)))
+    with TestClient(create_app(settings_for(db_url))) as client:
+        yield client, between
+
+
+def changes(client: TestClient, key: str | None = None, **params: object) -> dict:
+    response = client.get("/v1/changes", params=params, headers={"X-API-Key": key} if key else {})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_changes_newest_first_with_versions_and_titles(feed) -> None:
+    client, _ = feed
+    listed = changes(client)["changes"]
+    assert [(c["doc_id"], c["change"], c["old_version"], c["new_version"]) for c in listed] == [
+        ("sigma:r1", "modified", "c1", "c2"),  # a publish records removals, additions, then modifications
+        ("sigma:r3", "added", "c1", "c2"),
+        ("sigma:r2", "removed", "c1", "c2"),
+        ("sigma:r2", "added", None, "c1"),
+        ("sigma:r1", "added", None, "c1"),
+        ("sigma:r0", "added", None, "c1"),
+    ]  # an anonymous caller sees no folder
+    assert listed[2]["title"] == "sigma rule 2" and listed[0]["changed_at"]
+
+
+def test_private_changes_follow_the_access_of_the_entry_and_of_the_document(feed) -> None:
+    client, _ = feed
+    mine = {
+        (c["doc_id"], c["change"]) for c in changes(client, "alice-key", sources="alice_notes,acme_wide")["changes"]
+    }
+    assert mine == {
+        ("alice_notes:r1", "added"),
+        ("alice_notes:r2", "added"),
+        ("alice_notes:r2", "removed"),  # removed: judged by the access it had
+        ("acme_wide:r1", "added"),
+        ("acme_wide:r1", "modified"),  # its access changed
+    }
+    bobs = {c["doc_id"] for c in changes(client, "bob-key")["changes"]}
+    assert not {d for d in bobs if not d.startswith("sigma:")}  # acme, but neither alice's nor since narrowed
+    assert not [c for c in changes(client, "gina-key")["changes"] if not c["source"] == "sigma"]
+
+
+def test_since_a_time_or_a_version(feed) -> None:
+    client, between = feed
+    after_time = changes(client, since=between.isoformat())["changes"]
+    after_version = changes(client, since="c1", sources="sigma")["changes"]
+    assert (
+        after_time == after_version and {c["new_version"] for c in after_version} == {"c2"} and len(after_version) == 3
+    )
+    assert changes(client, since="c2", sources=["sigma"])["changes"] == []
+    naive = between.replace(tzinfo=None).isoformat()  # read as UTC
+    assert changes(client, since=naive)["changes"] == after_time
+
+
+def test_pages_follow_the_cursor(feed) -> None:
+    client, _ = feed
+    everything = changes(client, limit=1000)["changes"]
+    seen, cursor = [], None
+    while True:
+        page = changes(client, limit=4, **({"cursor": cursor} if cursor else {}))
+        seen += page["changes"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == everything and len(everything) == 6
+
+
+@pytest.mark.parametrize(
+    "params, loc",
+    [
+        ({"since": "no-such-version"}, ["query", "since"]),
+        ({"sources": "sigma,nope"}, ["query", "sources", 1]),
+        ({"cursor": "-3"}, ["query", "cursor"]),
+        ({"limit": 1001}, ["query", "limit"]),
+    ],
+)
+def test_bad_parameters_are_422_with_a_kind(feed, params: dict, loc: list) -> None:
+    client, _ = feed
+    response = client.get("/v1/changes", params=params)
+    body = response.json()
+    assert response.status_code == 422 and set(body) == {"detail", "kind"}
+    assert body["detail"][0]["loc"] == loc
+
+
+def test_the_mcp_tool_lists_the_same(feed) -> None:
+    client, _ = feed
+    assert call(client, "changes", "alice-key", sources=["alice_notes"]) == changes(
+        client, "alice-key", sources="alice_notes"
+    )
