@@ -21,12 +21,25 @@ QueryType = Literal["default", "mitre_id", "vulnerability", "detection", "forens
 QUERY_TYPES: tuple[QueryType, ...] = get_args(QueryType)
 DEFAULT_TYPE: QueryType = "default"
 
-# The identifier kinds of secrag.identifiers.KINDS, any other identifier-like token, then words by count.
+# The identifier kinds of secrag.identifiers.KINDS, any other identifier-like token, then words: a few
+# (keyword), one sentence of prose (sentence: a line of a threat report, a ticket's summary) or several
+# (natural: a pasted rule, test or pattern).
 QueryShape = Literal[
-    "sub_technique", "technique", "cve", "capec", "atlas", "d3fend", "uuid", "identifier", "keyword", "natural"
+    "sub_technique",
+    "technique",
+    "cve",
+    "capec",
+    "atlas",
+    "d3fend",
+    "uuid",
+    "identifier",
+    "keyword",
+    "sentence",
+    "natural",
 ]
 QUERY_SHAPES: tuple[QueryShape, ...] = get_args(QueryShape)
 DEFAULT_SHAPE = "default"  # in search.yaml: the threshold of every shape not listed
+PROSE_SHAPES: frozenset[QueryShape] = frozenset({"sentence", "natural"})
 
 # The type a shape decides on its own: a whole-query technique id or CVE matches the classifier's id rules.
 SHAPE_TYPES: Mapping[QueryShape, QueryType] = MappingProxyType(

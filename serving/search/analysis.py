@@ -11,6 +11,7 @@ from rapidfuzz import fuzz
 
 from secrag import identifiers
 from secrag.enrichment import identifier_variants
+from serving.contract.query_classes import PROSE_SHAPES
 from serving.search.search_file import SearchConfig
 
 _ID_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -20,6 +21,9 @@ _ID_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 IDENTIFIER_TYPES = frozenset(t for t, _ in _ID_PATTERNS)
 _WORD = re.compile(r"[\w][\w.\-]*")
+# The end of a sentence inside a query: an end mark, closing quotes or brackets, space, then a capital or an
+# opening quote or bracket (so "cmd.exe /c" or "e.g. the" end nothing).
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z\"(])")
 _FUZZY_MAX_CHARS = 64
 # In hybrid mode the fuzzy leg serves a typo'd name or tool ("mimikats"). For longer queries the vector
 # leg already absorbs typos, and the trigram leg both cost most of the request (20-70 ms for two or three
@@ -43,13 +47,16 @@ class QueryAnalysis:
 
 
 def classify(query: str) -> str:
-    """The query type: an identifier kind when the whole query is one identifier, else keyword/natural."""
+    """The query shape: an identifier kind when the whole query is one identifier, else by its words:
+    keyword (fewer than NATURAL_MIN_WORDS), sentence (prose of one sentence) or natural (of several)."""
     text = query.strip()
     for kind, pattern in _ID_PATTERNS:
         if pattern.fullmatch(text):
             return kind
     words = _WORD.findall(text)
-    return "natural" if len(words) >= NATURAL_MIN_WORDS else "keyword"
+    if len(words) < NATURAL_MIN_WORDS:
+        return "keyword"
+    return "natural" if _SENTENCE_END.search(text) else "sentence"
 
 
 def _exact_forms(text: str, kind: str) -> tuple[str, ...]:
@@ -67,7 +74,7 @@ def analyse(query: str) -> QueryAnalysis:
     text = query.strip()
     kind = classify(text)
     words = [w for w in _WORD.findall(text) if w.lower() not in {"or", "and"}]
-    if kind == "natural":
+    if kind in PROSE_SHAPES:
         # websearch_to_tsquery ANDs words; long prose would then match nothing, so OR them and let
         # ts_rank_cd reward the chunks that cover most of them.
         fts_text = " or ".join(words)

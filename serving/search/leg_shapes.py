@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 
+from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
 from serving.search.catalog import Catalog
@@ -51,7 +52,7 @@ class LegShaper:
             params["pool_fts"] = True
             if analysis.fts_text.count(" or ") >= POOL_MAX_WORDS:
                 params["fts_text"] = self.rare_words(conn, params, POOL_MAX_WORDS, 1.0) or params["fts_text"]
-        elif req.mode in ("fts", "fuzzy") and analysis.query_type == "natural":
+        elif req.mode in ("fts", "fuzzy") and analysis.query_type in PROSE_SHAPES:
             params["fts_text"] = self.rare_words(conn, params, PROSE_MAX_WORDS, PROSE_MAX_SHARE) or params["fts_text"]
 
     def pool_fts(
@@ -60,7 +61,7 @@ class LegShaper:
         """Whether hybrid search ranks full text within the vector pool instead of across the corpus."""
         if req.mode != "hybrid":
             return False
-        if analysis.query_type == "natural":
+        if analysis.query_type in PROSE_SHAPES:
             return True  # an OR of many words matches half the corpus; rank prose within the semantic pool
         stats = self.catalog.lexeme_stats(conn)
         if not stats.shares:

@@ -20,6 +20,7 @@ from serving.access.keys import Principal
 from serving.access.sessions import DEFAULT_EF_SEARCH, ReaderSessions
 from serving.contract.errors import InvalidField
 from serving.contract.limits import cap
+from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
 from serving.search import analysis as logic
@@ -185,7 +186,7 @@ class Searcher:
         params: dict[str, Any],
     ) -> dict[str, str]:
         """Correct misspelt words of a keyword or prose query for its full-text leg (serving/search/spelling.py)."""
-        if not plan.fts_k or analysis.query_type not in {"keyword", "natural"}:
+        if not plan.fts_k or analysis.query_type not in {"keyword", *PROSE_SHAPES}:
             return {}
         fixes = spelling.corrections(
             conn,
@@ -216,7 +217,7 @@ class Searcher:
         for leg, prefix in VOTER_LEGS.items():
             params[f"{prefix}_chunks"], params[f"{prefix}_docs"] = voters[leg].chunks, voters[leg].documents
             params[f"{prefix}_sources"] = voters[leg].sources
-        if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", "natural"}:
+        if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", *PROSE_SHAPES}:
             return plan
         ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))
         chosen = self.config.weights(analysis.query_type)

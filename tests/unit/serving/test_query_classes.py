@@ -16,7 +16,7 @@ RULES = load_plans(default_plans_file()).classification
 
 def test_shapes_are_what_search_analysis_answers() -> None:
     kinds = [kind for kind, _ in identifiers.KINDS]
-    assert set(QUERY_SHAPES) == search.IDENTIFIER_TYPES | {"keyword", "natural"}
+    assert set(QUERY_SHAPES) == search.IDENTIFIER_TYPES | {"keyword", "sentence", "natural"}
     assert list(QUERY_SHAPES[: len(kinds)]) == kinds
     for query in ("T1003", "CVE-2021-44228", "lsass", "how do attackers dump credentials from lsass"):
         assert search.classify(query) in QUERY_SHAPES

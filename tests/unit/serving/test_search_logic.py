@@ -28,7 +28,11 @@ NEUTRAL = dataclasses.replace(load_search_config(), source_boosts={}, thresholds
         ("G0007", "identifier"),
         ("mimikatz", "keyword"),
         ("lsass memory dump", "keyword"),
-        ("how do attackers dump lsass memory", "natural"),
+        ("how do attackers dump lsass memory", "sentence"),
+        ("uses HTTPS to communicate with its C2 servers.", "sentence"),
+        ("runs cmd.exe /c whoami, e.g. to list the user", "sentence"),  # no sentence ends inside
+        ("Dumps LSASS memory with procdump. This test needs admin rights.", "natural"),
+        ('Adds a run key. "Reg add" writes it', "natural"),
     ],
 )
 def test_classify(query: str, kind: str) -> None:
@@ -37,7 +41,7 @@ def test_classify(query: str, kind: str) -> None:
 
 def test_natural_queries_are_ored_and_identifiers_extracted() -> None:
     a = search.analyse("how do attackers run mimikatz.exe against T1003.001 or lsass")
-    assert a.query_type == "natural"
+    assert a.query_type == "sentence"
     assert a.fts_text.startswith("how or do or attackers")
     assert {"mimikatz.exe", "mimikatz", "t1003.001", "t1003"} <= set(a.ident_text.split(" or "))
     assert a.exact_forms == ()
