@@ -1,0 +1,149 @@
+"""POST /v1/coverage and the MCP tool `coverage` over the serving corpus: counts against the store's labels,
+sub-techniques folded, a group's techniques, private folders counting for their own callers only, gaps, the
+Navigator layer and the limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from secrag import database
+from tests.unit.serving.test_map_layer import assert_valid_layer
+
+from .test_mcp import call
+
+KIND_OF = {"sigma": "detections", "atomic": "tests", "mitre_d3fend": "countermeasures"}
+VOLATILE = {"took_ms"}
+
+
+def covered(client: TestClient, key: str | None = None, **body: Any) -> dict[str, Any]:  # noqa: ANN401
+    headers = {"X-API-Key": key} if key else {}
+    response = client.post("/v1/coverage", json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def labelled(url: str, technique: str, *, fold: bool = False) -> dict[str, dict[str, int]]:
+    """The public documents labelled with the technique (or, folded, with it or one of its sub-techniques),
+    per kind and source, read straight from the store."""
+    with database.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT d.source, count(*) FROM documents d WHERE d.tenant IS NULL AND EXISTS ("
+            " SELECT 1 FROM unnest(d.techniques) t WHERE t = %(t)s OR (%(fold)s AND t LIKE %(t)s || '.%%'))"
+            " AND (d.source <> 'mitre_attack' OR d.metadata->>'kind' = 'mitigation') GROUP BY d.source",
+            {"t": technique, "fold": fold},
+        ).fetchall()
+    kinds: dict[str, dict[str, int]] = {}
+    for source, n in rows:
+        if source in KIND_OF:
+            kinds.setdefault(KIND_OF[source], {})[source] = n
+    return kinds
+
+
+def by_id(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["technique_id"]: t for t in answer["techniques"]}
+
+
+def test_counts_are_the_store_labels(client: TestClient, serving_db_url: str) -> None:
+    asked = ["T1003.001", "T1059.001", "T1218.011", "T1087.002", "t1055"]
+    answer = covered(client, techniques=asked)
+    found = by_id(answer)
+    assert list(found) == ["T1003.001", "T1055", "T1059.001", "T1087.002", "T1218.011"]
+    for technique, coverage in found.items():
+        expected = labelled(serving_db_url, technique)
+        for kind in ("detections", "tests", "countermeasures"):
+            assert coverage[kind]["by_source"] == expected.get(kind, {}), (technique, kind)
+            assert coverage[kind]["count"] == sum(expected.get(kind, {}).values())
+            top = coverage[kind]["top"]
+            assert len(top) == min(3, coverage[kind]["count"])
+            assert [(i["title"], i["doc_id"]) for i in top] == sorted((i["title"], i["doc_id"]) for i in top)
+        assert coverage["notes"]["count"] == 0  # anonymous: no folder counts
+    lsass = found["T1003.001"]
+    assert lsass["name"] == "OS Credential Dumping: LSASS Memory"
+    assert lsass["detections"]["count"] > 3 and lsass["tests"]["count"] > 0
+    assert all(i["source"] == "sigma" for i in lsass["detections"]["top"])
+    gaps = answer["gaps"]
+    assert gaps["no_detection"] == [t for t, c in found.items() if not c["detections"]["count"]]
+    assert "T1218.011" in gaps["test_no_detection"] and "T1003.001" not in gaps["no_detection"]
+    assert gaps["detection_no_test"] == [
+        t for t, c in found.items() if c["detections"]["count"] and not c["tests"]["count"]
+    ]
+
+
+def test_sub_techniques_fold_into_their_parents(client: TestClient, serving_db_url: str) -> None:
+    answer = covered(client, techniques=["T1003.001", "T1003", "T1059.001"], fold_subtechniques=True, top=5)
+    found = by_id(answer)
+    assert list(found) == ["T1003", "T1059"]
+    for technique, coverage in found.items():
+        expected = labelled(serving_db_url, technique, fold=True)
+        assert coverage["detections"]["by_source"] == expected.get("detections", {})
+        assert coverage["tests"]["by_source"] == expected.get("tests", {})
+        assert len(coverage["detections"]["top"]) == min(5, coverage["detections"]["count"])
+    unfolded = by_id(covered(client, techniques=["T1003.001"]))["T1003.001"]
+    assert found["T1003"]["detections"]["count"] >= unfolded["detections"]["count"]
+
+
+def test_a_private_folder_counts_for_its_own_callers_only(client: TestClient) -> None:
+    def notes(key: str | None) -> dict[str, int]:
+        return by_id(covered(client, key, techniques=["T1003.001"]))["T1003.001"]["notes"]["by_source"]
+
+    assert notes(None) == {}
+    assert notes("alice-key") == {"acme_notes": 3, "acme_shared": 3}
+    assert notes("bob-key") == {"acme_red": 3, "acme_shared": 3}
+    assert notes("gina-key") == {"globex_notes": 3}
+    public = by_id(covered(client, techniques=["T1003.001"]))["T1003.001"]
+    alice = by_id(covered(client, "alice-key", techniques=["T1003.001"]))["T1003.001"]
+    assert {k: alice[k] for k in ("detections", "tests")} == {k: public[k] for k in ("detections", "tests")}
+
+
+def test_a_group_gives_its_techniques(client: TestClient, serving_db_url: str) -> None:
+    with database.connect(serving_db_url, autocommit=True) as conn:
+        [(uses,)] = conn.execute("SELECT techniques FROM documents WHERE doc_id = 'mitre_attack:G0007'").fetchall()
+    answer = covered(client, actor="g0007")
+    assert answer["actor"] == "G0007" and uses
+    assert {t["technique_id"] for t in answer["techniques"]} == set(uses)
+    folded = covered(client, actor="G0007", fold_subtechniques=True)
+    assert {t["technique_id"] for t in folded["techniques"]} == {t.split(".")[0] for t in uses}
+    missing = client.post("/v1/coverage", json={"actor": "G9999"})
+    assert missing.status_code == 404 and missing.json()["kind"] == "not_found"
+
+
+def test_the_layer_is_coloured_by_coverage(client: TestClient) -> None:
+    answer = covered(client, techniques=["T1003.001", "T1218.011", "T1087.002"])
+    layer = answer["layer"]
+    assert_valid_layer(layer)
+    scores = {t["techniqueID"]: t["score"] for t in layer["techniques"]}
+    for technique, coverage in by_id(answer).items():
+        kinds = sum(1 for k in ("detections", "tests", "countermeasures") if coverage[k]["count"])
+        assert scores[technique] == kinds
+    comment = next(t["comment"] for t in layer["techniques"] if t["techniqueID"] == "T1003.001")
+    assert comment.startswith("detections ") and "(sigma " in comment
+    assert layer["gradient"]["minValue"] == 0 and layer["gradient"]["maxValue"] == 3
+    assert covered(client, techniques=["T1003.001"], layer=False)["layer"] is None
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({}, "either techniques or actor"),
+        ({"techniques": ["T1003"], "actor": "G0007"}, "either techniques or actor"),
+        ({"techniques": []}, "techniques"),
+        ({"techniques": ["T1003"] * 201}, "techniques"),
+        ({"techniques": ["mimikatz"]}, "techniques"),
+        ({"actor": "APT29"}, "actor"),
+        ({"techniques": ["T1003"], "top": 11}, "top"),
+        ({"techniques": ["T1003"], "fold_subtechniques": "yes"}, "fold_subtechniques"),
+    ],
+)
+def test_limits_are_422_with_their_kind(client: TestClient, body: dict[str, Any], said: str) -> None:
+    response = client.post("/v1/coverage", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["kind"] == "validation" and said in response.text
+
+
+def test_the_mcp_tool_answers_as_rest(client: TestClient) -> None:
+    rest = covered(client, "alice-key", techniques=["T1003.001", "T1059.001"])
+    tool = call(client, "coverage", "alice-key", techniques=["T1003.001", "T1059.001"])
+    assert {k: v for k, v in tool.items() if k not in VOLATILE} == {k: v for k, v in rest.items() if k not in VOLATILE}
