@@ -7,14 +7,16 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from secrag.platforms import PLATFORMS, canonical
 from serving.contract.navigator_layer import NavigatorLayer
-from serving.contract.requests import SBool, SInt, Strict, TechniqueId
+from serving.contract.requests import PlatformName, SBool, SInt, Strict, TechniqueId
 
 # Hard caps of the request model (no configuration widens them).
 MAX_COVERAGE_TECHNIQUES = 200
 MAX_COVERAGE_TOP = 10
 DEFAULT_TOP = 3
 ACTOR_PATTERN = r"^[GgSsCc]\d{4}$"
+TACTIC_PATTERN = r"^[A-Za-z][A-Za-z _-]{1,39}$"
 Kind = Literal["detections", "tests", "countermeasures", "notes"]
 
 
@@ -23,12 +25,24 @@ class CoverageRequest(Strict):
         default=None,
         min_length=1,
         max_length=MAX_COVERAGE_TECHNIQUES,
-        description="ATT&CK technique ids (T#### or T####.###). Give these or `actor`, not both.",
+        description="ATT&CK technique ids (T#### or T####.###). Give one of `techniques`, `actor` and `tactic`.",
     )
     actor: Annotated[str, Field(pattern=ACTOR_PATTERN)] | None = Field(
         default=None,
         description="An ATT&CK group (G####), software (S####) or campaign (C####): its techniques are those its "
-        "ATT&CK procedure examples and its ATT&CK document name. Give this or `techniques`, not both.",
+        "ATT&CK procedure examples and its ATT&CK document name. Give one of `techniques`, `actor` and `tactic`.",
+    )
+    tactic: Annotated[str, Field(pattern=TACTIC_PATTERN)] | None = Field(
+        default=None,
+        description="An ATT&CK tactic, by short name (credential-access) or name (Credential Access): its active "
+        "techniques, narrowed by `platforms`. Give one of `techniques`, `actor` and `tactic`.",
+    )
+    platforms: list[PlatformName] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=50,
+        description="With `tactic` only: the techniques whose ATT&CK document names one of these platforms "
+        "(names or common aliases, in any case).",
     )
     fold_subtechniques: SBool = Field(
         default=False,
@@ -48,10 +62,29 @@ class CoverageRequest(Strict):
     def _actor(cls, value: str | None) -> str | None:
         return None if value is None else value.upper()
 
+    @field_validator("tactic")
+    @classmethod
+    def _tactic(cls, value: str | None) -> str | None:
+        return None if value is None else "-".join(value.lower().replace("_", " ").replace("-", " ").split())
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        unknown = [v for v in value if canonical(v) is None]
+        if unknown:
+            raise ValueError(
+                f"unknown platforms: {', '.join(repr(u[:30]) for u in unknown[:5])}; known: {', '.join(PLATFORMS)}"
+            )
+        return sorted({c for c in map(canonical, value) if c})
+
     @model_validator(mode="after")
     def _one_input(self) -> Self:
-        if (self.techniques is None) == (self.actor is None):
-            raise ValueError("give either techniques or actor")
+        if sum(v is not None for v in (self.techniques, self.actor, self.tactic)) != 1:
+            raise ValueError("give one of techniques, actor and tactic")
+        if self.platforms is not None and self.tactic is None:
+            raise ValueError("platforms go with tactic")
         return self
 
 
@@ -86,6 +119,7 @@ class CoverageResponse(BaseModel):
     techniques: list[TechniqueCoverage] = Field(description="The asked techniques, by id.")
     gaps: CoverageGaps
     actor: str | None = Field(default=None, description="The group, software or campaign asked, if any.")
+    tactic: str | None = Field(default=None, description="The tactic asked (short name), if any.")
     layer: NavigatorLayer | None = Field(
         default=None, description="The ATT&CK Navigator layer (format 4.5) of the coverage; null when not asked."
     )

@@ -47,6 +47,8 @@ def coverage(
     params: dict[str, Any] = {
         "techniques": req.techniques or [],
         "actor": req.actor,
+        "tactic": req.tactic,
+        "platforms": req.platforms,
         "fold": req.fold_subtechniques,
         "top": req.top,
         "kind_sources": list(kinds),
@@ -57,14 +59,16 @@ def coverage(
     }
     with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         rows = [_row(r) for r in cur.execute(statements.coverage, params).fetchall()]
-    if req.actor and not rows:
-        raise NotFound(f"no ATT&CK techniques known for {req.actor!r} (no procedure example or document of it)")
+    if not rows:
+        asked = f"actor {req.actor!r}" if req.actor else f"tactic {req.tactic!r} on platforms {req.platforms}"
+        raise NotFound(f"no ATT&CK techniques known for {asked}")
     techniques = assemble(rows, catalog.technique_lookup(), req.top)
-    layer = coverage_layer(techniques, actor=req.actor) if req.layer else None
+    layer = coverage_layer(techniques, asked=req.actor or req.tactic) if req.layer else None
     return CoverageResponse(
         techniques=techniques,
         gaps=gaps(techniques),
         actor=req.actor,
+        tactic=req.tactic,
         layer=layer,
         took_ms=round((time.perf_counter() - started) * 1000, 2),
     )

@@ -18,12 +18,13 @@ def score(technique: TechniqueCoverage) -> int:
     return sum(1 for kind in SCORED if getattr(technique, kind).count)
 
 
-def coverage_layer(techniques: Sequence[TechniqueCoverage], *, actor: str | None) -> NavigatorLayer:
-    asked = {t.technique_id for t in techniques}
-    parents = {t.split(".")[0] for t in asked if "." in t}
-    subject = f"the techniques of {actor}" if actor else f"{len(techniques)} techniques"
+def coverage_layer(techniques: Sequence[TechniqueCoverage], *, asked: str | None) -> NavigatorLayer:
+    """The layer of the asked techniques; `asked` names the actor or tactic they came from, if any."""
+    ids = {t.technique_id for t in techniques}
+    parents = {t.split(".")[0] for t in ids if "." in t}
+    subject = f"the techniques of {asked}" if asked else f"{len(techniques)} techniques"
     return NavigatorLayer(
-        name=LAYER_NAME if not actor else f"{LAYER_NAME} of {actor}",
+        name=LAYER_NAME if not asked else f"{LAYER_NAME} of {asked}",
         description=f"What secrag's store holds for {subject}: score = how many of detections, tests and "
         "countermeasures cover the technique (0-3); comment = the counts per source.",
         techniques=[

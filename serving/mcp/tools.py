@@ -164,9 +164,10 @@ def build_mcp(
     )
     tools.from_model(
         "coverage",
-        "What the store holds for ATT&CK techniques (POST /v1/coverage): given technique ids (or an ATT&CK group, "
-        "software or campaign as `actor`), per technique the count and first items of detections (per rule "
-        "set), tests, countermeasures and the caller's own notes, the gaps, and an ATT&CK Navigator layer.",
+        "What the store holds for ATT&CK techniques (POST /v1/coverage): given technique ids, an ATT&CK group, "
+        "software or campaign (`actor`) or a tactic (`tactic`, `platforms`), per technique the count and first "
+        "items of detections (per rule set), tests, countermeasures and the caller's own notes, the gaps, and an "
+        "ATT&CK Navigator layer.",
         CoverageRequest,
         lambda req, caller: get_service().coverage(req, caller.principal),
     )

@@ -306,8 +306,9 @@ WHERE s.kind <> 'user_folder' OR EXISTS (
 ORDER BY s.name
 
 -- name: coverage
--- POST /v1/coverage in one statement. The asked techniques: those given, or those a group, software or
--- campaign uses (its ATT&CK procedure examples and the techniques its ATT&CK document lists); folded into
+-- POST /v1/coverage in one statement. The asked techniques: those given, those a group, software or
+-- campaign uses (its ATT&CK procedure examples and the techniques its ATT&CK document lists), or the active
+-- techniques of a tactic whose ATT&CK document names one of the platforms (any, when none is given); folded into
 -- their parents when asked (a parent then counts its sub-techniques' labels). Per asked technique, kind and
 -- source: how many documents the caller may see are labelled with it, and the first %(top)s of them by title.
 -- Which source fills which kind is serving/coverage/kinds.py's (%(kind_sources)s, %(kinds)s); of ATT&CK's own
@@ -319,6 +320,11 @@ WITH given AS (
     WHERE %(actor)s::text IS NOT NULL
       AND ((d.source = %(procedures_source)s AND d.metadata->>'actor_id' = %(actor)s::text)
            OR d.doc_id = %(attack_source)s || ':' || %(actor)s::text)
+      AND {visible}
+    UNION
+    SELECT m.id FROM mitre_techniques m JOIN documents d ON d.doc_id = %(attack_source)s || ':' || m.id
+    WHERE %(tactic)s::text = ANY(m.tactics) AND NOT m.revoked AND NOT m.deprecated
+      AND (%(platforms)s::text[] IS NULL OR d.platforms && %(platforms)s::text[])
       AND {visible}
 ),
 asked AS (

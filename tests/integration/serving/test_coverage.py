@@ -4,6 +4,7 @@ Navigator layer and the limits."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -124,17 +125,83 @@ def test_the_layer_is_coloured_by_coverage(client: TestClient) -> None:
     assert covered(client, techniques=["T1003.001"], layer=False)["layer"] is None
 
 
+def tactic_techniques(url: str, tactic: str, platforms: list[str] | None) -> set[str]:
+    with database.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT m.id FROM mitre_techniques m JOIN documents d ON d.doc_id = 'mitre_attack:' || m.id"
+            " WHERE %(tactic)s = ANY(m.tactics) AND NOT m.revoked AND NOT m.deprecated"
+            " AND (%(platforms)s::text[] IS NULL OR d.platforms && %(platforms)s::text[])",
+            {"tactic": tactic, "platforms": platforms},
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def test_a_tactic_and_platforms_give_their_techniques(client: TestClient, serving_db_url: str) -> None:
+    every = covered(client, tactic="Credential Access", layer=False)
+    assert every["tactic"] == "credential-access"
+    ids = {t["technique_id"] for t in every["techniques"]}
+    assert ids == tactic_techniques(serving_db_url, "credential-access", None) and "T1003.001" in ids
+    linux = covered(client, tactic="credential-access", platforms=["Linux"])
+    narrowed = {t["technique_id"] for t in linux["techniques"]}
+    assert narrowed == tactic_techniques(serving_db_url, "credential-access", ["linux"]) and narrowed < ids
+    assert linux["layer"]["name"] == "secrag coverage of credential-access"
+    missing = client.post("/v1/coverage", json={"tactic": "no-such-tactic"})
+    assert missing.status_code == 404 and missing.json()["kind"] == "not_found"
+
+
+ACTOR = "G9001"  # no ATT&CK group has this id
+
+
+@pytest.fixture
+def procedures(serving_db_url: str) -> Iterator[None]:
+    """Procedure examples of ACTOR: a public one (T1218.011) and one in globex's reach only (T1087.001)."""
+    with database.connect(serving_db_url, autocommit=True) as owner:
+        owner.execute(
+            "INSERT INTO sources (name, kind, description, category) VALUES "
+            "('mitre_attack_procedures', 'online', 'procedure examples', 'technique') ON CONFLICT DO NOTHING"
+        )
+        for n, (technique, tenant) in enumerate((("T1218.011", None), ("T1087.001", "globex"))):
+            owner.execute(
+                "INSERT INTO documents (doc_id, source, source_version, title, url, body, metadata, techniques,"
+                " platforms, tags, content_hash, tenant, media_type) VALUES (%(doc)s, 'mitre_attack_procedures',"
+                " 'test', %(title)s, NULL, 'example', %(metadata)s, ARRAY[%(technique)s], '{}', '{}', %(doc)s,"
+                " %(tenant)s, 'text/plain')",
+                {
+                    "doc": f"mitre_attack_procedures:test-{n}",
+                    "title": f"Test actor ({ACTOR}) uses {technique}",
+                    "metadata": f'{{"kind": "procedure", "actor_id": "{ACTOR}"}}',
+                    "technique": technique,
+                    "tenant": tenant,
+                },
+            )
+        yield
+        owner.execute("DELETE FROM documents WHERE source = 'mitre_attack_procedures'")
+        owner.execute("DELETE FROM sources WHERE name = 'mitre_attack_procedures'")
+
+
+@pytest.mark.usefixtures("procedures")
+def test_an_actor_gives_the_techniques_of_its_procedure_examples(client: TestClient) -> None:
+    def techniques(key: str | None) -> list[str]:
+        return [t["technique_id"] for t in covered(client, key, actor=ACTOR)["techniques"]]
+
+    assert techniques(None) == ["T1218.011"]
+    assert techniques("gina-key") == ["T1087.001", "T1218.011"]
+
+
 @pytest.mark.parametrize(
     ("body", "said"),
     [
-        ({}, "either techniques or actor"),
-        ({"techniques": ["T1003"], "actor": "G0007"}, "either techniques or actor"),
+        ({}, "one of techniques, actor and tactic"),
+        ({"techniques": ["T1003"], "actor": "G0007"}, "one of techniques, actor and tactic"),
         ({"techniques": []}, "techniques"),
         ({"techniques": ["T1003"] * 201}, "techniques"),
         ({"techniques": ["mimikatz"]}, "techniques"),
         ({"actor": "APT29"}, "actor"),
         ({"techniques": ["T1003"], "top": 11}, "top"),
         ({"techniques": ["T1003"], "fold_subtechniques": "yes"}, "fold_subtechniques"),
+        ({"tactic": "execution", "actor": "G0007"}, "one of techniques, actor and tactic"),
+        ({"techniques": ["T1003"], "platforms": ["windows"]}, "platforms go with tactic"),
+        ({"tactic": "execution", "platforms": ["amiga"]}, "unknown platforms"),
     ],
 )
 def test_limits_are_422_with_their_kind(client: TestClient, body: dict[str, Any], said: str) -> None:

@@ -84,7 +84,17 @@ def test_technique_order_puts_a_parent_before_its_subtechniques() -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [{}, {"techniques": ["T1003"], "actor": "G0007"}, {"techniques": ["x"]}, {"actor": "G16"}, {"techniques": []}],
+    [
+        {},
+        {"techniques": ["T1003"], "actor": "G0007"},
+        {"actor": "G0007", "tactic": "execution"},
+        {"techniques": ["T1003"], "platforms": ["windows"]},
+        {"tactic": "execution", "platforms": ["amiga"]},
+        {"tactic": "execution; drop"},
+        {"techniques": ["x"]},
+        {"actor": "G16"},
+        {"techniques": []},
+    ],
 )
 def test_a_request_names_techniques_or_an_actor(body: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
@@ -95,11 +105,13 @@ def test_a_request_normalises_its_ids() -> None:
     req = CoverageRequest.model_validate({"techniques": ["t1003.001", "T1003.001", "T1059"]})
     assert req.techniques == ["T1003.001", "T1059"]
     assert CoverageRequest.model_validate({"actor": "s0002"}).actor == "S0002"
+    tactic = CoverageRequest.model_validate({"tactic": "Credential Access", "platforms": ["Windows", "k8s"]})
+    assert tactic.tactic == "credential-access" and tactic.platforms == ["kubernetes", "windows"]
 
 
 def test_the_layer_scores_kinds_and_comments_counts() -> None:
     techniques = assemble(ROWS, {}, top=3)
-    layer = coverage_layer(techniques, actor="G0007")
+    layer = coverage_layer(techniques, asked="G0007")
     assert_valid_layer(layer.model_dump(mode="json"))
     assert layer.name == "secrag coverage of G0007"
     assert [(t.techniqueID, t.score) for t in layer.techniques] == [
