@@ -45,6 +45,7 @@ from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import read_thresholds
 from serving.mapping.mapper import map_text
 from serving.observability.metrics import Metrics
+from serving.plans.telemetry import shipped_telemetry
 from serving.reads.documents import Reads
 from serving.reads.stats import LiveCounts, collect_stats
 from serving.reads.upstream import Refetcher
@@ -156,7 +157,7 @@ class Service:
 
     def coverage(self, req: CoverageRequest, principal: Principal) -> CoverageResponse:
         """What the store holds for ATT&CK techniques, by kind (serving/coverage): one statement per request."""
-        return coverage(self.pool, self.statements, self.catalog, req, principal)
+        return coverage(self.pool, self.statements, self.catalog, shipped_telemetry().schemas_for, req, principal)
 
     def attention(self, query: str, hits: Sequence[Hit], score_scale: str | None, *, attack: bool = True) -> list[str]:
         """The attention flags of an answered request (serving/feedback/attention.py): `score_scale` is the mode

@@ -100,6 +100,17 @@ class KindCoverage(BaseModel):
     top: list[CoverageItem] = Field(description="The first `top` of them, by title then doc_id.")
 
 
+class TelemetryNeed(BaseModel):
+    logsource: dict[str, str] = Field(
+        description="A Sigma logsource (its product, category and service) that detections of the technique read."
+    )
+    detections: int = Field(description="How many of the technique's detections read it.")
+    schemas: list[str] = Field(
+        description="Doc ids of the telemetry schemas that describe it (OSSEM data-dictionary events, ECS field "
+        "sets; the table plans use, serving/plans/telemetry.yaml); empty when the table has none."
+    )
+
+
 class TechniqueCoverage(BaseModel):
     technique_id: str
     name: str | None = Field(description="The technique's full name; null for an id the store does not know.")
@@ -107,6 +118,9 @@ class TechniqueCoverage(BaseModel):
     tests: KindCoverage
     countermeasures: KindCoverage
     notes: KindCoverage = Field(description="The caller's own folder documents labelled with the technique.")
+    telemetry: list[TelemetryNeed] = Field(
+        description="The log sources its detections read (Sigma rules state theirs), most read first."
+    )
 
 
 class CoverageGaps(BaseModel):

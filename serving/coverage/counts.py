@@ -4,7 +4,7 @@ of each kind labelled with each asked technique; here its rows become per-techni
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ from serving.contract.coverage_models import (
     Kind,
     KindCoverage,
     TechniqueCoverage,
+    TelemetryNeed,
 )
 from serving.contract.errors import NotFound
 from serving.coverage.kinds import ATTACK_SOURCE, KINDS, PROCEDURES_SOURCE, source_kinds
@@ -37,10 +38,20 @@ class Row:
     source: str | None
     count: int
     items: tuple[CoverageItem, ...]
+    logsource: Mapping[str, object] | None = None  # a Sigma detection's
+
+
+SchemasFor = Callable[[Mapping[str, object]], list[str]]  # a logsource -> its telemetry schemas' doc ids
+LOGSOURCE_KEYS = ("product", "category", "service")  # what decides a logsource's schemas
 
 
 def coverage(
-    pool: ConnectionPool, statements: Statements, catalog: Catalog, req: CoverageRequest, principal: Principal
+    pool: ConnectionPool,
+    statements: Statements,
+    catalog: Catalog,
+    schemas_for: SchemasFor,
+    req: CoverageRequest,
+    principal: Principal,
 ) -> CoverageResponse:
     started = time.perf_counter()
     kinds = source_kinds(catalog.source_facts())
@@ -62,7 +73,7 @@ def coverage(
     if not rows:
         asked = f"actor {req.actor!r}" if req.actor else f"tactic {req.tactic!r} on platforms {req.platforms}"
         raise NotFound(f"no ATT&CK techniques known for {asked}")
-    techniques = assemble(rows, catalog.technique_lookup(), req.top)
+    techniques = assemble(rows, catalog.technique_lookup(), req.top, schemas_for)
     layer = coverage_layer(techniques, asked=req.actor or req.tactic) if req.layer else None
     return CoverageResponse(
         techniques=techniques,
@@ -79,31 +90,50 @@ def _row(r: Mapping[str, Any]) -> Row:
         CoverageItem(doc_id=d, title=t, source=r["source"])
         for d, t in zip(r["doc_ids"] or (), r["titles"] or (), strict=True)
     )
-    return Row(r["technique"], r["kind"], r["source"], int(r["n"]), items)
+    return Row(r["technique"], r["kind"], r["source"], int(r["n"]), items, r["logsource"])
 
 
-def assemble(rows: Iterable[Row], names: Mapping[str, str], top: int) -> list[TechniqueCoverage]:
-    """Per technique (by id), each kind's count, its count per source and its first `top` items by title:
-    the first `top` of each source's first `top` are the kind's first `top`."""
+def assemble(
+    rows: Iterable[Row], names: Mapping[str, str], top: int, schemas_for: SchemasFor
+) -> list[TechniqueCoverage]:
+    """Per technique (by id), each kind's count, its count per source and its first `top` items by title
+    (the first `top` of each row's first `top` are the kind's first `top`), and its detections' logsources."""
     counts: dict[str, dict[Kind, dict[str, int]]] = {}
     items: dict[str, dict[Kind, list[CoverageItem]]] = {}
+    logsources: dict[str, dict[tuple[tuple[str, str], ...], int]] = {}
     for row in rows:
         counts.setdefault(row.technique, {})
         items.setdefault(row.technique, {})
+        logsources.setdefault(row.technique, {})
         if row.kind is None or row.source is None:
             continue
-        counts[row.technique].setdefault(row.kind, {})[row.source] = row.count
+        by_source = counts[row.technique].setdefault(row.kind, {})
+        by_source[row.source] = by_source.get(row.source, 0) + row.count
         items[row.technique].setdefault(row.kind, []).extend(row.items)
+        key = logsource_key(row.logsource)
+        if key:
+            logsources[row.technique][key] = logsources[row.technique].get(key, 0) + row.count
 
     def kind(technique: str, k: Kind) -> KindCoverage:
         by_source = counts[technique].get(k, {})
         listed = sorted(items[technique].get(k, []), key=lambda i: (i.title, i.doc_id))
         return KindCoverage(count=sum(by_source.values()), by_source=by_source, top=listed[:top])
 
+    def telemetry(technique: str) -> list[TelemetryNeed]:
+        ordered = sorted(logsources[technique].items(), key=lambda kv: (-kv[1], kv[0]))
+        return [TelemetryNeed(logsource=dict(k), detections=n, schemas=schemas_for(dict(k))) for k, n in ordered]
+
     return [
-        TechniqueCoverage(technique_id=t, name=names.get(t), **{k: kind(t, k) for k in KINDS})
+        TechniqueCoverage(technique_id=t, name=names.get(t), telemetry=telemetry(t), **{k: kind(t, k) for k in KINDS})
         for t in sorted(counts, key=technique_order)
     ]
+
+
+def logsource_key(logsource: Mapping[str, object] | None) -> tuple[tuple[str, str], ...]:
+    """A logsource's product, category and service as written (lower case), in that order; empty when none."""
+    if not isinstance(logsource, Mapping):
+        return ()
+    return tuple((k, str(logsource[k]).strip().lower()) for k in LOGSOURCE_KEYS if logsource.get(k) not in (None, ""))
 
 
 def technique_order(technique: str) -> tuple[str, int]:

@@ -310,7 +310,8 @@ ORDER BY s.name
 -- campaign uses (its ATT&CK procedure examples and the techniques its ATT&CK document lists), or the active
 -- techniques of a tactic whose ATT&CK document names one of the platforms (any, when none is given); folded into
 -- their parents when asked (a parent then counts its sub-techniques' labels). Per asked technique, kind and
--- source: how many documents the caller may see are labelled with it, and the first %(top)s of them by title.
+-- source (and, for detections, Sigma logsource): how many documents the caller may see are labelled with it,
+-- and the first %(top)s of them by title.
 -- Which source fills which kind is serving/coverage/kinds.py's (%(kind_sources)s, %(kinds)s); of ATT&CK's own
 -- documents only its mitigations count.
 WITH given AS (
@@ -338,7 +339,8 @@ labels AS (
       ON %(fold)s AND m.id LIKE a.technique || '.%%'
 ),
 counted AS (
-    SELECT DISTINCT l.technique, k.kind, d.source, d.doc_id, d.title
+    SELECT DISTINCT l.technique, k.kind, d.source, d.doc_id, d.title,
+           CASE WHEN k.kind = 'detections' THEN d.metadata->'logsource' END AS logsource
     FROM documents d
     JOIN unnest(%(kind_sources)s::text[], %(kinds)s::text[]) AS k(source, kind) ON k.source = d.source
     CROSS JOIN LATERAL unnest(d.techniques) AS dt(label)
@@ -347,12 +349,12 @@ counted AS (
       AND (d.source <> %(attack_source)s OR d.metadata->>'kind' = 'mitigation')
       AND {visible}
 )
-SELECT a.technique, c.kind, c.source, count(c.doc_id) AS n,
+SELECT a.technique, c.kind, c.source, c.logsource, count(c.doc_id) AS n,
        (array_agg(c.doc_id ORDER BY c.title, c.doc_id) FILTER (WHERE c.doc_id IS NOT NULL))[1:%(top)s] AS doc_ids,
        (array_agg(c.title ORDER BY c.title, c.doc_id) FILTER (WHERE c.doc_id IS NOT NULL))[1:%(top)s] AS titles
 FROM asked a LEFT JOIN counted c ON c.technique = a.technique
-GROUP BY a.technique, c.kind, c.source
-ORDER BY a.technique, c.kind, c.source
+GROUP BY a.technique, c.kind, c.source, c.logsource
+ORDER BY a.technique, c.kind, c.source, c.logsource
 
 -- name: technique_names
 SELECT id, full_name FROM mitre_techniques WHERE NOT revoked AND NOT deprecated

@@ -18,9 +18,10 @@ router = APIRouter(prefix=API_PREFIX, tags=["coverage"])
         "What the store holds for ATT&CK techniques, given by id, as the techniques of an ATT&CK group, software "
         "or campaign (`actor`) or of a tactic on some platforms (`tactic`, `platforms`): per technique the count "
         "and first items of detections (per rule set), tests, countermeasures and the caller's own notes, the "
-        "gaps (no detection; a test but no detection; a detection but no test) and an ATT&CK Navigator layer "
-        "(format 4.5) coloured by coverage. Counted from the documents' technique labels in one statement, over "
-        "the documents the caller may see; how each kind is decided: docs/api.md."
+        "log sources its detections read with their telemetry schemas, the gaps (no detection; a test but no "
+        "detection; a detection but no test) and an ATT&CK Navigator layer (format 4.5) coloured by coverage. "
+        "Counted from the documents' technique labels in one statement, over the documents the caller may see; "
+        "how each kind is decided: docs/api.md."
     ),
 )
 def coverage(body: CoverageRequest, service: ServiceDep, principal: PrincipalDep) -> CoverageResponse:

@@ -73,6 +73,24 @@ def test_counts_are_the_store_labels(client: TestClient, serving_db_url: str) ->
     ]
 
 
+def test_telemetry_is_the_logsources_of_the_detections(client: TestClient, serving_db_url: str) -> None:
+    with database.connect(serving_db_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT lower(metadata->'logsource'->>'product'), lower(metadata->'logsource'->>'category'),"
+            " lower(metadata->'logsource'->>'service'), count(*) FROM documents"
+            " WHERE source = 'sigma' AND 'T1003.001' = ANY(techniques) GROUP BY 1, 2, 3"
+        ).fetchall()
+    expected = {
+        tuple(sorted((k, v) for k, v in zip(("product", "category", "service"), row[:3], strict=True) if v)): row[3]
+        for row in rows
+    }
+    telemetry = by_id(covered(client, techniques=["T1003.001"]))["T1003.001"]["telemetry"]
+    assert {tuple(sorted(t["logsource"].items())): t["detections"] for t in telemetry} == expected
+    assert [t["detections"] for t in telemetry] == sorted((t["detections"] for t in telemetry), reverse=True)
+    process = next(t for t in telemetry if t["logsource"] == {"product": "windows", "category": "process_creation"})
+    assert "ossem_dd:windows/sysmon/events/event-1.yml" in process["schemas"]
+
+
 def test_sub_techniques_fold_into_their_parents(client: TestClient, serving_db_url: str) -> None:
     answer = covered(client, techniques=["T1003.001", "T1003", "T1059.001"], fold_subtechniques=True, top=5)
     found = by_id(answer)

@@ -10,6 +10,7 @@ from serving.contract.coverage_models import CoverageItem, CoverageRequest
 from serving.coverage.counts import Row, assemble, gaps, technique_order
 from serving.coverage.kinds import kind_of, source_kinds
 from serving.coverage.layer import comment, coverage_layer, score
+from serving.plans.telemetry import shipped_telemetry
 from serving.search.catalog import SourceFacts
 from tests.unit.serving.test_map_layer import assert_valid_layer
 
@@ -45,6 +46,10 @@ def test_source_kinds_leave_out_sources_that_do_not_count() -> None:
     }
 
 
+def no_schemas(logsource: object) -> list[str]:  # a telemetry table that maps nothing
+    return []
+
+
 def item(doc_id: str, title: str, source: str) -> CoverageItem:
     return CoverageItem(doc_id=doc_id, title=title, source=source)
 
@@ -60,7 +65,7 @@ ROWS = [
 
 
 def test_rows_become_coverage_per_technique_in_id_order() -> None:
-    techniques = assemble(ROWS, {"T1003.001": "OS Credential Dumping: LSASS Memory"}, top=2)
+    techniques = assemble(ROWS, {"T1003.001": "OS Credential Dumping: LSASS Memory"}, top=2, schemas_for=no_schemas)
     assert [t.technique_id for t in techniques] == ["T1003", "T1003.001", "T1059", "T1218.011"]
     lsass = techniques[1]
     assert lsass.name == "OS Credential Dumping: LSASS Memory" and techniques[0].name is None
@@ -70,8 +75,27 @@ def test_rows_become_coverage_per_technique_in_id_order() -> None:
     assert techniques[2].detections.count == 0 and techniques[2].detections.by_source == {}
 
 
+def test_detections_logsources_become_telemetry_needs() -> None:
+    process = {"product": "Windows", "category": "process_creation", "definition": "Sysmon or 4688"}
+    rows = [
+        Row("T1003.001", "detections", "sigma", 2, (), process),
+        Row("T1003.001", "detections", "sigma", 1, (), {"product": "windows", "category": "process_creation"}),
+        Row("T1003.001", "detections", "sigma", 1, (), {"product": "windows", "service": "security"}),
+        Row("T1003.001", "detections", "elastic", 4, (), None),
+    ]
+    table = shipped_telemetry()
+    [lsass] = assemble(rows, {}, top=3, schemas_for=table.schemas_for)
+    assert lsass.detections.count == 8 and lsass.detections.by_source == {"elastic": 4, "sigma": 4}
+    assert [(t.logsource, t.detections) for t in lsass.telemetry] == [
+        ({"product": "windows", "category": "process_creation"}, 3),
+        ({"product": "windows", "service": "security"}, 1),
+    ]
+    assert lsass.telemetry[0].schemas == table.schemas_for({"product": "windows", "category": "process_creation"})
+    assert lsass.telemetry[0].schemas  # the shipped table maps process creation
+
+
 def test_gaps() -> None:
-    found = gaps(assemble(ROWS, {}, top=3))
+    found = gaps(assemble(ROWS, {}, top=3, schemas_for=no_schemas))
     assert found.no_detection == ["T1003", "T1059", "T1218.011"]
     assert found.test_no_detection == ["T1218.011"]
     assert found.detection_no_test == []
@@ -110,7 +134,7 @@ def test_a_request_normalises_its_ids() -> None:
 
 
 def test_the_layer_scores_kinds_and_comments_counts() -> None:
-    techniques = assemble(ROWS, {}, top=3)
+    techniques = assemble(ROWS, {}, top=3, schemas_for=no_schemas)
     layer = coverage_layer(techniques, asked="G0007")
     assert_valid_layer(layer.model_dump(mode="json"))
     assert layer.name == "secrag coverage of G0007"
