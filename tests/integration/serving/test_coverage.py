@@ -206,6 +206,30 @@ def test_an_actor_gives_the_techniques_of_its_procedure_examples(client: TestCli
     assert techniques("gina-key") == ["T1087.001", "T1218.011"]
 
 
+@pytest.fixture
+def mitigation(serving_db_url: str) -> Iterator[None]:
+    """An ATT&CK mitigation labelled with T1218.011 (the corpus holds none)."""
+    with database.connect(serving_db_url, autocommit=True) as owner:
+        owner.execute(
+            "INSERT INTO documents (doc_id, source, source_version, title, url, body, metadata, techniques,"
+            " platforms, tags, content_hash, media_type) VALUES ('mitre_attack:M9999', 'mitre_attack', 'test',"
+            " 'Test mitigation', NULL, 'mitigates', '{\"kind\": \"mitigation\"}', ARRAY['T1218.011'], '{}', '{}',"
+            " 'mitre_attack:M9999', 'text/plain')"
+        )
+        yield
+        owner.execute("DELETE FROM documents WHERE doc_id = 'mitre_attack:M9999'")
+
+
+def test_attack_mitigations_count_as_countermeasures_and_its_techniques_do_not(
+    client: TestClient, mitigation: None
+) -> None:
+    rundll32 = by_id(covered(client, techniques=["T1218.011"], top=10))["T1218.011"]
+    # the technique's own ATT&CK document is labelled with it too; only the mitigation counts
+    assert rundll32["countermeasures"]["by_source"].get("mitre_attack") == 1
+    mitigation = {"doc_id": "mitre_attack:M9999", "title": "Test mitigation", "source": "mitre_attack"}
+    assert mitigation in rundll32["countermeasures"]["top"]
+
+
 @pytest.mark.parametrize(
     ("body", "said"),
     [
