@@ -1,7 +1,7 @@
 """The one implementation behind the REST routes and the MCP tools, composed of its parts: the catalog
 (serving/search/catalog.py), search (serving/search/searcher.py, serving/search/leg_shapes.py), mapping a text
-(serving/mapping/mapper.py), document reads (serving/reads/documents.py), and here the sources and statistics
-(readiness: serving/api/readiness.py)."""
+(serving/mapping/mapper.py), coverage (serving/coverage/counts.py), document reads
+(serving/reads/documents.py), and here the sources and statistics (readiness: serving/api/readiness.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
 from serving.access.sessions import ReaderSessions
 from serving.contract.changes import ChangesQuery, ChangesResponse
+from serving.contract.coverage_models import CoverageRequest, CoverageResponse
 from serving.contract.errors import TooManyRequests
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import PlanRequest, PlanResponse
@@ -40,12 +41,14 @@ from serving.contract.responses import (
     UpstreamError,
     UpstreamResponse,
 )
+from serving.coverage.counts import coverage
 from serving.feedback.attention import Hit
 from serving.feedback.attention import flags as attention_flags
 from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import read_thresholds
 from serving.mapping.mapper import map_text
 from serving.observability.metrics import Metrics
+from serving.plans.telemetry import shipped_telemetry
 from serving.reads.changes import ChangeFeed
 from serving.reads.documents import Reads
 from serving.reads.stats import LiveCounts, collect_stats
@@ -157,6 +160,10 @@ class Service:
         self.follow_active_model()
         concurrency = min(self.settings.map_concurrency, self.settings.pool_max_size)
         return map_text(self.searcher, self.limits, concurrency, req, principal)
+
+    def coverage(self, req: CoverageRequest, principal: Principal) -> CoverageResponse:
+        """What the store holds for ATT&CK techniques, by kind (serving/coverage): one statement per request."""
+        return coverage(self.pool, self.statements, self.catalog, shipped_telemetry().schemas_for, req, principal)
 
     def attention(self, query: str, hits: Sequence[Hit], score_scale: str | None, *, attack: bool = True) -> list[str]:
         """The attention flags of an answered request (serving/feedback/attention.py): `score_scale` is the mode

@@ -19,6 +19,7 @@ from secrag.version import version as server_version
 from serving.access.quotas import Caller, Gate
 from serving.access.request_limits import RequestLimits
 from serving.contract.changes import ChangesQuery
+from serving.contract.coverage_models import CoverageRequest
 from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
@@ -161,6 +162,15 @@ def build_mcp(
         "Navigator layer of them all (layer=false leaves it out); min_score and limit as in the REST API.",
         MapRequest,
         lambda req, caller: get_service().map_text(req, caller.principal),
+    )
+    tools.from_model(
+        "coverage",
+        "What the store holds for ATT&CK techniques (POST /v1/coverage): given technique ids, an ATT&CK group, "
+        "software or campaign (`actor`) or a tactic (`tactic`, `platforms`), per technique the count and first "
+        "items of detections (per rule set), tests, countermeasures and the caller's own notes, the gaps, and an "
+        "ATT&CK Navigator layer.",
+        CoverageRequest,
+        lambda req, caller: get_service().coverage(req, caller.principal),
     )
     tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans()))
     tools.from_model(

@@ -42,6 +42,7 @@ class Statements:
     stats_chunks: str
     stats_embeddings: str
     stats_embedded_chunks: str
+    coverage: str  # POST /v1/coverage: every count of a request in one statement
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def search(self, legs: Iterable[str], *, exact_vectors: bool = False) -> str:
@@ -137,5 +138,6 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         stats_chunks=fill(queries.stats_chunks),
         stats_embeddings=fill(queries.stats_embeddings),
         stats_embedded_chunks=fill(queries.stats_embedded_chunks),
+        coverage=fill(queries.coverage),
         _searches=searches,
     )

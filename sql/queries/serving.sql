@@ -305,6 +305,57 @@ WHERE s.kind <> 'user_folder' OR EXISTS (
       AND {visible})
 ORDER BY s.name
 
+-- name: coverage
+-- POST /v1/coverage in one statement. The asked techniques: those given, those a group, software or
+-- campaign uses (its ATT&CK procedure examples and the techniques its ATT&CK document lists), or the active
+-- techniques of a tactic whose ATT&CK document names one of the platforms (any, when none is given); folded into
+-- their parents when asked (a parent then counts its sub-techniques' labels). Per asked technique, kind and
+-- source (and, for detections, Sigma logsource): how many documents the caller may see are labelled with it,
+-- and the first %(top)s of them by title.
+-- Which source fills which kind is serving/coverage/kinds.py's (%(kind_sources)s, %(kinds)s); of ATT&CK's own
+-- documents only its mitigations count.
+WITH given AS (
+    SELECT upper(t) AS technique FROM unnest(%(techniques)s::text[]) AS t
+    UNION
+    SELECT t FROM documents d CROSS JOIN LATERAL unnest(d.techniques) AS t
+    WHERE %(actor)s::text IS NOT NULL
+      AND ((d.source = %(procedures_source)s AND d.metadata->>'actor_id' = %(actor)s::text)
+           OR d.doc_id = %(attack_source)s || ':' || %(actor)s::text)
+      AND {visible}
+    UNION
+    SELECT m.id FROM mitre_techniques m JOIN documents d ON d.doc_id = %(attack_source)s || ':' || m.id
+    WHERE %(tactic)s::text = ANY(m.tactics) AND NOT m.revoked AND NOT m.deprecated
+      AND (%(platforms)s::text[] IS NULL OR d.platforms && %(platforms)s::text[])
+      AND {visible}
+),
+asked AS (
+    SELECT DISTINCT CASE WHEN %(fold)s THEN split_part(technique, '.', 1) ELSE technique END AS technique
+    FROM given
+),
+labels AS (
+    SELECT technique AS label, technique FROM asked
+    UNION
+    SELECT m.id, a.technique FROM mitre_techniques m JOIN asked a
+      ON %(fold)s AND m.id LIKE a.technique || '.%%'
+),
+counted AS (
+    SELECT DISTINCT l.technique, k.kind, d.source, d.doc_id, d.title,
+           CASE WHEN k.kind = 'detections' THEN d.metadata->'logsource' END AS logsource
+    FROM documents d
+    JOIN unnest(%(kind_sources)s::text[], %(kinds)s::text[]) AS k(source, kind) ON k.source = d.source
+    CROSS JOIN LATERAL unnest(d.techniques) AS dt(label)
+    JOIN labels l ON l.label = dt.label
+    WHERE d.techniques && (SELECT array_agg(label) FROM labels)
+      AND (d.source <> %(attack_source)s OR d.metadata->>'kind' = 'mitigation')
+      AND {visible}
+)
+SELECT a.technique, c.kind, c.source, c.logsource, count(c.doc_id) AS n,
+       (array_agg(c.doc_id ORDER BY c.title, c.doc_id) FILTER (WHERE c.doc_id IS NOT NULL))[1:%(top)s] AS doc_ids,
+       (array_agg(c.title ORDER BY c.title, c.doc_id) FILTER (WHERE c.doc_id IS NOT NULL))[1:%(top)s] AS titles
+FROM asked a LEFT JOIN counted c ON c.technique = a.technique
+GROUP BY a.technique, c.kind, c.source, c.logsource
+ORDER BY a.technique, c.kind, c.source, c.logsource
+
 -- name: technique_names
 SELECT id, full_name FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
 

@@ -46,6 +46,7 @@ def test_tools_are_listed(client: TestClient) -> None:
         "plan",
         "explain",
         "map",
+        "coverage",
         "list_plans",
         "get_documents",
         "get_document",

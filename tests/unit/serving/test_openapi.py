@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from serving.api.app import create_app
 from serving.api.openapi import load_examples
 from serving.contract.changes import ChangesResponse
+from serving.contract.coverage_models import CoverageRequest, CoverageResponse
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamRequest
@@ -34,6 +35,7 @@ MODELS: dict[str, tuple[type[BaseModel] | None, type[BaseModel]]] = {
     "plan": (PlanRequest, PlanResponse),
     "explain": (PlanRequest, ExplainResponse),
     "map_text": (MapRequest, MapResponse),
+    "coverage": (CoverageRequest, CoverageResponse),
     "list_plans": (None, PlansResponse),
     "get_documents": (IdsRequest, DocumentsResponse),
     "get_document": (None, Document),

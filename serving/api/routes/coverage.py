@@ -1,0 +1,28 @@
+"""POST /v1/coverage."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.routes import API_PREFIX
+from serving.contract.coverage_models import CoverageRequest, CoverageResponse
+
+router = APIRouter(prefix=API_PREFIX, tags=["coverage"])
+
+
+@router.post(
+    "/coverage",
+    response_model=CoverageResponse,
+    description=(
+        "What the store holds for ATT&CK techniques, given by id, as the techniques of an ATT&CK group, software "
+        "or campaign (`actor`) or of a tactic on some platforms (`tactic`, `platforms`): per technique the count "
+        "and first items of detections (per rule set), tests, countermeasures and the caller's own notes, the "
+        "log sources its detections read with their telemetry schemas, the gaps (no detection; a test but no "
+        "detection; a detection but no test) and an ATT&CK Navigator layer (format 4.5) coloured by coverage. "
+        "Counted from the documents' technique labels in one statement, over the documents the caller may see; "
+        "how each kind is decided: docs/api.md."
+    ),
+)
+def coverage(body: CoverageRequest, service: ServiceDep, principal: PrincipalDep) -> CoverageResponse:
+    return service.coverage(body, principal)

@@ -1,0 +1,140 @@
+"""Request and response models of POST /v1/coverage: per ATT&CK technique, what the store holds of each kind
+(detections, tests, countermeasures, the caller's own notes), the gaps, and a Navigator layer of it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from secrag.platforms import PLATFORMS, canonical
+from serving.contract.navigator_layer import NavigatorLayer
+from serving.contract.requests import PlatformName, SBool, SInt, Strict, TechniqueId
+
+# Hard caps of the request model (no configuration widens them).
+MAX_COVERAGE_TECHNIQUES = 200
+MAX_COVERAGE_TOP = 10
+DEFAULT_TOP = 3
+ACTOR_PATTERN = r"^[GgSsCc]\d{4}$"
+TACTIC_PATTERN = r"^[A-Za-z][A-Za-z _-]{1,39}$"
+Kind = Literal["detections", "tests", "countermeasures", "notes"]
+
+
+class CoverageRequest(Strict):
+    techniques: list[TechniqueId] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_COVERAGE_TECHNIQUES,
+        description="ATT&CK technique ids (T#### or T####.###). Give one of `techniques`, `actor` and `tactic`.",
+    )
+    actor: Annotated[str, Field(pattern=ACTOR_PATTERN)] | None = Field(
+        default=None,
+        description="An ATT&CK group (G####), software (S####) or campaign (C####): its techniques are those its "
+        "ATT&CK procedure examples and its ATT&CK document name. Give one of `techniques`, `actor` and `tactic`.",
+    )
+    tactic: Annotated[str, Field(pattern=TACTIC_PATTERN)] | None = Field(
+        default=None,
+        description="An ATT&CK tactic, by short name (credential-access) or name (Credential Access): its active "
+        "techniques, narrowed by `platforms`. Give one of `techniques`, `actor` and `tactic`.",
+    )
+    platforms: list[PlatformName] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=50,
+        description="With `tactic` only: the techniques whose ATT&CK document names one of these platforms "
+        "(names or common aliases, in any case).",
+    )
+    fold_subtechniques: SBool = Field(
+        default=False,
+        description="Fold sub-techniques into their parents: T1003.001 is asked as T1003, and a parent counts "
+        "the documents labelled with any of its sub-techniques (each document once).",
+    )
+    top: SInt = Field(default=DEFAULT_TOP, ge=1, le=MAX_COVERAGE_TOP, description="Items listed per kind.")
+    layer: SBool = Field(default=True, description="Also return the ATT&CK Navigator layer of the coverage.")
+
+    @field_validator("techniques")
+    @classmethod
+    def _upper(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else list(dict.fromkeys(t.upper() for t in value))
+
+    @field_validator("actor")
+    @classmethod
+    def _actor(cls, value: str | None) -> str | None:
+        return None if value is None else value.upper()
+
+    @field_validator("tactic")
+    @classmethod
+    def _tactic(cls, value: str | None) -> str | None:
+        return None if value is None else "-".join(value.lower().replace("_", " ").replace("-", " ").split())
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        unknown = [v for v in value if canonical(v) is None]
+        if unknown:
+            raise ValueError(
+                f"unknown platforms: {', '.join(repr(u[:30]) for u in unknown[:5])}; known: {', '.join(PLATFORMS)}"
+            )
+        return sorted({c for c in map(canonical, value) if c})
+
+    @model_validator(mode="after")
+    def _one_input(self) -> Self:
+        if sum(v is not None for v in (self.techniques, self.actor, self.tactic)) != 1:
+            raise ValueError("give one of techniques, actor and tactic")
+        if self.platforms is not None and self.tactic is None:
+            raise ValueError("platforms go with tactic")
+        return self
+
+
+class CoverageItem(BaseModel):
+    doc_id: str
+    title: str
+    source: str
+
+
+class KindCoverage(BaseModel):
+    count: int = Field(description="Documents of this kind labelled with the technique that the caller may see.")
+    by_source: dict[str, int] = Field(description="The count per source (for detections: per rule set).")
+    top: list[CoverageItem] = Field(description="The first `top` of them, by title then doc_id.")
+
+
+class TelemetryNeed(BaseModel):
+    logsource: dict[str, str] = Field(
+        description="A Sigma logsource (its product, category and service) that detections of the technique read."
+    )
+    detections: int = Field(description="How many of the technique's detections read it.")
+    schemas: list[str] = Field(
+        description="Doc ids of the telemetry schemas that describe it (OSSEM data-dictionary events, ECS field "
+        "sets; the table plans use, serving/plans/telemetry.yaml); empty when the table has none."
+    )
+
+
+class TechniqueCoverage(BaseModel):
+    technique_id: str
+    name: str | None = Field(description="The technique's full name; null for an id the store does not know.")
+    detections: KindCoverage
+    tests: KindCoverage
+    countermeasures: KindCoverage
+    notes: KindCoverage = Field(description="The caller's own folder documents labelled with the technique.")
+    telemetry: list[TelemetryNeed] = Field(
+        description="The log sources its detections read (Sigma rules state theirs), most read first."
+    )
+
+
+class CoverageGaps(BaseModel):
+    no_detection: list[str] = Field(description="Techniques with no detection.")
+    test_no_detection: list[str] = Field(description="Techniques with a test but no detection.")
+    detection_no_test: list[str] = Field(description="Techniques with a detection but no test.")
+
+
+class CoverageResponse(BaseModel):
+    techniques: list[TechniqueCoverage] = Field(description="The asked techniques, by id.")
+    gaps: CoverageGaps
+    actor: str | None = Field(default=None, description="The group, software or campaign asked, if any.")
+    tactic: str | None = Field(default=None, description="The tactic asked (short name), if any.")
+    layer: NavigatorLayer | None = Field(
+        default=None, description="The ATT&CK Navigator layer (format 4.5) of the coverage; null when not asked."
+    )
+    took_ms: float

@@ -1,0 +1,151 @@
+"""POST /v1/coverage's implementation: one statement counts, under the caller's access check, the documents
+of each kind labelled with each asked technique; here its rows become per-technique coverage and gaps."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from serving.access.keys import Principal
+from serving.contract.coverage_models import (
+    CoverageGaps,
+    CoverageItem,
+    CoverageRequest,
+    CoverageResponse,
+    Kind,
+    KindCoverage,
+    TechniqueCoverage,
+    TelemetryNeed,
+)
+from serving.contract.errors import NotFound
+from serving.coverage.kinds import ATTACK_SOURCE, KINDS, PROCEDURES_SOURCE, source_kinds
+from serving.coverage.layer import coverage_layer
+from serving.search.catalog import Catalog
+from serving.search.statements import Statements
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the statement: an asked technique and, unless it has no document, a kind and source."""
+
+    technique: str
+    kind: Kind | None
+    source: str | None
+    count: int
+    items: tuple[CoverageItem, ...]
+    logsource: Mapping[str, object] | None = None  # a Sigma detection's
+
+
+SchemasFor = Callable[[Mapping[str, object]], list[str]]  # a logsource -> its telemetry schemas' doc ids
+LOGSOURCE_KEYS = ("product", "category", "service")  # what decides a logsource's schemas
+
+
+def coverage(
+    pool: ConnectionPool,
+    statements: Statements,
+    catalog: Catalog,
+    schemas_for: SchemasFor,
+    req: CoverageRequest,
+    principal: Principal,
+) -> CoverageResponse:
+    started = time.perf_counter()
+    kinds = source_kinds(catalog.source_facts())
+    params: dict[str, Any] = {
+        "techniques": req.techniques or [],
+        "actor": req.actor,
+        "tactic": req.tactic,
+        "platforms": req.platforms,
+        "fold": req.fold_subtechniques,
+        "top": req.top,
+        "kind_sources": list(kinds),
+        "kinds": list(kinds.values()),
+        "attack_source": ATTACK_SOURCE,
+        "procedures_source": PROCEDURES_SOURCE,
+        **principal.params(),
+    }
+    with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        rows = [_row(r) for r in cur.execute(statements.coverage, params).fetchall()]
+    if not rows:
+        asked = f"actor {req.actor!r}" if req.actor else f"tactic {req.tactic!r} on platforms {req.platforms}"
+        raise NotFound(f"no ATT&CK techniques known for {asked}")
+    techniques = assemble(rows, catalog.technique_lookup(), req.top, schemas_for)
+    layer = coverage_layer(techniques, asked=req.actor or req.tactic) if req.layer else None
+    return CoverageResponse(
+        techniques=techniques,
+        gaps=gaps(techniques),
+        actor=req.actor,
+        tactic=req.tactic,
+        layer=layer,
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
+
+
+def _row(r: Mapping[str, Any]) -> Row:
+    items = tuple(
+        CoverageItem(doc_id=d, title=t, source=r["source"])
+        for d, t in zip(r["doc_ids"] or (), r["titles"] or (), strict=True)
+    )
+    return Row(r["technique"], r["kind"], r["source"], int(r["n"]), items, r["logsource"])
+
+
+def assemble(
+    rows: Iterable[Row], names: Mapping[str, str], top: int, schemas_for: SchemasFor
+) -> list[TechniqueCoverage]:
+    """Per technique (by id), each kind's count, its count per source and its first `top` items by title
+    (the first `top` of each row's first `top` are the kind's first `top`), and its detections' logsources."""
+    counts: dict[str, dict[Kind, dict[str, int]]] = {}
+    items: dict[str, dict[Kind, list[CoverageItem]]] = {}
+    logsources: dict[str, dict[tuple[tuple[str, str], ...], int]] = {}
+    for row in rows:
+        counts.setdefault(row.technique, {})
+        items.setdefault(row.technique, {})
+        logsources.setdefault(row.technique, {})
+        if row.kind is None or row.source is None:
+            continue
+        by_source = counts[row.technique].setdefault(row.kind, {})
+        by_source[row.source] = by_source.get(row.source, 0) + row.count
+        items[row.technique].setdefault(row.kind, []).extend(row.items)
+        key = logsource_key(row.logsource)
+        if key:
+            logsources[row.technique][key] = logsources[row.technique].get(key, 0) + row.count
+
+    def kind(technique: str, k: Kind) -> KindCoverage:
+        by_source = counts[technique].get(k, {})
+        listed = sorted(items[technique].get(k, []), key=lambda i: (i.title, i.doc_id))
+        return KindCoverage(count=sum(by_source.values()), by_source=by_source, top=listed[:top])
+
+    def telemetry(technique: str) -> list[TelemetryNeed]:
+        ordered = sorted(logsources[technique].items(), key=lambda kv: (-kv[1], kv[0]))
+        return [TelemetryNeed(logsource=dict(k), detections=n, schemas=schemas_for(dict(k))) for k, n in ordered]
+
+    return [
+        TechniqueCoverage(technique_id=t, name=names.get(t), telemetry=telemetry(t), **{k: kind(t, k) for k in KINDS})
+        for t in sorted(counts, key=technique_order)
+    ]
+
+
+def logsource_key(logsource: Mapping[str, object] | None) -> tuple[tuple[str, str], ...]:
+    """A logsource's product, category and service as written (lower case), in that order; empty when none."""
+    if not isinstance(logsource, Mapping):
+        return ()
+    return tuple((k, str(logsource[k]).strip().lower()) for k in LOGSOURCE_KEYS if logsource.get(k) not in (None, ""))
+
+
+def technique_order(technique: str) -> tuple[str, int]:
+    """T1003 before T1003.001 before T1003.002 before T1005."""
+    parent, _, sub = technique.partition(".")
+    return parent, int(sub) if sub.isdigit() else -1
+
+
+def gaps(techniques: Iterable[TechniqueCoverage]) -> CoverageGaps:
+    listed = list(techniques)
+    return CoverageGaps(
+        no_detection=[t.technique_id for t in listed if not t.detections.count],
+        test_no_detection=[t.technique_id for t in listed if t.tests.count and not t.detections.count],
+        detection_no_test=[t.technique_id for t in listed if t.detections.count and not t.tests.count],
+    )
