@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.config import JsonDict
 
 from secrag.platforms import PLATFORMS, canonical
 from serving.contract.navigator_layer import NavigatorLayer
@@ -20,7 +21,27 @@ TACTIC_PATTERN = r"^[A-Za-z][A-Za-z _-]{1,39}$"
 Kind = Literal["detections", "tests", "countermeasures", "notes"]
 
 
+def _only(present: str, absent: tuple[str, ...]) -> JsonDict:
+    """The schema of a body giving `present` (not null) and none of `absent`."""
+    return {
+        "required": [present],
+        "properties": {present: {"not": {"type": "null"}}},
+        "not": {"anyOf": [{"required": [name]} for name in absent]},
+    }
+
+
 class CoverageRequest(Strict):
+    # The one-input rule of `_one_input` in the schema too, so a client (or a schema-driven test) knows it.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                _only("techniques", ("actor", "tactic", "platforms")),
+                _only("actor", ("techniques", "tactic", "platforms")),
+                _only("tactic", ("techniques", "actor")),
+            ]
+        }
+    )
+
     techniques: list[TechniqueId] | None = Field(
         default=None,
         min_length=1,

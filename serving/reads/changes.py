@@ -13,7 +13,7 @@ from psycopg_pool import ConnectionPool
 from secrag.queries import Queries
 from serving.access.keys import Principal
 from serving.contract.changes import ChangesQuery, ChangesResponse, DocumentChange
-from serving.contract.errors import InvalidField
+from serving.contract.errors import NotFound
 from serving.search.catalog import Catalog
 
 
@@ -46,10 +46,9 @@ class ChangeFeed:
                 among = sources or self.catalog.visible_sources(conn, principal)
                 found = cur.execute(self.queries.version_published_at, {"version": query.since, "sources": among})
                 since = (found.fetchone() or {}).get("published_at")
-                if since is None:
-                    raise InvalidField(
-                        ["query", "since"],
-                        f"{query.since[:80]!r} is neither an ISO 8601 time nor a version published by these sources",
+                if since is None:  # a version these sources never published (a time is checked by its form)
+                    raise NotFound(
+                        f"{query.since[:80]!r} is neither an ISO 8601 time nor a version published by these sources"
                     )
             params = {
                 **principal.params(),

@@ -9,12 +9,13 @@ from fastapi import APIRouter, Query
 from serving.api.deps import PrincipalDep, ServiceDep
 from serving.api.routes import API_PREFIX
 from serving.contract.changes import CURSOR_PATTERN, MAX_CHANGES, ChangesQuery, ChangesResponse
+from serving.contract.requests import error_responses
 
 router = APIRouter(prefix=API_PREFIX, tags=["sources"])
 _FIELDS = ChangesQuery.model_fields
 
 
-@router.get("/changes", response_model=ChangesResponse)
+@router.get("/changes", response_model=ChangesResponse, responses=error_responses(404))  # an unknown `since` version
 def list_changes(
     service: ServiceDep,
     principal: PrincipalDep,

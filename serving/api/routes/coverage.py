@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from serving.api.deps import PrincipalDep, ServiceDep
 from serving.api.routes import API_PREFIX
 from serving.contract.coverage_models import CoverageRequest, CoverageResponse
+from serving.contract.requests import error_responses
 
 router = APIRouter(prefix=API_PREFIX, tags=["coverage"])
 
@@ -14,6 +15,7 @@ router = APIRouter(prefix=API_PREFIX, tags=["coverage"])
 @router.post(
     "/coverage",
     response_model=CoverageResponse,
+    responses=error_responses(404),  # an actor or tactic with no known techniques
     description=(
         "What the store holds for ATT&CK techniques, given by id, as the techniques of an ATT&CK group, software "
         "or campaign (`actor`) or of a tactic on some platforms (`tactic`, `platforms`): per technique the count "

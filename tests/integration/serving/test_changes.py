@@ -121,7 +121,6 @@ def test_pages_follow_the_cursor(feed) -> None:
 @pytest.mark.parametrize(
     "params, loc",
     [
-        ({"since": "no-such-version"}, ["query", "since"]),
         ({"sources": "sigma,nope"}, ["query", "sources", 1]),
         ({"cursor": "-3"}, ["query", "cursor"]),
         ({"limit": 1001}, ["query", "limit"]),
@@ -133,6 +132,12 @@ def test_bad_parameters_are_422_with_a_kind(feed, params: dict, loc: list) -> No
     body = response.json()
     assert response.status_code == 422 and set(body) == {"detail", "kind"}
     assert body["detail"][0]["loc"] == loc
+
+
+def test_a_version_never_published_is_404_with_a_kind(feed) -> None:
+    client, _ = feed
+    response = client.get("/v1/changes", params={"since": "no-such-version"})
+    assert response.status_code == 404 and response.json()["kind"] == "not_found"
 
 
 def test_the_mcp_tool_lists_the_same(feed) -> None:

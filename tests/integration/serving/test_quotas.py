@@ -65,6 +65,8 @@ OPERATIONS = [
     ("POST", "/v1/plan", {"query": "lsass"}),
     ("POST", "/v1/plan/explain", {"query": "lsass"}),
     ("POST", "/v1/map", {"text": "The actor dumped LSASS memory with Mimikatz."}),
+    ("POST", "/v1/coverage", {"techniques": ["T1003"]}),
+    ("GET", "/v1/changes", None),
     ("GET", "/v1/docs/mitre_attack:T1003", None),
     ("POST", "/v1/docs", {"ids": ["mitre_attack:T1003"]}),
     ("GET", "/v1/docs/mitre_attack:T1003/upstream", None),

@@ -94,7 +94,7 @@ def test_fuzzy_mode_corrects_spelling_for_its_full_text_leg(client: TestClient) 
 
 def test_natural_language_query_ranks_the_technique(client: TestClient) -> None:
     payload = search(client, "dump credentials from lsass process memory", k=10)
-    assert payload["query_type"] == "natural"
+    assert payload["query_type"] == "sentence"  # prose of one sentence
     assert "mitre_attack:T1003.001" in doc_ids(payload)
 
 
@@ -345,7 +345,7 @@ def test_prose_in_full_text_mode_ranks_by_its_rarest_words(client: TestClient, s
     words = rare.split(" or ")
     assert 1 <= len(words) <= 8 and "mimikatz" in words
     payload = search(client, prose, mode="fts", k=5)
-    assert payload["results"] and payload["query_type"] == "natural"
+    assert payload["results"] and payload["query_type"] == "sentence"
 
 
 def test_a_wider_hnsw_search_list_is_set_on_the_connection_only_when_needed(client: TestClient) -> None:
@@ -465,7 +465,8 @@ def test_weight_zero_turns_the_neighbours_leg_off(
     serving_db_url: str, settings_for: Callable[..., ServingSettings], tmp_path: Path
 ) -> None:
     config = tmp_path / "search.yaml"
-    config.write_text("neighbours: {weight: 0}\n")
+    # the leg's weight, and the weight of the query's shape (laid over the shipped class weights)
+    config.write_text("neighbours: {weight: 0}\nclass_weights: {sentence: {neighbours: 0}}\n")
     with TestClient(create_app(settings_for(serving_db_url, search_config=config, mcp_enabled=False))) as api:
         payload = search(api, "rundll32 executing a dll export", k=5, filters={"sources": ["mitre_attack"]})
     assert payload["results"] and all(r["scores"]["neighbours"] is None for r in payload["results"])
@@ -476,9 +477,9 @@ def test_vector_candidates_under_the_models_threshold_are_dropped_and_counted(
 ) -> None:
     prose = "a scheduled job quietly copies files to a remote share every night"
     shipped = search(client, prose, mode="vector", k=50)
-    assert shipped["vector_threshold"] == 0.07 and shipped["below_vector_threshold"] == 0  # int8, natural
+    assert shipped["vector_threshold"] == 0.07 and shipped["below_vector_threshold"] == 0  # int8, sentence
     config = tmp_path / "search.yaml"
-    config.write_text(f"vector_thresholds: {{{shipped['model']}: {{default: -1, natural: 0.3}}}}\n")
+    config.write_text(f"vector_thresholds: {{{shipped['model']}: {{keyword: -1, sentence: 0.3}}}}\n")
     with TestClient(create_app(settings_for(serving_db_url, search_config=config, mcp_enabled=False))) as api:
         vector = search(api, prose, mode="vector", k=50)
         assert vector["vector_threshold"] == 0.3 and vector["below_vector_threshold"] > 0
@@ -491,18 +492,18 @@ def test_vector_candidates_under_the_models_threshold_are_dropped_and_counted(
         assert hybrid["below_vector_threshold"] > 0
         assert all(r["scores"]["vector"] is None or r["scores"]["vector"]["score"] >= 0.3 for r in hybrid["results"])
         keyword = search(api, "mimikatz lsass", mode="vector", k=5)  # the shape's default
-        assert keyword["vector_threshold"] == -1 and keyword["below_vector_threshold"] == 0
+        assert keyword["vector_threshold"] == -1 and keyword["below_vector_threshold"] == 0  # its shape's
 
 
 def test_class_weights_apply_to_their_query_shape_unless_the_request_sets_them(
     serving_db_url: str, settings_for: Callable[..., ServingSettings], tmp_path: Path
 ) -> None:
     config = tmp_path / "search.yaml"
-    config.write_text("class_weights: {natural: {neighbours: 0, fts: 0}, keyword: {vec: 0}}\n")
+    config.write_text("class_weights: {sentence: {neighbours: 0, procedures: 0, fts: 0}, keyword: {vec: 0}}\n")
     prose = "a scheduled job quietly copies files to a remote share every night"  # names no technique
     with TestClient(create_app(settings_for(serving_db_url, search_config=config, mcp_enabled=False))) as api:
         natural = search(api, prose, k=5, rrf_k0=60)
-        assert natural["query_type"] == "natural" and natural["results"]
+        assert natural["query_type"] == "sentence" and natural["results"]
         assert all(r["scores"]["neighbours"] is None for r in natural["results"])  # weight 0: not run
         for r in natural["results"]:  # full text weighs 0: the fused score is the vector leg's alone
             vector_only = 1 / (60 + r["scores"]["vector"]["rank"]) / (1 / 61) if r["scores"]["vector"] else 0.0
