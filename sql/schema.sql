@@ -461,6 +461,8 @@ CREATE INDEX source_versions_unchanged_idx ON public.source_versions USING btree
 
 CREATE STATISTICS public.document_changes_access ON tenant, cardinality(acl_users), cardinality(acl_groups) FROM public.document_changes;
 
+CREATE STATISTICS public.documents_access ON tenant, cardinality(acl_users), cardinality(acl_groups) FROM public.documents;
+
 CREATE TRIGGER chunk_vectors_on_chunks AFTER INSERT ON public.chunks REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.chunk_vectors_from_chunks();
 
 CREATE TRIGGER chunk_vectors_on_embeddings AFTER INSERT ON public.embeddings REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.chunk_vectors_from_embeddings();
