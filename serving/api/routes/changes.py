@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
 from serving.api.deps import PrincipalDep, ServiceDep
 from serving.api.routes import API_PREFIX
 from serving.contract.changes import CURSOR_PATTERN, MAX_CHANGES, ChangesQuery, ChangesResponse
-from serving.contract.requests import error_responses
+from serving.contract.requests import NO_NUL, error_responses
 
 router = APIRouter(prefix=API_PREFIX, tags=["sources"])
 _FIELDS = ChangesQuery.model_fields
@@ -20,12 +22,17 @@ def list_changes(
     service: ServiceDep,
     principal: PrincipalDep,
     sources: Annotated[list[str] | None, Query(max_length=64, description=_FIELDS["sources"].description)] = None,
-    since: Annotated[str | None, Query(max_length=200, description=_FIELDS["since"].description)] = None,
+    since: Annotated[
+        str | None, Query(min_length=1, max_length=200, pattern=NO_NUL, description=_FIELDS["since"].description)
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_CHANGES, description=_FIELDS["limit"].description)] = 100,
     cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description=_FIELDS["cursor"].description)] = None,
 ) -> ChangesResponse:
     """What each publish added, modified (content changed) and removed, newest first: document ids, titles,
     the kind of change, the upstream versions before and after, and when; only documents the caller may see.
     The history is kept for SECRAG_CHANGE_HISTORY_DAYS (90 days by default)."""
-    query = ChangesQuery(sources=sources, since=since, limit=limit, cursor=cursor)
+    try:
+        query = ChangesQuery(sources=sources, since=since, limit=limit, cursor=cursor)
+    except ValidationError as exc:  # a 422 like FastAPI's own, at the query parameter
+        raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from exc
     return service.changes(query, principal)
