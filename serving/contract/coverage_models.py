@@ -8,9 +8,8 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
-from secrag.platforms import PLATFORMS, canonical
 from serving.contract.navigator_layer import NavigatorLayer
-from serving.contract.requests import PlatformName, SBool, SInt, Strict, TechniqueId
+from serving.contract.requests import PlatformName, SBool, SInt, Strict, TechniqueId, canonical_platforms
 
 # Hard caps of the request model (no configuration widens them).
 MAX_COVERAGE_TECHNIQUES = 200
@@ -91,14 +90,7 @@ class CoverageRequest(Strict):
     @field_validator("platforms")
     @classmethod
     def _platforms(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        unknown = [v for v in value if canonical(v) is None]
-        if unknown:
-            raise ValueError(
-                f"unknown platforms: {', '.join(repr(u[:30]) for u in unknown[:5])}; known: {', '.join(PLATFORMS)}"
-            )
-        return sorted({c for c in map(canonical, value) if c})
+        return canonical_platforms(value)
 
     @model_validator(mode="after")
     def _one_input(self) -> Self:

@@ -104,6 +104,19 @@ TechniqueId = Annotated[str, Field(pattern=TECHNIQUE_PATTERN)]
 PlatformName = Annotated[str, Field(max_length=64, json_schema_extra={"enum": list(platform_names())})]
 
 
+def canonical_platforms(value: list[str] | None) -> list[str] | None:
+    """Platform names as users type them (Windows, Mac OS, k8s) onto the stored vocabulary, sorted; a
+    ValueError names the unknown ones."""
+    if value is None:
+        return None
+    unknown = [v for v in value if canonical(v) is None]
+    if unknown:
+        raise ValueError(
+            f"unknown platforms: {', '.join(repr(u[:30]) for u in unknown[:5])}; known: {', '.join(PLATFORMS)}"
+        )
+    return sorted({c for c in map(canonical, value) if c})
+
+
 class SearchFilters(Strict):
     """Restrict results; every filter is ANDed. Arrays match when any element matches (tags_all: all)."""
 
@@ -149,14 +162,7 @@ class SearchFilters(Strict):
     @classmethod
     def _platforms(cls, value: list[str] | None) -> list[str] | None:
         """Platform names as users type them (Windows, Mac OS, k8s) onto the stored vocabulary."""
-        if value is None:
-            return None
-        unknown = [v for v in value if canonical(v) is None]
-        if unknown:
-            raise ValueError(
-                f"unknown platforms: {', '.join(repr(u[:30]) for u in unknown[:5])}; known: {', '.join(PLATFORMS)}"
-            )
-        return sorted({c for c in map(canonical, value) if c})
+        return canonical_platforms(value)
 
     @model_validator(mode="after")
     def _no_nul(self) -> SearchFilters:
