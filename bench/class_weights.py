@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from quality import _in_process, load_items
 
-from secrag.package_data import package_path
+from secrag.files.package_data import package_path
 from serving.search.analysis import analyse
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"

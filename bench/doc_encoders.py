@@ -16,11 +16,11 @@ import random
 import time
 
 from pipeline.indexing import embedding_input
-from secrag import database
 from secrag.cpu import read_cpuinfo
-from secrag.embedder import Embedder, TextModel
-from secrag.onnx_model import OnnxEncoder
+from secrag.models.embedder import Embedder, TextModel
+from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import Settings
+from secrag.store import database
 
 
 def cpu_line() -> str:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from secrag.embedder import Embedder
-from secrag.onnx_model import OnnxEncoder
+from secrag.models.embedder import Embedder
+from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import get_settings
 from serving.search.encoder import QueryEncoder
 

@@ -2,7 +2,7 @@
 
     python bench/fetch.py [--requests 300] [--size 65536]
 
-Serves one body from a loopback HTTP server and fetches it N times through secrag.downloads
+Serves one body from a loopback HTTP server and fetches it N times through secrag.net.downloads
 (resolve + vet + pinned connect + deadline-clamped reads), then N times through a plain httpx
 client (default: it loads the CA bundle per client, as the fetcher used to; and with a shared TLS
 context, which isolates the cost of vetting), one fresh client per fetch as the pipeline does.
@@ -24,9 +24,9 @@ from urllib.parse import SplitResult
 
 import httpx
 
-from secrag.download_limits import DownloadLimits
-from secrag.downloads import get_bytes
-from secrag.url_policy import UrlPolicy, parse_url
+from secrag.net.download_limits import DownloadLimits
+from secrag.net.downloads import get_bytes
+from secrag.net.url_policy import UrlPolicy, parse_url
 
 
 @dataclass(frozen=True)

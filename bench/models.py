@@ -22,12 +22,12 @@ from quality import Scores, evaluate, load_items, means
 
 from pipeline.embedding import embed_pending
 from pipeline.resources import EmbedderResource
-from secrag import database
 from secrag.cpu import read_cpuinfo
-from secrag.embedder import TextModel
-from secrag.onnx_model import OnnxEncoder
-from secrag.package_data import sql_dir
+from secrag.files.package_data import sql_dir
+from secrag.models.embedder import TextModel
+from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import Settings
+from secrag.store import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

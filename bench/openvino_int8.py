@@ -1,5 +1,5 @@
 """One measurement of OpenVINO against onnxruntime on the same ONNX files (fp32 and int8 exports of
-secrag/onnx_export.py), the same tokenizer, pooling and texts: single queries and document batches.
+secrag/models/onnx_export.py), the same tokenizer, pooling and texts: single queries and document batches.
 
     pip install openvino            # bench only; secrag does not depend on it
     python bench/openvino_int8.py --database-url postgresql://...secrag_bench... [--sample 1000]
@@ -24,10 +24,10 @@ from typing import Any
 import numpy as np
 
 from pipeline.indexing import embedding_input
-from secrag import database
 from secrag.cpu import read_cpuinfo
-from secrag.onnx_model import OnnxEncoder
+from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import Settings
+from secrag.store import database
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
 

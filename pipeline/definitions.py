@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from secrag.model_registry import model_info
+from secrag.models.registry import model_info
 from secrag.settings import REPO_ROOT, Settings, get_settings
 
 from .automation import automation_sensor

@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from secrag import safe_json, safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_json, safe_yaml
 
 _MD_TITLE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 

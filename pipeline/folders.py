@@ -18,12 +18,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from secrag import media_types
 from secrag.access import AccessField, access_problem
-from secrag.config_files import ConfigModel, FieldError, Loc, located, read_mapping, validate
 from secrag.enrichment import technique_mentions
 from secrag.errors import ConfigError, ParseError
-from secrag.safe_files import UnsafeFile, read_capped
+from secrag.files.config_files import ConfigModel, FieldError, Loc, located, read_mapping, validate
+from secrag.files.safe_files import UnsafeFile, read_capped
+from secrag.net import media_types
 
 from .folder_formats import extract
 from .sources.records import Record, Skipped

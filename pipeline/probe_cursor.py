@@ -7,7 +7,7 @@ import json
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from secrag.rate_limits import RateLimit
+from secrag.net.rate_limits import RateLimit
 
 from .sources.interface import UpstreamVersion
 

@@ -22,7 +22,7 @@ import psycopg
 
 from secrag.error_kinds import kind_of
 from secrag.errors import SecragError
-from secrag.queries import Queries
+from secrag.store.queries import Queries
 
 from .chunking import ChunkConfig
 from .refresh_inputs import ATTACK_SOURCE, enrichment_lookup, pinned_version, publish_fingerprint, source_row

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from . import identifiers as ids
+from secrag import identifiers as ids
 
 # In running text: not inside a longer word or an ATLAS id; `T1003/001` (ATT&CK URLs) counts as well.
 _TECHNIQUE = re.compile(rf"(?<![A-Za-z0-9])(?<!AML\.)({ids.TECHNIQUE})(?:[./](\d{{3}}))?(?![0-9])", re.IGNORECASE)

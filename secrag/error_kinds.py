@@ -12,7 +12,15 @@ from typing import Literal, get_args
 
 import psycopg
 
-from .errors import ConfigError, DatabaseError, FetchError, FetchTimeout, FetchTooLarge, ParseError, PublishRefused
+from secrag.errors import (
+    ConfigError,
+    DatabaseError,
+    FetchError,
+    FetchTimeout,
+    FetchTooLarge,
+    ParseError,
+    PublishRefused,
+)
 
 ErrorKind = Literal[
     "probe_failed",

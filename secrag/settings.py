@@ -9,14 +9,14 @@ from pydantic import AliasChoices, Field
 from pydantic.json_schema import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .freshness import DEFAULT_POLL_SECONDS, POLL_FLOOR_SECONDS, POLL_JITTER
-from .package_data import sql_dir
+from secrag.files.package_data import sql_dir
+from secrag.freshness import DEFAULT_POLL_SECONDS, POLL_FLOOR_SECONDS, POLL_JITTER
 
 # The checkout secrag runs from: dagster.yaml, workspace.yaml and folders.yaml live here.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR_NAME = ".secrag"
 _PROJECT_FILES = ("dagster.yaml", "workspace.yaml")
-# The embedding model by default (secrag/models.yaml): int8 is 1.8x faster to embed with here and scores
+# The embedding model by default (secrag/models/models.yaml): int8 is 1.8x faster to embed with here and scores
 # as fp32 does on the dev queries (hybrid nDCG@10 0.613 vs 0.614; bench/models.py). fp32 stays selectable.
 DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
 
@@ -172,14 +172,14 @@ class ModelSettings(BaseSettings):
 
     embedding_model: str = Field(
         default=DEFAULT_MODEL,
-        description="The model the pipeline embeds with, an id of the model registry (`secrag/models.yaml` and "
+        description="The model the pipeline embeds with, an id of the model registry (`secrag/models/models.yaml` and "
         "`SECRAG_MODELS_FILE`): `all-MiniLM-L6-v2-int8` (the packaged weights exported to ONNX and quantised to "
         "int8 at first use: offline, reproducible, checksummed), `all-MiniLM-L6-v2` (fp32), or another.",
     )
     models_file: Path | None = Field(
         default=None,
-        description="A YAML file of more embedding models, shaped like `secrag/models.yaml` (id, source, pooling, "
-        "prefixes, dimensions, max tokens, normalisation); see docs/pipeline.md, Adding a model.",
+        description="A YAML file of more embedding models, shaped like `secrag/models/models.yaml` (id, source, "
+        "pooling, prefixes, dimensions, max tokens, normalisation); see docs/pipeline.md, Adding a model.",
     )
     models_hub_url: str = Field(
         default="https://huggingface.co",

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import click
 
-from secrag import database
 from secrag.access import access_problem
 from secrag.errors import ConfigError
-from secrag.queries import Queries
-from secrag.safe_files import UnsafeFile, read_capped
+from secrag.files.safe_files import UnsafeFile, read_capped
 from secrag.settings import get_settings
+from secrag.store import database
+from secrag.store.queries import Queries
 
 from .errors import SecragGroup
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 
 from pipeline.model_store import prunable, prune_model, stored_models
-from secrag import database
-from secrag.model_registry import model_info, registry
+from secrag.models.registry import model_info, registry
+from secrag.store import database
 from serving.settings import ServingSettings
 
 from .errors import SecragGroup
@@ -73,7 +73,7 @@ def prune(yes: bool) -> None:
 def export(model_ids: tuple[str, ...]) -> None:
     """Export models to ONNX in the model cache (SECRAG_MODEL_CACHE_DIR), from their local weights with no
     network; each file is checksummed. The container image runs this at build time."""
-    from secrag.onnx_export import export_onnx, file_sha256
+    from secrag.models.onnx_export import export_onnx, file_sha256
 
     settings = ServingSettings()
     wanted = list(model_ids) or sorted(_kept(settings))
@@ -90,9 +90,9 @@ def fetch(model_id: str) -> None:
     """Download a hub model's files (those its registry entry lists) into the models folder, each checked
     against the entry's sha256; files already there and intact are kept. The only command that downloads
     a model: the pipeline, the API and `secrag models export` read weights from this machine only."""
-    from secrag.model_fetch import fetch_model, hub_policy
+    from secrag.models.fetch import fetch_model, hub_policy
+    from secrag.net.url_policy import UrlPolicy
     from secrag.settings import Settings
-    from secrag.url_policy import UrlPolicy
 
     settings = Settings()
     policy = hub_policy(UrlPolicy.from_settings(settings), settings.models_hub_url)

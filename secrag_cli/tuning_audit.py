@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from secrag.errors import ConfigError
-from secrag.queries import Queries
+from secrag.store.queries import Queries
 from serving.contract.query_classes import QUERY_TYPES
 from serving.feedback.tuned_plans import SCORE_THRESHOLD
 from serving.plans.plans_file import PlansConfig

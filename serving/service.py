@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 
 from secrag import error_kinds
 from secrag.freshness import SourceClock, verdict
-from secrag.queries import Queries
+from secrag.store.queries import Queries
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
 from serving.access.sessions import ReaderSessions

@@ -14,7 +14,7 @@ from typing import Any
 import dagster as dg
 
 from secrag.errors import ParseError
-from secrag.queries import Queries
+from secrag.store.queries import Queries
 
 from ..activation import activate_model_if_complete
 from ..automation import on_new_inputs

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from secrag.errors import FetchError
-from secrag.package_data import package_path
+from secrag.files.package_data import package_path
 
 from .interface import FetchResult, Upstream, UpstreamVersion
 from .registry import SourceSpec

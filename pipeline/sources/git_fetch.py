@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from secrag.errors import FetchError
-from secrag.url_policy import UrlPolicy
+from secrag.net.url_policy import UrlPolicy
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 _GIT_ENV = {

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from secrag import downloads
 from secrag.errors import FetchError
+from secrag.net import downloads
 
 from .upstream import UpstreamConfig
 

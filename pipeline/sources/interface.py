@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from secrag.rate_limits import RateLimit
+from secrag.net.rate_limits import RateLimit
 
 from .registry import SourceSpec
 from .upstream import UpstreamConfig

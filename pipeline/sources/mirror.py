@@ -18,8 +18,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from secrag.errors import ConfigError, FetchError
-from secrag.safe_files import UnsafeFile, read_capped
-from secrag.url_policy import file_path
+from secrag.files.safe_files import UnsafeFile, read_capped
+from secrag.net.url_policy import file_path
 
 from .git_fetch import git_env, run_git
 from .mirror_plan import MirrorSource, plan

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from secrag.errors import ParseError
-from secrag.media_types import of_path
-from secrag.safe_files import UnsafeFile, read_capped
+from secrag.files.safe_files import UnsafeFile, read_capped
+from secrag.net.media_types import of_path
 
 from .records import ParseOutcome, Record, Skipped, SourceFile
 from .registry import SourceSpec

@@ -11,9 +11,9 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from secrag.downloads import Answer
 from secrag.errors import FetchError
-from secrag.rate_limits import RateLimit
+from secrag.net.downloads import Answer
+from secrag.net.rate_limits import RateLimit
 
 from .git_fetch import SHA_RE, git_env, run_git
 from .http_fetch import get_conditional

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from secrag import media_types
-from secrag.media_types import JSON as JSON  # re-exported: the parsers name their records' media type
-from secrag.media_types import TURTLE as TURTLE
-from secrag.media_types import YAML as YAML
+from secrag.net import media_types
+from secrag.net.media_types import JSON as JSON  # re-exported: the parsers name their records' media type
+from secrag.net.media_types import TURTLE as TURTLE
+from secrag.net.media_types import YAML as YAML
 
 
 @dataclass(frozen=True)

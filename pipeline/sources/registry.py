@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 
 from secrag.errors import ConfigError
+from secrag.files.package_data import package_path
 from secrag.freshness import DEFAULT_POLL_SECONDS, POLL_FLOOR_SECONDS
-from secrag.package_data import package_path
 
 from ..chunking import ChunkConfig
 

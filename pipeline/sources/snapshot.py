@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from secrag.errors import FetchError, FetchTooLarge
-from secrag.safe_files import FileTooLarge, UnsafeFile, read_capped
-from secrag.url_policy import UrlPolicy
+from secrag.files.safe_files import FileTooLarge, UnsafeFile, read_capped
+from secrag.net.url_policy import UrlPolicy
 
 from .fetch import feed_target
 from .git_fetch import SHA_RE, checkout

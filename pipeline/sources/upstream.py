@@ -8,8 +8,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
-from secrag.download_limits import DownloadLimits
-from secrag.url_policy import UrlPolicy
+from secrag.net.download_limits import DownloadLimits
+from secrag.net.url_policy import UrlPolicy
 
 from .registry import SourceSpec
 

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from secrag.errors import PublishRefused
-from secrag.queries import Queries
+from secrag.store.queries import Queries
 
 from ..chunking import ChunkConfig
 from ..sources.records import Record, Skipped

@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 
 from secrag.error_kinds import ErrorKind
-from secrag.queries import Queries
+from secrag.store.queries import Queries
 
 from ..chunking import ChunkConfig
 from ..sources.mitre_lookup import MitreTechnique

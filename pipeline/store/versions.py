@@ -9,7 +9,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from secrag.error_kinds import ErrorKind, kind_of
-from secrag.queries import Queries
+from secrag.store.queries import Queries
 
 _COUNTS = ("parsed", "inserted", "updated", "deleted", "unchanged", "skipped")
 

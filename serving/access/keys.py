@@ -10,8 +10,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from secrag.config_files import ConfigModel, load_model
 from secrag.errors import ConfigError
+from secrag.files.config_files import ConfigModel, load_model
 from serving.contract.errors import UnknownApiKey
 
 

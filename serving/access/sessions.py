@@ -17,9 +17,9 @@ from typing import Any
 
 import psycopg
 
-from secrag import database
 from secrag.errors import ConfigError, DatabaseError
-from secrag.queries import Queries, one_row
+from secrag.store import database
+from secrag.store.queries import Queries, one_row
 from serving.settings import ServingSettings
 
 log = logging.getLogger(__name__)

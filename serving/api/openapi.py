@@ -19,7 +19,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from psycopg_pool import PoolTimeout
 
-from secrag.package_data import package_path
+from secrag.files.package_data import package_path
 from serving.access.request_limits import RequestLimits
 
 log = logging.getLogger(__name__)

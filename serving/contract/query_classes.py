@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Literal, get_args
 
-from secrag.config_files import FieldError
+from secrag.files.config_files import FieldError
 
 QueryType = Literal["default", "mitre_id", "vulnerability", "detection", "forensic", "lolbin", "test", "schema"]
 QUERY_TYPES: tuple[QueryType, ...] = get_args(QueryType)

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from secrag.config_files import ConfigModel, FieldError, load_model, nested_error
+from secrag.files.config_files import ConfigModel, FieldError, load_model, nested_error
 from serving.contract.query_classes import DEFAULT_TYPE, QueryType
 from serving.contract.query_classes import (
     QUERY_TYPES as QUERY_TYPES,  # re-exported: the planner and `secrag tune` check names

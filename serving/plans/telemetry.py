@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from secrag.config_files import ConfigModel, FieldError, load_model
-from secrag.package_data import package_path
+from secrag.files.config_files import ConfigModel, FieldError, load_model
+from secrag.files.package_data import package_path
 
 LogsourceKey = Literal["product", "category", "service"]
 SCHEMA_SOURCES = ("ossem_dd", "ecs")

@@ -18,12 +18,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from secrag import media_types, safe_json
-from secrag.download_limits import DownloadLimits
-from secrag.downloads import get_bytes
 from secrag.errors import FetchError, FetchTimeout, FetchTooLarge, ParseError
-from secrag.safe_files import FileTooLarge, UnsafeFile, read_capped
-from secrag.url_policy import UrlPolicy
+from secrag.files import safe_json
+from secrag.files.safe_files import FileTooLarge, UnsafeFile, read_capped
+from secrag.net import media_types
+from secrag.net.download_limits import DownloadLimits
+from secrag.net.downloads import get_bytes
+from secrag.net.url_policy import UrlPolicy
 from serving.contract.errors import (
     InvalidField,
     NotImplementedFeature,

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from cachetools import LRUCache
 
-from secrag.embedder import Embedder, TextModel
 from secrag.errors import ConfigError
-from secrag.model_registry import model_info
+from secrag.models.embedder import Embedder, TextModel
+from secrag.models.registry import model_info
 
 CACHE_SIZE = 1024
 MAX_BATCH = 16
@@ -188,7 +188,7 @@ def make_model(
         return Embedder(model_id, batch_size=MAX_BATCH, threads=torch_threads, models_dir=cache_dir)
     if backend != "onnx":
         raise ConfigError(f"unknown query encoder {backend!r}", hint=f"choose one of: {', '.join(BACKENDS)}")
-    from secrag.onnx_model import OnnxEncoder
+    from secrag.models.onnx_model import OnnxEncoder
 
     return OnnxEncoder(model_id, cache_dir, threads=threads)
 

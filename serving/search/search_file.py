@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import Field, field_validator
 
-from secrag.config_files import ConfigModel, FieldError, read_mapping, validate
-from secrag.model_registry import registry
-from secrag.package_data import package_path
+from secrag.files.config_files import ConfigModel, FieldError, read_mapping, validate
+from secrag.files.package_data import package_path
+from secrag.models.registry import registry
 from serving.contract.query_classes import DEFAULT_SHAPE, QUERY_SHAPES, check_names
 
 Mode = Literal["hybrid", "fts", "vector", "fuzzy"]

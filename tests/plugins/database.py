@@ -12,9 +12,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from secrag import database, embedded, migrations
-from secrag.package_data import sql_dir
+from secrag.files.package_data import sql_dir
 from secrag.settings import REPO_ROOT
+from secrag.store import database, embedded, migrations
 
 SQL_DIR = sql_dir()
 

@@ -20,8 +20,8 @@ import pytest
 from pipeline.sources.mirror import Mirror, build_mirror
 from pipeline.sources.registry import SourceSpec, default_registry
 from pipeline.sources.upstream import UpstreamConfig
-from secrag.download_limits import DownloadLimits
-from secrag.url_policy import UrlPolicy, parse_url
+from secrag.net.download_limits import DownloadLimits
+from secrag.net.url_policy import UrlPolicy, parse_url
 
 SNAPSHOT = Path(__file__).resolve().parents[2].parent / "shared" / "upstream"
 

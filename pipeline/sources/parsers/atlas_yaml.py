@@ -6,8 +6,8 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 from secrag.identifiers import is_technique_id
 
 from .. import normalize

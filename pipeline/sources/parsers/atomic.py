@@ -7,8 +7,8 @@ from typing import Any
 
 from pipeline.sources import normalize
 from pipeline.sources.records import YAML, Record, SourceFile, with_raw
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 
 # Atomic platform names outside the shared vocabulary (`iaas:aws` names both parts).
 _PLATFORM_ALIASES = {

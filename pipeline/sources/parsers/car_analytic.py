@@ -9,8 +9,8 @@ from typing import Any
 
 from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 
 _CAR_ID = re.compile(r"^CAR-\d{4}-\d{2}-\d{3}$")
 

@@ -11,8 +11,8 @@ import yaml
 
 from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 
 
 def parse(file: SourceFile) -> Iterator[Record]:

@@ -9,8 +9,8 @@ from typing import Any
 
 from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 from secrag.identifiers import TECHNIQUE
 
 from .yaml_entry import compact, text, web_url

@@ -11,8 +11,8 @@ import yaml
 
 from pipeline.sources import normalize
 from pipeline.sources.records import YAML, Record, SourceFile, with_raw
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 
 # Sigma products and categories outside the shared platform vocabulary, mapped onto it.
 _PRODUCT_ALIASES = {

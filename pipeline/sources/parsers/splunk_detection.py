@@ -8,8 +8,8 @@ from typing import Any
 
 from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 
 # Data source name prefixes mapped onto the shared platform vocabulary; the first match wins, so
 # specific prefixes come first. CrowdStrike, osquery and the like run anywhere and imply none.

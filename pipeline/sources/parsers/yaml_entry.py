@@ -8,8 +8,8 @@ from typing import Any
 from urllib.parse import quote
 
 from pipeline.sources.records import SourceFile
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 
 
 def load_mapping(file: SourceFile) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from pipeline.chunking import ChunkConfig
 from pipeline.embedding import embed_pending
 from pipeline.sources.records import Record
 from pipeline.store import SourceRow, Store
-from secrag.embedder import Embedder
-from secrag.package_data import sql_dir
+from secrag.files.package_data import sql_dir
+from secrag.models.embedder import Embedder
 
 SQL = sql_dir()
 

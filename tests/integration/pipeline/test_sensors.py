@@ -19,7 +19,7 @@ from pipeline.sources.mirror import Mirror
 from pipeline.sources.online import OnlineUpstream
 from pipeline.sources.upstream import UpstreamConfig
 from secrag.errors import FetchError
-from secrag.rate_limits import RESERVE, RateLimit
+from secrag.net.rate_limits import RESERVE, RateLimit
 from tests.plugins.graph import Harness, harness
 from tests.plugins.mirror_changes import add_commit
 from tests.plugins.upstream import FAST_RETRIES, LoopbackPolicy, LoopbackServer, Reply, serve_mirror

@@ -12,8 +12,8 @@ import pytest
 from pipeline.chunking import ChunkConfig
 from pipeline.sources.records import Record, Skipped
 from pipeline.store import Access, SourceRow, Store
-from secrag import database
-from secrag.package_data import sql_dir
+from secrag.files.package_data import sql_dir
+from secrag.store import database
 
 LOOKUP = {"T1003": "OS Credential Dumping", "T1003.001": "OS Credential Dumping: LSASS Memory"}
 
@@ -219,7 +219,7 @@ def _live(db: psycopg.Connection) -> tuple[int, int]:
 def test_kept_counts_follow_every_publish_and_embedding_pass(store: Store, db: psycopg.Connection) -> None:
     """/v1/stats reads source_counts and source_model_counts: they equal the rows after each change."""
     from pipeline.embedding import embed_pending
-    from secrag.encoders import document_encoder
+    from secrag.models.encoders import document_encoder
     from secrag.settings import get_settings
 
     publish(store, db, "v1", [rec(i) for i in range(10)])

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from secrag.embedder import Embedder
-from secrag.onnx_export import export_onnx
-from secrag.onnx_model import OnnxEncoder
+from secrag.models.embedder import Embedder
+from secrag.models.onnx_export import export_onnx
+from secrag.models.onnx_model import OnnxEncoder
 
 from .onnx_cases import MODEL
 

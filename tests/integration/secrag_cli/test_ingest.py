@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from secrag import database
+from secrag.store import database
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main", "ingest"]
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.model_store import stored_models
-from secrag.package_data import sql_dir
+from secrag.files.package_data import sql_dir
 from secrag_cli.models import models
 from tests.integration.pipeline.test_model_store import FP32, INT8, add_vectors
 
@@ -38,7 +38,7 @@ def test_the_prune_command_lists_then_removes(
 
 
 def test_export_fills_the_model_cache_and_refuses_unknown_models(monkeypatch: pytest.MonkeyPatch) -> None:
-    from secrag.onnx_export import onnx_path
+    from secrag.models.onnx_export import onnx_path
     from secrag.settings import Settings
 
     cache = Settings(_env_file=None).models_dir  # type: ignore[call-arg]  # the suite's exports, reused
@@ -52,9 +52,9 @@ def test_export_fills_the_model_cache_and_refuses_unknown_models(monkeypatch: py
 
 def test_fetch_refuses_what_it_cannot_verify_and_keeps_what_is_there(tiny_bert: Path, tmp_path: Path) -> None:
     """No request is made here: the refusals come first, and a fetched model's intact files are kept."""
-    from secrag.model_registry import load_registry
-    from secrag.model_weights import hub_folder
-    from secrag.onnx_export import file_sha256
+    from secrag.models.onnx_export import file_sha256
+    from secrag.models.registry import load_registry
+    from secrag.models.weights import hub_folder
     from secrag.settings import get_settings
     from tests.plugins.tiny_model import TINY, models_file_text
 

@@ -15,8 +15,8 @@ import uvicorn
 from fastapi.testclient import TestClient
 from psycopg import sql
 
-from secrag import database
-from secrag.package_data import sql_dir
+from secrag.files.package_data import sql_dir
+from secrag.store import database
 from serving.api.app import create_app
 from serving.search.encoder import shared_encoder
 from serving.settings import ServingSettings

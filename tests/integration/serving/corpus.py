@@ -16,7 +16,7 @@ from pipeline.sources.parsing import parse_source
 from pipeline.sources.records import Record
 from pipeline.sources.registry import SourceSpec, default_registry
 from pipeline.store import Access, SourceRow, Store
-from secrag.embedder import TextModel
+from secrag.models.embedder import TextModel
 from tests.plugins.upstream import SNAPSHOT
 
 log = logging.getLogger(__name__)

@@ -21,13 +21,13 @@ from pipeline.indexing import embedding_input
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
 from pipeline.store import SourceRow, Store
-from secrag import database
-from secrag.encoders import document_encoder
 from secrag.errors import ConfigError
-from secrag.onnx_export import export_onnx, file_sha256
-from secrag.onnx_model import OnnxEncoder
-from secrag.package_data import package_path, sql_dir
+from secrag.files.package_data import package_path, sql_dir
+from secrag.models.encoders import document_encoder
+from secrag.models.onnx_export import export_onnx, file_sha256
+from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import DEFAULT_MODEL, get_settings
+from secrag.store import database
 from serving.api.app import create_app
 from serving.search.search_file import load_search_config
 from serving.settings import ServingSettings
@@ -100,7 +100,7 @@ def test_export_quantise_and_encode_with_the_model_s_prefixes(tiny_models: Path)
 def test_the_onnx_export_pools_as_sentence_transformers_does(tiny_models: Path) -> None:
     """CLS pooling and the query prefix: the torch encoder (sentence-transformers, reading the folder's
     pooling config) and the ONNX one agree."""
-    from secrag.embedder import Embedder
+    from secrag.models.embedder import Embedder
 
     torch_vectors = Embedder(TINY, batch_size=4, models_dir=tiny_models).encode_queries(TEXTS)
     onnx_vectors = OnnxEncoder(TINY, tiny_models).encode_queries(TEXTS)

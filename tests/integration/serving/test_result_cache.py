@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from secrag import database
+from secrag.store import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from secrag import database
+from secrag.store import database
 
 
 def test_sources(client: TestClient) -> None:

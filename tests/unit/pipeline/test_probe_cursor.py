@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from pipeline.probe_cursor import decode_cursor, encode_cursor, rate_limited
 from pipeline.sources.interface import UpstreamVersion
-from secrag.rate_limits import RateLimit
+from secrag.net.rate_limits import RateLimit
 
 SEEN = UpstreamVersion(
     "elastic",

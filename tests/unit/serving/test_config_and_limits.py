@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from secrag.config_files import read_mapping
 from secrag.errors import ConfigError
-from secrag.package_data import package_path
+from secrag.files.config_files import read_mapping
+from secrag.files.package_data import package_path
 from serving.access.keys import ANONYMOUS, Principal, load_api_keys
 from serving.contract.errors import UnknownApiKey
 from serving.contract.limits import cap

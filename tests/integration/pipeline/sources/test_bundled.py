@@ -16,8 +16,8 @@ from pipeline.sources.bundled import WithBundled, bundled_version
 from pipeline.sources.registry import default_registry
 from pipeline.store import Store
 from secrag.errors import FetchError
-from secrag.package_data import sql_dir
-from secrag.queries import Queries
+from secrag.files.package_data import sql_dir
+from secrag.store.queries import Queries
 
 
 class NoUpstream:

@@ -18,7 +18,7 @@ from pipeline.sources.probes import probe
 from pipeline.sources.registry import SourceSpec
 from pipeline.sources.upstream import UpstreamConfig
 from secrag.errors import FetchError
-from secrag.url_policy import UrlPolicy
+from secrag.net.url_policy import UrlPolicy
 from tests.plugins.mirror_changes import add_commit
 
 SOURCES = ["hijacklibs", "mitre_car", "cisa_kev", "stratus_red_team"]

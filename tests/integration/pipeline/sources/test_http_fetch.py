@@ -10,9 +10,9 @@ import pytest
 
 from pipeline.sources.http_fetch import download, get_bytes, get_json
 from pipeline.sources.upstream import UpstreamConfig
-from secrag.download_limits import DownloadLimits
 from secrag.errors import FetchError
-from secrag.url_policy import UrlPolicy
+from secrag.net.download_limits import DownloadLimits
+from secrag.net.url_policy import UrlPolicy
 from tests.plugins.upstream import LoopbackPolicy, LoopbackServer, Reply
 
 CFG = UpstreamConfig(policy=LoopbackPolicy(), limits=DownloadLimits(retry_base=0.05, max_bytes=64 * 1024))

@@ -9,8 +9,8 @@ import pytest
 
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
-from secrag import safe_yaml
 from secrag.errors import ParseError
+from secrag.files import safe_yaml
 from tests.plugins.upstream import SNAPSHOT
 
 GOOD = (SNAPSHOT / "lolbas" / "yml" / "OSBinaries" / "Certutil.yml").read_bytes()

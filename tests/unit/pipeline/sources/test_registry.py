@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.sources.registry import default_registry, load_registry, parse_duration
 from secrag.errors import ConfigError
-from secrag.package_data import package_path
+from secrag.files.package_data import package_path
 
 EXPECTED = {
     "sigma",

@@ -1,0 +1,1 @@
+"""The embedding models: the registry (models.yaml), their weights, ONNX exports and encoders."""

@@ -1,0 +1,1 @@
+"""Outbound requests: the URL policy, vetted transport, capped downloads, rate limits, media types."""

@@ -1,0 +1,1 @@
+"""The store: connections, the embedded PostgreSQL server, migrations, named SQL, the reader's grants."""
