@@ -1,0 +1,391 @@
+"""The work after the probe, per source (issue 31, item 2: at most 30 s for any source): one upstream change
+of the source's kind, refreshed in process as the `sources/<source>` and `embeddings/<source>` assets do.
+
+    python bench/refresh_work.py --list                       # the sources and their changes; touches nothing
+    python bench/refresh_work.py --upstream ../shared/upstream --data-dir .secrag/bench --dry-run
+    python bench/refresh_work.py --upstream ../shared/upstream --data-dir .secrag/bench
+        [--sources sigma,cisa_kev] [--keep-changes] [--model-cache-dir .secrag/models] [--json]
+
+On a store bench/build.py left (database `secrag_bench` on the embedded server of <data dir>/pgdata, started
+if stopped and stopped again at the end, or --database-url; the mirrors in <data dir>/mirrors, built from
+--upstream), migrated first as `secrag run` does, for each source of the registry (mitre_attack first):
+
+1. settle: refresh it once, as a sensor tick with nothing new would (expected `unchanged`; a store behind
+   its mirror catches up here, so the measured refresh holds only the one change) and embed what is pending;
+2. change its mirror as upstream would: sigma gets a new rule, stratus_red_team a new technique page in a
+   new release, cisa_kev a new entry under a new catalogVersion (bench/freshness.py's changes); every other
+   source one touched record (a run of words of a published record gets two words appended in its upstream
+   file), in a new commit, or a new release for release-tracked sources;
+3. refresh it: `refresh_source` (probe, fetch, parse, publish: what `sources/<source>` calls), for
+   mitre_attack the technique lookup rebuild (`lookups/mitre_techniques`), then `embed_pending` and
+   `activate_model_if_complete` (what `embeddings/<source>` calls), each phase timed.
+
+One row per source, slowest first: the phases after the probe (fetch, parse, publish, lookup, embed, and
+other: technique names, fingerprint, enrichment table), their sum (the figure issue 31 bounds), and what
+the publish recorded (+added ~modified -removed). Then the slowest source and its dominant phase.
+
+Not measured here (bench/freshness.py measures them end to end): the sensor tick, the run queue, the run's
+process start and the encoder load each embedding run's process pays (printed once, as loaded here). A new
+ATT&CK release also re-runs every source's refresh through the lookup; those find nothing to do, and the
+settle rows show what each such no-op costs. mitre_attack_procedures reads mitre_attack's file and release,
+so its settle publishes the release made for mitre_attack (every record parsed, none changed).
+
+By default the changes are undone at the end: the mirrors are rebuilt from the snapshot and each changed
+source refreshed again (timed as a second set of rows, `revert`), so the store serves the snapshot as
+before, through normal refreshes only. --keep-changes leaves the changed versions served, and the mirror
+rebuilds from the snapshot at its next build either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for the tests' mirror helpers
+from pipeline.activation import activate_model_if_complete  # noqa: E402
+from pipeline.embedding import embed_pending  # noqa: E402
+from pipeline.refresh import RefreshLimits, refresh_source  # noqa: E402
+from pipeline.refresh_inputs import ATTACK_SOURCE, pinned_version, publish_fingerprint  # noqa: E402
+from pipeline.resources import EmbedderResource, StoreResource, UpstreamResource  # noqa: E402
+from pipeline.sources.interface import Upstream  # noqa: E402
+from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
+from pipeline.sources.mitre_lookup import techniques_from_bundle  # noqa: E402
+from pipeline.sources.registry import SourceSpec, default_registry  # noqa: E402
+from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
+from secrag import database, embedded, migrations  # noqa: E402
+from secrag.embedder import TextModel  # noqa: E402
+from secrag.encoders import document_encoder  # noqa: E402
+from secrag.errors import SecragError  # noqa: E402
+from secrag.queries import Queries  # noqa: E402
+from secrag.settings import Settings, get_settings  # noqa: E402
+
+from build import BENCH_DB  # noqa: E402
+from mirror_edits import ADDED, change_upstream, pick_edit, planned_change  # noqa: E402
+
+PHASES = {  # what each phase does on a refresh of one changed record
+    "fetch": "checks out the whole new version",
+    "parse": "parses every file of the version",
+    "publish": "diffs every record against the served ones and writes the changes in one transaction",
+    "lookup": "reads the ATT&CK bundle again for the technique table (lookups/mitre_techniques)",
+    "embed": "encodes the chunks without a vector and refreshes the counts",
+    "other": "reads the technique names, fingerprints the inputs, builds the enrichment table",
+}
+FAILURES = (SecragError, LookupError)  # a refresh that failed (recorded as such), or no record to touch
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+# --- one refresh, as the assets run it ---------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    """What every refresh uses: the store, the upstream (the mirror), the encoder."""
+
+    conn: psycopg.Connection
+    store: StoreResource
+    upstream: Upstream
+    encoder: TextModel | None = None  # None: a dry run
+    write_batch: int = 0  # chunks per committed COPY of vectors (EmbedderResource.write_batch)
+
+    def limits(self) -> RefreshLimits:
+        s = self.store  # as the asset builds them
+        return RefreshLimits(s.chunking(), s.shrink_limit(), s.error_share_limit(), s.work_path(), s.history_days())
+
+
+@dataclass
+class Row:
+    """One timed refresh of one source."""
+
+    source: str
+    kind: str
+    step: str  # settle | change | revert
+    status: str
+    version: str
+    change: str = ""
+    added: int = 0
+    modified: int = 0
+    removed: int = 0
+    records: int = 0
+    chunks_written: int = 0
+    embedded: int = 0
+    probe: float = 0.0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        """Seconds after the probe: every phase but the probe."""
+        return sum(self.seconds.values())
+
+    def dominant(self) -> tuple[str, float]:
+        return max(self.seconds.items(), key=lambda kv: kv[1])
+
+
+def rebuild_lookup(bench: Bench, spec: SourceSpec) -> int:
+    """What `lookups/mitre_techniques` does after an ATT&CK publish: the served version's techniques."""
+    q = Queries(bench.store.sql_path(), "pipeline")
+    state = bench.conn.execute(q.source_state, {"source": ATTACK_SOURCE}).fetchone()
+    version = state[0] if state else None
+    if not version:
+        raise LookupError("sources/mitre_attack has no published version")
+    with tempfile.TemporaryDirectory(prefix="mitre-lookup-", dir=bench.store.work_path()) as tmp:
+        fetched = bench.upstream.fetch(spec, pinned_version(spec, version), Path(tmp) / "checkout", pin=version)
+        techniques = techniques_from_bundle(fetched.root / spec.paths[0])
+    return bench.store.store().replace_techniques(bench.conn, techniques, version)
+
+
+def refresh_once(bench: Bench, spec: SourceSpec, step: str) -> Row:
+    """Refresh, lookup (ATT&CK), embed and activate, as the assets call them; each phase timed."""
+    assert bench.encoder is not None, "a dry run refreshes nothing"
+    queries = Queries(bench.store.sql_path(), "pipeline")
+    done = refresh_source(spec, bench.upstream, bench.conn, bench.store.store(), queries, bench.limits())
+    seconds = {phase: done.seconds.get(phase, 0.0) for phase in ("fetch", "parse", "publish")}
+    probe = done.seconds.get("probe", 0.0)
+    seconds["other"] = max(done.elapsed - probe - sum(seconds.values()), 0.0)
+    if done.status == "published" and spec.name == ATTACK_SOURCE:
+        mark = time.monotonic()
+        rebuild_lookup(bench, spec)
+        seconds["lookup"] = time.monotonic() - mark
+    mark = time.monotonic()
+    stats = embed_pending(
+        bench.conn, bench.encoder, bench.store.sql_path(), source=spec.name, batch_size=bench.write_batch
+    )
+    activate_model_if_complete(bench.conn, bench.store.sql_path(), bench.encoder.model_id)
+    seconds["embed"] = time.monotonic() - mark
+    row = Row(spec.name, spec.tracking, step, done.status, done.version, records=done.records, probe=probe)
+    row.seconds, row.embedded = seconds, stats.embedded
+    if done.result is not None:
+        r = done.result
+        row.added, row.modified, row.removed, row.chunks_written = r.inserted, r.modified, r.deleted, r.chunks_written
+    return row
+
+
+def failed(spec: SourceSpec, step: str, exc: Exception) -> Row:
+    say(f"  {spec.name}: {step} failed: {exc}")
+    return Row(spec.name, spec.tracking, step, "failed", "", change=str(exc)[:200])
+
+
+def measure(bench: Bench, mirror: Mirror, spec: SourceSpec) -> tuple[Row, Row]:
+    """Settle the source, change its upstream once, refresh it: (the settling refresh, the measured one).
+    A failure is a row, not the end of the bench."""
+    try:
+        settle = refresh_once(bench, spec, "settle")
+    except FAILURES as exc:
+        return failed(spec, "settle", exc), failed(spec, "change", exc)
+    try:
+        change = change_upstream(bench.conn, mirror, spec.name)
+        row = refresh_once(bench, spec, "change")
+    except FAILURES as exc:
+        return settle, failed(spec, "change", exc)
+    row.change = change
+    return settle, row
+
+
+# --- the report ----------------------------------------------------------------------------------------
+
+
+def report(rows: list[Row], title: str) -> None:
+    say(f"\n{title}: seconds after the probe, slowest first")
+    head = f"{'source':<24} {'kind':<8} {'status':<10} " + " ".join(f"{p:>7}" for p in PHASES)
+    say(head + f" {'total':>7} {'probe':>6} {'+add ~mod -rem':>15} {'embedded':>8} {'records':>8}")
+    for r in sorted(rows, key=lambda r: r.total, reverse=True):
+        cells = " ".join(f"{r.seconds[p]:7.2f}" if p in r.seconds else f"{'-':>7}" for p in PHASES)
+        counts = f"+{r.added} ~{r.modified} -{r.removed}"
+        say(
+            f"{r.source:<24} {r.kind:<8} {r.status:<10} {cells} {r.total:7.2f} {r.probe:6.2f} {counts:>15} "
+            f"{r.embedded:8d} {r.records:8d}"
+        )
+
+
+def verdict(rows: list[Row], budget: float, load: float) -> None:
+    if not rows:
+        return
+    slow = max(rows, key=lambda r: r.total)
+    phase, seconds = slow.dominant()
+    share = seconds / slow.total if slow.total else 0.0
+    over = [r.source for r in rows if r.total > budget]
+    say(
+        f"\nslowest: {slow.source} ({slow.kind}), {slow.total:.1f} s after the probe; dominant phase {phase} "
+        f"{seconds:.1f} s ({share:.0%}) of {slow.records} records ({slow.chunks_written} chunks written, "
+        f"{slow.embedded} embedded; {slow.change}): the {phase} {PHASES[phase]}"
+    )
+    say(
+        f"over {budget:.0f} s: {', '.join(over) if over else 'none'} (issue 31 item 2; in production each embedding "
+        f"run's process also loads the encoder, {load:.1f} s here)"
+    )
+
+
+# --- the store, the mirror, main -----------------------------------------------------------------------
+
+
+def selected(names: str) -> list[SourceSpec]:
+    specs = default_registry()
+    wanted = [n for n in names.split(",") if n] or [n for n, s in specs.items() if s.tracking != "bundled"]
+    unknown = [n for n in wanted if n not in specs or specs[n].tracking == "bundled"]
+    if unknown:
+        raise SystemExit(f"not an upstream source of the registry: {', '.join(unknown)}")
+    return [specs[n] for n in sorted(wanted, key=lambda n: (n != ATTACK_SOURCE, n))]  # the lookup's source first
+
+
+def mirror_of(upstream: Path, data_dir: Path, names: list[str]) -> Mirror:
+    """The bench store's mirror (bench/build.py's layout), rebuilt from the snapshot where it moved on."""
+    return build_mirror(upstream, (data_dir / "mirrors").resolve(), specs=default_registry(), sources=names)
+
+
+def upstream_of(mirror: Mirror) -> Upstream:
+    cfg = UpstreamConfig(probe_timeout=30, fetch_timeout=900).with_mirror(mirror.repos, mirror.feeds, mirror.api_base)
+    return UpstreamResource.for_config(cfg).upstream()
+
+
+def active_model(conn: psycopg.Connection) -> str:
+    row = conn.execute("SELECT model_id FROM embedding_models WHERE active").fetchone()
+    if row is None:
+        raise SystemExit("the store has no active embedding model: build it first (bench/build.py)")
+    return str(row[0])
+
+
+def settles_unchanged(bench: Bench, spec: SourceSpec, version: str) -> bool:
+    """Whether the settling refresh will find nothing to do: the inputs `refresh_source` fingerprints (upstream
+    version, parser, chunker, ATT&CK names) are those of the last publish."""
+    q = Queries(bench.store.sql_path(), "pipeline")
+    names = bench.store.store().technique_names(bench.conn)
+    chunker = bench.limits().chunking.with_overrides(spec.chunking).version
+    fingerprint = publish_fingerprint(spec, version, chunker, None if spec.name == ATTACK_SOURCE else names)
+    last = bench.conn.execute(q.last_published_fingerprint, {"source": spec.name}).fetchone()
+    return last is not None and last[0] == fingerprint
+
+
+def dry_run(bench: Bench, mirror: Mirror, specs: list[SourceSpec]) -> None:
+    """Pending migrations; each source's served version against its mirror, whether the settling refresh
+    republishes, the chunks without a vector, and the record each change would touch."""
+    conn = bench.conn
+    todo = migrations.pending(conn, bench.store.sql_path())
+    say(f"migrations to apply first: {', '.join(f'{m.version:04d}_{m.name}' for m in todo) or 'none'}")
+    if todo:
+        say("(the run applies them, as bench/build.py does; the rest of the dry run reads the migrated schema)")
+        return
+    say(f"{'source':<24} {'kind':<8} {'served':<14} {'mirror':<14} {'settle':<9} {'pending':>7}  change")
+    for spec in specs:
+        served = conn.execute("SELECT current_version FROM sources WHERE name = %s", [spec.name]).fetchone()
+        pending_row = conn.execute(
+            "SELECT count(DISTINCT c.content_hash) FROM chunks c WHERE c.source = %s AND NOT EXISTS (SELECT 1 "
+            "FROM embeddings e JOIN embedding_models m ON m.model_id = e.model_id AND m.active "
+            "WHERE e.content_hash = c.content_hash)",
+            [spec.name],
+        ).fetchone()
+        pending = pending_row[0] if pending_row else 0
+        seen = bench.upstream.probe(spec).version
+        settle = "no-op" if settles_unchanged(bench, spec, seen) else "REPUBLISH"
+        change = planned_change(spec)
+        if spec.name not in ADDED:
+            try:
+                edit = pick_edit(conn, mirror, spec.name, "dryrun")
+                change += f": {edit.doc_id} in {edit.path} ({edit.snippet!r})"
+            except LookupError as exc:
+                change += f": NONE ({exc})"
+        version = (served[0] if served else None) or "-"
+        say(f"{spec.name:<24} {spec.tracking:<8} {version[:14]:<14} {seen[:14]:<14} {settle:<9} {pending:7d}  {change}")
+
+
+def run(bench: Bench, mirror: Mirror, specs: list[SourceSpec], revert: Callable[[], object] | None) -> list[Row]:
+    rows: list[Row] = []
+    for spec in specs:
+        settle, row = measure(bench, mirror, spec)
+        rows += [settle, row]
+        say(
+            f"  {spec.name}: settle {settle.status} ({settle.total + settle.probe:.1f} s), then {row.change}: "
+            f"{row.status} in {row.total:.1f} s after the probe"
+        )
+    if revert is not None:
+        revert()
+        for spec in specs:
+            try:
+                row = refresh_once(bench, spec, "revert")
+            except FAILURES as exc:
+                rows.append(failed(spec, "revert", exc))
+                continue
+            rows.append(row)
+            say(f"  {spec.name}: back to the snapshot, {row.status} in {row.total:.1f} s after the probe")
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--upstream", type=Path, help="the snapshot the store's mirrors were built from")
+    ap.add_argument("--data-dir", type=Path, default=Path(".secrag/bench"), help="bench/build.py's data directory")
+    ap.add_argument("--database-url", help=f"the store (default: {BENCH_DB} on <data dir>/pgdata's server)")
+    ap.add_argument("--sources", default="", help="comma-separated source names (default: every upstream source)")
+    ap.add_argument("--model-cache-dir", type=Path, help="ONNX exports (default: SECRAG_MODEL_CACHE_DIR or .secrag)")
+    ap.add_argument("--keep-changes", action="store_true", help="leave the changed versions served")
+    ap.add_argument("--budget", type=float, default=30.0, help="seconds after the probe a source may take")
+    ap.add_argument("--list", action="store_true", help="print the sources and their changes, touch nothing")
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the store and the mirror and name the record each change would touch; change nothing in "
+        "the store (a mirror that left its snapshot is rebuilt, as at every start)",
+    )
+    ap.add_argument("--json", action="store_true", help="also print every row as JSON")
+    args = ap.parse_args()
+    specs = selected(args.sources)
+    if args.list:
+        for spec in specs:
+            say(f"{spec.name:<24} {spec.tracking:<8} {spec.parser:<22} {planned_change(spec)}")
+        return 0
+    if args.upstream is None:
+        ap.error("--upstream is required (the snapshot bench/build.py built the mirrors from)")
+    data_dir = args.data_dir.resolve()
+    settings = Settings(data_dir=data_dir, database_url=args.database_url)
+    was_running = bool(args.database_url) or embedded.status(settings.pgdata).running
+    url = args.database_url or database.with_database(database.server_url(settings), BENCH_DB)
+    names = [s.name for s in specs]
+    mirror = mirror_of(args.upstream.resolve(), data_dir, names)
+    upstream = upstream_of(mirror)
+    store = StoreResource(database_url=url, work_dir=str(data_dir / "work"))
+    try:
+        with store.connect() as conn:
+            if args.dry_run:
+                dry_run(Bench(conn, store, upstream), mirror, specs)
+                return 0
+            applied = migrations.migrate(conn, store.sql_path())  # as `secrag run` and bench/build.py do
+            if applied:
+                say(f"applied migrations {', '.join(f'{m.version:04d}_{m.name}' for m in applied)}")
+            model = active_model(conn)
+            cache = args.model_cache_dir or get_settings().models_dir
+            s = get_settings()
+            encoder = document_encoder(
+                model, batch_size=s.embedding_batch_size, threads=s.embedding_threads, cache_dir=cache
+            )
+            mark = time.monotonic()
+            encoder.load()
+            load = time.monotonic() - mark
+            say(f"{model} loaded from {cache} in {load:.1f} s (each embedding run's process pays this)")
+            bench = Bench(conn, store, upstream, encoder, EmbedderResource().write_batch)
+            revert = None if args.keep_changes else (lambda: mirror_of(args.upstream.resolve(), data_dir, names))
+            rows = run(bench, mirror, specs, revert)
+    finally:
+        if not was_running:
+            embedded.stop(settings.pgdata)
+    changed = [r for r in rows if r.step == "change"]
+    report(changed, "one upstream change per source")
+    if not args.keep_changes:
+        report([r for r in rows if r.step == "revert"], "the change undone (the snapshot again)")
+    report([r for r in rows if r.step == "settle"], "settle, before each change (nothing new expected)")
+    verdict(changed, args.budget, load)
+    if args.json:
+        say(json.dumps([{**asdict(r), "total": round(r.total, 3)} for r in rows], indent=2))
+    return 0 if all(r.status == "published" for r in changed) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
