@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pipeline.resources import StoreResource
-from secrag.model_registry import model_info
+from secrag.models.registry import model_info
 from secrag.settings import DEFAULT_MODEL
 from tests.plugins.upstream import SNAPSHOT
 
