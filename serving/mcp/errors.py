@@ -66,7 +66,8 @@ def _field_hint(error: Mapping[str, Any], schema: Mapping[str, Any] | None) -> s
 
 
 def allowed(schema: Mapping[str, Any], loc: Sequence[str]) -> str:
-    """The values (or the range) the input schema accepts at loc, in words; '' when it says nothing."""
+    """The values (a closed set) or the range the input schema accepts at loc, in words; '' when it names
+    neither (a string's pattern says less than the error's own message, e.g. the valid sources)."""
     node = _at(schema, schema, loc)
     return _describe(schema, node) if node is not None else ""
 
@@ -113,14 +114,10 @@ def _describe(root: Mapping[str, Any], node: Mapping[str, Any]) -> str:
         elif variant.get("type") in ("integer", "number"):
             low, high = variant.get("minimum", variant.get("exclusiveMinimum")), variant.get("maximum")
             if low is not None or high is not None:
-                parts.append(f"{variant['type']} from {low if low is not None else '-inf'} to {high or 'inf'}")
-        elif variant.get("type") == "string" and ("maxLength" in variant or "pattern" in variant):
-            words = [f"at most {variant['maxLength']} characters"] if "maxLength" in variant else []
-            parts.append(
-                "string " + " ".join([*words, *([f"matching {variant['pattern']}"] if "pattern" in variant else [])])
-            )
+                low, high = "-inf" if low is None else low, "inf" if high is None else high
+                parts.append(f"{variant['type']} from {low} to {high}")
         elif variant.get("type") == "array" and "items" in variant:
             inner = _describe(root, variant["items"])
-            limit = f"at most {variant['maxItems']} " if "maxItems" in variant else ""
-            parts.append(f"a list of {limit}items, each {inner}" if inner else f"a list of {limit}items")
+            if inner:
+                parts.append(f"a list of items, each {inner}")
     return " or ".join(dict.fromkeys(parts))
