@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-MIN_CHARS = 500  # room for the skeleton of any answer and its note
+MIN_CHARS = 1000  # room for an answer's skeleton, its note and a first item or two
 MAX_CHARS = 1_000_000
 TEXT_FLOOR = 40  # a declared text field keeps at least this many characters before the fallback
 ELLIPSIS = "…"

@@ -172,7 +172,7 @@ def test_every_tool_is_budgeted() -> None:
 
 
 @pytest.mark.parametrize("tool", sorted(BUDGET_CASES))
-@pytest.mark.parametrize("budget", [500, 2000])
+@pytest.mark.parametrize("budget", [1000, 2000])
 def test_a_budgeted_answer_fits_and_says_what_was_cut(client: TestClient, tool: str, budget: int) -> None:
     chunk = _chunk_id(client)
     arguments = {
@@ -219,7 +219,7 @@ def test_tool_errors_carry_kind_detail_and_a_hint_naming_valid_values(client: Te
     k = _error(client, "search", {"query": "x", "k": 500})
     assert k["kind"] == "invalid_field" and "k: integer from 1 to 50" in k["hint"]
     budget = _error(client, "stats", {"max_chars": 10})
-    assert "max_chars: integer from 500 to 1000000" in budget["hint"]
+    assert "max_chars: integer from 1000 to 1000000" in budget["hint"]
     missing = _error(client, "get_document", {"doc_id": "mitre_attack:T9999"})
     assert missing["kind"] == "not_found" and "source:record" in missing["hint"]
     unknown = _error(client, "nope", {})
