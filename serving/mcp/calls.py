@@ -1,6 +1,7 @@
 """How an MCP tool call reaches the Service: its caller (the key from the HTTP headers, or the
-server's own over stdio), its failures as public tool errors, its results as JSON, the signatures
-FastMCP reads its parameters from, and the transport's DNS-rebinding protection."""
+server's own over stdio), its failures as structured tool errors, its results as JSON (within a response
+budget when asked), the signatures FastMCP reads its parameters from, and the transport's DNS-rebinding
+protection."""
 
 from __future__ import annotations
 
@@ -11,13 +12,26 @@ from typing import Annotated, Any, TypeVar
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
 from serving.access.quotas import Caller, Gate
 from serving.contract.errors import public_error
+from serving.mcp.budget import MAX_CHARS, MIN_CHARS, compact, fit
+from serving.mcp.errors import error_result
+from serving.mcp.priorities import priority
 
 T = TypeVar("T")
+
+MaxChars = Annotated[
+    Annotated[int, Field(ge=MIN_CHARS, le=MAX_CHARS)] | None,
+    Field(
+        description=f"Response budget in characters ({MIN_CHARS:,}-{MAX_CHARS:,}) of the answer as compact JSON: "
+        "within it the most useful fields come first (ids, titles, scores, sources, urls), long texts are "
+        "shortened and lists trimmed from the end, and `budget` says what was cut. Unset: the whole answer."
+    ),
+]
 
 
 def caller_of(ctx: Context | None, gate: Gate, default_key: str | None) -> Caller:
@@ -34,15 +48,21 @@ def caller_of(ctx: Context | None, gate: Gate, default_key: str | None) -> Calle
     return gate.caller(key, getattr(client, "host", None) or "mcp")
 
 
-def run_safely(call: Callable[[], T]) -> T:
-    """Run a Service call; a failure becomes its public message (serving.contract.errors.public_error)."""
+def run_safely(call: Callable[[], T], tool: str = "", schema: dict[str, Any] | None = None) -> T | CallToolResult:
+    """Run a Service call; a failure becomes its public form (serving.contract.errors.public_error) as a
+    structured tool error (serving/mcp/errors.py)."""
     try:
         return call()
     except ToolError:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure is mapped, none leaks internals
-        error = public_error(exc)
-        raise ToolError(f"{error.kind}: {error.message()}") from None
+        return error_result(public_error(exc), tool, schema)
+
+
+def within(answer: dict[str, Any], max_chars: int, tool: str) -> CallToolResult:
+    """The answer fitted to its budget (serving/mcp/budget.py), its text the compact JSON the budget counts."""
+    fitted = fit(answer, max_chars, priority(tool))
+    return CallToolResult(content=[TextContent(type="text", text=compact(fitted))], structured_content=fitted)
 
 
 def as_json(value: Any) -> dict[str, Any]:  # noqa: ANN401 - a response model or a plain dict

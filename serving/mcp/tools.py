@@ -1,9 +1,11 @@
-"""Every REST operation as an MCP tool (streamable HTTP at /mcp, or stdio with `secrag mcp`).
+"""Every REST operation as an MCP tool (streamable HTTP at /mcp, or stdio with `secrag mcp`), with the
+resources (serving/mcp/resources.py) and prompts (serving/mcp/prompts.py).
 
 A tool's parameters are its REST request model's fields, with the same types, limits and
 descriptions (the tool is built from the model, so the two cannot drift), and it calls the same
 Service method under the same gate (API key, rate, search slots). Failures become the public
-message REST would answer with. `search` also has one alias per mode: fts, vector, hybrid, fuzzy.
+error REST would answer with, structured (serving/mcp/errors.py). Every tool takes an optional response
+budget, `max_chars` (serving/mcp/budget.py). `search` also has one alias per mode: fts, vector, hybrid, fuzzy.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from secrag.version import version as server_version
@@ -24,12 +27,20 @@ from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
 from serving.contract.responses import StatsResponse
-from serving.mcp.calls import as_json, caller_of, field_annotation, run_safely, tool_signature
+from serving.mcp.calls import MaxChars, as_json, caller_of, field_annotation, run_safely, tool_signature, within
+from serving.mcp.prompts import add_prompts
+from serving.mcp.resources import add_resources
+from serving.mcp.server import SecragMCP
 from serving.plans.plans_file import PlansConfig
 from serving.service import Service
 
 Run = Callable[[Any, Caller], Any]  # (validated request, caller) -> a pydantic model or a dict
 MODES = ("fts", "vector", "hybrid", "fuzzy")
+BUDGET = "max_chars"  # every tool's optional response budget (serving/mcp/budget.py)
+
+
+def _budget() -> list[inspect.Parameter]:
+    return [inspect.Parameter(BUDGET, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=MaxChars)]
 
 
 class _Tools:
@@ -38,13 +49,19 @@ class _Tools:
     def __init__(self, server: MCPServer, gate: Gate, default_key: str | None) -> None:
         self.server, self.gate, self.default_key = server, gate, default_key
 
-    def _call(self, ctx: Context | None, run: Callable[[Caller], Any]) -> dict[str, Any]:
+    def _call(
+        self, name: str, ctx: Context | None, run: Callable[[Caller], Any], max_chars: int | None = None
+    ) -> dict[str, Any] | CallToolResult:
         def call() -> dict[str, Any]:
             caller = caller_of(ctx, self.gate, self.default_key)
             with self.gate.slot(caller):  # every tool takes a slot, as every /v1 operation does
                 return as_json(run(caller))
 
-        return run_safely(call)
+        tool = self.server._tool_manager.get_tool(name)  # noqa: SLF001 - its input schema names valid values
+        answer = run_safely(call, name, tool.parameters if tool else None)
+        if isinstance(answer, CallToolResult) or max_chars is None:
+            return answer
+        return within(answer, max_chars, name)
 
     def from_model(self, name: str, description: str, model: type[BaseModel], run: Run, **fixed: Any) -> None:
         """A tool whose parameters are model's fields (less `fixed` ones), validated by the model itself."""
@@ -59,12 +76,14 @@ class _Tools:
             )
             for key, field in model.model_fields.items()
             if key not in fixed
-        ]
+        ] + _budget()
 
-        def tool(**arguments: Any) -> dict[str, Any]:  # noqa: ANN401
-            ctx = arguments.pop("ctx", None)
+        def tool(**arguments: Any) -> dict[str, Any] | CallToolResult:  # noqa: ANN401
+            ctx, max_chars = arguments.pop("ctx", None), arguments.pop(BUDGET, None)
             values = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in arguments.items()}
-            return self._call(ctx, lambda caller: run(model.model_validate({**values, **fixed}), caller))
+            return self._call(
+                name, ctx, lambda caller: run(model.model_validate({**values, **fixed}), caller), max_chars
+            )
 
         tool.__signature__, tool.__annotations__ = tool_signature(params)  # type: ignore[attr-defined]
         tool.__name__ = name
@@ -73,13 +92,13 @@ class _Tools:
     def by_id(self, name: str, description: str, param: str, run: Callable[[str, Caller], Any]) -> None:
         """A tool taking one identifier (the REST path parameter)."""
 
-        def tool(**arguments: Any) -> dict[str, Any]:  # noqa: ANN401
-            ctx, value = arguments.pop("ctx", None), arguments[param]
-            return self._call(ctx, lambda caller: run(value, caller))
+        def tool(**arguments: Any) -> dict[str, Any] | CallToolResult:  # noqa: ANN401
+            ctx, value, max_chars = arguments.pop("ctx", None), arguments[param], arguments.pop(BUDGET, None)
+            return self._call(name, ctx, lambda caller: run(value, caller), max_chars)
 
         annotation = Annotated[str, Field(min_length=1, max_length=512, description=f"the {param.replace('_', ' ')}")]
         tool.__signature__, tool.__annotations__ = tool_signature(  # type: ignore[attr-defined]
-            [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation)]
+            [inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, annotation=annotation), *_budget()]
         )
         tool.__name__ = name
         self.server.add_tool(tool, name=name, description=description)
@@ -87,9 +106,10 @@ class _Tools:
     def plain(self, name: str, description: str, run: Callable[[Caller], Any]) -> None:
         """A tool without parameters."""
 
-        def tool(ctx: Context | None = None) -> dict[str, Any]:
-            return self._call(ctx, run)
+        def tool(**arguments: Any) -> dict[str, Any] | CallToolResult:  # noqa: ANN401
+            return self._call(name, arguments.pop("ctx", None), run, arguments.pop(BUDGET, None))
 
+        tool.__signature__, tool.__annotations__ = tool_signature(_budget())  # type: ignore[attr-defined]
         tool.__name__ = name
         self.server.add_tool(tool, name=name, description=description)
 
@@ -101,7 +121,7 @@ def build_mcp(
     *,
     default_key: str | None = None,
     limits: RequestLimits | None = None,
-) -> MCPServer:
+) -> SecragMCP:
     """An MCP server with one tool per REST operation (and per-mode search aliases).
 
     default_key is the API key of stdio callers (HTTP callers send their own); `limits` (this
@@ -109,13 +129,16 @@ def build_mcp(
     """
     from serving.plans.planner import explain, list_plans, plan_context
 
-    server: MCPServer = MCPServer(
+    server = SecragMCP(
         name="secrag",
         version=server_version(),
         instructions=(
             "Search security knowledge (ATT&CK, Sigma, Atomic Red Team, CISA KEV, LOLBAS, ...). "
             "Use `search` (or `plan` for a balanced, cited context) first, then `get_documents` for full bodies; "
-            "`map` gives the ATT&CK techniques of a whole text (a threat report)."
+            "`map` gives the ATT&CK techniques of a whole text (a threat report), `coverage` what the store holds "
+            "for techniques or a group. Every tool takes `max_chars` to bound its answer (a `budget` field says "
+            "what was cut). Resources: secrag://sources (versions, freshness), secrag://plans. Prompts: "
+            "map_report, triage_artefact, coverage_for_group."
         ),
     )
     tools = _Tools(server, gate, default_key)
@@ -230,4 +253,6 @@ def build_mcp(
     if limits is not None:
         for tool in server._tool_manager.list_tools():  # noqa: SLF001 - the schemas MCP lists, as built
             limits.state_tool(tool.parameters)
+    add_resources(server, get_service, gate, plans, default_key)
+    add_prompts(server)
     return server

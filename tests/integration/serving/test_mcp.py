@@ -37,27 +37,30 @@ def test_tools_are_listed(client: TestClient) -> None:
         {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
     )
     tools = {t["name"] for t in rpc(client, "tools/list", {})["result"]["tools"]}
-    assert tools == {
-        "search",
-        "fts",
-        "vector",
-        "hybrid",
-        "fuzzy",
-        "plan",
-        "explain",
-        "map",
-        "coverage",
-        "list_plans",
-        "get_documents",
-        "get_document",
-        "get_chunks",
-        "get_chunk",
-        "get_upstream",
-        "get_upstreams",
-        "list_sources",
-        "stats",
-        "changes",
-    }
+    assert tools == MCP_TOOLS
+
+
+MCP_TOOLS = {
+    "search",
+    "fts",
+    "vector",
+    "hybrid",
+    "fuzzy",
+    "plan",
+    "explain",
+    "map",
+    "coverage",
+    "list_plans",
+    "get_documents",
+    "get_document",
+    "get_chunks",
+    "get_chunk",
+    "get_upstream",
+    "get_upstreams",
+    "list_sources",
+    "stats",
+    "changes",
+}
 
 
 def test_search_tool_matches_rest(client: TestClient) -> None:
@@ -135,3 +138,107 @@ def test_per_id_tools_and_their_404(client: TestClient) -> None:
     assert call(client, "get_chunk", chunk_id=chunk)["chunk_id"] == chunk
     missing = rpc(client, "tools/call", {"name": "get_document", "arguments": {"doc_id": "mitre_attack:T9999"}})
     assert missing["result"]["isError"] and "no document" in json.dumps(missing["result"])
+
+
+def _chunk_id(client: TestClient) -> str:
+    return str(client.post("/v1/search", json={"query": "T1003", "k": 1}).json()["results"][0]["chunk_id"])
+
+
+BUDGET_CASES: dict[str, dict[str, Any]] = {
+    "search": {"query": "credential dumping from lsass memory", "k": 20, "return": {"text": True, "metadata": True}},
+    "fts": {"query": "mimikatz", "k": 20},
+    "vector": {"query": "dump credentials from memory", "k": 20},
+    "hybrid": {"query": "CVE-2021-44228", "k": 20},
+    "fuzzy": {"query": "mimikatzz", "k": 20},
+    "plan": {"query": "how do attackers dump lsass"},
+    "explain": {"query": "T1003"},
+    "map": {"text": "The actor dumped LSASS memory with Mimikatz. It ran PowerShell scripts to move laterally."},
+    "coverage": {"techniques": ["T1003", "T1003.001", "T1059"]},
+    "list_plans": {},
+    "get_documents": {"ids": ["mitre_attack:T1003", "capec:CAPEC-66", "cisa_kev:CVE-2021-44228"]},
+    "get_document": {"doc_id": "mitre_attack:T1003"},
+    "get_chunks": {"ids": ["<chunk>"]},
+    "get_chunk": {"chunk_id": "<chunk>"},
+    "get_upstream": {"doc_id": "capec:CAPEC-66"},
+    "get_upstreams": {"doc_ids": ["capec:CAPEC-66", "cisa_kev:CVE-2021-44228", "mitre_attack:T1003"]},
+    "changes": {},
+    "list_sources": {},
+    "stats": {},
+}
+
+
+def test_every_tool_is_budgeted() -> None:
+    assert set(BUDGET_CASES) == set(MCP_TOOLS)
+
+
+@pytest.mark.parametrize("tool", sorted(BUDGET_CASES))
+@pytest.mark.parametrize("budget", [1000, 2000])
+def test_a_budgeted_answer_fits_and_says_what_was_cut(client: TestClient, tool: str, budget: int) -> None:
+    chunk = _chunk_id(client)
+    arguments = {
+        k: ([chunk] if v == ["<chunk>"] else chunk if v == "<chunk>" else v) for k, v in BUDGET_CASES[tool].items()
+    }
+    whole = call(client, tool, **arguments)
+    result = rpc(client, "tools/call", {"name": tool, "arguments": {**arguments, "max_chars": budget}})["result"]
+    assert not result.get("isError"), result
+    text = result["content"][0]["text"]
+    assert len(text) <= budget
+    assert json.loads(text) == result["structuredContent"]
+    cut = result["structuredContent"]
+    if len(json.dumps(whole, ensure_ascii=False, separators=(",", ":"))) > budget:
+        assert cut["budget"]["max_chars"] == budget
+    else:
+        assert cut == whole
+
+
+def test_search_under_budget_keeps_ids_titles_and_scores_first(client: TestClient) -> None:
+    whole = call(client, "search", query="credential dumping from lsass memory", k=20)
+    cut = call(client, "search", query="credential dumping from lsass memory", k=20, max_chars=2000)
+    kept = cut["results"]
+    assert kept and [r["doc_id"] for r in kept] == [r["doc_id"] for r in whole["results"][: len(kept)]]
+    assert all({"doc_id", "title", "score", "source", "url"} <= r.keys() for r in kept)
+    assert cut["budget"]["dropped"]["results"] == len(whole["results"]) - len(kept)
+
+
+def _error(client: TestClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = rpc(client, "tools/call", {"name": tool, "arguments": arguments})["result"]
+    assert result["isError"]
+    body: dict[str, Any] = json.loads(result["content"][0]["text"])
+    assert list(body) == ["kind", "detail", "hint"]
+    return body
+
+
+def test_tool_errors_carry_kind_detail_and_a_hint_naming_valid_values(client: TestClient) -> None:
+    mode = _error(client, "search", {"query": "x", "mode": "semantic"})
+    assert mode["kind"] == "validation" and mode["detail"][0]["loc"] == ["mode"]
+    assert "mode: one of" in mode["hint"] and all(m in mode["hint"] for m in ("'fts'", "'vector'", "'fuzzy'"))
+    plan = _error(client, "plan", {"query": "x", "plan": "nope"})
+    assert "plan: one of" in plan["hint"] and "'mitre_id'" in plan["hint"]
+    source = _error(client, "search", {"query": "x", "filters": {"sources": ["nope"]}})
+    assert source["kind"] == "invalid_field" and "sigma" in source["hint"] and "mitre_attack" in source["hint"]
+    k = _error(client, "search", {"query": "x", "k": 500})
+    assert k["kind"] == "invalid_field" and "k: integer from 1 to 50" in k["hint"]
+    budget = _error(client, "stats", {"max_chars": 10})
+    assert "max_chars: integer from 1000 to 1000000" in budget["hint"]
+    missing = _error(client, "get_document", {"doc_id": "mitre_attack:T9999"})
+    assert missing["kind"] == "not_found" and "source:record" in missing["hint"]
+    unknown = _error(client, "nope", {})
+    assert unknown["kind"] == "unknown_tool" and "get_documents" in unknown["hint"]
+
+
+def test_resources_follow_the_callers_visibility(client: TestClient) -> None:
+    def read(uri: str, key: str | None = None) -> dict[str, Any]:
+        contents = rpc(client, "resources/read", {"uri": uri}, key)["result"]["contents"]
+        assert contents[0]["mimeType"] == "application/json"
+        return dict(json.loads(contents[0]["text"]))
+
+    public = {s["name"] for s in read("secrag://sources")["sources"]}
+    private = {s["name"] for s in read("secrag://sources", "gina-key")["sources"]}
+    assert "sigma" in public and "globex_notes" not in public and "globex_notes" in private
+    assert read("secrag://sources/globex_notes", "gina-key")["name"] == "globex_notes"
+    hidden = rpc(client, "resources/read", {"uri": "secrag://sources/globex_notes"})
+    assert hidden["error"]["data"]["kind"] == "not_found" and "sigma" in hidden["error"]["data"]["hint"]
+    rest = client.get("/v1/sources").json()["sources"]
+    sigma = read("secrag://sources/sigma")
+    assert sigma == next(s for s in rest if s["name"] == "sigma")
+    assert read("secrag://plans") == client.get("/v1/plans").json()

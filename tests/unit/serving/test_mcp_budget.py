@@ -1,0 +1,106 @@
+"""The MCP response budget (serving/mcp/budget.py) and the per-tool priorities it reads."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from serving.mcp.budget import ELLIPSIS, MIN_CHARS, NOTE_KEY, Priority, fit, omit, size, trim
+from serving.mcp.priorities import PRIORITIES, SEARCH
+
+
+def search_answer(n: int = 10, text: int = 600) -> dict[str, Any]:
+    return {
+        "results": [
+            {
+                "doc_id": f"sigma:rule-{i}",
+                "chunk_id": f"sigma:rule-{i}#0",
+                "source": "sigma",
+                "title": f"Rule {i}",
+                "url": f"https://example.org/{i}",
+                "score": 1 - i / 100,
+                "exact": False,
+                "scores": {"fts": {"score": 0.5, "rank": i + 1}, "vector": {"score": 0.7, "rank": i + 1}},
+                "techniques": ["T1003", "T1003.001"],
+                "platforms": ["windows"],
+                "snippet": "lsass " * (text // 6),
+                "text": None,
+                "metadata": {"level": "high", "status": "stable", "author": "x" * 80},
+                "location": {"char_start": 0, "char_end": 500, "heading": None, "pages": None, "media_type": None},
+            }
+            for i in range(n)
+        ],
+        "query_type": "default",
+        "enriched_query": "lsass memory credential dumping " * 5,
+        "model": "all-MiniLM-L6-v2",
+        "corrections": {},
+        "took_ms": 12.5,
+        "truncated": False,
+        "vector_threshold": None,
+        "below_vector_threshold": 0,
+    }
+
+
+def test_an_answer_within_its_budget_is_untouched() -> None:
+    answer = search_answer(2, 50)
+    assert fit(answer, size(answer), SEARCH) is answer
+
+
+def test_search_keeps_ids_titles_scores_and_says_what_was_cut() -> None:
+    answer = search_answer()
+    fitted = fit(answer, 2000, SEARCH)
+    assert size(fitted) <= 2000
+    note = fitted[NOTE_KEY]
+    kept = fitted["results"]
+    assert kept and [r["doc_id"] for r in kept] == [r["doc_id"] for r in answer["results"][: len(kept)]]
+    for result in kept:
+        assert {"doc_id", "chunk_id", "title", "score", "source", "url"} <= result.keys()
+        assert "scores" not in result and "metadata" not in result
+    assert note["max_chars"] == 2000
+    assert note["dropped"] == {"results": 10 - len(kept)}
+    assert "results[].scores" in note["omitted"] and "results[].metadata" in note["omitted"]
+    cap = note["shortened"]["results[].snippet"]
+    assert all(len(r["snippet"]) <= cap + len(ELLIPSIS) for r in kept)
+    assert kept[0]["snippet"].endswith(ELLIPSIS)
+
+
+def test_room_freed_by_a_trim_goes_back_to_the_shortened_texts() -> None:
+    fitted = fit(search_answer(3, 3000), 3000, SEARCH)
+    assert size(fitted) <= 3000
+    assert size(fitted) > 2700  # the texts were lengthened again after the trim, not left at the floor
+
+
+def test_trim_and_omit_reach_nested_lists_and_map_values() -> None:
+    answer = {
+        "techniques": [
+            {"id": f"T{i}", **{k: {"count": 9, "top": list(range(30))} for k in ("a", "b")}} for i in range(5)
+        ],
+        "layer": {"x": "y" * 5000},
+    }
+    fitted = fit(answer, 900, Priority((omit("layer"), trim("techniques[].*.top"), trim("techniques"))))
+    assert size(fitted) <= 900 and "layer" not in fitted
+    assert fitted[NOTE_KEY]["omitted"] == ["layer"]
+    assert len(fitted["techniques"]) == 5  # the items went before the techniques
+    assert {len(t[k]["top"]) for t in fitted["techniques"] for k in "ab"} == {
+        30 - fitted[NOTE_KEY]["dropped"]["techniques[].*.top"] // 10
+    }
+
+
+def _random_json(rng: random.Random, depth: int = 0) -> Any:  # noqa: ANN401
+    roll = rng.random()
+    if depth > 3 or roll < 0.3:
+        return rng.choice([rng.random(), rng.randint(0, 10**6), None, True, "ü" * rng.randint(0, 900)])
+    if roll < 0.65:
+        return [_random_json(rng, depth + 1) for _ in range(rng.randint(0, 12))]
+    return {f"k{i}": _random_json(rng, depth + 1) for i in range(rng.randint(0, 10))}
+
+
+@pytest.mark.parametrize("tool", sorted(PRIORITIES))
+def test_any_answer_fits_any_budget(tool: str) -> None:
+    rng = random.Random(tool)
+    for _ in range(6):
+        answer = {"results": _random_json(rng), "text": "x" * rng.randint(0, 3000), "more": _random_json(rng)}
+        for budget in (MIN_CHARS, 1500, 3000):
+            assert size(fit(answer, budget, PRIORITIES[tool])) <= budget
