@@ -15,6 +15,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from secrag.artefacts import names_an_artefact
 from secrag.enrichment import enrich
 from serving.access.keys import Principal
 from serving.access.sessions import DEFAULT_EF_SEARCH, ReaderSessions
@@ -25,6 +26,7 @@ from serving.contract.requests import SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
 from serving.search import analysis as logic
 from serving.search import fusion, spelling
+from serving.search.artefacts import holders
 from serving.search.catalog import Catalog
 from serving.search.encoder import QueryEncoder
 from serving.search.leg_shapes import LegShaper
@@ -35,6 +37,8 @@ from serving.search.statements import VOTER_LEGS, Statements
 
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
 LABEL_WEIGHT = 1.0
+# Records holding a queried hash or file name put first, at most (a driver name may be in a few entries).
+ARTEFACT_PINS = 20
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ class Searcher:
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
             params["sources"] = self._sources(conn, principal, req.filters)
+            params["exact_ids"] = [*params["exact_ids"], *self._artefact_holders(conn, req, principal)]
             fixes = self._corrections(conn, req, analysis, plan, params)
             plan = self._label(req, analysis, plan, params, fixes, then_vec=then_vec)
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
@@ -136,6 +141,15 @@ class Searcher:
             vector_threshold=floor,
             below_vector_threshold=below,
         )
+
+    def _artefact_holders(self, conn: psycopg.Connection, req: SearchRequest, principal: Principal) -> list[str]:
+        """The documents holding the queried hash or file name (serving/search/artefacts.py), put first like a
+        document named by an exact identifier: one indexed lookup, only for a query that looks like one (a
+        regular expression decides), and not in vector-only search (which pins nothing)."""
+        if req.mode == "vector" or not names_an_artefact(req.query):
+            return []
+        found = holders(conn, self.statements.lookup, [req.query], principal, ARTEFACT_PINS)
+        return [row["doc_id"] for row in found.get(0, [])[:ARTEFACT_PINS]]
 
     def _given_vector(self, req: SearchRequest) -> np.ndarray | None:
         """The caller's `query_embedding` as a unit vector, checked against the serving model."""

@@ -47,6 +47,7 @@ def test_tools_are_listed(client: TestClient) -> None:
         "explain",
         "map",
         "coverage",
+        "lookup",
         "list_plans",
         "get_documents",
         "get_document",
