@@ -28,8 +28,10 @@ _ROOTS = tuple(
         (rf"{_WINDIR}\\system32|%system32%", "%system32%"),
         (rf"{_WINDIR}\\syswow64|%syswow64%", "%syswow64%"),
         (_WINDIR, "%windir%"),
-        (r"c:\\program files \(x86\)|c:\\program files|%programfiles\(x86\)%|%programfiles%|%programw6432%",
-         "%programfiles%"),
+        (
+            r"c:\\program files \(x86\)|c:\\program files|%programfiles\(x86\)%|%programfiles%|%programw6432%",
+            "%programfiles%",
+        ),
         (r"c:\\programdata|%programdata%|%allusersprofile%", "%programdata%"),
         (rf"{_USER}\\appdata\\local|%localappdata%", "%localappdata%"),
         (rf"{_USER}\\appdata\\roaming|%appdata%", "%appdata%"),

@@ -1,7 +1,8 @@
 """The one implementation behind the REST routes and the MCP tools, composed of its parts: the catalog
 (serving/search/catalog.py), search (serving/search/searcher.py, serving/search/leg_shapes.py), mapping a text
 (serving/mapping/mapper.py), coverage (serving/coverage/counts.py), document reads
-(serving/reads/documents.py), artefact lookups (serving/reads/artefacts.py), and here the sources and statistics (readiness: serving/api/readiness.py)."""
+(serving/reads/documents.py), artefact lookups (serving/reads/artefacts.py), and
+here the sources and statistics (readiness: serving/api/readiness.py)."""
 
 from __future__ import annotations
 

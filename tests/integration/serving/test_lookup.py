@@ -158,7 +158,9 @@ def test_unix_names_match_exactly_and_windows_names_in_any_case(api: TestClient)
     found = lookup(api, ["bash", "BASH", "Bash", "CERTUTIL.exe", "certutil.exe"])
     assert found["bash"] == ["gtfobins:_gtfobins/bash"] and found["BASH"] == found["Bash"] == []
     # certutil.exe is a LOLBin and a HijackLibs executable
-    assert found["CERTUTIL.exe"] == found["certutil.exe"] and "lolbas:yml/OSBinaries/Certutil.yml" in found["certutil.exe"]
+    assert (
+        found["CERTUTIL.exe"] == found["certutil.exe"] and "lolbas:yml/OSBinaries/Certutil.yml" in found["certutil.exe"]
+    )
     assert any(d.startswith("hijacklibs:") for d in found["certutil.exe"])
 
 
@@ -178,7 +180,9 @@ def test_the_matching_fields_are_named(api: TestClient) -> None:
     assert hijack and all(m["kind"] == "file_name" for r in hijack for m in r["matches"])
 
 
-def test_a_path_with_a_version_placeholder_matches_any_version(api: TestClient, records: dict[str, list[Record]]) -> None:
+def test_a_path_with_a_version_placeholder_matches_any_version(
+    api: TestClient, records: dict[str, list[Record]]
+) -> None:
     record, placeholder = next(
         (r, a) for r in records["hijacklibs"] for a in r.artefacts if a.pattern and "\\%version%\\" in a.key
     )

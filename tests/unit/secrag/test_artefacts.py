@@ -62,7 +62,10 @@ def test_the_ways_sources_write_system32_are_one_path(path: str) -> None:
         ("C:\\Program Files (x86)\\Foo\\a.exe", "%programfiles%\\foo\\a.exe"),
         ("%ProgramFiles%\\Foo\\a.exe", "%programfiles%\\foo\\a.exe"),
         ("C:\\ProgramData\\Microsoft\\a.exe", "%programdata%\\microsoft\\a.exe"),
-        ("C:\\Users\\<username>\\AppData\\Local\\Microsoft\\Teams\\update.exe", "%localappdata%\\microsoft\\teams\\update.exe"),
+        (
+            "C:\\Users\\<username>\\AppData\\Local\\Microsoft\\Teams\\update.exe",
+            "%localappdata%\\microsoft\\teams\\update.exe",
+        ),
         ("C:\\Users\\bob\\AppData\\Roaming\\x.dll", "%appdata%\\x.dll"),
         ("C:\\Users\\bob\\Desktop\\x.dll", "%userprofile%\\desktop\\x.dll"),
         ("D:\\Tools\\x.exe\\", "d:\\tools\\x.exe"),
@@ -79,13 +82,19 @@ def test_a_path_with_placeholders_matches_any_value_in_their_place() -> None:
     assert pattern.match(artefacts.normal_path("C:\\Users\\amy\\AppData\\Local\\GitKraken\\app-9.1.2\\X.DLL"))
     assert not pattern.match(artefacts.normal_path("C:\\Users\\amy\\AppData\\Local\\GitKraken\\app-9\\sub\\x.dll"))
     lolbas = artefacts.windows_path("Full_Path.Path", "C:\\Program Files\\Microsoft SQL Server\\<version>\\DTS\\x.exe")
-    assert lolbas is not None and re.match(lolbas.pattern or "", "%programfiles%\\microsoft sql server\\150\\dts\\x.exe")
+    assert lolbas is not None and re.match(
+        lolbas.pattern or "", "%programfiles%\\microsoft sql server\\150\\dts\\x.exe"
+    )
     assert artefacts.windows_path("Full_Path.Path", "C:\\Windows\\System32\\a.exe").pattern is None  # type: ignore[union-attr]
 
 
 def test_windows_names_fold_and_unix_names_do_not() -> None:
     windows = artefacts.windows_name("Name", "Certutil.exe")
-    assert windows is not None and (windows.key, windows.folded, windows.value) == ("certutil.exe", True, "Certutil.exe")
+    assert windows is not None and (windows.key, windows.folded, windows.value) == (
+        "certutil.exe",
+        True,
+        "Certutil.exe",
+    )
     from_path = artefacts.windows_name("Full_Path.Path", "C:\\Windows\\System32\\Certutil.exe")
     assert from_path is not None and from_path.key == "certutil.exe"
     unix = artefacts.unix_name("name", "R")
