@@ -56,8 +56,8 @@ class LookupRecord(BaseModel):
 class ValueLookup(BaseModel):
     value: str = Field(description="The looked-up value, as given.")
     records: list[LookupRecord] = Field(
-        description="The records the caller may see that hold the value, by source and title; empty for a value "
-        "no record holds."
+        description="The records the caller may see that hold the value: those it names (their title) first, then "
+        "by source and title; empty for a value no record holds."
     )
     truncated: bool = Field(description="More records hold the value than `limit`.")
 

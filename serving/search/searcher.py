@@ -110,7 +110,8 @@ class Searcher:
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
             params["sources"] = self._sources(conn, principal, req.filters)
-            params["exact_ids"] = [*params["exact_ids"], *self._artefact_holders(conn, req, principal)]
+            holders = self._artefact_holders(conn, req, principal)
+            params["exact_ids"] = [*params["exact_ids"], *holders]
             fixes = self._corrections(conn, req, analysis, plan, params)
             plan = self._label(req, analysis, plan, params, fixes, then_vec=then_vec)
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
@@ -128,6 +129,8 @@ class Searcher:
                 config=self.config,
                 min_score=req.min_score,
             )
+            if holders:
+                ranked = _in_holder_order(ranked, holders)
             page = self._page(conn, req, params, ranked[req.offset : req.offset + req.k])
         results, truncated = cap([search_result(r) for r in page], self.max_response_bytes)
         return SearchResponse(
@@ -367,6 +370,13 @@ class Searcher:
         }
         display = {r["chunk_id"]: r for r in _fetch(conn, self.statements.result_rows, display_params)}
         return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
+
+
+def _in_holder_order(ranked: list[dict[str, Any]], holders: Sequence[str]) -> list[dict[str, Any]]:
+    """The exact rows with the artefact holders in the lookup's order (the records the query names first), after
+    any document named by an exact id; the rest as ranked."""
+    order = {doc_id: i for i, doc_id in enumerate(holders)}
+    return sorted(ranked, key=lambda r: (not r["exact"], order.get(r["doc_id"], -1) if r["exact"] else 0))
 
 
 def _document_filters(filters: SearchFilters) -> bool:

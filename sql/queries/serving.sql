@@ -261,7 +261,8 @@ WHERE (c.doc_id = ANY(%(exact_ids)s::text[]) OR c.doc_id = ANY(%(child_ids)s::te
 -- the looked-up values (migration 0022). Each value is tried in its forms (secrag/artefacts.py `probes`:
 -- %(ords)s numbers the value, %(keys)s and %(folded)s are the form, %(paths)s whether it is a path), each one
 -- probe of the key index; a path is also matched against the few stored paths with placeholders. Per value,
--- its records by source and title, each with every field holding it, at most %(limit)s + 1 of them (the
+-- its records, those it names first (certutil.exe: LOLBAS's Certutil.exe before the HijackLibs DLLs it
+-- loads), then by source and title, each with every field holding it, at most %(limit)s + 1 of them (the
 -- one more tells that some were cut).
 WITH asked AS (
     SELECT * FROM unnest(%(ords)s::int[], %(keys)s::text[], %(folded)s::bool[], %(paths)s::bool[])
@@ -277,7 +278,8 @@ WITH asked AS (
            array_agg(h.kind ORDER BY h.kind, h.field, h.value) AS kinds,
            array_agg(h.field ORDER BY h.kind, h.field, h.value) AS fields,
            array_agg(h.value ORDER BY h.kind, h.field, h.value) AS artefact_values,
-           row_number() OVER (PARTITION BY h.ord ORDER BY d.source, d.title, d.doc_id) AS n
+           row_number() OVER (PARTITION BY h.ord
+                              ORDER BY bool_or(lower(h.value) = lower(d.title)) DESC, d.source, d.title, d.doc_id) AS n
     FROM hits h JOIN documents d ON d.doc_id = h.doc_id
     WHERE {visible}
     GROUP BY h.ord, d.doc_id

@@ -156,6 +156,7 @@ def test_a_sample_of_names_and_paths_is_found_as_hosts_write_them(
 
 def test_unix_names_match_exactly_and_windows_names_in_any_case(api: TestClient) -> None:
     found = lookup(api, ["bash", "BASH", "Bash", "CERTUTIL.exe", "certutil.exe"])
+    assert found["certutil.exe"][0] == "lolbas:yml/OSBinaries/Certutil.yml"  # named by it: first
     assert found["bash"] == ["gtfobins:_gtfobins/bash"] and found["BASH"] == found["Bash"] == []
     # certutil.exe is a LOLBin and a HijackLibs executable
     assert (
@@ -227,6 +228,9 @@ def test_a_search_for_a_hash_or_file_name_puts_its_records_first(api: TestClient
     hits = api.post("/v1/search", json={"query": sha1.upper(), "mode": mode}).json()["results"]
     assert hits and hits[0]["doc_id"] == "loldrivers:yaml/00561455-9da1-4f0c-8564-e4c99b716a74.yaml"
     assert hits[0]["exact"] is True
+    hits = api.post("/v1/search", json={"query": "certutil.exe", "mode": mode}).json()["results"]
+    assert hits[0]["doc_id"] == "lolbas:yml/OSBinaries/Certutil.yml"  # the record it names, before those loading it
+    assert hits[1]["exact"] and hits[1]["doc_id"].startswith("hijacklibs:")
     hits = api.post("/v1/search", json={"query": "VERSION.DLL", "mode": mode}).json()["results"]
     assert hits[0]["exact"] and hits[0]["doc_id"].startswith("hijacklibs:") and hits[0]["title"] == "version.dll"
     private = api.post("/v1/search", json={"query": "acmedrv.sys", "mode": mode}, headers={"X-API-Key": "alice-key"})
