@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from secrag import media_types
+from secrag.artefacts import Artefact
 from secrag.media_types import JSON as JSON  # re-exported: the parsers name their records' media type
 from secrag.media_types import TURTLE as TURTLE
 from secrag.media_types import YAML as YAML
@@ -65,6 +66,9 @@ class Record:
     raw: str = field(default="", compare=False)
     raw_media_type: str = field(default="", compare=False)
     raw_whole_file: bool = field(default=False, compare=False)
+    # Hashes, file names and paths the record holds, for exact lookups (secrag/artefacts.py). Not part of
+    # content_hash: a publish rewrites the source's artefact rows whole, whichever documents changed.
+    artefacts: tuple[Artefact, ...] = field(default=(), compare=False)
 
     @property
     def doc_id(self) -> str:
