@@ -1,5 +1,5 @@
-"""What each identifier kind looks like (ATT&CK, CVE, CAPEC, ATLAS, D3FEND, MBC, rule UUIDs): the one place
-the enrichment, the query classifier and the parsers take these shapes from."""
+"""What each identifier kind looks like (ATT&CK, CVE, CAPEC, ATLAS, D3FEND, MBC, rule UUIDs, file hashes): the
+one place the enrichment, the query classifier, the parsers and the artefact lookups take these shapes from."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ D3FEND = r"D3[A-Z]?-[A-Z0-9]+"
 # MBC behaviours and micro-behaviours (B0001, C0002.001, E1055) share ATT&CK's shape with other letters.
 MBC = r"[A-Z]{1,3}\d{4}(?:\.\d{3})?"
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+# File hashes by their hex length (LOLDrivers and HijackLibs write them in either case).
+HASH_LENGTHS = {32: "md5", 40: "sha1", 64: "sha256"}
+HASH = r"[0-9A-Fa-f]{32}(?:[0-9A-Fa-f]{8})?(?:[0-9A-Fa-f]{24})?"
 
 # Whole-query shapes, most specific first; people type them in any case.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -42,3 +45,12 @@ def is_technique_id(text: str) -> bool:
 def is_cve_id(text: str) -> bool:
     """`CVE-2021-44228`, exactly (any case)."""
     return _CVE_ID.fullmatch(text) is not None
+
+
+_HASH = re.compile(HASH)
+
+
+def hash_algorithm(text: str) -> str | None:
+    """`md5`, `sha1` or `sha256` for a hex digest of that length (any case, surrounding space ignored)."""
+    value = text.strip()
+    return HASH_LENGTHS.get(len(value)) if _HASH.fullmatch(value) else None

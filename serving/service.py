@@ -1,7 +1,8 @@
 """The one implementation behind the REST routes and the MCP tools, composed of its parts: the catalog
 (serving/search/catalog.py), search (serving/search/searcher.py, serving/search/leg_shapes.py), mapping a text
 (serving/mapping/mapper.py), coverage (serving/coverage/counts.py), document reads
-(serving/reads/documents.py), and here the sources and statistics (readiness: serving/api/readiness.py)."""
+(serving/reads/documents.py), artefact lookups (serving/reads/artefacts.py), and
+here the sources and statistics (readiness: serving/api/readiness.py)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from serving.access.sessions import ReaderSessions
 from serving.contract.changes import ChangesQuery, ChangesResponse
 from serving.contract.coverage_models import CoverageRequest, CoverageResponse
 from serving.contract.errors import TooManyRequests
+from serving.contract.lookup_models import LookupQuery, LookupResponse
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import PlanRequest, PlanResponse
 from serving.contract.requests import SearchRequest, UpstreamRequest
@@ -49,6 +51,7 @@ from serving.feedback.tuned_plans import read_thresholds
 from serving.mapping.mapper import map_text
 from serving.observability.metrics import Metrics
 from serving.plans.telemetry import shipped_telemetry
+from serving.reads.artefacts import ArtefactLookup
 from serving.reads.changes import ChangeFeed
 from serving.reads.documents import Reads
 from serving.reads.stats import LiveCounts, collect_stats
@@ -83,6 +86,7 @@ class Service:
     searcher: Searcher = field(init=False)
     reads: Reads = field(init=False)
     change_feed: ChangeFeed = field(init=False)
+    artefacts: ArtefactLookup = field(init=False)
     _active: Cached = field(init=False, default_factory=lambda: Cached(SOURCES_TTL))
     _switching: threading.Lock = field(init=False, default_factory=threading.Lock)
     results: ResultCache = field(init=False)
@@ -97,6 +101,7 @@ class Service:
         self.searcher = self._searcher(self.encoder, self.statements)
         self.reads = Reads(self.pool, self.statements, self.refetcher, self.settings.max_response_bytes)
         self.change_feed = ChangeFeed(self.pool, self.queries, self.catalog)
+        self.artefacts = ArtefactLookup(self.pool, self.statements)
 
     def _searcher(self, encoder: QueryEncoder, statements: Statements) -> Searcher:
         return Searcher(
@@ -266,6 +271,10 @@ class Service:
 
     def changes(self, query: ChangesQuery, principal: Principal) -> ChangesResponse:
         return self.change_feed.page(query, principal)
+
+    def lookup(self, query: LookupQuery, principal: Principal) -> LookupResponse:
+        """The records holding each hash, file name or path (serving/reads/artefacts.py)."""
+        return self.artefacts.lookup(query, principal)
 
     # --- sources and stats --------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ GRANT SELECT (chunk_id, doc_id, source, ordinal, title, text, enriched_text, ide
 GRANT SELECT (content_hash, model_id, vector) ON embeddings TO secrag_reader;
 GRANT SELECT (chunk_id, model_id, doc_id, source, tenant, vector) ON chunk_vectors TO secrag_reader;
 GRANT SELECT (doc_id, media_type, whole_file, size, raw) ON document_raw TO secrag_reader;
+-- Artefact identifiers (migration 0022; GET /v1/lookup), read joined to their documents.
+GRANT SELECT (doc_id, source, kind, field, value, key, folded, pattern) ON document_artefacts TO secrag_reader;
 
 -- Sources and their refreshes (GET /v1/sources, /v1/stats). Column by column: error details and
 -- bookkeeping the pipeline keeps there are the owner's.

@@ -81,6 +81,19 @@ CREATE TABLE public.chunks (
     CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0))
 );
 
+CREATE TABLE public.document_artefacts (
+    doc_id text NOT NULL,
+    source text NOT NULL,
+    kind text NOT NULL,
+    field text NOT NULL,
+    value text NOT NULL,
+    key text NOT NULL,
+    folded boolean NOT NULL,
+    pattern text,
+    CONSTRAINT document_artefacts_key_check CHECK ((key <> ''::text)),
+    CONSTRAINT document_artefacts_kind_check CHECK ((kind = ANY (ARRAY['md5'::text, 'sha1'::text, 'sha256'::text, 'authentihash'::text, 'imphash'::text, 'rich_header_hash'::text, 'file_name'::text, 'path'::text])))
+);
+
 CREATE TABLE public.document_changes (
     id bigint NOT NULL,
     source text NOT NULL,
@@ -370,6 +383,9 @@ ALTER TABLE ONLY public.chunks
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_pkey PRIMARY KEY (chunk_id);
 
+ALTER TABLE ONLY public.document_artefacts
+    ADD CONSTRAINT document_artefacts_pkey PRIMARY KEY (doc_id, kind, field, key);
+
 ALTER TABLE ONLY public.document_changes
     ADD CONSTRAINT document_changes_pkey PRIMARY KEY (id);
 
@@ -429,6 +445,12 @@ CREATE INDEX chunks_source_idx ON public.chunks USING btree (source);
 
 CREATE INDEX chunks_tsv_idx ON public.chunks USING gin (tsv);
 
+CREATE INDEX document_artefacts_key_idx ON public.document_artefacts USING btree (key, folded);
+
+CREATE INDEX document_artefacts_pattern_idx ON public.document_artefacts USING btree (doc_id) WHERE (pattern IS NOT NULL);
+
+CREATE INDEX document_artefacts_source_idx ON public.document_artefacts USING btree (source);
+
 CREATE INDEX document_changes_changed_at_idx ON public.document_changes USING btree (changed_at);
 
 CREATE INDEX document_changes_source_id_idx ON public.document_changes USING btree (source, id DESC);
@@ -479,6 +501,9 @@ ALTER TABLE ONLY public.chunk_vectors
 
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.document_artefacts
+    ADD CONSTRAINT document_artefacts_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.document_changes
     ADD CONSTRAINT document_changes_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
@@ -546,6 +571,22 @@ GRANT SELECT(char_end) ON TABLE public.chunks TO secrag_reader;
 GRANT SELECT(heading) ON TABLE public.chunks TO secrag_reader;
 
 GRANT SELECT(pages) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(doc_id) ON TABLE public.document_artefacts TO secrag_reader;
+
+GRANT SELECT(source) ON TABLE public.document_artefacts TO secrag_reader;
+
+GRANT SELECT(kind) ON TABLE public.document_artefacts TO secrag_reader;
+
+GRANT SELECT(field) ON TABLE public.document_artefacts TO secrag_reader;
+
+GRANT SELECT(value) ON TABLE public.document_artefacts TO secrag_reader;
+
+GRANT SELECT(key) ON TABLE public.document_artefacts TO secrag_reader;
+
+GRANT SELECT(folded) ON TABLE public.document_artefacts TO secrag_reader;
+
+GRANT SELECT(pattern) ON TABLE public.document_artefacts TO secrag_reader;
 
 GRANT SELECT(id) ON TABLE public.document_changes TO secrag_reader;
 

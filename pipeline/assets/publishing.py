@@ -79,5 +79,6 @@ def publish_metadata(result: PublishResult) -> dict[str, Any]:
         "skipped": result.skipped,
         "skipped_sample": dg.MetadataValue.md(skipped_sample(result.details)),
         "chunks_written": result.chunks_written,
+        "artefacts": result.artefacts,  # identifiers for exact lookups (GET /v1/lookup)
         "seconds_publish": round(result.seconds, 3),
     }

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from secrag.artefacts import Artefact
 from secrag.net import media_types
 from secrag.net.media_types import JSON as JSON  # re-exported: the parsers name their records' media type
 from secrag.net.media_types import TURTLE as TURTLE
@@ -65,6 +66,9 @@ class Record:
     raw: str = field(default="", compare=False)
     raw_media_type: str = field(default="", compare=False)
     raw_whole_file: bool = field(default=False, compare=False)
+    # Hashes, file names and paths the record holds, for exact lookups (secrag/artefacts.py). Not part of
+    # content_hash: a publish rewrites the source's artefact rows whole, whichever documents changed.
+    artefacts: tuple[Artefact, ...] = field(default=(), compare=False)
 
     @property
     def doc_id(self) -> str:

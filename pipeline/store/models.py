@@ -48,6 +48,7 @@ class PublishResult:
     skipped: int = 0
     modified: int = 0  # the updated documents whose content changed (the change history's `modified`)
     chunks_written: int = 0
+    artefacts: int = 0  # artefact identifiers written (secrag/artefacts.py)
     reason: str | None = None
     seconds: float = 0.0
     version_id: int | None = None

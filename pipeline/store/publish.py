@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 
+from secrag.artefacts import unique
 from secrag.errors import PublishRefused
 from secrag.store.queries import Queries
 
@@ -19,7 +20,7 @@ from . import versions
 from .counts import refresh_counts
 from .diff import Changes, Held, diff
 from .models import Access, PublishResult
-from .rows import chunk_copy_row, document_copy_row, document_params, raw_copy_row
+from .rows import artefact_copy_row, chunk_copy_row, document_copy_row, document_params, raw_copy_row
 
 log = logging.getLogger(__name__)
 MAX_SKIP_SAMPLES = 20
@@ -89,7 +90,9 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     existing = {d: Held(h, sig, url) for d, h, sig, url in conn.execute(q.existing_documents, {"source": pub.source})}
     changes = diff(pub.records, existing, pub.access, pub.lookup, pub.chunking)
     _record_changes(q, conn, pub, changes, replaced=row[1])
+    conn.execute(q.delete_artefacts, {"source": pub.source})
     written = _write(q, conn, pub, changes)
+    artefacts = _write_artefacts(q, conn, pub)
     access = {"tenant": pub.access.tenant, "acl_users": list(pub.access.users), "acl_groups": list(pub.access.groups)}
     conn.execute(q.apply_access, {"source": pub.source, **access})
     conn.execute(q.mark_published, {"source": pub.source, "version": pub.version, "records": len(pub.records)})
@@ -103,7 +106,7 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
         "skipped": len(pub.skipped),
     }
     versions.finish(q, conn, pub.version_id, "published", phase="publish", details=dict(info), **counts)
-    log.info("published %s@%s: %s", pub.source, pub.version, counts)
+    log.info("published %s@%s: %s, %d artefacts", pub.source, pub.version, counts, artefacts)
     return PublishResult(
         source=pub.source,
         version=pub.version,
@@ -112,6 +115,7 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
         version_id=pub.version_id,
         details=info,
         modified=len(changes.modified),
+        artefacts=artefacts,
         **counts,
     )
 
@@ -158,4 +162,15 @@ def _write(q: Queries, conn: psycopg.Connection, pub: Publication, changes: Chan
             for c in (*changes.inserted, *changes.updated):
                 if c.record.raw:
                     copy.write_row(raw_copy_row(c.record))
+    return written
+
+
+def _write_artefacts(q: Queries, conn: psycopg.Connection, pub: Publication) -> int:
+    """Copy in the artefact identifiers of every record (the source's old rows are deleted before); how many."""
+    written = 0
+    with conn.cursor() as cur, cur.copy(q.copy_artefacts) as copy:
+        for record in pub.records:
+            for a in unique(record.artefacts):  # one row per kind, field and key (the table's key)
+                copy.write_row(artefact_copy_row(record.doc_id, pub.source, a))
+                written += 1
     return written

@@ -8,6 +8,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from secrag.artefacts import Artefact
+
 from ..indexing import ChunkRow
 from ..sources.mitre_lookup import MitreTechnique
 from ..sources.records import RECORD_FORMAT, Record
@@ -98,6 +100,11 @@ def chunk_copy_row(c: ChunkRow) -> list[Any]:
         c.heading,
         list(c.pages) if c.pages is not None else None,
     ]
+
+
+def artefact_copy_row(doc_id: str, source: str, a: Artefact) -> list[Any]:
+    """A `document_artefacts` row for `copy_artefacts`."""
+    return [doc_id, source, a.kind, a.field, a.value, a.key, a.folded, a.pattern]
 
 
 def technique_copy_row(t: MitreTechnique, version: str) -> list[Any]:

@@ -23,7 +23,7 @@ from serving.access.request_limits import RequestLimits
 from serving.access.sessions import ReaderSessions, querylog_url, reader_url
 from serving.api import openapi
 from serving.api.deps import Slot
-from serving.api.routes import changes, coverage, docs, health, mapping, plans, search, sources, stats
+from serving.api.routes import changes, coverage, docs, health, lookup, mapping, plans, search, sources, stats
 from serving.api.routes import metrics as metrics_route
 from serving.api.warm_up import warm_up
 from serving.contract import errors
@@ -199,7 +199,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     openapi.install(app)
     # Every operation: a known (or allowed anonymous) caller within its rate, holding one of its slots;
     # the probes outside /v1 take none, so a flood of requests cannot make /readyz fail.
-    for module in (search, plans, mapping, coverage, docs, sources, stats, changes):
+    for module in (search, plans, mapping, coverage, lookup, docs, sources, stats, changes):
         app.include_router(module.router, dependencies=[Slot], responses=_GATED)
     app.include_router(health.router)
     if settings.metrics_enabled:

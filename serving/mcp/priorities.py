@@ -127,6 +127,15 @@ PLANS = Priority(
 
 CHANGES = Priority((shorten("changes[].title"), trim("changes")))
 
+LOOKUP = Priority(
+    (
+        shorten("results[].records[].matches[].field"),
+        trim("results[].records[].matches"),
+        trim("results[].records"),
+        trim("results"),
+    )
+)
+
 PRIORITIES: dict[str, Priority] = {
     "search": SEARCH,
     "fts": SEARCH,
@@ -137,6 +146,7 @@ PRIORITIES: dict[str, Priority] = {
     "explain": EXPLAIN,
     "map": MAP,
     "coverage": COVERAGE,
+    "lookup": LOOKUP,
     "list_plans": PLANS,
     "get_documents": DOCUMENTS,
     "get_document": Priority(DOCUMENT),

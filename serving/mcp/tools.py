@@ -23,6 +23,7 @@ from serving.access.quotas import Caller, Gate
 from serving.access.request_limits import RequestLimits
 from serving.contract.changes import ChangesQuery
 from serving.contract.coverage_models import CoverageRequest
+from serving.contract.lookup_models import LookupQuery
 from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
@@ -136,9 +137,9 @@ def build_mcp(
             "Search security knowledge (ATT&CK, Sigma, Atomic Red Team, CISA KEV, LOLBAS, ...). "
             "Use `search` (or `plan` for a balanced, cited context) first, then `get_documents` for full bodies; "
             "`map` gives the ATT&CK techniques of a whole text (a threat report), `coverage` what the store holds "
-            "for techniques or a group. Every tool takes `max_chars` to bound its answer (a `budget` field says "
-            "what was cut). Resources: secrag://sources (versions, freshness), secrag://plans. Prompts: "
-            "map_report, triage_artefact, coverage_for_group."
+            "for techniques or a group, `lookup` which records hold a hash, file name or path. Every tool takes "
+            "`max_chars` to bound its answer (a `budget` field says what was cut). Resources: secrag://sources "
+            "(versions, freshness), secrag://plans. Prompts: map_report, triage_artefact, coverage_for_group."
         ),
     )
     tools = _Tools(server, gate, default_key)
@@ -194,6 +195,15 @@ def build_mcp(
         "ATT&CK Navigator layer.",
         CoverageRequest,
         lambda req, caller: get_service().coverage(req, caller.principal),
+    )
+    tools.from_model(
+        "lookup",
+        "Exact artefact lookups (GET /v1/lookup): per hash (MD5, SHA-1, SHA-256, authenticode), file name or Windows "
+        "path in `value` (1 to 100), the records holding it (LOLDrivers, LOLBAS, GTFOBins, HijackLibs) with the "
+        "fields it is in (kind: md5, sha1, sha256, authentihash, imphash, rich_header_hash, file_name, path); a "
+        "value no record holds has none. Windows names, paths and hashes match in any case, Unix names exactly.",
+        LookupQuery,
+        lambda req, caller: get_service().lookup(req, caller.principal),
     )
     tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans()))
     tools.from_model(

@@ -43,6 +43,7 @@ class Statements:
     stats_embeddings: str
     stats_embedded_chunks: str
     coverage: str  # POST /v1/coverage: every count of a request in one statement
+    lookup: str  # GET /v1/lookup and the artefacts a search pins: the records holding a hash, name or path
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def search(self, legs: Iterable[str], *, exact_vectors: bool = False) -> str:
@@ -139,5 +140,6 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         stats_embeddings=fill(queries.stats_embeddings),
         stats_embedded_chunks=fill(queries.stats_embedded_chunks),
         coverage=fill(queries.coverage),
+        lookup=fill(queries.lookup),
         _searches=searches,
     )

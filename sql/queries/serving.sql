@@ -256,6 +256,38 @@ FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE (c.doc_id = ANY(%(exact_ids)s::text[]) OR c.doc_id = ANY(%(child_ids)s::text[]))
   AND c.ordinal = 0 AND {filters}
 
+-- name: lookup
+-- GET /v1/lookup (and the search of a hash or file name): the documents the caller may see that hold one of
+-- the looked-up values (migration 0022). Each value is tried in its forms (secrag/artefacts.py `probes`:
+-- %(ords)s numbers the value, %(keys)s and %(folded)s are the form, %(paths)s whether it is a path), each one
+-- probe of the key index; a path is also matched against the few stored paths with placeholders. Per value,
+-- its records, those it names first (certutil.exe: LOLBAS's Certutil.exe before the HijackLibs DLLs it
+-- loads), then by source and title, each with every field holding it, at most %(limit)s + 1 of them (the
+-- one more tells that some were cut).
+WITH asked AS (
+    SELECT * FROM unnest(%(ords)s::int[], %(keys)s::text[], %(folded)s::bool[], %(paths)s::bool[])
+        AS q(ord, key, folded, is_path)
+), hits AS (
+    SELECT q.ord, a.doc_id, a.kind, a.field, a.value
+    FROM asked q JOIN document_artefacts a ON a.key = q.key AND a.folded = q.folded
+    UNION
+    SELECT q.ord, a.doc_id, a.kind, a.field, a.value
+    FROM asked q JOIN document_artefacts a ON q.is_path AND a.pattern IS NOT NULL AND q.key ~ a.pattern
+), records AS (
+    SELECT h.ord, d.doc_id, d.source, d.title, d.url,
+           array_agg(h.kind ORDER BY h.kind, h.field, h.value) AS kinds,
+           array_agg(h.field ORDER BY h.kind, h.field, h.value) AS fields,
+           array_agg(h.value ORDER BY h.kind, h.field, h.value) AS artefact_values,
+           row_number() OVER (PARTITION BY h.ord
+                              ORDER BY bool_or(lower(h.value) = lower(d.title)) DESC, d.source, d.title, d.doc_id) AS n
+    FROM hits h JOIN documents d ON d.doc_id = h.doc_id
+    WHERE {visible}
+    GROUP BY h.ord, d.doc_id
+)
+SELECT ord, doc_id, source, title, url, kinds, fields, artefact_values FROM records
+WHERE n <= %(limit)s + 1
+ORDER BY ord, n
+
 -- name: query_lexemes
 -- The lexemes of a keyword query, to estimate from the column statistics how many chunks it matches.
 SELECT tsvector_to_array(to_tsvector('english', %(fts_text)s)) AS words,

@@ -166,6 +166,13 @@ COPY chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, iden
              char_start, char_end, heading, pages)
 FROM STDIN
 
+-- name: delete_artefacts
+-- A publish rewrites its source's artefact rows whole (migration 0022), in its transaction.
+DELETE FROM document_artefacts WHERE source = %(source)s
+
+-- name: copy_artefacts
+COPY document_artefacts (doc_id, source, kind, field, value, key, folded, pattern) FROM STDIN
+
 -- name: mark_published
 UPDATE sources SET current_version = %(version)s, last_sync_at = now(),
     record_count = %(records)s, updated_at = now()
@@ -261,5 +268,5 @@ WHERE model_id = %(model)s
 -- Planner and lexeme statistics after a publish that changed rows: autovacuum waits for 10 % of a
 -- table to change, so a new source (OSSEM's 2,063 chunks are 4 % of a full store) stayed unknown to
 -- the estimates that choose exact vector distances and full-text pools (serving/search/lexicon.py). The
--- change history's, for the plan of GET /v1/changes (migration 0020).
-ANALYZE documents, chunks, document_changes
+-- change history's, for the plan of GET /v1/changes (migration 0020); the artefacts', for lookups (0022).
+ANALYZE documents, chunks, document_changes, document_artefacts

@@ -9,6 +9,7 @@ from typing import Any
 
 from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import artefacts
 from secrag.errors import ParseError
 from secrag.files import safe_yaml
 
@@ -51,6 +52,7 @@ def parse(file: SourceFile) -> Iterator[Record]:
         url=web_url(file),
         platforms=normalize.platforms(file.options.get("platforms", ["linux", "unix"])),
         tags=normalize.tags([*function_names, *contexts]),
+        artefacts=artefacts.unique([artefacts.unix_name("name", name)]),
         metadata=compact(
             {
                 "functions": function_names,
@@ -89,6 +91,7 @@ def _alias_record(file: SourceFile, name: str, target: str) -> Record:
         tags=("alias",),
         metadata={"alias_of": target},
         path=file.rel,
+        artefacts=artefacts.unique([artefacts.unix_name("name", name)]),
     )
 
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import artefacts
+from secrag.artefacts import Artefact
 from secrag.errors import ParseError
 
 from .yaml_entry import compact, load_mapping, text, texts, web_url
@@ -52,6 +54,23 @@ def parse(file: SourceFile) -> Iterator[Record]:
             }
         ),
         path=file.rel,
+        artefacts=_artefacts(name, locations, executables),
+    )
+
+
+def _artefacts(name: str, locations: list[str], executables: list[dict[str, Any]]) -> tuple[Artefact, ...]:
+    """The DLL's name and its expected paths (each expected location with the name), and each vulnerable
+    executable's path, file name and SHA-256 hashes."""
+    paths = texts(e.get("Path") for e in executables)
+    hashes = [h for e in executables for h in texts(normalize.as_list(e.get("SHA256")))]
+    return artefacts.unique(
+        [
+            artefacts.windows_name("Name", name),
+            *(artefacts.windows_path("ExpectedLocations", f"{loc}\\{name}") for loc in locations),
+            *(artefacts.windows_path("VulnerableExecutables.Path", p) for p in paths),
+            *(artefacts.windows_name("VulnerableExecutables.Path", p) for p in paths),
+            *(artefacts.file_hash("VulnerableExecutables.SHA256", h) for h in hashes),
+        ]
     )
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import artefacts
+from secrag.artefacts import Artefact
 from secrag.errors import ParseError
 
 from .yaml_entry import compact, load_mapping, text, texts, web_url
@@ -45,6 +47,22 @@ def parse(file: SourceFile) -> Iterator[Record]:
         tags=normalize.tags(categories),
         metadata=_metadata(doc, kind, commands, categories, paths),
         path=file.rel,
+        artefacts=_artefacts(name, doc, paths),
+    )
+
+
+def _artefacts(name: str, doc: Mapping[str, Any], paths: list[str]) -> tuple[Artefact, ...]:
+    """The binary's name and aliases, and every full path (its file name too, when it is not the name)."""
+    aliases = texts(a.get("Alias") for a in normalize.as_mappings(doc.get("Aliases")))
+    named = artefacts.windows_name("Name", name)
+    file_names = [artefacts.windows_name("Full_Path.Path", p) for p in paths]
+    return artefacts.unique(
+        [
+            named,
+            *(artefacts.windows_name("Aliases.Alias", a) for a in aliases),
+            *(artefacts.windows_path("Full_Path.Path", p) for p in paths),
+            *(f for f in file_names if f is not None and (named is None or f.key != named.key)),
+        ]
     )
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from pipeline.sources import normalize
 from pipeline.sources.records import Record, SourceFile
+from secrag import artefacts
+from secrag.artefacts import Artefact
 from secrag.errors import ParseError
 from secrag.files import safe_yaml
 
@@ -18,12 +20,22 @@ _DEFAULT_MAX_SAMPLES = 5
 _SAMPLE_FIELDS = ("OriginalFilename", "Company", "Product", "Description", "FileVersion", "Signature")
 _SAMPLES_KEY = re.compile(r"^KnownVulnerableSamples:[ \t]*\r?\n", re.MULTILINE)
 _TOP_LEVEL_LINE = re.compile(r"^(?=[^\s#-])", re.MULTILINE)
+# The identifiers of every sample (not only the first few kept for the body): the hashes a triage asks about
+# and the names a driver file goes by. MD5, SHA1 and SHA256 are kinds by their length.
+_SAMPLE_HASHES: dict[str, artefacts.Kind | None] = {"MD5": None, "SHA1": None, "SHA256": None, "Imphash": "imphash"}
+_NESTED_HASHES: dict[str, artefacts.Kind] = {"Authentihash": "authentihash", "RichPEHeaderHash": "rich_header_hash"}
+_SAMPLE_NAMES = ("Filename", "OriginalFilename", "InternalName")
+_SAMPLE_LINE = re.compile(r"^( *)(- +)?([A-Za-z][A-Za-z0-9]*):[ \t]*(.*?)[ \t]*$")
 
 
 def parse(file: SourceFile) -> Iterator[Record]:
     """The one driver entry of a LOLDrivers YAML file."""
     limit = int(file.options.get("max_samples", _DEFAULT_MAX_SAMPLES))
-    doc, sample_count = _load(file, limit)
+    try:
+        raw = file.text()
+    except UnicodeDecodeError as exc:
+        raise ParseError(f"not UTF-8 text: {exc.reason}") from exc
+    doc, sample_count = _load(file, raw, limit)
     samples = [s for s in normalize.as_list(doc.get("KnownVulnerableSamples")) if isinstance(s, dict)]
     sample_count = max(sample_count, len(samples))
     names = texts(normalize.as_list(doc.get("Tags")))
@@ -65,7 +77,56 @@ def parse(file: SourceFile) -> Iterator[Record]:
             }
         ),
         path=file.rel,
+        artefacts=_artefacts(raw, names),
     )
+
+
+def _artefacts(raw: str, names: list[str]) -> tuple[Artefact, ...]:
+    """The driver's names (Tags) and every sample's hashes and file names."""
+    found: list[Artefact | None] = [artefacts.windows_name("Tags", n) for n in names]
+    for name, value in _sample_fields(raw):
+        top, _, sub = name.partition(".")
+        field = f"KnownVulnerableSamples.{name}"
+        if sub and top in _NESTED_HASHES:
+            found.append(artefacts.file_hash(field, value, _NESTED_HASHES[top]))
+        elif not sub and top in _SAMPLE_HASHES:
+            found.append(artefacts.file_hash(field, value, _SAMPLE_HASHES[top]))
+        elif not sub and top in _SAMPLE_NAMES:
+            found.append(artefacts.windows_name(field, value))
+    return artefacts.unique(found)
+
+
+def _sample_fields(raw: str) -> Iterator[tuple[str, str]]:
+    """(field, value) of each sample's own keys and of the keys nested one level under them
+    (`Authentihash.SHA256`), read from the text line by line: the YAML load keeps only a few samples
+    (`_load`), and a full load of the largest entries costs seconds. A sample's keys sit right of its `- `
+    marker (two or four columns: one file writes both), their nested keys further right; what other keys hold
+    (imports, certificates) is not read."""
+    key = _SAMPLES_KEY.search(raw)
+    if key is None:
+        return
+    following = _TOP_LEVEL_LINE.search(raw, key.end())
+    block = raw[key.end() : following.start() if following else len(raw)]
+    first = re.match(r"( *)- ", block)
+    if first is None:
+        return
+    marker = len(first.group(1))  # where every sample's `- ` sits
+    column_of_keys = marker + 2  # where its keys sit: per sample (one file writes `- ` and `-   ` both)
+    parent = ""
+    for line in block.splitlines():
+        match = _SAMPLE_LINE.match(line)
+        if match is None:
+            continue
+        indent, dash, name, value = match.groups()
+        column = len(indent) + len(dash or "")
+        if dash and len(indent) == marker:
+            column_of_keys = column
+        if column == column_of_keys:
+            parent = name
+            if value:
+                yield name, value
+        elif column > column_of_keys and parent in _NESTED_HASHES and value:
+            yield f"{parent}.{name}", value
 
 
 def _title(doc: Mapping[str, Any], names: list[str], samples: list[dict[str, Any]]) -> str:
@@ -73,17 +134,13 @@ def _title(doc: Mapping[str, Any], names: list[str], samples: list[dict[str, Any
     return names[0] if names else text(samples[0].get("OriginalFilename")) or text(doc["Id"])
 
 
-def _load(file: SourceFile, keep: int) -> tuple[dict[str, Any], int]:
+def _load(file: SourceFile, raw: str, keep: int) -> tuple[dict[str, Any], int]:
     """The entry with only its first few samples parsed, and how many samples it lists.
 
     Some entries list dozens of samples (megabytes of import tables); only a few are kept, so
     the rest is cut from the text before the slow pure-Python YAML load. Any doubt about the cut
     falls back to loading the whole file.
     """
-    try:
-        raw = file.text()
-    except UnicodeDecodeError as exc:
-        raise ParseError(f"not UTF-8 text: {exc.reason}") from exc
     trimmed, count = _trim_samples(raw, keep)
     if trimmed is not raw:
         try:

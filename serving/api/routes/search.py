@@ -18,7 +18,8 @@ router = APIRouter(prefix=API_PREFIX, tags=["search"])
     description=(
         "Hybrid (default), full-text, vector or fuzzy search over the chunks of the documents the caller may "
         "see. Exact identifiers (T1003, T1003.001, CVE-2021-44228, CAPEC-66, AML.T0051, D3-AL, rule UUIDs) put "
-        "the document with that id first. " + SCORE_SCALES
+        "the document with that id first, and a file hash or file name (certutil.exe, a LOLDrivers SHA-256) the "
+        "records holding it (GET /v1/lookup). " + SCORE_SCALES
     ),
 )
 def search(

@@ -12,6 +12,7 @@ import pytest
 from pipeline.chunking import ChunkConfig
 from pipeline.sources.records import Record, Skipped
 from pipeline.store import Access, SourceRow, Store
+from secrag import artefacts
 from secrag.files.package_data import sql_dir
 from secrag.store import database
 
@@ -295,3 +296,39 @@ def test_a_url_pinned_to_the_version_changes_no_content(store: Store, db: psycop
     assert (result.updated, result.modified) == (3, 1)  # every URL moved; one record changed
     rows = db.execute("SELECT doc_id, change FROM document_changes WHERE new_version = 'v2'").fetchall()
     assert rows == [("demo:r1", "modified")]
+
+
+def _artefacts(db: psycopg.Connection) -> set[tuple[str, str, str]]:
+    return {tuple(r) for r in db.execute("SELECT doc_id, kind, key FROM document_artefacts").fetchall()}  # type: ignore[misc]
+
+
+def _held(i: int, *found: object) -> Record:
+    return rec(i, artefacts=artefacts.unique(found))  # type: ignore[arg-type]
+
+
+def test_artefacts_are_rewritten_with_each_version_and_kept_when_one_fails(
+    store: Store, db: psycopg.Connection
+) -> None:
+    md5 = "A" * 32
+    v1 = [_held(0, artefacts.file_hash("MD5", md5), artefacts.windows_name("Name", "Gdrv.sys")), *map(rec, range(1, 5))]
+    result = publish(store, db, "v1", v1)
+    assert result.artefacts == 2
+    assert _artefacts(db) == {("demo:r0", "md5", "a" * 32), ("demo:r0", "file_name", "gdrv.sys")}
+    # v2: r0 unchanged as a document, but its artefacts changed; r1 gains a path; nothing of v1 is left over
+    v2 = [
+        _held(0, artefacts.windows_name("Name", "Gdrv.sys")),
+        _held(1, artefacts.windows_path("Path", "C:\\Windows\\System32\\x.exe")),
+        *map(rec, range(2, 5)),
+    ]
+    result = publish(store, db, "v2", v2)
+    assert (result.inserted, result.updated, result.deleted) == (0, 0, 0)  # no document changed: artefacts did
+    assert _artefacts(db) == {("demo:r0", "file_name", "gdrv.sys"), ("demo:r1", "path", "%system32%\\x.exe")}
+    # a refused version and a failed one leave v2's rows
+    assert publish(store, db, "v3", [_held(0, artefacts.file_hash("MD5", md5))]).status == "refused"
+    broken = [*v2, rec(9), dataclasses.replace(rec(9), title="other")]  # one new id twice: fails inside
+    with pytest.raises(psycopg.Error):
+        publish(store, db, "v4", broken)
+    assert _artefacts(db) == {("demo:r0", "file_name", "gdrv.sys"), ("demo:r1", "path", "%system32%\\x.exe")}
+    # a removed document's rows go with it
+    publish(store, db, "v5", [rec(i) for i in range(5)], force=True)
+    assert _artefacts(db) == set()

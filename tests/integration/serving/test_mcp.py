@@ -50,6 +50,7 @@ MCP_TOOLS = {
     "explain",
     "map",
     "coverage",
+    "lookup",
     "list_plans",
     "get_documents",
     "get_document",
@@ -154,6 +155,7 @@ BUDGET_CASES: dict[str, dict[str, Any]] = {
     "explain": {"query": "T1003"},
     "map": {"text": "The actor dumped LSASS memory with Mimikatz. It ran PowerShell scripts to move laterally."},
     "coverage": {"techniques": ["T1003", "T1003.001", "T1059"]},
+    "lookup": {"value": ["certutil.exe", "version.dll", "rundll32.exe", "lsass.exe"], "limit": 100},
     "list_plans": {},
     "get_documents": {"ids": ["mitre_attack:T1003", "capec:CAPEC-66", "cisa_kev:CVE-2021-44228"]},
     "get_document": {"doc_id": "mitre_attack:T1003"},
@@ -187,8 +189,8 @@ def test_a_budgeted_answer_fits_and_says_what_was_cut(client: TestClient, tool: 
     cut = result["structuredContent"]
     if len(json.dumps(whole, ensure_ascii=False, separators=(",", ":"))) > budget:
         assert cut["budget"]["max_chars"] == budget
-    else:
-        assert cut == whole
+    else:  # the same answer (a timing aside: it was asked twice)
+        assert {k: v for k, v in cut.items() if k != "took_ms"} == {k: v for k, v in whole.items() if k != "took_ms"}
 
 
 def test_search_under_budget_keeps_ids_titles_and_scores_first(client: TestClient) -> None:

@@ -86,10 +86,10 @@ CONTRACT_CHECKS = [
 
 
 # A query parameter that is a list of strings cannot be sent "not as a list": a negative case that makes
-# `columns` a number or an object is serialised to `columns=0`, which is a valid one-item list, and the
-# accepted request is reported as ST201 (seen once in CI when the example doc_id exists). Nothing is
-# wrong with the API there; every other negative case still counts.
-_QUERY_LISTS = ("parameter `columns` in query",)
+# `columns` (or the lookup's `value`) a number or an object is serialised to `columns=0`, which is a valid
+# one-item list, and the accepted request is reported as ST201 (seen once in CI when the example doc_id
+# exists). Nothing is wrong with the API there; every other negative case still counts.
+_QUERY_LISTS = ("parameter `columns` in query", "parameter `value` in query")
 
 
 # Source names are the store's (and the caller's): no schema can list them, so a well-formed name the store

@@ -11,6 +11,7 @@ from serving.api.app import create_app
 from serving.api.openapi import load_examples
 from serving.contract.changes import ChangesResponse
 from serving.contract.coverage_models import CoverageRequest, CoverageResponse
+from serving.contract.lookup_models import LookupQuery, LookupResponse
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamRequest
@@ -36,6 +37,7 @@ MODELS: dict[str, tuple[type[BaseModel] | None, type[BaseModel]]] = {
     "explain": (PlanRequest, ExplainResponse),
     "map_text": (MapRequest, MapResponse),
     "coverage": (CoverageRequest, CoverageResponse),
+    "lookup": (None, LookupResponse),
     "list_plans": (None, PlansResponse),
     "get_documents": (IdsRequest, DocumentsResponse),
     "get_document": (None, Document),
@@ -77,6 +79,11 @@ def test_examples_are_valid_for_their_models(document: dict[str, Any], operation
     for param in op.get("parameters", []):
         if param["in"] == "path":
             assert param["example"], f"{operation_id}: no example for {param['name']}"
+
+
+def test_the_lookup_example_is_a_valid_query(document: dict[str, Any]) -> None:
+    params = {p["name"]: p["example"] for p in _operations(document)["lookup"]["parameters"] if "example" in p}
+    assert LookupQuery.model_validate(params).value == ["Certutil.exe", "C:\\Windows\\SysWOW64\\certutil.exe"]
 
 
 def test_without_a_store_the_source_filter_is_not_an_enum(document: dict[str, Any]) -> None:

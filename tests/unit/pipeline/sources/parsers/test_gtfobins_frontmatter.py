@@ -140,3 +140,8 @@ def test_contexts_render_with_their_notes() -> None:
 def test_bad_files_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(gtfobins_frontmatter.parse(_file(text)))
+
+
+def test_the_name_is_an_artefact_matched_exactly(by_id: dict[str, Record]) -> None:
+    (name,) = by_id["gtfobins:_gtfobins/bash"].artefacts
+    assert (name.kind, name.field, name.key, name.folded) == ("file_name", "name", "bash", False)

@@ -128,3 +128,20 @@ def test_environment_variable_entry() -> None:
 def test_bad_files_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(hijacklibs_yaml.parse(_file(text)))
+
+
+def test_the_dll_its_expected_paths_and_the_executables_are_artefacts() -> None:
+    text = (
+        "Name: Version.dll\nVendor: Microsoft\nExpectedLocations:\n- '%SYSTEM32%'\n- '%LOCALAPPDATA%\\Foo\\%VERSION%'\n"
+        "VulnerableExecutables:\n- Path: '%SYSTEM32%\\Foo.exe'\n  Type: Sideloading\n  SHA256:\n  - " + "A" * 64 + "\n"
+    )
+    (record,) = hijacklibs_yaml.parse(_file(text))
+    found = {(a.kind, a.field, a.key, a.pattern is not None) for a in record.artefacts}
+    assert found == {
+        ("file_name", "Name", "version.dll", False),
+        ("path", "ExpectedLocations", "%system32%\\version.dll", False),
+        ("path", "ExpectedLocations", "%localappdata%\\foo\\%version%\\version.dll", True),
+        ("path", "VulnerableExecutables.Path", "%system32%\\foo.exe", False),
+        ("file_name", "VulnerableExecutables.Path", "foo.exe", False),
+        ("sha256", "VulnerableExecutables.SHA256", "a" * 64, False),
+    }

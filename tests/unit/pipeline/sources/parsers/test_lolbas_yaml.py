@@ -145,3 +145,14 @@ def test_bad_files_raise(text: str, reason: str) -> None:
         file = SourceFile(source=file.source, root=file.root, rel=file.rel, data=text.encode("latin-1"))
     with pytest.raises(ParseError, match=reason):
         list(lolbas_yaml.parse(file))
+
+
+def test_names_and_paths_are_artefacts(by_id: dict[str, Record]) -> None:
+    record = by_id["lolbas:yml/OSBinaries/Certutil.yml"]
+    found = {(a.kind, a.field, a.key) for a in record.artefacts}
+    assert found == {
+        ("file_name", "Name", "certutil.exe"),
+        ("path", "Full_Path.Path", "%system32%\\certutil.exe"),
+        ("path", "Full_Path.Path", "%syswow64%\\certutil.exe"),
+    }  # the paths' file name is the name: not twice
+    assert all(a.folded for a in record.artefacts)

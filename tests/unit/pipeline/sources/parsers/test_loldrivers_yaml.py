@@ -161,3 +161,40 @@ def test_few_samples_are_loaded_whole() -> None:
 def test_bad_files_raise(text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         list(loldrivers_yaml.parse(_file(text)))
+
+
+def test_every_sample_s_hashes_and_names_are_artefacts_not_only_the_kept_ones(by_id: dict[str, Record]) -> None:
+    record = by_id[f"loldrivers:{BIGGEST}"]
+    doc = load_mapping(_file((UPSTREAM / "loldrivers" / BIGGEST).read_text(encoding="utf-8"), max_samples=1000))
+    keys = {(a.kind, a.key) for a in record.artefacts}
+    samples = doc["KnownVulnerableSamples"]
+    assert len(samples) == 41 and len(record.metadata["sha256"]) == 5
+    for sample in samples:
+        for field in ("MD5", "SHA1", "SHA256"):
+            if sample.get(field):
+                assert (field.lower(), str(sample[field]).lower()) in keys
+        for value in (sample.get("Authentihash") or {}).values():
+            if value:
+                assert ("authentihash", str(value).lower()) in keys
+
+
+def test_sample_keys_are_read_at_either_indent_of_one_file() -> None:
+    """One upstream file writes `-   Filename:` (keys four columns right) and `- Filename:` (two) in one list."""
+    text = (
+        "Id: x\nTags:\n- a.sys\nKnownVulnerableSamples:\n"
+        "-   Filename: A.sys\n    MD5: " + "A" * 32 + "\n    Authentihash:\n        SHA256: " + "b" * 64 + "\n"
+        "    Imports:\n    - MD5: " + "c" * 32 + "\n"
+        "- Filename: b.sys\n  SHA1: " + "d" * 40 + "\n  RichPEHeaderHash:\n    MD5: " + "e" * 32 + "\n"
+        "Detection: []\n"
+    )
+    (record,) = loldrivers_yaml.parse(_file(text))
+    found = {(a.kind, a.field, a.key) for a in record.artefacts}
+    assert found == {
+        ("file_name", "Tags", "a.sys"),
+        ("file_name", "KnownVulnerableSamples.Filename", "a.sys"),
+        ("md5", "KnownVulnerableSamples.MD5", "a" * 32),
+        ("authentihash", "KnownVulnerableSamples.Authentihash.SHA256", "b" * 64),
+        ("file_name", "KnownVulnerableSamples.Filename", "b.sys"),
+        ("sha1", "KnownVulnerableSamples.SHA1", "d" * 40),
+        ("rich_header_hash", "KnownVulnerableSamples.RichPEHeaderHash.MD5", "e" * 32),
+    }  # what a sample's lists hold (imports) is not the sample's
