@@ -173,7 +173,7 @@ class Service:
             query,
             hits,
             known=self.catalog.technique_lookup().keys(),
-            low_score=config.low_score.get(score_scale) if score_scale else None,  # type: ignore[call-overload]
+            low_score=config.low_score.of(score_scale) if score_scale else None,
             weak_match=config.weak_attack_match if attack else None,
         )
 

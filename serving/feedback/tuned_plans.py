@@ -13,7 +13,7 @@ import psycopg
 from psycopg_pool import PoolTimeout
 from pydantic import ValidationError
 
-from serving.contract.query_classes import QUERY_TYPES
+from serving.contract.thresholds import TypeThresholds
 from serving.plans.plans_file import PlansConfig
 from serving.search.catalog import Cached
 
@@ -55,18 +55,16 @@ class TunedPlans:
             return self._built[1]
 
     def _apply(self, rows: Mapping[str, float]) -> PlansConfig:
-        """The base with each valid tuned threshold; a row the plans file no longer admits (an unknown query
-        type, a value outside [0, 1]) is logged and ignored rather than failing every plan."""
-        usable = {}
-        for query_type, value in rows.items():
-            if query_type in QUERY_TYPES and 0.0 <= value <= 1.0:
-                usable[query_type] = value
-            else:
-                log.warning("ignoring the tuned threshold %s=%s: not a query type or not in [0, 1]", query_type, value)
+        """The base with each valid tuned threshold; a row the thresholds model no longer admits (an unknown
+        query type, a value outside [0, 1]: serving/contract/thresholds.py) is logged and ignored rather than
+        failing every plan."""
+        usable, refused = TypeThresholds.admitted(rows)
+        for query_type, value in refused.items():
+            log.warning("ignoring the tuned threshold %s=%s: not a query type or not in [0, 1]", query_type, value)
         if not usable:
             return self.base
         try:
             return PlansConfig.model_validate(self.base.with_thresholds(usable))
         except ValidationError:
-            log.exception("the tuned thresholds %s do not validate; serving the plans file's", usable)
+            log.exception("the tuned thresholds %s do not validate; serving the plans file's", usable.root)
             return self.base
