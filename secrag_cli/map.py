@@ -47,6 +47,7 @@ def map_file(
     from serving.api.app import start_service, stop_service
     from serving.contract.errors import UnknownApiKey
     from serving.contract.map_models import MapRequest
+    from serving.mapping.mapper import concurrency, map_text
     from serving.observability.metrics import Metrics
     from serving.settings import get_serving_settings
 
@@ -61,7 +62,7 @@ def map_file(
         raise click.UsageError("unknown API key (see SECRAG_API_KEYS_FILE)") from None
     service = start_service(settings, Metrics())
     try:
-        response = service.map_text(request, principal)
+        response = map_text(service.model.current(), service.limits, concurrency(settings), request, principal)
     finally:
         stop_service(service)
     if layer_path is not None and response.layer is not None:

@@ -30,7 +30,7 @@ from serving.contract import errors
 from serving.contract.limits import BodySizeLimit
 from serving.contract.requests import GATED_STATUSES, error_responses
 from serving.feedback.querylog import QueryLog
-from serving.feedback.tuned_plans import TunedPlans
+from serving.feedback.tuned_plans import TunedPlans, stored_thresholds
 from serving.observability.metrics import Metrics, MetricsMiddleware
 from serving.plans.plans_file import load_plans
 from serving.plans.telemetry import shipped_telemetry
@@ -148,7 +148,9 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     api_keys = load_api_keys(settings.api_keys_file)
     gate = Gate(api_keys, settings)
     plans_config = load_plans(settings.plans_file)  # validated at start-up: a bad file fails here
-    tuned_plans = TunedPlans(plans_config, read=lambda: app.state.service.tuned_thresholds())
+    tuned_plans = TunedPlans(
+        plans_config, read=lambda: stored_thresholds(app.state.service.pool, app.state.service.queries)
+    )
     shipped_telemetry()  # the logsource -> schema table of the query-writing plan, likewise
     mcp_server = None
     mcp_app = None

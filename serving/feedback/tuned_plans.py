@@ -10,9 +10,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import psycopg
-from psycopg_pool import PoolTimeout
+from psycopg_pool import ConnectionPool, PoolTimeout
 from pydantic import ValidationError
 
+from secrag.queries import Queries
 from serving.contract.thresholds import TypeThresholds
 from serving.plans.plans_file import PlansConfig
 from serving.search.catalog import Cached
@@ -27,10 +28,16 @@ def read_thresholds(conn: psycopg.Connection, query: str) -> dict[str, float]:
     return {str(t): float(v) for t, v in conn.execute(query, {"setting": SCORE_THRESHOLD})}
 
 
+def stored_thresholds(pool: ConnectionPool, queries: Queries) -> dict[str, float]:
+    """`read_thresholds` on a pooled connection (what TunedPlans reads in the API and `secrag mcp`)."""
+    with pool.connection() as conn:
+        return read_thresholds(conn, queries.tuned_values)
+
+
 @dataclass
 class TunedPlans:
     """`base` (the plans file, validated at start-up) with the store's tuned thresholds; `read` returns
-    them by query type (Service.tuned_thresholds)."""
+    them by query type (`stored_thresholds`)."""
 
     base: PlansConfig
     read: Callable[[], Mapping[str, float]]

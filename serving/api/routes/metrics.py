@@ -19,8 +19,8 @@ def metrics(request: Request) -> Response:
         return Response(exposition.scrape(), media_type=CONTENT_TYPE_LATEST)
     body = exposition.scrape(
         pool={k: v for k, v in service.pool.get_stats().items() if k in POOL_STATS},
-        encoder=service.encoder.cache_info(),
+        encoder=service.searcher.encoder.cache_info(),
         results=service.results.info(),
-        model=service.encoder.model_id,
+        model=service.searcher.encoder.model_id,
     )
     return Response(body, media_type=CONTENT_TYPE_LATEST)
