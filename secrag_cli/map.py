@@ -48,7 +48,7 @@ def map_file(
     from serving.contract.errors import UnknownApiKey
     from serving.contract.map_models import MapRequest
     from serving.mapping.mapper import concurrency, map_text
-    from serving.observability.metrics import Metrics
+    from serving.observability.prometheus import Exposition
     from serving.settings import get_serving_settings
 
     settings = get_serving_settings().model_copy(update={"warm_up": False})  # one request: nothing to warm
@@ -60,7 +60,7 @@ def map_file(
         principal = Gate(load_api_keys(settings.api_keys_file), settings).caller(api_key, "cli").principal
     except UnknownApiKey:
         raise click.UsageError("unknown API key (see SECRAG_API_KEYS_FILE)") from None
-    service = start_service(settings, Metrics())
+    service = start_service(settings, Exposition())
     try:
         response = map_text(service.model.current(), service.limits, concurrency(settings), request, principal)
     finally:

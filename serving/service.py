@@ -17,7 +17,7 @@ from serving.access.sessions import ReaderSessions
 from serving.coverage.counts import CoverageReads
 from serving.feedback.querylog import QueryLog
 from serving.feedback.request_log import RequestLog
-from serving.observability.metrics import Metrics
+from serving.observability.prometheus import Exposition
 from serving.plans.reads import PlanReads
 from serving.plans.telemetry import shipped_telemetry
 from serving.reads.changes import ChangeFeed
@@ -42,7 +42,7 @@ class Service:
     pool: ConnectionPool
     queries: Queries
     search_config: SearchConfig
-    metrics: Metrics
+    metrics: Exposition  # the app's one request recorder (its summary is /v1/stats' `requests`)
     refetcher: Refetcher
     sessions: ReaderSessions
     encoder: InitVar[QueryEncoder]

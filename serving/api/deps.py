@@ -14,7 +14,7 @@ from serving.access.quotas import Caller, Gate
 from serving.access.request_limits import RequestLimits
 from serving.coverage.counts import CoverageReads
 from serving.feedback.request_log import RequestLog
-from serving.observability.metrics import Metrics
+from serving.observability.prometheus import Exposition
 from serving.plans.reads import PlanReads
 from serving.reads.changes import ChangeFeed
 from serving.reads.documents import Reads
@@ -36,7 +36,7 @@ def get_settings_dep(request: Request) -> ServingSettings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def get_metrics(request: Request) -> Metrics:
+def get_metrics(request: Request) -> Exposition:
     return request.app.state.metrics  # type: ignore[no-any-return]
 
 
@@ -70,7 +70,7 @@ def request_slot(
 
 ServiceDep = Annotated[Service, Depends(get_service)]  # the probes: readiness checks the whole
 SettingsDep = Annotated[ServingSettings, Depends(get_settings_dep)]
-MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+MetricsDep = Annotated[Exposition, Depends(get_metrics)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 Slot = Depends(request_slot)
 

@@ -13,7 +13,7 @@ POOL_STATS = ("pool_size", "pool_available", "requests_waiting", "requests_num",
 
 @router.get("/metrics", include_in_schema=False)
 def metrics(request: Request) -> Response:
-    exposition = request.app.state.metrics.prometheus
+    exposition = request.app.state.metrics
     service = getattr(request.app.state, "service", None)
     if service is None:  # not started yet: requests only
         return Response(exposition.scrape(), media_type=CONTENT_TYPE_LATEST)

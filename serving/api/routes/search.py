@@ -32,7 +32,7 @@ def search(
 ) -> SearchResponse:
     limits.check_search(body)
     response = searcher.search(body, principal)
-    metrics.prometheus.search(body.mode, response.query_type, response.took_ms)
+    metrics.search(body.mode, response.query_type, response.took_ms)
     if log.enabled:
         background.add_task(log.search, body, response)
     return response
