@@ -21,6 +21,7 @@ from serving.reads.documents import Reads
 from serving.reads.sources import SourceReads
 from serving.search.catalog import Catalog
 from serving.search.searcher import Searcher
+from serving.search.serving_model import ServingModel
 from serving.service import Service
 from serving.settings import ServingSettings
 
@@ -79,9 +80,17 @@ def get_catalog(service: ServiceDep) -> Catalog:
     return service.catalog
 
 
-def get_searcher(service: ServiceDep) -> Searcher:
-    """The serving model's searcher (switched when the pipeline activates another model)."""
-    return service.model.current()
+def get_model(service: ServiceDep) -> ServingModel:
+    return service.model
+
+
+ModelDep = Annotated[ServingModel, Depends(get_model)]
+
+
+def get_searcher(model: ModelDep) -> Searcher:
+    """The serving model's searcher, after a look at the active model (switched when the pipeline activates
+    another); a read that only reports the model (GET /v1/stats) takes `ModelDep` and its searcher as is."""
+    return model.current()
 
 
 def get_reads(service: ServiceDep) -> Reads:

@@ -142,7 +142,7 @@ def build_mcp(
 
     def stats(caller: Caller) -> Any:  # noqa: ANN401
         service = get_service()
-        figures = service.source_reads.stats(caller.principal, service.model.current(), service.metrics.summary())
+        figures = service.source_reads.stats(caller.principal, service.searcher, service.metrics.summary())
         return StatsResponse.model_validate(figures)
 
     tools.from_model(
