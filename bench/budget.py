@@ -23,7 +23,7 @@ from typing import Any
 from serving.access.keys import ANONYMOUS
 from serving.api.app import start_service, stop_service
 from serving.contract.requests import SearchRequest
-from serving.observability.metrics import Metrics
+from serving.observability.prometheus import Exposition
 from serving.search import searcher as search_run
 from serving.settings import ServingSettings
 
@@ -56,7 +56,7 @@ def main() -> None:
         result_cache_size=0,
         warm_up=False,
     )
-    service = start_service(settings, Metrics())
+    service = start_service(settings, Exposition())
     try:
         spent: dict[str, float] = defaultdict(float)
         encoder = service.searcher.encoder

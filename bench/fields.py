@@ -25,7 +25,7 @@ from pipeline.sources.registry import default_registry
 from serving.access.keys import ANONYMOUS
 from serving.api.app import start_service, stop_service
 from serving.contract.requests import SearchRequest
-from serving.observability.metrics import Metrics
+from serving.observability.prometheus import Exposition
 from serving.settings import ServingSettings
 
 SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "upstream"
@@ -62,7 +62,7 @@ def main() -> None:
     settings = ServingSettings(  # type: ignore[call-arg]
         _env_file=None, database_url=args.database_url, mcp_enabled=False, query_cache_size=0, result_cache_size=0
     )
-    service = start_service(settings, Metrics())
+    service = start_service(settings, Exposition())
     print(f"{len(pairs)} field names held by one record each ({Counter(d.split(':')[0] for _, d in pairs)})")
     print(f"{'query':<10}{'filter':<9}{'hit@1':>7}{'hit@3':>7}{'p50 ms':>8}{'p95 ms':>8}")
     try:

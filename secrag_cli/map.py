@@ -47,7 +47,8 @@ def map_file(
     from serving.api.app import start_service, stop_service
     from serving.contract.errors import UnknownApiKey
     from serving.contract.map_models import MapRequest
-    from serving.observability.metrics import Metrics
+    from serving.mapping.mapper import concurrency, map_text
+    from serving.observability.prometheus import Exposition
     from serving.settings import get_serving_settings
 
     settings = get_serving_settings().model_copy(update={"warm_up": False})  # one request: nothing to warm
@@ -59,9 +60,9 @@ def map_file(
         principal = Gate(load_api_keys(settings.api_keys_file), settings).caller(api_key, "cli").principal
     except UnknownApiKey:
         raise click.UsageError("unknown API key (see SECRAG_API_KEYS_FILE)") from None
-    service = start_service(settings, Metrics())
+    service = start_service(settings, Exposition())
     try:
-        response = service.map_text(request, principal)
+        response = map_text(service.model.current(), service.limits, concurrency(settings), request, principal)
     finally:
         stop_service(service)
     if layer_path is not None and response.layer is not None:

@@ -17,9 +17,9 @@ def mcp(api_key: str | None) -> None:
     from serving.access.keys import load_api_keys
     from serving.access.quotas import Gate
     from serving.api.app import start_service, stop_service
-    from serving.feedback.tuned_plans import TunedPlans
+    from serving.feedback.tuned_plans import TunedPlans, stored_thresholds
     from serving.mcp.tools import build_mcp
-    from serving.observability.metrics import Metrics
+    from serving.observability.prometheus import Exposition
     from serving.plans.plans_file import load_plans
     from serving.settings import get_serving_settings
 
@@ -28,8 +28,8 @@ def mcp(api_key: str | None) -> None:
     if api_key:
         gate.caller(api_key, "stdio")  # an unknown key fails here, once, not on every tool call
     plans = load_plans(settings.plans_file)
-    service = start_service(settings, Metrics())
-    tuned = TunedPlans(plans, read=service.tuned_thresholds)
+    service = start_service(settings, Exposition())
+    tuned = TunedPlans(plans, read=lambda: stored_thresholds(service.pool, service.queries))
     try:
         build_mcp(lambda: service, gate, tuned.current, default_key=api_key, limits=service.limits).run("stdio")
     finally:

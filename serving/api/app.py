@@ -30,8 +30,9 @@ from serving.contract import errors
 from serving.contract.limits import BodySizeLimit
 from serving.contract.requests import GATED_STATUSES, error_responses
 from serving.feedback.querylog import QueryLog
-from serving.feedback.tuned_plans import TunedPlans
-from serving.observability.metrics import Metrics, MetricsMiddleware
+from serving.feedback.tuned_plans import TunedPlans, stored_thresholds
+from serving.observability.metrics import MetricsMiddleware
+from serving.observability.prometheus import Exposition
 from serving.plans.plans_file import load_plans
 from serving.plans.telemetry import shipped_telemetry
 from serving.reads.upstream import Refetcher
@@ -100,7 +101,7 @@ def _encoder_factory(settings: ServingSettings) -> Callable[[str], QueryEncoder]
     return make
 
 
-def start_service(settings: ServingSettings, metrics: Metrics, url_policy: UrlPolicy | None = None) -> Service:
+def start_service(settings: ServingSettings, metrics: Exposition, url_policy: UrlPolicy | None = None) -> Service:
     """Open the pool, load the active model's encoder, read the search config."""
     queries = Queries(settings.sql_dir, "serving")
     sessions = ReaderSessions(queries, settings)
@@ -144,11 +145,13 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     url_policy replaces the outbound URL policy of the upstream refetch (default: the settings').
     """
     settings = settings or get_serving_settings()
-    metrics = Metrics()
+    metrics = Exposition()
     api_keys = load_api_keys(settings.api_keys_file)
     gate = Gate(api_keys, settings)
     plans_config = load_plans(settings.plans_file)  # validated at start-up: a bad file fails here
-    tuned_plans = TunedPlans(plans_config, read=lambda: app.state.service.tuned_thresholds())
+    tuned_plans = TunedPlans(
+        plans_config, read=lambda: stored_thresholds(app.state.service.pool, app.state.service.queries)
+    )
     shipped_telemetry()  # the logsource -> schema table of the query-writing plan, likewise
     mcp_server = None
     mcp_app = None

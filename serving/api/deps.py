@@ -1,4 +1,5 @@
-"""FastAPI dependencies as named Annotated aliases."""
+"""FastAPI dependencies as named Annotated aliases: the caller, its slot, and the parts of the service a route
+uses (serving/service.py composes them once in the lifespan)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,18 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from serving.access.keys import Principal
 from serving.access.quotas import Caller, Gate
+from serving.access.request_limits import RequestLimits
+from serving.coverage.counts import CoverageReads
+from serving.feedback.request_log import RequestLog
+from serving.observability.prometheus import Exposition
+from serving.plans.reads import PlanReads
+from serving.reads.artefacts import ArtefactLookup
+from serving.reads.changes import ChangeFeed
+from serving.reads.documents import Reads
+from serving.reads.sources import SourceReads
+from serving.search.catalog import Catalog
+from serving.search.searcher import Searcher
+from serving.search.serving_model import ServingModel
 from serving.service import Service
 from serving.settings import ServingSettings
 
@@ -23,6 +36,10 @@ def get_service(request: Request) -> Service:
 
 def get_settings_dep(request: Request) -> ServingSettings:
     return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def get_metrics(request: Request) -> Exposition:
+    return request.app.state.metrics  # type: ignore[no-any-return]
 
 
 def get_gate(request: Request) -> Gate:
@@ -53,7 +70,72 @@ def request_slot(
         yield
 
 
-ServiceDep = Annotated[Service, Depends(get_service)]
+ServiceDep = Annotated[Service, Depends(get_service)]  # the probes: readiness checks the whole
 SettingsDep = Annotated[ServingSettings, Depends(get_settings_dep)]
+MetricsDep = Annotated[Exposition, Depends(get_metrics)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 Slot = Depends(request_slot)
+
+
+def get_catalog(service: ServiceDep) -> Catalog:
+    return service.catalog
+
+
+def get_model(service: ServiceDep) -> ServingModel:
+    return service.model
+
+
+ModelDep = Annotated[ServingModel, Depends(get_model)]
+
+
+def get_searcher(model: ModelDep) -> Searcher:
+    """The serving model's searcher, after a look at the active model (switched when the pipeline activates
+    another); a read that only reports the model (GET /v1/stats) takes `ModelDep` and its searcher as is."""
+    return model.current()
+
+
+def get_reads(service: ServiceDep) -> Reads:
+    return service.reads
+
+
+def get_limits(service: ServiceDep) -> RequestLimits:
+    return service.limits
+
+
+def get_change_feed(service: ServiceDep) -> ChangeFeed:
+    return service.change_feed
+
+
+def get_artefacts(service: ServiceDep) -> ArtefactLookup:
+    return service.artefacts
+
+
+def get_source_reads(service: ServiceDep) -> SourceReads:
+    return service.source_reads
+
+
+def get_coverage(service: ServiceDep) -> CoverageReads:
+    return service.coverage
+
+
+def get_request_log(service: ServiceDep) -> RequestLog:
+    return service.request_log
+
+
+CatalogDep = Annotated[Catalog, Depends(get_catalog)]
+SearcherDep = Annotated[Searcher, Depends(get_searcher)]
+ReadsDep = Annotated[Reads, Depends(get_reads)]
+LimitsDep = Annotated[RequestLimits, Depends(get_limits)]
+ChangeFeedDep = Annotated[ChangeFeed, Depends(get_change_feed)]
+ArtefactsDep = Annotated[ArtefactLookup, Depends(get_artefacts)]
+SourceReadsDep = Annotated[SourceReads, Depends(get_source_reads)]
+CoverageDep = Annotated[CoverageReads, Depends(get_coverage)]
+RequestLogDep = Annotated[RequestLog, Depends(get_request_log)]
+
+
+def get_plan_reads(searcher: SearcherDep, catalog: CatalogDep, reads: ReadsDep, limits: LimitsDep) -> PlanReads:
+    """What a plan reads: the searcher, the catalog's cached source facts, documents and the limits."""
+    return PlanReads(searcher, catalog, reads, limits)
+
+
+PlanReadsDep = Annotated[PlanReads, Depends(get_plan_reads)]

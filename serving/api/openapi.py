@@ -75,7 +75,8 @@ def _serving_model(app: FastAPI) -> tuple[str, int] | None:
     service = getattr(app.state, "service", None)
     if service is None:
         return None
-    return service.encoder.model_id, service.encoder.dimensions
+    encoder = service.searcher.encoder
+    return encoder.model_id, encoder.dimensions
 
 
 def _state_model(document: dict[str, Any], model: str, dimensions: int) -> None:

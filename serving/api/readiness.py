@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 def readiness(service: Service, expected_version: int) -> dict[str, Any]:
     """Database reachable, schema at the expected migration, query model loaded."""
-    checks = {"database": False, "schema": False, "model": service.encoder.loaded}
+    checks = {"database": False, "schema": False, "model": service.searcher.encoder.loaded}
     version: int | None = None
     try:
         with service.pool.connection(timeout=1.0) as conn:
@@ -30,5 +30,5 @@ def readiness(service: Service, expected_version: int) -> dict[str, Any]:
         "checks": checks,
         "schema_version": version,
         "expected_schema_version": expected_version,
-        "model": service.encoder.model_id if service.encoder.loaded else None,
+        "model": service.searcher.encoder.model_id if service.searcher.encoder.loaded else None,
     }

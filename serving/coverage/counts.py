@@ -45,6 +45,20 @@ SchemasFor = Callable[[Mapping[str, object]], list[str]]  # a logsource -> its t
 LOGSOURCE_KEYS = ("product", "category", "service")  # what decides a logsource's schemas
 
 
+@dataclass(frozen=True)
+class CoverageReads:
+    """POST /v1/coverage over the store (the reads' statements, the catalog's facts, the shipped telemetry map)."""
+
+    pool: ConnectionPool
+    statements: Statements
+    catalog: Catalog
+    schemas_for: SchemasFor
+
+    def coverage(self, req: CoverageRequest, principal: Principal) -> CoverageResponse:
+        """What the store holds for ATT&CK techniques, by kind: one statement per request."""
+        return coverage(self.pool, self.statements, self.catalog, self.schemas_for, req, principal)
+
+
 def coverage(
     pool: ConnectionPool,
     statements: Statements,

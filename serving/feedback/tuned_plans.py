@@ -10,10 +10,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import psycopg
-from psycopg_pool import PoolTimeout
+from psycopg_pool import ConnectionPool, PoolTimeout
 from pydantic import ValidationError
 
-from serving.contract.query_classes import QUERY_TYPES
+from secrag.store.queries import Queries
+from serving.contract.thresholds import TypeThresholds
 from serving.plans.plans_file import PlansConfig
 from serving.search.catalog import Cached
 
@@ -27,10 +28,16 @@ def read_thresholds(conn: psycopg.Connection, query: str) -> dict[str, float]:
     return {str(t): float(v) for t, v in conn.execute(query, {"setting": SCORE_THRESHOLD})}
 
 
+def stored_thresholds(pool: ConnectionPool, queries: Queries) -> dict[str, float]:
+    """`read_thresholds` on a pooled connection (what TunedPlans reads in the API and `secrag mcp`)."""
+    with pool.connection() as conn:
+        return read_thresholds(conn, queries.tuned_values)
+
+
 @dataclass
 class TunedPlans:
     """`base` (the plans file, validated at start-up) with the store's tuned thresholds; `read` returns
-    them by query type (Service.tuned_thresholds)."""
+    them by query type (`stored_thresholds`)."""
 
     base: PlansConfig
     read: Callable[[], Mapping[str, float]]
@@ -55,18 +62,16 @@ class TunedPlans:
             return self._built[1]
 
     def _apply(self, rows: Mapping[str, float]) -> PlansConfig:
-        """The base with each valid tuned threshold; a row the plans file no longer admits (an unknown query
-        type, a value outside [0, 1]) is logged and ignored rather than failing every plan."""
-        usable = {}
-        for query_type, value in rows.items():
-            if query_type in QUERY_TYPES and 0.0 <= value <= 1.0:
-                usable[query_type] = value
-            else:
-                log.warning("ignoring the tuned threshold %s=%s: not a query type or not in [0, 1]", query_type, value)
+        """The base with each valid tuned threshold; a row the thresholds model no longer admits (an unknown
+        query type, a value outside [0, 1]: serving/contract/thresholds.py) is logged and ignored rather than
+        failing every plan."""
+        usable, refused = TypeThresholds.admitted(rows)
+        for query_type, value in refused.items():
+            log.warning("ignoring the tuned threshold %s=%s: not a query type or not in [0, 1]", query_type, value)
         if not usable:
             return self.base
         try:
             return PlansConfig.model_validate(self.base.with_thresholds(usable))
         except ValidationError:
-            log.exception("the tuned thresholds %s do not validate; serving the plans file's", usable)
+            log.exception("the tuned thresholds %s do not validate; serving the plans file's", usable.root)
             return self.base

@@ -18,6 +18,12 @@ from serving.mapping.evidence import ATTACK_SOURCE, Evidence, Vote, combine, nam
 from serving.mapping.layer import navigator_layer
 from serving.mapping.sentences import Sentence, split
 from serving.search.searcher import Searcher
+from serving.settings import ServingSettings
+
+
+def concurrency(settings: ServingSettings) -> int:
+    """The searches of one map at once: SECRAG_MAP_CONCURRENCY, never more than the pool's connections."""
+    return min(settings.map_concurrency, settings.pool_max_size)
 
 
 def map_text(

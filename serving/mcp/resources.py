@@ -45,7 +45,7 @@ def add_resources(
         return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
 
     def listed() -> list[dict[str, Any]]:
-        return list(gated(lambda principal: get_service().sources(principal))["sources"])
+        return list(gated(lambda principal: get_service().source_reads.sources(principal))["sources"])
 
     def sources() -> str:
         summary = [{**{k: s[k] for k in SUMMARY}, "uri": SOURCE_URI.format(name=s["name"])} for s in listed()]

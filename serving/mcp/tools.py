@@ -3,8 +3,8 @@ resources (serving/mcp/resources.py) and prompts (serving/mcp/prompts.py).
 
 A tool's parameters are its REST request model's fields, with the same types, limits and
 descriptions (the tool is built from the model, so the two cannot drift), and it calls the same
-Service method under the same gate (API key, rate, search slots). Failures become the public
-error REST would answer with, structured (serving/mcp/errors.py). Every tool takes an optional response
+part of the service (serving/service.py) under the same gate (API key, rate, search slots). Failures become the
+public error REST would answer with, structured (serving/mcp/errors.py). Every tool takes an optional response
 budget, `max_chars` (serving/mcp/budget.py). `search` also has one alias per mode: fts, vector, hybrid, fuzzy.
 """
 
@@ -128,6 +128,7 @@ def build_mcp(
     default_key is the API key of stdio callers (HTTP callers send their own); `limits` (this
     deployment's request limits) are written into the tools' input schemas, as into the OpenAPI document.
     """
+    from serving.mapping import mapper
     from serving.plans.planner import explain, list_plans, plan_context
 
     server = SecragMCP(
@@ -146,16 +147,27 @@ def build_mcp(
 
     def plan(req: PlanRequest, caller: Caller) -> Any:  # noqa: ANN401
         service = get_service()
-        response = plan_context(service, plans(), req, caller.principal)
-        service.log_plan(req, response, endpoint="mcp:plan")
+        response = plan_context(service.plan_reads(), plans(), req, caller.principal)
+        service.request_log.plan(req, response, endpoint="mcp:plan")
         return response
 
     def search(req: SearchRequest, caller: Caller) -> Any:  # noqa: ANN401
         service = get_service()
         service.limits.check_search(req)
-        response = service.search(req, caller.principal)
-        service.log_search(req, response, endpoint="mcp:search")  # a no-op unless the query log is on
+        response = service.model.current().search(req, caller.principal)
+        service.request_log.search(req, response, endpoint="mcp:search")  # a no-op unless the query log is on
         return response
+
+    def map_text(req: MapRequest, caller: Caller) -> Any:  # noqa: ANN401
+        service = get_service()
+        return mapper.map_text(
+            service.model.current(), service.limits, mapper.concurrency(service.settings), req, caller.principal
+        )
+
+    def stats(caller: Caller) -> Any:  # noqa: ANN401
+        service = get_service()
+        figures = service.source_reads.stats(caller.principal, service.searcher, service.metrics.summary())
+        return StatsResponse.model_validate(figures)
 
     tools.from_model(
         "search",
@@ -177,7 +189,7 @@ def build_mcp(
         "explain",
         "Why each candidate was taken or skipped by the plan (POST /v1/plan/explain).",
         PlanRequest,
-        lambda req, caller: explain(get_service(), plans(), req, caller.principal),
+        lambda req, caller: explain(get_service().plan_reads(), plans(), req, caller.principal),
     )
     tools.from_model(
         "map",
@@ -185,7 +197,7 @@ def build_mcp(
         "score, the sentences supporting it (offsets into the text) and the passages behind it, and an ATT&CK "
         "Navigator layer of them all (layer=false leaves it out); min_score and limit as in the REST API.",
         MapRequest,
-        lambda req, caller: get_service().map_text(req, caller.principal),
+        map_text,
     )
     tools.from_model(
         "coverage",
@@ -194,7 +206,7 @@ def build_mcp(
         "items of detections (per rule set), tests, countermeasures and the caller's own notes, the gaps, and an "
         "ATT&CK Navigator layer.",
         CoverageRequest,
-        lambda req, caller: get_service().coverage(req, caller.principal),
+        lambda req, caller: get_service().coverage.coverage(req, caller.principal),
     )
     tools.from_model(
         "lookup",
@@ -203,62 +215,64 @@ def build_mcp(
         "fields it is in (kind: md5, sha1, sha256, authentihash, imphash, rich_header_hash, file_name, path); a "
         "value no record holds has none. Windows names, paths and hashes match in any case, Unix names exactly.",
         LookupQuery,
-        lambda req, caller: get_service().lookup(req, caller.principal),
+        lambda req, caller: get_service().artefacts.lookup(req, caller.principal),
     )
     tools.plain("list_plans", "The configured retrieval plans (GET /v1/plans).", lambda caller: list_plans(plans()))
     tools.from_model(
         "get_documents",
         "Full documents by id, e.g. mitre_attack:T1003 (POST /v1/docs); unknown ids are listed as missing.",
         IdsRequest,
-        lambda req, caller: get_service().documents(req.ids, caller.principal),
+        lambda req, caller: get_service().reads.documents(req.ids, caller.principal),
     )
     tools.by_id(
         "get_document",
         "One document (GET /v1/docs/{doc_id}).",
         "doc_id",
-        lambda doc_id, caller: get_service().document(doc_id, caller.principal),
+        lambda doc_id, caller: get_service().reads.document(doc_id, caller.principal),
     )
     tools.from_model(
         "get_chunks",
         "Chunks by id (POST /v1/chunks); unknown ids are listed as missing.",
         IdsRequest,
-        lambda req, caller: get_service().chunks(req.ids, caller.principal),
+        lambda req, caller: get_service().reads.chunks(req.ids, caller.principal),
     )
     tools.by_id(
         "get_chunk",
         "One chunk (GET /v1/chunks/{chunk_id}).",
         "chunk_id",
-        lambda chunk_id, caller: get_service().chunk(chunk_id, caller.principal),
+        lambda chunk_id, caller: get_service().reads.chunk(chunk_id, caller.principal),
     )
     tools.from_model(
         "get_upstream",
         "The upstream form of one document's record at its published version: one Sigma file, one STIX "
         "object, one feed entry (GET /v1/docs/{doc_id}/upstream).",
         UpstreamQuery,
-        lambda req, caller: get_service().upstream(req.doc_id, caller.principal, live=req.live, columns=req.columns),
+        lambda req, caller: get_service().reads.upstream(
+            req.doc_id, caller.principal, live=req.live, columns=req.columns
+        ),
     )
     tools.from_model(
         "get_upstreams",
         "The upstream forms of several documents' records (POST /v1/docs/upstream); each fails on its own.",
         UpstreamRequest,
-        lambda req, caller: get_service().upstreams(req, caller.principal),
+        lambda req, caller: get_service().reads.upstream_batch(req, caller.principal),
     )
     tools.from_model(
         "changes",
         "What each publish added, modified and removed, newest first, of the documents the caller may see "
         "(GET /v1/changes): since an ISO time or a source version, by source, a page at a time.",
         ChangesQuery,
-        lambda req, caller: get_service().changes(req, caller.principal),
+        lambda req, caller: get_service().change_feed.page(req, caller.principal),
     )
     tools.plain(
         "list_sources",
         "Every source with its served version, freshness, record count and state (GET /v1/sources).",
-        lambda caller: get_service().sources(caller.principal),
+        lambda caller: get_service().source_reads.sources(caller.principal),
     )
     tools.plain(
         "stats",
         "Store statistics: documents, chunks, embeddings per source and model, freshness (GET /v1/stats).",
-        lambda caller: StatsResponse.model_validate(get_service().stats(caller.principal)),
+        stats,
     )
     if limits is not None:
         for tool in server._tool_manager.list_tools():  # noqa: SLF001 - the schemas MCP lists, as built

@@ -1,4 +1,5 @@
-"""GET /metrics: the API's figures in Prometheus' text format (prometheus-client), one registry per app.
+"""The API's one recorder of requests (prometheus-client), one registry per app: GET /metrics is its text
+format, /v1/stats' `requests` its summary (`Exposition.summary`, derived from the registry).
 
 Requests by route template and status, their latency histogram, errors by kind, searches by mode
 and query shape with their in-process time, build information, and at each scrape the state of the
@@ -9,8 +10,10 @@ replica) rather than a shared port.
 
 from __future__ import annotations
 
+import math
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
@@ -19,12 +22,15 @@ from secrag.version import version
 
 # Seconds: searches take 10-60 ms here, plans and refetches up to seconds.
 BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+Buckets = Sequence[tuple[float, float]]  # (upper bound in seconds, cumulative count), +Inf last
 
 
 class Exposition:
-    """The app's metrics (requests recorded by serving.observability.metrics.Metrics) and the scrape-time gauges."""
+    """The app's metrics (every request recorded once, by serving.observability.metrics.MetricsMiddleware)
+    and the scrape-time gauges."""
 
     def __init__(self) -> None:
+        self.since = datetime.now(UTC)
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "secrag_http_requests", "HTTP requests served", ["route", "status"], registry=self.registry
@@ -88,3 +94,64 @@ class Exposition:
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     gauge.labels(stat=stat).set(value)
         return generate_latest(self.registry)
+
+    def summary(self) -> dict[str, object]:
+        """Requests since start, from the registry (/v1/stats' `requests`): count and latency percentiles
+        (milliseconds, estimated from the histogram's buckets) per route and in total, and counts per status
+        class (2xx, 4xx, ...)."""
+        return _summary(self)
+
+
+def quantile(q: float, buckets: Buckets) -> float | None:
+    """The q-quantile (0-1) of a histogram's observations, estimated as Prometheus' histogram_quantile does:
+    linear within the bucket the rank falls in (from 0 for the first), the highest finite bound when it
+    falls in +Inf; None without observations."""
+    total = buckets[-1][1] if buckets else 0
+    if not total:
+        return None
+    rank = q * total
+    lower, below = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if math.isinf(bound):
+                return lower
+            return bound if count == below else lower + (bound - lower) * (rank - below) / (count - below)
+        lower, below = bound, count
+    return lower
+
+
+def _summary(metrics: Exposition) -> dict[str, object]:
+    counts: dict[str, float] = {}
+    by_status: dict[str, int] = {}
+    for family in metrics.requests.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_total"):
+                route, status = sample.labels["route"], sample.labels["status"]
+                counts[route] = counts.get(route, 0) + sample.value
+                key = f"{int(status) // 100}xx"
+                by_status[key] = by_status.get(key, 0) + int(sample.value)
+    per_route: dict[str, dict[float, float]] = {}
+    for family in metrics.latency.collect():
+        for sample in family.samples:
+            if sample.name.endswith("_bucket"):
+                per_route.setdefault(sample.labels["route"], {})[float(sample.labels["le"])] = sample.value
+    overall: dict[float, float] = {}
+    for buckets in per_route.values():
+        for bound, count in buckets.items():
+            overall[bound] = overall.get(bound, 0) + count
+    return {
+        "since": metrics.since,
+        "total": _describe(int(sum(counts.values())), overall),
+        "by_route": {route: _describe(int(counts.get(route, 0)), b) for route, b in per_route.items()},
+        "by_status": by_status,
+    }
+
+
+def _describe(count: int, buckets: dict[float, float]) -> dict[str, Any]:
+    ordered = sorted(buckets.items())
+
+    def ms(q: float) -> float | None:
+        seconds = quantile(q, ordered)
+        return None if seconds is None else seconds * 1000
+
+    return {"count": count, "p50_ms": ms(0.50), "p95_ms": ms(0.95), "p99_ms": ms(0.99)}

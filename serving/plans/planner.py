@@ -44,8 +44,8 @@ class _Run:
     corrections: dict[str, str]
 
 
-def _retrieve(service: PlanReads, config: PlansConfig, req: PlanRequest, principal: Principal) -> _Run:
-    service.limits.check_query(req.query)
+def _retrieve(reads: PlanReads, config: PlansConfig, req: PlanRequest, principal: Principal) -> _Run:
+    reads.limits.check_query(req.query)
     classified = classify(req.query, config.classification)
     name = req.plan or classified.query_type
     if name not in QUERY_TYPES:
@@ -67,9 +67,9 @@ def _retrieve(service: PlanReads, config: PlansConfig, req: PlanRequest, princip
         }
     )
     search = search.model_copy(update={"k": wanted})  # internal: candidate pools may exceed the public k cap
-    found = service.search(search, principal)
+    found = reads.searcher.search(search, principal)
     hits = found.results
-    sources = service.source_facts()
+    sources = reads.catalog.source_facts()  # cached: no read per plan
     candidates = []
     for hit in hits:
         info = sources.get(hit.source)
@@ -91,7 +91,7 @@ def _retrieve(service: PlanReads, config: PlansConfig, req: PlanRequest, princip
     if name == SCHEMA_PLAN:  # the schema records each detection found reads, beside it
         versions = {n: s.version or "" for n, s in sources.items()}  # only the hits' sources are cited
         taken = {c.doc_id for c in candidates}
-        candidates += schema_candidates(service, shipped_telemetry(), hits, principal, taken, versions)
+        candidates += schema_candidates(reads.documents, shipped_telemetry(), hits, principal, taken, versions)
     return _Run(
         classified.query_type,
         classified.signals,
@@ -104,10 +104,10 @@ def _retrieve(service: PlanReads, config: PlansConfig, req: PlanRequest, princip
     )
 
 
-def plan_context(service: PlanReads, config: PlansConfig, req: PlanRequest, principal: Principal) -> PlanResponse:
+def plan_context(reads: PlanReads, config: PlansConfig, req: PlanRequest, principal: Principal) -> PlanResponse:
     """The selected chunks, the cited context and how good it is."""
     started = time.perf_counter()
-    run = _retrieve(service, config, req, principal)
+    run = _retrieve(reads, config, req, principal)
     passages = [replace(c, text=trim(c.text, req.noise_filter)) for c in run.selection.selected]
     context, citations = render(passages, list(config.categories))
     number = {c.doc_id: c.number for c in citations}
@@ -169,9 +169,9 @@ def _prompt(system_prompts: Sequence[str], grounded: str, context: str) -> str:
     return "\n\n".join(part.strip() for part in (*system_prompts, grounded, context) if part.strip()) + "\n"
 
 
-def explain(service: PlanReads, config: PlansConfig, req: PlanRequest, principal: Principal) -> ExplainResponse:
+def explain(reads: PlanReads, config: PlansConfig, req: PlanRequest, principal: Principal) -> ExplainResponse:
     """Why each candidate was taken or skipped."""
-    run = _retrieve(service, config, req, principal)
+    run = _retrieve(reads, config, req, principal)
     return ExplainResponse(
         query_type=run.query_type,
         signals=list(run.signals),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from serving.contract.query_classes import DEFAULT_TYPE, QueryType
 from serving.contract.query_classes import (
     QUERY_TYPES as QUERY_TYPES,  # re-exported: the planner and `secrag tune` check names
 )
+from serving.contract.thresholds import TypeThresholds
 
 
 class Plan(ConfigModel):
@@ -174,7 +174,7 @@ class PlansConfig(ConfigModel):
         override = next((o for t, o in self.overrides.items() if t == query_type), {})
         return Plan.model_validate({**self.default.model_dump(), **override})
 
-    def with_thresholds(self, thresholds: Mapping[QueryType, float]) -> dict[str, Any]:
+    def with_thresholds(self, thresholds: TypeThresholds) -> dict[str, Any]:
         """This config's data with tuned score thresholds applied (to validate again)."""
         data = self.model_dump()
         for query_type, value in thresholds.items():

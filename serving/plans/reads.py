@@ -1,36 +1,37 @@
-"""What a plan reads from the store, as a protocol: the service's searches, documents, chunks and the cached
-facts of sources.
+"""What a plan reads: the serving model's searcher, the catalog's cached facts of sources, the documents and
+chunks of schema records, and the request limits; the parts themselves, not the service that composes them.
 
-The planner depends on these four reads and the request limits, not on the service that composes them
-(serving/service.py satisfies this protocol), so plans/ sits below the service and needs no import of it.
-A plan maps its hits' sources to categories from the catalog's cached facts, not from a sources listing
-(a database read and live folder counts) per plan.
+A plan maps its hits' sources to categories from the catalog's cached facts (`Catalog.source_facts`), not
+from a sources listing (a database read and live folder counts) per plan. Document reads are a protocol:
+serving/reads/documents.py's `Reads` satisfies it, and plans/ sits beside reads/, not above it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
-from serving.contract.requests import SearchRequest
-from serving.contract.responses import ChunksResponse, DocumentsResponse, SearchResponse
-from serving.search.catalog import SourceFacts
+from serving.contract.responses import ChunksResponse, DocumentsResponse
+from serving.search.catalog import Catalog
+from serving.search.searcher import Searcher
 
 
-class PlanReads(Protocol):
-    """The reads a plan makes, each under the caller's access checks."""
-
-    @property
-    def limits(self) -> RequestLimits: ...
-
-    def search(self, req: SearchRequest, principal: Principal) -> SearchResponse: ...
+class DocumentReads(Protocol):
+    """Documents and chunks by id, each under the caller's access checks."""
 
     def documents(self, ids: Sequence[str], principal: Principal) -> DocumentsResponse: ...
 
     def chunks(self, ids: Sequence[str], principal: Principal) -> ChunksResponse: ...
 
-    def source_facts(self) -> Mapping[str, SourceFacts]:
-        """Each source's category, kind and served version (the catalog's cache: no read per plan)."""
-        ...
+
+@dataclass(frozen=True)
+class PlanReads:
+    """The parts a plan uses."""
+
+    searcher: Searcher
+    catalog: Catalog
+    documents: DocumentReads
+    limits: RequestLimits

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from serving.access.keys import Principal
 from serving.contract.responses import SearchResult
-from serving.plans.reads import PlanReads
+from serving.plans.reads import DocumentReads
 from serving.plans.selection import Candidate
 from serving.plans.telemetry import TelemetryMap
 
@@ -16,7 +16,7 @@ MAX_SCHEMAS = 8  # schema records added per plan (the plan's quota then picks am
 
 
 def schema_candidates(
-    service: PlanReads,
+    reads: DocumentReads,
     table: TelemetryMap,
     hits: Sequence[SearchResult],
     principal: Principal,
@@ -35,8 +35,8 @@ def schema_candidates(
                 score_of[doc_id] = hit.score
     if not score_of:
         return []
-    chunks = service.chunks([f"{doc_id}#0" for doc_id in score_of], principal).chunks
-    urls = {d.doc_id: d.url for d in service.documents(list(score_of), principal).documents}
+    chunks = reads.chunks([f"{doc_id}#0" for doc_id in score_of], principal).chunks
+    urls = {d.doc_id: d.url for d in reads.documents(list(score_of), principal).documents}
     return [
         Candidate(
             chunk_id=c.chunk_id,

@@ -10,8 +10,9 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from serving.access.keys import Principal
-from serving.contract.errors import ApiError, NotFound
+from serving.contract.errors import ApiError, NotFound, TooManyRequests
 from serving.contract.limits import cap
+from serving.contract.requests import UpstreamRequest
 from serving.contract.responses import (
     Chunk,
     ChunksResponse,
@@ -32,6 +33,7 @@ class Reads:
     statements: Statements
     refetcher: Refetcher
     max_response_bytes: int
+    max_live_refetch: int = 0  # SECRAG_MAX_LIVE_REFETCH: the ids of one live batch read (upstream_batch)
 
     def documents(self, ids: Sequence[str], principal: Principal) -> DocumentsResponse:
         wanted = list(dict.fromkeys(ids))
@@ -81,6 +83,25 @@ class Reads:
         if doc_id not in rows:
             raise NotFound(f"no document {doc_id[:200]!r}")
         return _upstream_response(self.refetcher.refetch(rows[doc_id], live=live, columns=columns))
+
+    def upstream_batch(self, req: UpstreamRequest, principal: Principal) -> UpstreamBatchResponse:
+        """Several documents' upstream forms. A live batch reads the first `max_live_refetch` ids (each live
+        read may take the upstream timeout); each id beyond is an error of its own (429), so a request the
+        schema admits is always answered."""
+        ids = list(dict.fromkeys(req.doc_ids))
+        cap = self.max_live_refetch if req.live else len(ids)
+        found = self.upstreams(ids[:cap], principal, live=req.live, columns=req.columns)
+        beyond = [
+            UpstreamError(
+                doc_id=doc_id,
+                status=429,
+                kind=TooManyRequests.kind,
+                error=f"a live batch reads at most {cap} documents (this deployment's SECRAG_MAX_LIVE_REFETCH); "
+                "ask again for the rest, or for their stored forms (live=false)",
+            )
+            for doc_id in ids[cap:]
+        ]
+        return found.model_copy(update={"errors": [*found.errors, *beyond]})
 
     def upstreams(
         self, ids: Sequence[str], principal: Principal, *, live: bool = False, columns: Sequence[str] | None = None

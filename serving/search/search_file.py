@@ -1,7 +1,7 @@
 """Source boosts, per-mode and per-shape score thresholds, per-model vector thresholds, the voter legs, leg
-weights per query shape and the attention log's thresholds and the tuning of
-mapping a text: the shipped search.yaml (the one place of
-every default), with an operator's file laid over it, read at startup."""
+weights per query shape, the attention log's thresholds and the tuning of mapping a text: the shipped
+search.yaml (the one place of every default), with an operator's file laid over it, read at startup. Every
+threshold is a serving/contract/thresholds.py model (one validator: known classes, range)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 
 from secrag.files.config_files import ConfigModel, FieldError, read_mapping, validate
 from secrag.files.package_data import package_path
 from secrag.models.registry import registry
-from serving.contract.query_classes import DEFAULT_SHAPE, QUERY_SHAPES, check_names
+from serving.contract.query_classes import QUERY_SHAPES, check_names
+from serving.contract.thresholds import MODES as MODES
+from serving.contract.thresholds import Mode as Mode
+from serving.contract.thresholds import ModeThresholds, ShapeThresholds
 
-Mode = Literal["hybrid", "fts", "vector", "fuzzy"]
 DocumentScore = Literal["max", "top2", "rrf"]  # a document's score from its chunks' (serving/search/fusion.py window)
-MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 class Voters(ConfigModel):
@@ -38,7 +39,7 @@ class Voters(ConfigModel):
 class Attention(ConfigModel):
     """When a query-log row is flagged for a person's look (serving/feedback/attention.py)."""
 
-    low_score: dict[Mode, float] = Field(description="Per mode, a top score under this is flagged low_score.")
+    low_score: ModeThresholds = Field(description="Per mode, a top score under this is flagged low_score.")
     weak_attack_match: float = Field(
         ge=0, le=1, description="Best score of a result of a named ATT&CK id under which it is flagged."
     )
@@ -82,22 +83,20 @@ class SearchConfig:
     `load_search_config` from the shipped search.yaml (and an operator's file over it)."""
 
     source_boosts: Mapping[str, float]
-    thresholds: Mapping[str, Mapping[str, float]]
+    thresholds: Mapping[str, ShapeThresholds]
     neighbours: Voters
     procedures: Voters
     class_weights: Mapping[str, LegWeights]
     document_score: DocumentScore
     attention: Attention
-    vector_thresholds: Mapping[str, Mapping[str, float]]
+    vector_thresholds: Mapping[str, ShapeThresholds]
     map: MapTuning
 
     def vector_threshold(self, model_id: str, query_type: str) -> float | None:
         """The cosine similarity under which the vector leg's candidates are dropped, for this model and
         query shape (its `default` for shapes not listed); None when none is configured for the model."""
         per_shape = self.vector_thresholds.get(model_id)
-        if per_shape is None:
-            return None
-        return per_shape.get(query_type, per_shape.get(DEFAULT_SHAPE))
+        return None if per_shape is None else per_shape.of(query_type)
 
     def weights(self, query_type: str) -> LegWeights:
         """The leg weights configured for this query shape (every field None when none are)."""
@@ -107,41 +106,29 @@ class SearchConfig:
         return self.source_boosts.get(source, 1.0)
 
     def threshold(self, mode: str, query_type: str) -> float:
-        per_mode = self.thresholds.get(mode, {})
-        return per_mode.get(query_type, per_mode.get(DEFAULT_SHAPE, 0.0))
-
-
-K = TypeVar("K", bound=str)
-
-
-def _per_shape(by_key: dict[K, dict[str, float]]) -> dict[K, dict[str, float]]:
-    """Each value keyed by query shape (or `default`); FieldError at `<key>.<name>` otherwise."""
-    for key, per_shape in by_key.items():
-        try:
-            check_names(per_shape, (DEFAULT_SHAPE, *QUERY_SHAPES), "query shape")
-        except FieldError as exc:
-            raise FieldError((key, *exc.loc), str(exc)) from exc
-    return by_key
+        per_mode = self.thresholds.get(mode)
+        found = None if per_mode is None else per_mode.of(query_type)
+        return 0.0 if found is None else found
 
 
 class SearchConfigFile(ConfigModel):
     """search.yaml as written: the shipped file states every field."""
 
     source_boosts: dict[str, float]
-    thresholds: dict[Mode, dict[str, float]]
+    thresholds: dict[Mode, ShapeThresholds]
     neighbours: Voters
     procedures: Voters
     class_weights: dict[str, LegWeights]
     document_score: DocumentScore
     attention: Attention
-    vector_thresholds: dict[str, dict[str, Annotated[float, Field(ge=-1.0, le=1.0)]]]
+    vector_thresholds: dict[str, ShapeThresholds]
     map: MapTuning
 
     @field_validator("vector_thresholds")
     @classmethod
-    def _models_and_shapes(cls, thresholds: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    def _models(cls, thresholds: dict[str, ShapeThresholds]) -> dict[str, ShapeThresholds]:
         check_names(thresholds, registry().ids(), "embedding model")
-        return _per_shape(thresholds)
+        return thresholds
 
     @field_validator("class_weights")
     @classmethod
@@ -156,11 +143,6 @@ class SearchConfigFile(ConfigModel):
             if not 0 < boost <= 10:
                 raise FieldError((source,), f"a boost must be in (0, 10], not {boost}")
         return boosts
-
-    @field_validator("thresholds")
-    @classmethod
-    def _shapes(cls, thresholds: dict[Mode, dict[str, float]]) -> dict[Mode, dict[str, float]]:
-        return _per_shape(thresholds)
 
 
 def shipped_search_config() -> Path:
@@ -190,14 +172,12 @@ def load_search_config(path: Path | None = None) -> SearchConfig:
     raw = validate(named, node, data, SearchConfigFile)
     return SearchConfig(
         source_boosts=MappingProxyType(dict(raw.source_boosts)),
-        thresholds=MappingProxyType({mode: MappingProxyType(dict(v)) for mode, v in raw.thresholds.items()}),
+        thresholds=MappingProxyType({str(mode): per_shape for mode, per_shape in raw.thresholds.items()}),
         neighbours=raw.neighbours,
         procedures=raw.procedures,
         class_weights=MappingProxyType(dict(raw.class_weights)),
         document_score=raw.document_score,
         attention=raw.attention,
-        vector_thresholds=MappingProxyType(
-            {model: MappingProxyType(dict(v)) for model, v in raw.vector_thresholds.items()}
-        ),
+        vector_thresholds=MappingProxyType(dict(raw.vector_thresholds)),
         map=raw.map,
     )

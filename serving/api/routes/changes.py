@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
-from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.deps import ChangeFeedDep, PrincipalDep
 from serving.api.routes import API_PREFIX
 from serving.contract.changes import CURSOR_PATTERN, MAX_CHANGES, ChangesQuery, ChangesResponse
 from serving.contract.requests import NO_NUL, error_responses
@@ -19,7 +19,7 @@ _FIELDS = ChangesQuery.model_fields
 
 @router.get("/changes", response_model=ChangesResponse, responses=error_responses(404))  # an unknown `since` version
 def list_changes(
-    service: ServiceDep,
+    feed: ChangeFeedDep,
     principal: PrincipalDep,
     sources: Annotated[list[str] | None, Query(max_length=64, description=_FIELDS["sources"].description)] = None,
     since: Annotated[
@@ -35,4 +35,4 @@ def list_changes(
         query = ChangesQuery(sources=sources, since=since, limit=limit, cursor=cursor)
     except ValidationError as exc:  # a 422 like FastAPI's own, at the query parameter
         raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from exc
-    return service.changes(query, principal)
+    return feed.page(query, principal)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.deps import CoverageDep, PrincipalDep
 from serving.api.routes import API_PREFIX
 from serving.contract.coverage_models import CoverageRequest, CoverageResponse
 from serving.contract.requests import error_responses
@@ -26,5 +26,5 @@ router = APIRouter(prefix=API_PREFIX, tags=["coverage"])
         "how each kind is decided: docs/api.md."
     ),
 )
-def coverage(body: CoverageRequest, service: ServiceDep, principal: PrincipalDep) -> CoverageResponse:
-    return service.coverage(body, principal)
+def coverage(body: CoverageRequest, counts: CoverageDep, principal: PrincipalDep) -> CoverageResponse:
+    return counts.coverage(body, principal)

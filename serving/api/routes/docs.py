@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.deps import PrincipalDep, ReadsDep
 from serving.api.routes import API_PREFIX
 from serving.contract.requests import MAX_COLUMNS, Column, IdsRequest, UpstreamQuery, UpstreamRequest, error_responses
 from serving.contract.responses import (
@@ -28,17 +28,17 @@ _UPSTREAM_ERRORS = error_responses(404, 501, 502)  # a refetch's own: 413 and 50
     "/docs/upstream",
     response_model=UpstreamBatchResponse,
 )
-def get_upstreams(body: UpstreamRequest, service: ServiceDep, principal: PrincipalDep) -> UpstreamBatchResponse:
+def get_upstreams(body: UpstreamRequest, reads: ReadsDep, principal: PrincipalDep) -> UpstreamBatchResponse:
     """The upstream forms of up to 100 documents' records (live: at most SECRAG_MAX_LIVE_REFETCH), as
     GET /v1/docs/{doc_id}/upstream gives each; a document that fails is listed in `errors` with its status,
     unknown or invisible ids in `missing`; the response is capped (SECRAG_MAX_RESPONSE_BYTES, `truncated`)."""
-    return service.upstreams(body, principal)
+    return reads.upstream_batch(body, principal)
 
 
 @router.get("/docs/{doc_id:path}/upstream", response_model=UpstreamResponse, responses=_UPSTREAM_ERRORS)
 def get_upstream(
     doc_id: str,
-    service: ServiceDep,
+    reads: ReadsDep,
     principal: PrincipalDep,
     live: Annotated[bool, Query(description=UpstreamQuery.model_fields["live"].description)] = False,
     columns: Annotated[
@@ -51,28 +51,28 @@ def get_upstream(
     no upstream access), or with `live=true` the upstream's own (the repository file at that commit or
     release tag, or the feed entry, read from the upstream or its mirror). Capped in size
     (SECRAG_UPSTREAM_MAX_BYTES, 413) and, live, in time (SECRAG_UPSTREAM_TIMEOUT, 504)."""
-    return service.upstream(doc_id, principal, live=live, columns=columns)
+    return reads.upstream(doc_id, principal, live=live, columns=columns)
 
 
 @router.get("/docs/{doc_id:path}", response_model=Document, responses=_404)
-def get_document(doc_id: str, service: ServiceDep, principal: PrincipalDep) -> Document:
+def get_document(doc_id: str, reads: ReadsDep, principal: PrincipalDep) -> Document:
     """One document (404 when absent or not visible to the caller)."""
-    return service.document(doc_id, principal)
+    return reads.document(doc_id, principal)
 
 
 @router.post("/docs", response_model=DocumentsResponse)
-def get_documents(body: IdsRequest, service: ServiceDep, principal: PrincipalDep) -> DocumentsResponse:
+def get_documents(body: IdsRequest, reads: ReadsDep, principal: PrincipalDep) -> DocumentsResponse:
     """Up to 100 documents; unknown or invisible ids are listed in `missing`."""
-    return service.documents(body.ids, principal)
+    return reads.documents(body.ids, principal)
 
 
 @router.get("/chunks/{chunk_id:path}", response_model=Chunk, responses=_404)
-def get_chunk(chunk_id: str, service: ServiceDep, principal: PrincipalDep) -> Chunk:
+def get_chunk(chunk_id: str, reads: ReadsDep, principal: PrincipalDep) -> Chunk:
     """One chunk (`<doc_id>#<ordinal>`, with `#` URL-encoded as %23)."""
-    return service.chunk(chunk_id, principal)
+    return reads.chunk(chunk_id, principal)
 
 
 @router.post("/chunks", response_model=ChunksResponse)
-def get_chunks(body: IdsRequest, service: ServiceDep, principal: PrincipalDep) -> ChunksResponse:
+def get_chunks(body: IdsRequest, reads: ReadsDep, principal: PrincipalDep) -> ChunksResponse:
     """Up to 100 chunks; unknown or invisible ids are listed in `missing`."""
-    return service.chunks(body.ids, principal)
+    return reads.chunks(body.ids, principal)

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from secrag.artefacts import MAX_VALUE_CHARS
-from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.deps import ArtefactsDep, PrincipalDep
 from serving.api.routes import API_PREFIX
 from serving.contract.lookup_models import (
     DEFAULT_LOOKUP_RECORDS,
@@ -26,7 +26,7 @@ _FIELDS = LookupQuery.model_fields
 
 @router.get("/lookup", response_model=LookupResponse)
 def lookup(
-    service: ServiceDep,
+    artefacts: ArtefactsDep,
     principal: PrincipalDep,
     value: Annotated[
         list[Annotated[str, Query(min_length=1, max_length=MAX_VALUE_CHARS, pattern=QUERY_PATTERN)]],
@@ -45,4 +45,4 @@ def lookup(
         query = LookupQuery(value=value, limit=limit)
     except ValidationError as exc:  # a 422 like FastAPI's own, at the query parameter
         raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from exc
-    return service.lookup(query, principal)
+    return artefacts.lookup(query, principal)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.deps import LimitsDep, PrincipalDep, SearcherDep, SettingsDep
 from serving.api.routes import API_PREFIX
 from serving.contract.map_models import MapRequest, MapResponse
+from serving.mapping import mapper
 
 router = APIRouter(prefix=API_PREFIX, tags=["map"])
 
@@ -23,5 +24,7 @@ router = APIRouter(prefix=API_PREFIX, tags=["map"])
         "Deterministic: the same text and store give the same answer."
     ),
 )
-def map_text(body: MapRequest, service: ServiceDep, principal: PrincipalDep) -> MapResponse:
-    return service.map_text(body, principal)
+def map_text(
+    body: MapRequest, searcher: SearcherDep, limits: LimitsDep, settings: SettingsDep, principal: PrincipalDep
+) -> MapResponse:
+    return mapper.map_text(searcher, limits, mapper.concurrency(settings), body, principal)

@@ -13,14 +13,14 @@ POOL_STATS = ("pool_size", "pool_available", "requests_waiting", "requests_num",
 
 @router.get("/metrics", include_in_schema=False)
 def metrics(request: Request) -> Response:
-    exposition = request.app.state.metrics.prometheus
+    exposition = request.app.state.metrics
     service = getattr(request.app.state, "service", None)
     if service is None:  # not started yet: requests only
         return Response(exposition.scrape(), media_type=CONTENT_TYPE_LATEST)
     body = exposition.scrape(
         pool={k: v for k, v in service.pool.get_stats().items() if k in POOL_STATS},
-        encoder=service.encoder.cache_info(),
+        encoder=service.searcher.encoder.cache_info(),
         results=service.results.info(),
-        model=service.encoder.model_id,
+        model=service.searcher.encoder.model_id,
     )
     return Response(body, media_type=CONTENT_TYPE_LATEST)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 
-from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.deps import PlanReadsDep, PrincipalDep, RequestLogDep
 from serving.api.routes import API_PREFIX
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
 from serving.plans import planner
@@ -32,11 +32,16 @@ PlansDep = Annotated[PlansConfig, Depends(get_plans)]
     ),
 )
 def plan(
-    body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep, background: BackgroundTasks
+    body: PlanRequest,
+    reads: PlanReadsDep,
+    log: RequestLogDep,
+    principal: PrincipalDep,
+    plans: PlansDep,
+    background: BackgroundTasks,
 ) -> PlanResponse:
-    response = planner.plan_context(service, plans, body, principal)
-    if service.query_log is not None:
-        background.add_task(service.log_plan, body, response)
+    response = planner.plan_context(reads, plans, body, principal)
+    if log.enabled:
+        background.add_task(log.plan, body, response)
     return response
 
 
@@ -45,8 +50,8 @@ def plan(
     response_model=ExplainResponse,
     description="Why each candidate was taken or skipped by the plan.",
 )
-def explain(body: PlanRequest, service: ServiceDep, principal: PrincipalDep, plans: PlansDep) -> ExplainResponse:
-    return planner.explain(service, plans, body, principal)
+def explain(body: PlanRequest, reads: PlanReadsDep, principal: PrincipalDep, plans: PlansDep) -> ExplainResponse:
+    return planner.explain(reads, plans, body, principal)
 
 
 @router.get("/plans", response_model=PlansResponse, description="The configured plans, resolved per query type.")

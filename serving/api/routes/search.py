@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, BackgroundTasks
 
-from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.deps import LimitsDep, MetricsDep, PrincipalDep, RequestLogDep, SearcherDep
 from serving.api.routes import API_PREFIX
 from serving.contract.requests import SCORE_SCALES, SearchRequest
 from serving.contract.responses import SearchResponse
@@ -23,11 +23,17 @@ router = APIRouter(prefix=API_PREFIX, tags=["search"])
     ),
 )
 def search(
-    body: SearchRequest, service: ServiceDep, principal: PrincipalDep, background: BackgroundTasks
+    body: SearchRequest,
+    searcher: SearcherDep,
+    limits: LimitsDep,
+    log: RequestLogDep,
+    metrics: MetricsDep,
+    principal: PrincipalDep,
+    background: BackgroundTasks,
 ) -> SearchResponse:
-    service.limits.check_search(body)
-    response = service.search(body, principal)
-    service.metrics.prometheus.search(body.mode, response.query_type, response.took_ms)
-    if service.query_log is not None:
-        background.add_task(service.log_search, body, response)
+    limits.check_search(body)
+    response = searcher.search(body, principal)
+    metrics.search(body.mode, response.query_type, response.took_ms)
+    if log.enabled:
+        background.add_task(log.search, body, response)
     return response

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from serving.api.deps import PrincipalDep, ServiceDep
+from serving.api.deps import MetricsDep, ModelDep, PrincipalDep, SourceReadsDep
 from serving.api.routes import API_PREFIX
 from serving.contract.responses import StatsResponse
 
@@ -12,6 +12,6 @@ router = APIRouter(prefix=API_PREFIX, tags=["stats"])
 
 
 @router.get("/stats", response_model=StatsResponse)
-def get_stats(service: ServiceDep, principal: PrincipalDep) -> StatsResponse:
+def get_stats(sources: SourceReadsDep, model: ModelDep, metrics: MetricsDep, principal: PrincipalDep) -> StatsResponse:
     """Exact counts per source and model, versions, freshness, index sizes, request latency percentiles."""
-    return StatsResponse.model_validate(service.stats(principal))
+    return StatsResponse.model_validate(sources.stats(principal, model.searcher, metrics.summary()))

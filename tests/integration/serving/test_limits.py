@@ -146,7 +146,7 @@ def test_unexpected_errors_are_generic(serving_db_url: str, settings_for: Callab
     """A broken search config path surfaces as a clean 500 body, never a traceback."""
     app = create_app(settings_for(serving_db_url, mcp_enabled=False))
     with TestClient(app, raise_server_exceptions=False) as api:
-        app.state.service.searcher = None  # type: ignore[assignment]
+        app.state.service.model.searcher = None  # type: ignore[assignment]
         response = api.post("/v1/search", json={"query": "lsass"})
         assert response.status_code == 500 and response.json() == {"detail": "internal error", "kind": "internal"}
 

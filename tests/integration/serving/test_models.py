@@ -72,7 +72,7 @@ def test_the_api_follows_activation_and_a_pinned_api_does_not(
         assert api.get("/v1/stats").json()["serving_model"] == FP32
         with database.connect(two_model_db, autocommit=True) as conn:
             assert activate_model_if_complete(conn, SQL_DIR, INT8).switched
-        following.state.service._active.clear()  # the next check reads the activation (else within 30 s)
+        following.state.service.model._active.clear()  # the next check reads the activation (else within 30 s)
         model, after = _model_of(api)
         assert model == INT8 and len(after) == len(before)
         assert len(set(after) & set(before)) >= 3  # int8 vectors rank much as fp32's do

@@ -35,7 +35,7 @@ def test_the_source_filter_lists_the_online_sources(client: TestClient) -> None:
 
 
 def test_the_query_embedding_is_stated_for_the_serving_model(client: TestClient) -> None:
-    encoder = client.app.state.service.encoder  # type: ignore[attr-defined]
+    encoder = client.app.state.service.searcher.encoder  # type: ignore[attr-defined]
     schema = client.get("/openapi.json").json()["components"]["schemas"]["QueryEmbedding"]["properties"]
     assert schema["model"]["enum"] == [encoder.model_id]
     assert schema["values"]["minItems"] == schema["values"]["maxItems"] == encoder.dimensions

@@ -142,7 +142,7 @@ def _seed(conn: psycopg.Connection, client: TestClient, bases: list[str]) -> Non
     """Per query, a private copy of its best public document whose first chunk is titled by the query and
     holds the query's own vector: the nearest neighbour of every leg."""
     service = client.app.state.service  # type: ignore[attr-defined]
-    model = service.encoder.model_id
+    model = service.searcher.encoder.model_id
     conn.execute(
         "INSERT INTO sources (name, kind, description, category) "
         "SELECT %(source)s, kind, description, category FROM sources WHERE name = 'globex_notes'",
@@ -151,7 +151,7 @@ def _seed(conn: psycopg.Connection, client: TestClient, bases: list[str]) -> Non
     for doc_id, base, query in zip(_private_ids(len(QUERIES)), bases, QUERIES, strict=True):
         params = {"doc": doc_id, "base": base, "source": SOURCE, "tenant": TENANT, "query": query, "model": model}
         params["hash"] = f"private-{doc_id}"
-        params["vector"] = "[" + ",".join(str(float(x)) for x in service.encoder.encode(query)) + "]"
+        params["vector"] = "[" + ",".join(str(float(x)) for x in service.searcher.encoder.encode(query)) + "]"
         conn.execute(
             "INSERT INTO documents (doc_id, source, source_version, title, url, body, metadata, techniques, "
             "platforms, tags, content_hash, tenant, media_type) "
@@ -199,9 +199,10 @@ def test_private_nearest_neighbours_change_no_answer(
     with fresh_app() as client:
         _seed(owner, client, bases)
         # the seeded rows are what the owner finds first for every query: the comparison is not vacuous
-        model = client.app.state.service.encoder.model_id  # type: ignore[attr-defined]
+        encoder = client.app.state.service.searcher.encoder  # type: ignore[attr-defined]
+        model = encoder.model_id
         for query, doc_id in zip(QUERIES, _private_ids(len(QUERIES)), strict=True):
-            vector = "[" + ",".join(str(float(x)) for x in client.app.state.service.encoder.encode(query)) + "]"  # type: ignore[attr-defined]
+            vector = "[" + ",".join(str(float(x)) for x in encoder.encode(query)) + "]"
             nearest = owner.execute(
                 "SELECT c.doc_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash "
                 "WHERE e.model_id = %s ORDER BY e.vector <=> %s::vector LIMIT 1",

@@ -519,7 +519,7 @@ def test_class_weights_apply_to_their_query_shape_unless_the_request_sets_them(
 
 
 def test_a_caller_supplied_query_embedding(client: TestClient) -> None:
-    encoder = client.app.state.service.encoder  # type: ignore[attr-defined]
+    encoder = client.app.state.service.searcher.encoder  # type: ignore[attr-defined]
     query = "dump lsass process memory"
     plain = search(client, query, mode="vector", k=5)
     values = [float(x) * 3.0 for x in encoder.encode(plain["enriched_query"])]  # any length: normalised

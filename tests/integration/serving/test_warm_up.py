@@ -20,7 +20,7 @@ def test_the_api_warms_up_before_its_first_request(
     settings = settings_for(serving_db_url, mcp_enabled=False, warm_up=True, result_cache_size=8)
     with caplog.at_level(logging.INFO, logger="serving.api.warm_up"), TestClient(create_app(settings)) as api:
         service = api.app.state.service  # type: ignore[attr-defined]
-        assert service.encoder.cache_info()["encoded"] >= 1
+        assert service.searcher.encoder.cache_info()["encoded"] >= 1
         assert api.get("/v1/stats").json()["result_cache"]["size"] == 0  # warm-up results are not kept
         assert api.get("/readyz").status_code == 200
     messages = [r.getMessage() for r in caplog.records if r.name == "serving.api.warm_up"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from secrag.files.package_data import package_path
 from serving.access.keys import ANONYMOUS, Principal, load_api_keys
 from serving.contract.errors import UnknownApiKey
 from serving.contract.limits import cap
-from serving.observability.metrics import Metrics, percentile
+from serving.observability.prometheus import Exposition, quantile
 from serving.search.search_file import SearchConfigFile, load_search_config, merged, shipped_search_config
 
 
@@ -189,13 +190,16 @@ def test_cap_keeps_a_prefix_under_the_budget() -> None:
 
 
 def test_percentiles() -> None:
-    values = [float(v) for v in range(1, 101)]
-    assert (percentile(values, 50), percentile(values, 95), percentile(values, 99)) == (50.0, 95.0, 99.0)
-    assert percentile([], 50) is None
-    metrics = Metrics()
+    """Estimated from the latency histogram's buckets, as Prometheus' histogram_quantile does."""
+    buckets = [(0.01, 50.0), (0.1, 100.0), (math.inf, 100.0)]
+    assert (quantile(0.5, buckets), quantile(0.95, buckets)) == (0.01, pytest.approx(0.091))
+    assert quantile(0.99, [(0.01, 0.0), (math.inf, 4.0)]) == 0.01  # beyond the last bound: that bound
+    assert quantile(0.5, [(math.inf, 0.0)]) is None
+    metrics = Exposition()
     for ms in (1.0, 2.0, 3.0):
         metrics.record("/v1/search", 200, ms)
     metrics.record("/v1/search", 503, 9.0)
     summary = metrics.summary()
     assert summary["by_status"] == {"2xx": 3, "5xx": 1}
     assert summary["by_route"]["/v1/search"]["count"] == 4  # type: ignore[index]
+    assert summary["by_route"]["/v1/search"]["p50_ms"] == pytest.approx(5 * 2 / 3)  # type: ignore[index]  # 2 of 3 under 5 ms

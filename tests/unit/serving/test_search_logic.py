@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from serving.contract.thresholds import ShapeThresholds
 from serving.search import analysis as search
 from serving.search.search_file import load_search_config
 
@@ -127,7 +128,9 @@ def test_rescore_orders_exact_children_identifiers_then_score() -> None:
 
 def test_rescore_applies_boosts_and_thresholds() -> None:
     config = dataclasses.replace(
-        NEUTRAL, source_boosts={"lolbas": 2.0}, thresholds={"vector": {"keyword": 0.3, "default": 0.0}}
+        NEUTRAL,
+        source_boosts={"lolbas": 2.0},
+        thresholds={"vector": ShapeThresholds({"keyword": 0.3, "default": 0.0})},
     )
     rows = [_row("a#0", 0.5), _row("b#0", 0.4, source="lolbas"), _row("c#0", 0.2)]
     out = search.rescore(
