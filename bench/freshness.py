@@ -179,7 +179,8 @@ def new_stratus_technique(mirror: Mirror, token: str) -> tuple[str, str]:
     rel = _files(mirror, "stratus_red_team", "docs/attack-techniques/AWS", ".md")[0]
     text = _show(mirror, "stratus_red_team", rel).decode()
     title = f"Exfiltrate quokka beacon {token} data through a shared snapshot"
-    lines = text.splitlines()
+    # The page's title is its front matter's `title:` (the parser reads that), repeated as the first heading.
+    lines = [f"title: {title}" if line.startswith("title: ") else line for line in text.splitlines()]
     heading = next(i for i, line in enumerate(lines) if line.startswith("# "))
     lines[heading] = f"# {title}"
     body = "\n".join(lines) + f"\n\nThe {token} quokka beacon copies data out of the account.\n"
