@@ -26,7 +26,7 @@ from serving.access.quotas import Gate
 from serving.api.app import start_service, stop_service
 from serving.mcp.budget import size
 from serving.mcp.tools import build_mcp
-from serving.observability.metrics import Metrics
+from serving.observability.prometheus import Exposition
 from serving.plans.plans_file import load_plans
 from serving.settings import ServingSettings
 
@@ -88,7 +88,7 @@ def main() -> None:
         anonymous_rate_per_minute=0,
         anonymous_heavy_concurrency=0,
     )
-    service = start_service(settings, Metrics())
+    service = start_service(settings, Exposition())
     gate = Gate(load_api_keys(settings.api_keys_file), settings)
     plans = load_plans(settings.plans_file)
     server = build_mcp(lambda: service, gate, lambda: plans, limits=service.limits)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from plans import percentile as nearest_rank  # noqa: E402
 from quality import load_items  # noqa: E402
 
 from pipeline.indexing import embedding_input  # noqa: E402
@@ -38,7 +39,6 @@ from secrag.models.encoders import document_encoder  # noqa: E402
 from secrag.settings import get_settings  # noqa: E402
 from secrag.store import database  # noqa: E402
 from secrag.store.queries import Queries  # noqa: E402
-from serving.observability.metrics import percentile as nearest_rank  # noqa: E402
 from serving.search.analysis import analyse  # noqa: E402
 from serving.search.encoder import shared_encoder  # noqa: E402
 
