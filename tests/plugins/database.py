@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -31,6 +32,17 @@ def _create(server_url: str, name: str, template: str | None = None) -> str:
             stmt = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
         conn.execute(stmt)
     return database.with_database(server_url, name)
+
+
+@contextmanager
+def migrated_copy(server_url: str, template: str, name: str) -> Iterator[str]:
+    """A database `name` copied from the migrated template (replacing a leftover of an interrupted run), its URL;
+    dropped after. For fixtures that build a store of their own (a corpus, whole snapshots) once per module."""
+    _drop(server_url, name)
+    try:
+        yield _create(server_url, name, template=template)
+    finally:
+        _drop(server_url, name)
 
 
 @pytest.fixture(scope="session")

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
-from psycopg import sql
 
 from secrag.files.package_data import sql_dir
 from secrag.store import database
 from serving.api.app import create_app
 from serving.search.encoder import shared_encoder
 from serving.settings import ServingSettings
+from tests.plugins.database import migrated_copy
 
 from . import corpus
 
@@ -35,19 +35,10 @@ KEYS = {
 @pytest.fixture(scope="session")
 def serving_db_url(pg_server_url: str, template_db: str) -> Iterator[str]:
     """A dedicated database holding the corpus subset, embedded with the real model."""
-    name = f"secrag_serving_{os.getpid()}"
-    admin = database.with_database(pg_server_url, "postgres")
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db))
-        )
-    url = database.with_database(pg_server_url, name)
-    with database.connect(url, autocommit=True) as conn:
-        corpus.build(conn, SQL_DIR, shared_encoder("all-MiniLM-L6-v2").embedder)
-    yield url
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with migrated_copy(pg_server_url, template_db, f"secrag_serving_{os.getpid()}") as url:
+        with database.connect(url, autocommit=True) as conn:
+            corpus.build(conn, SQL_DIR, shared_encoder("all-MiniLM-L6-v2").embedder)
+        yield url
 
 
 @pytest.fixture(scope="session")

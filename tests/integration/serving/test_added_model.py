@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from psycopg import sql
 
 from pipeline.activation import activate_model_if_complete
 from pipeline.chunking import ChunkConfig
@@ -31,6 +30,7 @@ from secrag.store import database
 from serving.api.app import create_app
 from serving.search.search_file import load_search_config
 from serving.settings import ServingSettings
+from tests.plugins.database import migrated_copy
 from tests.plugins.tiny_model import DIMENSIONS, DOCUMENT_PREFIX, QUERY_PREFIX, TINY, TINY_INT8
 from tests.plugins.upstream import SNAPSHOT
 
@@ -60,25 +60,16 @@ def _publish(conn: object, store: Store) -> None:
 def store(pg_server_url: str, template_db: str, tiny_models: Path) -> Iterator[str]:
     """A small real store embedded with MiniLM (activated first), then with the tiny model, fp32 and
     int8, the int8 one activated as the pipeline does for the configured model once it covers every chunk."""
-    name = f"secrag_added_model_{os.getpid()}"
-    admin = database.with_database(pg_server_url, "postgres")
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db))
-        )
-    url = database.with_database(pg_server_url, name)
-    with database.connect(url, autocommit=True) as conn:
-        _publish(conn, Store(SQL_DIR))
-        minilm = document_encoder(DEFAULT_MODEL, batch_size=64, threads=1, cache_dir=get_settings().models_dir)
-        embed_pending(conn, minilm, SQL_DIR)
-        assert activate_model_if_complete(conn, SQL_DIR, DEFAULT_MODEL).active == DEFAULT_MODEL
-        for model in (TINY, TINY_INT8):
-            embed_pending(conn, document_encoder(model, batch_size=64, threads=1, cache_dir=tiny_models), SQL_DIR)
-        assert activate_model_if_complete(conn, SQL_DIR, TINY_INT8).switched
-    yield url
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with migrated_copy(pg_server_url, template_db, f"secrag_added_model_{os.getpid()}") as url:
+        with database.connect(url, autocommit=True) as conn:
+            _publish(conn, Store(SQL_DIR))
+            minilm = document_encoder(DEFAULT_MODEL, batch_size=64, threads=1, cache_dir=get_settings().models_dir)
+            embed_pending(conn, minilm, SQL_DIR)
+            assert activate_model_if_complete(conn, SQL_DIR, DEFAULT_MODEL).active == DEFAULT_MODEL
+            for model in (TINY, TINY_INT8):
+                embed_pending(conn, document_encoder(model, batch_size=64, threads=1, cache_dir=tiny_models), SQL_DIR)
+            assert activate_model_if_complete(conn, SQL_DIR, TINY_INT8).switched
+        yield url
 
 
 def test_export_quantise_and_encode_with_the_model_s_prefixes(tiny_models: Path) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from psycopg import sql
 
 from pipeline.chunking import ChunkConfig
 from pipeline.refresh_inputs import source_row
@@ -23,6 +22,7 @@ from secrag.files.package_data import sql_dir
 from secrag.store import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
+from tests.plugins.database import migrated_copy
 from tests.plugins.upstream import SNAPSHOT
 
 from . import upstream_labels
@@ -59,31 +59,22 @@ def labels() -> dict[str, Labels]:
 
 @pytest.fixture(scope="module")
 def store_url(pg_server_url: str, template_db: str) -> Iterator[str]:
-    name = f"secrag_coverage_upstream_{os.getpid()}"
-    admin = database.with_database(pg_server_url, "postgres")
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db))
-        )
-    url = database.with_database(pg_server_url, name)
-    registry, store = default_registry(), Store(sql_dir())
-    with database.connect(url, autocommit=True) as conn:
-        attack = SNAPSHOT / "mitre_attack"
-        # the technique table, as lookups/mitre_techniques builds it: names, and the sub-techniques a
-        # folded parent counts
-        store.replace_techniques(conn, techniques_from_bundle(attack / registry["mitre_attack"].paths[0]), "test")
-        for source in KIND_OF:
-            spec = registry[source]
-            parsed = parse_source(spec, SNAPSHOT / source, version="test")
-            store.register_source(conn, source_row(spec))
-            result = store.publish(
-                conn, source=source, version="test", records=parsed.records, lookup={}, chunking=ChunkConfig()
-            )
-            assert result.status == "published", result
-    yield url
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with migrated_copy(pg_server_url, template_db, f"secrag_coverage_upstream_{os.getpid()}") as url:
+        registry, store = default_registry(), Store(sql_dir())
+        with database.connect(url, autocommit=True) as conn:
+            attack = SNAPSHOT / "mitre_attack"
+            # the technique table, as lookups/mitre_techniques builds it: names, and the sub-techniques a
+            # folded parent counts
+            store.replace_techniques(conn, techniques_from_bundle(attack / registry["mitre_attack"].paths[0]), "test")
+            for source in KIND_OF:
+                spec = registry[source]
+                parsed = parse_source(spec, SNAPSHOT / source, version="test")
+                store.register_source(conn, source_row(spec))
+                result = store.publish(
+                    conn, source=source, version="test", records=parsed.records, lookup={}, chunking=ChunkConfig()
+                )
+                assert result.status == "published", result
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from psycopg import sql
 
 from pipeline.chunking import ChunkConfig
 from pipeline.sources.parsing import parse_source
@@ -26,6 +25,7 @@ from secrag.store import database
 from serving.api.app import create_app
 from serving.contract.lookup_models import MAX_LOOKUP_VALUES
 from serving.settings import ServingSettings
+from tests.plugins.database import migrated_copy
 from tests.plugins.upstream import SNAPSHOT
 
 from .test_mcp import call
@@ -56,35 +56,26 @@ def records() -> dict[str, list[Record]]:
 
 @pytest.fixture(scope="module")
 def store_url(pg_server_url: str, template_db: str, records: dict[str, list[Record]]) -> Iterator[str]:
-    name = f"secrag_lookup_{os.getpid()}"
-    admin = database.with_database(pg_server_url, "postgres")
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db))
-        )
-    url = database.with_database(pg_server_url, name)
-    store = Store(sql_dir())
-    with database.connect(url, autocommit=True) as conn:
-        for source, parsed in records.items():
-            store.register_source(conn, SourceRow(name=source, kind="online", description=source))
-            result = store.publish(
-                conn, source=source, version="test", records=parsed, lookup={}, chunking=ChunkConfig()
+    with migrated_copy(pg_server_url, template_db, f"secrag_lookup_{os.getpid()}") as url:
+        store = Store(sql_dir())
+        with database.connect(url, autocommit=True) as conn:
+            for source, parsed in records.items():
+                store.register_source(conn, SourceRow(name=source, kind="online", description=source))
+                result = store.publish(
+                    conn, source=source, version="test", records=parsed, lookup={}, chunking=ChunkConfig()
+                )
+                assert result.status == "published" and result.artefacts > 0
+            store.register_source(conn, SourceRow(name="acme_drivers", kind="user_folder", description="acme"))
+            store.publish(
+                conn,
+                source="acme_drivers",
+                version="v1",
+                records=[_private()],
+                lookup={},
+                chunking=ChunkConfig(),
+                access=Access(tenant="acme", users=("alice",)),
             )
-            assert result.status == "published" and result.artefacts > 0
-        store.register_source(conn, SourceRow(name="acme_drivers", kind="user_folder", description="acme"))
-        store.publish(
-            conn,
-            source="acme_drivers",
-            version="v1",
-            records=[_private()],
-            lookup={},
-            chunking=ChunkConfig(),
-            access=Access(tenant="acme", users=("alice",)),
-        )
-    yield url
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        yield url
 
 
 @pytest.fixture(scope="module")

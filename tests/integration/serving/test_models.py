@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-from psycopg import sql
 
 from pipeline.activation import activate_model_if_complete
 from pipeline.embedding import embed_pending
@@ -18,6 +17,7 @@ from secrag.store import database
 from serving.api.app import create_app
 from serving.search.encoder import shared_encoder
 from serving.settings import ServingSettings
+from tests.plugins.database import migrated_copy
 
 from . import corpus
 
@@ -28,23 +28,14 @@ SQL_DIR = sql_dir()
 @pytest.fixture(scope="module")
 def two_model_db(pg_server_url: str, template_db: str) -> Iterator[str]:
     """The serving corpus embedded with the fp32 model (active) and then the int8 one (not yet active)."""
-    name = f"secrag_models_{os.getpid()}"
-    admin = database.with_database(pg_server_url, "postgres")
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db))
-        )
-    url = database.with_database(pg_server_url, name)
-    with database.connect(url, autocommit=True) as conn:
-        corpus.build(conn, SQL_DIR, shared_encoder(FP32).embedder)
-        assert activate_model_if_complete(conn, SQL_DIR, FP32).active == FP32
-        int8 = shared_encoder(INT8, cache_dir=get_settings().models_dir).embedder
-        assert int8.model_id == INT8
-        embed_pending(conn, int8, SQL_DIR, batch_size=128)
-    yield url
-    with database.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    with migrated_copy(pg_server_url, template_db, f"secrag_models_{os.getpid()}") as url:
+        with database.connect(url, autocommit=True) as conn:
+            corpus.build(conn, SQL_DIR, shared_encoder(FP32).embedder)
+            assert activate_model_if_complete(conn, SQL_DIR, FP32).active == FP32
+            int8 = shared_encoder(INT8, cache_dir=get_settings().models_dir).embedder
+            assert int8.model_id == INT8
+            embed_pending(conn, int8, SQL_DIR, batch_size=128)
+        yield url
 
 
 def _model_of(api: TestClient, query: str = "dump lsass memory") -> tuple[str, list[str]]:
