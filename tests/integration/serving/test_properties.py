@@ -127,7 +127,12 @@ def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN40
         def check(case: Any) -> None:  # noqa: ANN401 - called at once, inside the loop
             kwargs = case.as_transport_kwargs(base_url="http://testserver")
             kwargs.pop("cookies", None)
-            response = client.request(**kwargs)
+            try:
+                response = client.request(**kwargs)
+            except Exception as exc:  # noqa: BLE001
+                if type(exc).__name__ == "InvalidURL" and "too long" in str(exc):
+                    return  # over the HTTP client's 64 KB URL (servers answer 414 well before): never sent
+                raise
             try:
                 case.validate_response(response, checks=op_checks)  # noqa: B023
             except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported together below
