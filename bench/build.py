@@ -35,8 +35,8 @@ from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
 from pipeline.sources.mirror_plan import snapshot_folder  # noqa: E402
 from pipeline.sources.registry import SourceSpec, default_registry  # noqa: E402
 from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
+from secrag.db import database, migrations  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
-from secrag.store import database, migrations  # noqa: E402
 
 BENCH_DB = "secrag_bench"
 PHASES = ("probe", "fetch", "parse", "publish")

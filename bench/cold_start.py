@@ -179,7 +179,7 @@ def main() -> None:
     print(f"fresh data directory {env['SECRAG_DATA_DIR']}")
     cold_start(env, workdir)
     api_memory(env, workdir, args.api_workers)
-    from secrag.store import embedded
+    from secrag.db import embedded
 
     embedded.stop(Path(env["SECRAG_DATA_DIR"]) / "pgdata")
 

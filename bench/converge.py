@@ -19,7 +19,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from secrag.store import database
+from secrag.db import database
 
 from build import bench_definitions, fresh_database, mirror_for, select_specs, settings_for  # noqa: E402
 

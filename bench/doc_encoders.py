@@ -17,10 +17,10 @@ import time
 
 from pipeline.indexing import embedding_input
 from secrag.cpu import read_cpuinfo
+from secrag.db import database
 from secrag.models.embedder import Embedder, TextModel
 from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import Settings
-from secrag.store import database
 
 
 def cpu_line() -> str:

@@ -25,9 +25,9 @@ from typing import Any
 
 from pgvector.psycopg import register_vector
 
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.files.package_data import sql_dir
-from secrag.store import database
-from secrag.store.queries import Queries
 from serving.access.keys import ANONYMOUS
 from serving.access.sessions import DEFAULT_EF_SEARCH
 from serving.search.encoder import shared_encoder

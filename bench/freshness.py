@@ -47,8 +47,8 @@ from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
 from pipeline.sources.probes import probe  # noqa: E402
 from pipeline.sources.registry import default_registry  # noqa: E402
 from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
+from secrag.db import database, embedded  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
-from secrag.store import database, embedded  # noqa: E402
 from secrag_cli.processes import stop_group  # noqa: E402
 from tests.plugins.mirror_changes import add_commit  # noqa: E402
 from tests.plugins.upstream import FAST_RETRIES, LoopbackPolicy, LoopbackServer, serve_mirror  # noqa: E402

@@ -30,10 +30,10 @@ from pipeline.chunking import ChunkConfig
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
 from pipeline.store import SourceRow, Store
+from secrag.db import database, embedded, migrations
 from secrag.files import safe_yaml
 from secrag.files.package_data import sql_dir
 from secrag.settings import REPO_ROOT
-from secrag.store import database, embedded, migrations
 from serving.api.app import create_app
 from serving.contract.lookup_models import MAX_LOOKUP_VALUES
 from serving.settings import ServingSettings

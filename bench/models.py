@@ -23,11 +23,11 @@ from quality import Scores, evaluate, load_items, means
 from pipeline.embedding import embed_pending
 from pipeline.resources import EmbedderResource
 from secrag.cpu import read_cpuinfo
+from secrag.db import database
 from secrag.files.package_data import sql_dir
 from secrag.models.embedder import TextModel
 from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import Settings
-from secrag.store import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality import load_items  # noqa: E402
 
 from pipeline.resources import EmbedderResource  # noqa: E402
-from secrag.store import database  # noqa: E402
+from secrag.db import database  # noqa: E402
 
 from build import settings_for  # noqa: E402
 

@@ -25,9 +25,9 @@ import numpy as np
 
 from pipeline.indexing import embedding_input
 from secrag.cpu import read_cpuinfo
+from secrag.db import database
 from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import Settings
-from secrag.store import database
 
 DEV = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
 

@@ -112,7 +112,7 @@ def copy_without_own(url: str, items: list[dict[str, Any]], *, fresh: bool = Fal
     """A copy of the store at `url` without the queries' own documents (their `origin`), made once."""
     from psycopg import conninfo, sql
 
-    from secrag.store import database
+    from secrag.db import database
 
     store = str(conninfo.conninfo_to_dict(url)["dbname"])
     name = f"{store}_without_own"

@@ -30,10 +30,10 @@ from pipeline.refresh_inputs import enrichment_lookup
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
 from pipeline.store import Store
+from secrag.db import database
 from secrag.files.package_data import sql_dir
 from secrag.models.encoders import document_encoder
 from secrag.settings import get_settings
-from secrag.store import database
 
 
 def copy_database(url: str, name: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from secrag.store import database
+from secrag.db import database
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for the tests' mirror helper
 from tests.plugins.mirror_changes import add_commit  # noqa: E402

@@ -60,12 +60,12 @@ from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
 from pipeline.sources.mitre_lookup import techniques_from_bundle  # noqa: E402
 from pipeline.sources.registry import SourceSpec, default_registry  # noqa: E402
 from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
+from secrag.db import database, embedded, migrations  # noqa: E402
+from secrag.db.queries import Queries  # noqa: E402
 from secrag.errors import SecragError  # noqa: E402
 from secrag.models.embedder import TextModel  # noqa: E402
 from secrag.models.encoders import document_encoder  # noqa: E402
 from secrag.settings import Settings, get_settings  # noqa: E402
-from secrag.store import database, embedded, migrations  # noqa: E402
-from secrag.store.queries import Queries  # noqa: E402
 
 from build import BENCH_DB  # noqa: E402
 from mirror_edits import ADDED, change_upstream, pick_edit, planned_change  # noqa: E402

@@ -27,9 +27,9 @@ import time
 
 from doc_encoders import chunk_sample, cpu_line
 
+from secrag.db import database
 from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import Settings
-from secrag.store import database
 
 BATCH = 256
 

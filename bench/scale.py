@@ -32,7 +32,7 @@ import psycopg
 from psycopg import sql
 from quality import api_settings
 
-from secrag.store import database
+from secrag.db import database
 
 from cold_start import children, memory_mb
 

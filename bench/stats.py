@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.files.package_data import sql_dir
-from secrag.store import database
-from secrag.store.queries import Queries
 from serving.api.app import create_app
 from serving.reads.stats import LiveCounts, collect_stats
 from serving.search.statements import compose

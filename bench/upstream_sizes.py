@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from secrag.store import database
+from secrag.db import database
 
 SIZES = """
 SELECT d.source,

@@ -33,12 +33,12 @@ from plans import percentile as nearest_rank  # noqa: E402
 from quality import load_items  # noqa: E402
 
 from pipeline.indexing import embedding_input  # noqa: E402
+from secrag.db import database  # noqa: E402
+from secrag.db.queries import Queries  # noqa: E402
 from secrag.enrichment import enrich  # noqa: E402
 from secrag.files.package_data import sql_dir  # noqa: E402
 from secrag.models.encoders import document_encoder  # noqa: E402
 from secrag.settings import get_settings  # noqa: E402
-from secrag.store import database  # noqa: E402
-from secrag.store.queries import Queries  # noqa: E402
 from serving.search.analysis import analyse  # noqa: E402
 from serving.search.encoder import shared_encoder  # noqa: E402
 

@@ -121,7 +121,7 @@ say "the network namespace reaches nothing: $(ip netns exec "$ns" curl -s --max-
 
 in_image secrag db start
 url=$(in_image secrag db url)
-dagster_url=$(in_image python -c "import sys; from secrag.store.database import with_database as w; print(w(sys.argv[1], 'secrag_dagster'))" "$url")
+dagster_url=$(in_image python -c "import sys; from secrag.db.database import with_database as w; print(w(sys.argv[1], 'secrag_dagster'))" "$url")
 in_image python -c "import psycopg, sys; psycopg.connect(sys.argv[1], autocommit=True).execute('CREATE DATABASE secrag_dagster')" "$url"
 check_env=(SECRAG_DATABASE_URL="$url" SECRAG_DAGSTER_PG_URL="$dagster_url" SECRAG_CODE_SERVER_HOST=127.0.0.1)
 say "PostgreSQL: the image's embedded server, $(in_image secrag db url | sed 's/:[^:@\/]*@/:***@/')"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psycopg
 
-from secrag.store.queries import Queries, one_row
+from secrag.db.queries import Queries, one_row
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import dagster as dg
 
+from secrag.db.queries import Queries, one_row
 from secrag.freshness import REFRESH_ALLOWANCE_SECONDS, SourceClock, verdict, window_seconds
-from secrag.store.queries import Queries, one_row
 
 from .assets.keys import COVERAGE, DIMENSIONS, FRESHNESS, REFRESH_OK, TECHNIQUES_RESOLVE, embeddings_key, source_key
 from .resources import EmbedderResource, StoreResource

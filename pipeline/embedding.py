@@ -10,8 +10,8 @@ from pathlib import Path
 
 import psycopg
 
+from secrag.db.queries import Queries, one_row
 from secrag.models.embedder import TextModel
-from secrag.store.queries import Queries, one_row
 
 from .indexing import embedding_input
 from .model_store import ensure_model_index

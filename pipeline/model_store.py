@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from secrag.store.queries import Queries, one_row
+from secrag.db.queries import Queries, one_row
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from typing import Literal
 
 import psycopg
 
+from secrag.db.queries import Queries
 from secrag.error_kinds import kind_of
 from secrag.errors import SecragError
-from secrag.store.queries import Queries
 
 from .chunking import ChunkConfig
 from .refresh_inputs import ATTACK_SOURCE, enrichment_lookup, pinned_version, publish_fingerprint, source_row

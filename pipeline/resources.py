@@ -17,11 +17,11 @@ import dagster as dg
 import psycopg
 from pydantic import PrivateAttr
 
+from secrag.db import database
 from secrag.models.embedder import TextModel
 from secrag.models.encoders import document_encoder
 from secrag.models.registry import model_info
 from secrag.settings import DEFAULT_MODEL, Settings, get_settings
-from secrag.store import database
 
 from .chunking import ChunkConfig
 from .sources.configure import upstream_for

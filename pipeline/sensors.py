@@ -14,8 +14,8 @@ from typing import Any
 import dagster as dg
 import psycopg
 
+from secrag.db.queries import Queries
 from secrag.errors import FetchRateLimited
-from secrag.store.queries import Queries
 
 from .assets.keys import ATTACK_SOURCE, FRESHNESS, LOOKUP_KEY, embeddings_key, folder_key, source_key, upstream_key
 from .assets.sources import REQUESTED_VERSION_TAG

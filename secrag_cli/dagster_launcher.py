@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from secrag.db import database
 from secrag.errors import ConfigError
 from secrag.settings import REPO_ROOT, Settings
-from secrag.store import database
 
 from .processes import spawn, stop_group
 

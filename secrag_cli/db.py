@@ -7,8 +7,8 @@ import shutil
 
 import click
 
+from secrag.db import database, embedded, migrations
 from secrag.settings import get_settings
-from secrag.store import database, embedded, migrations
 
 from .errors import SecragGroup
 
@@ -102,7 +102,7 @@ def dump_schema(output: str | None) -> None:
     """Print the normalised schema (regenerate sql/schema.sql with --output sql/schema.sql)."""
     from pathlib import Path
 
-    from secrag.store import schema
+    from secrag.db import schema
 
     text = schema.dump(database.database_url(get_settings()))
     if output:

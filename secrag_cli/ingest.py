@@ -11,11 +11,11 @@ from pathlib import Path
 import click
 
 from secrag.access import access_problem
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.errors import ConfigError
 from secrag.files.safe_files import UnsafeFile, read_capped
 from secrag.settings import get_settings
-from secrag.store import database
-from secrag.store.queries import Queries
 
 from .errors import SecragGroup
 

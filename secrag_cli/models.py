@@ -6,8 +6,8 @@ from __future__ import annotations
 import click
 
 from pipeline.model_store import prunable, prune_model, stored_models
+from secrag.db import database
 from secrag.models.registry import model_info, registry
-from secrag.store import database
 from serving.settings import ServingSettings
 
 from .errors import SecragGroup

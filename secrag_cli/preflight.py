@@ -19,9 +19,9 @@ import shutil
 
 import click
 
+from secrag.db import database, migrations
 from secrag.errors import ConfigError, DatabaseError
 from secrag.settings import get_settings
-from secrag.store import database, migrations
 
 ROLES = ("code-server", "webserver", "daemon")
 INSTANCE_URL = "SECRAG_DAGSTER_PG_URL"

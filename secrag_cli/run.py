@@ -13,9 +13,9 @@ from types import FrameType
 
 import click
 
+from secrag.db import database, embedded, migrations
 from secrag.errors import ConfigError
 from secrag.settings import REPO_ROOT, get_settings
-from secrag.store import database, embedded, migrations
 
 from .processes import spawn, stop_group
 

@@ -14,10 +14,10 @@ import psycopg
 from pipeline.sources.configure import upstream_for
 from pipeline.sources.interface import UpstreamVersion
 from pipeline.sources.registry import SourceSpec, default_registry
+from secrag.db import database, embedded
+from secrag.db.queries import Queries
 from secrag.errors import ConfigError, SecragError
 from secrag.settings import Settings, get_settings
-from secrag.store import database, embedded
-from secrag.store.queries import Queries
 
 from .errors import SecragGroup
 

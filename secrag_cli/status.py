@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
+from secrag.db import database, migrations
+from secrag.db.queries import Queries, one_row
 from secrag.settings import get_settings
-from secrag.store import database, migrations
-from secrag.store.queries import Queries, one_row
 
 
 @click.command()

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import click
 import psycopg
 
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.settings import get_settings
-from secrag.store import database
-from secrag.store.queries import Queries
 
 from .errors import SecragGroup
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import psycopg
 
+from secrag.db.queries import Queries
 from secrag.errors import ConfigError
-from secrag.store.queries import Queries
 from serving.contract.query_classes import QUERY_TYPES
 from serving.feedback.tuned_plans import SCORE_THRESHOLD
 from serving.plans.plans_file import PlansConfig

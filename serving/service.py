@@ -11,7 +11,7 @@ from dataclasses import InitVar, dataclass, field
 
 from psycopg_pool import ConnectionPool
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 from serving.access.request_limits import RequestLimits
 from serving.access.sessions import ReaderSessions
 from serving.coverage.counts import CoverageReads

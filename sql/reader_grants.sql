@@ -2,7 +2,7 @@
 -- this file after the migrations, every time, in one transaction: it takes every right on secrag's
 -- tables away and grants back exactly the columns below (no table-wide grant, no default privileges
 -- since migration 0017), so a table or column added by a migration stays unreadable until it is listed
--- here. tests/integration/secrag/store/test_reader_grants.py compares what the reader can read with this
+-- here. tests/integration/secrag/db/test_reader_grants.py compares what the reader can read with this
 -- list. Keep one `GRANT SELECT (columns) ON table TO secrag_reader;` per table, columns in table order.
 -- Never listed: query_log (secrag_querylog writes it), tuning_audit (who tuned what), ingested_documents
 -- (private files; their published documents are read through the access check), and any column the

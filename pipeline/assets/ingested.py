@@ -13,8 +13,8 @@ from typing import Any
 
 import dagster as dg
 
+from secrag.db.queries import Queries
 from secrag.errors import ParseError
-from secrag.store.queries import Queries
 
 from ..activation import activate_model_if_complete
 from ..automation import on_new_inputs

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 
 from ..automation import on_new_inputs
 from ..refresh_inputs import pinned_version

@@ -6,7 +6,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 
 from ..automation import on_new_inputs
 from ..refresh import Refreshed, RefreshFailed, RefreshLimits, refresh_source

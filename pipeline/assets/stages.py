@@ -10,7 +10,7 @@ from typing import Any
 import dagster as dg
 import psycopg
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 
 
 def _at(moment: datetime | float | None) -> float | None:

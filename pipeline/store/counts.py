@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 
 
 def refresh_counts(q: Queries, conn: psycopg.Connection, source: str) -> None:

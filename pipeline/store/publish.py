@@ -11,8 +11,8 @@ from typing import Any
 import psycopg
 
 from secrag.artefacts import unique
+from secrag.db.queries import Queries
 from secrag.errors import PublishRefused
-from secrag.store.queries import Queries
 
 from ..chunking import ChunkConfig
 from ..sources.records import Record, Skipped

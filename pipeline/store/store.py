@@ -8,8 +8,8 @@ from typing import Any
 
 import psycopg
 
+from secrag.db.queries import Queries
 from secrag.error_kinds import ErrorKind
-from secrag.store.queries import Queries
 
 from ..chunking import ChunkConfig
 from ..sources.mitre_lookup import MitreTechnique

@@ -8,8 +8,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from secrag.db.queries import Queries
 from secrag.error_kinds import ErrorKind, kind_of
-from secrag.store.queries import Queries
 
 _COUNTS = ("parsed", "inserted", "updated", "deleted", "unchanged", "skipped")
 

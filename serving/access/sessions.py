@@ -17,9 +17,9 @@ from typing import Any
 
 import psycopg
 
+from secrag.db import database
+from secrag.db.queries import Queries, one_row
 from secrag.errors import ConfigError, DatabaseError
-from secrag.store import database
-from secrag.store.queries import Queries, one_row
 from serving.settings import ServingSettings
 
 log = logging.getLogger(__name__)

@@ -12,11 +12,11 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from secrag.db import database
+from secrag.db.migrations import latest_version
+from secrag.db.queries import Queries
 from secrag.models.registry import model_info
 from secrag.net.url_policy import UrlPolicy
-from secrag.store import database
-from secrag.store.migrations import latest_version
-from secrag.store.queries import Queries
 from serving.access.keys import load_api_keys
 from serving.access.quotas import Gate
 from serving.access.request_limits import RequestLimits

@@ -10,7 +10,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 from serving.contract.query_classes import is_logged_class
 
 log = logging.getLogger(__name__)

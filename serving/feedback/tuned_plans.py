@@ -13,7 +13,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 from pydantic import ValidationError
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 from serving.contract.thresholds import TypeThresholds
 from serving.plans.plans_file import PlansConfig
 from serving.search.catalog import Cached

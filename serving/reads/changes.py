@@ -10,7 +10,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 from serving.access.keys import Principal
 from serving.contract.changes import ChangesQuery, ChangesResponse, DocumentChange
 from serving.contract.errors import NotFound

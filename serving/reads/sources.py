@@ -11,8 +11,8 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from secrag import error_kinds
+from secrag.db.queries import Queries
 from secrag.freshness import SourceClock, verdict
-from secrag.store.queries import Queries
 from serving.access.keys import Principal
 from serving.contract.responses import Attempt, SourceInfo, SourcesResponse
 from serving.reads.stats import LiveCounts, collect_stats

@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 from serving.search.statements import Statements
 
 TABLES = [

@@ -14,7 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from secrag.store.queries import Queries, one_row
+from secrag.db.queries import Queries, one_row
 from serving.access.keys import Principal
 from serving.contract.errors import InvalidField
 from serving.search.lexicon import LexemeStats

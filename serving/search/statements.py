@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from psycopg import sql
 
-from secrag.store.queries import Queries
+from secrag.db.queries import Queries
 
 # `vec` is either leg_vec (HNSW) or leg_vec_exact (exact distances); `fts_vec` serves strategy fts_then_vec
 LEGS = ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours", "procedures", "exact")

@@ -13,9 +13,9 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from secrag.db import database, embedded, migrations
 from secrag.files.package_data import sql_dir
 from secrag.settings import REPO_ROOT
-from secrag.store import database, embedded, migrations
 
 SQL_DIR = sql_dir()
 

@@ -20,8 +20,8 @@ from pipeline.resources import EmbedderResource, StoreResource, UpstreamResource
 from pipeline.sources.mirror import Mirror, build_mirror
 from pipeline.sources.registry import SourceSpec, default_registry
 from pipeline.sources.upstream import UpstreamConfig
+from secrag.db import database
 from secrag.settings import get_settings
-from secrag.store import database
 
 from .small_snapshot import build_small_snapshot
 

@@ -7,8 +7,8 @@ import psycopg
 import pytest
 
 from pipeline.model_store import ensure_model_index, prunable, prune_model, stored_models
+from secrag.db.queries import Queries
 from secrag.files.package_data import sql_dir
-from secrag.store.queries import Queries
 
 SQL_DIR = sql_dir()
 FP32, INT8 = "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"

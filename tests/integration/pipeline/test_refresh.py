@@ -25,9 +25,9 @@ from pipeline.sources.online import OnlineUpstream
 from pipeline.sources.registry import SourceSpec
 from pipeline.sources.upstream import UpstreamConfig
 from pipeline.store import Store
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.files.package_data import sql_dir
-from secrag.store import database
-from secrag.store.queries import Queries
 from tests.plugins.mirror_changes import add_commit
 
 SOURCE = "hijacklibs"
@@ -234,7 +234,7 @@ def test_a_process_killed_during_publish_is_abandoned_and_loses_nothing(
             sys.executable,
             "-c",
             "import sys, time\n"
-            "from pipeline.store import Store\nfrom secrag.store import database\n"
+            "from pipeline.store import Store\nfrom secrag.db import database\n"
             "from secrag.files.package_data import sql_dir\n"
             "conn = database.connect(sys.argv[1], autocommit=True)\n"
             "row = Store(sql_dir()).begin_version(conn, 'hijacklibs', 'doomed', 'publish')\n"

@@ -13,8 +13,8 @@ from pipeline.chunking import ChunkConfig
 from pipeline.sources.records import Record, Skipped
 from pipeline.store import Access, SourceRow, Store
 from secrag import artefacts
+from secrag.db import database
 from secrag.files.package_data import sql_dir
-from secrag.store import database
 
 LOOKUP = {"T1003": "OS Credential Dumping", "T1003.001": "OS Credential Dumping: LSASS Memory"}
 

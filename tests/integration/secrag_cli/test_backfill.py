@@ -21,7 +21,7 @@ import pytest
 from dagster import DagsterInstance
 from psycopg import sql
 
-from secrag.store import database
+from secrag.db import database
 from tests.plugins.browser import render, visible_text
 from tests.plugins.upstream import SNAPSHOT
 

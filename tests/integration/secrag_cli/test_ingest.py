@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from secrag.store import database
+from secrag.db import database
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main", "ingest"]
 

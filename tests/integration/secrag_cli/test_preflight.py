@@ -11,7 +11,7 @@ import uuid
 
 from psycopg import sql
 
-from secrag.store import database
+from secrag.db import database
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main"]
 RAN = [sys.executable, "-c", "print('dagster would start')"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from psycopg.types.json import Jsonb
 
-from secrag.store import database
+from secrag.db import database
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main"]
 ROWS = [  # endpoint, query_type, query_text, top_score, result_count, attention

@@ -8,10 +8,10 @@ import logging
 import psycopg
 import pytest
 
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.errors import ConfigError
 from secrag.files.package_data import sql_dir
-from secrag.store import database
-from secrag.store.queries import Queries
 from secrag_cli.tuning_audit import apply_change, history, rollback
 from serving.feedback.tuned_plans import read_thresholds
 from serving.plans.plans_file import load_plans

@@ -14,8 +14,8 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
+from secrag.db import database
 from secrag.files.package_data import sql_dir
-from secrag.store import database
 from serving.api.app import create_app
 from serving.search.encoder import shared_encoder
 from serving.settings import ServingSettings

@@ -71,7 +71,7 @@ def test_bearer_token_and_unknown_key(client: TestClient) -> None:
 def test_counts_are_of_the_documents_the_caller_may_see(client: TestClient, serving_db_url: str) -> None:
     """/v1/stats and /v1/sources count a user folder's documents as the caller sees them, even when
     one document of a folder the caller may see is restricted further."""
-    from secrag.store import database
+    from secrag.db import database
 
     def counts(key: str) -> tuple[int, int, int]:
         stats = client.get("/v1/stats", headers={"X-API-Key": key}).json()["sources"]["acme_shared"]

@@ -20,13 +20,13 @@ from pipeline.indexing import embedding_input
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
 from pipeline.store import SourceRow, Store
+from secrag.db import database
 from secrag.errors import ConfigError
 from secrag.files.package_data import package_path, sql_dir
 from secrag.models.encoders import document_encoder
 from secrag.models.onnx_export import export_onnx, file_sha256
 from secrag.models.onnx_model import OnnxEncoder
 from secrag.settings import DEFAULT_MODEL, get_settings
-from secrag.store import database
 from serving.api.app import create_app
 from serving.search.search_file import load_search_config
 from serving.settings import ServingSettings

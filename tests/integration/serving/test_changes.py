@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from pipeline.chunking import ChunkConfig
 from pipeline.sources.records import Record
 from pipeline.store import Access, SourceRow, Store
+from secrag.db import database
 from secrag.files.package_data import sql_dir
-from secrag.store import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 from tests.integration.serving.test_mcp import call

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from secrag.store import database
+from secrag.db import database
 from tests.unit.serving.test_map_layer import assert_valid_layer
 
 from .test_mcp import call

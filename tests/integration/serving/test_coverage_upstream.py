@@ -18,8 +18,8 @@ from pipeline.sources.mitre_lookup import techniques_from_bundle
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
 from pipeline.store import Store
+from secrag.db import database
 from secrag.files.package_data import sql_dir
-from secrag.store import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 from tests.plugins.database import migrated_copy

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg import conninfo, sql
 
-from secrag.store import database
+from secrag.db import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

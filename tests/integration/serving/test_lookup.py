@@ -19,9 +19,9 @@ from pipeline.sources.records import Record
 from pipeline.sources.registry import default_registry
 from pipeline.store import Access, SourceRow, Store
 from secrag import artefacts
+from secrag.db import database
 from secrag.files import safe_yaml
 from secrag.files.package_data import sql_dir
-from secrag.store import database
 from serving.api.app import create_app
 from serving.contract.lookup_models import MAX_LOOKUP_VALUES
 from serving.settings import ServingSettings

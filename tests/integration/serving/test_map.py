@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
+from secrag.db import database
 from secrag.enrichment import enrich
-from secrag.store import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 from tests.unit.serving.test_map_layer import assert_valid_layer

@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 
 from pipeline.activation import activate_model_if_complete
 from pipeline.embedding import embed_pending
+from secrag.db import database
 from secrag.files.package_data import sql_dir
 from secrag.settings import get_settings
-from secrag.store import database
 from serving.api.app import create_app
 from serving.search.encoder import shared_encoder
 from serving.settings import ServingSettings

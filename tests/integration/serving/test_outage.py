@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from secrag.db import database, embedded, migrations
 from secrag.errors import EmbeddedServerError
 from secrag.files.package_data import sql_dir
-from secrag.store import database, embedded, migrations
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

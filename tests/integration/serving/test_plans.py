@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from secrag.store import database
+from secrag.db import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings, default_plans_file
 

@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from secrag.store import database
+from secrag.db import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

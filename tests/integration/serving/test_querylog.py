@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from secrag.store import database
+from secrag.db import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

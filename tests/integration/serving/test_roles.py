@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 from psycopg import sql
 
+from secrag.db import database
 from secrag.errors import ConfigError
-from secrag.store import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

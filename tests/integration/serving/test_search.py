@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from secrag.store import database
+from secrag.db import database
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 
@@ -220,8 +220,8 @@ def test_vector_leg_uses_the_hnsw_index(serving_db_url: str) -> None:
             )
         )
     assert "embeddings_minilm_hnsw_idx" in plan
+    from secrag.db.queries import Queries
     from secrag.files.package_data import sql_dir
-    from secrag.store.queries import Queries
     from serving.search.statements import compose
 
     statements = compose(Queries(sql_dir(), "serving"), "all-MiniLM-L6-v2", 384)

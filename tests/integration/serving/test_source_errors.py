@@ -26,11 +26,11 @@ from pipeline.sources.online import OnlineUpstream
 from pipeline.sources.registry import SourceSpec
 from pipeline.sources.upstream import UpstreamConfig
 from pipeline.store import Store
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.error_kinds import MESSAGES
 from secrag.errors import ParseError
 from secrag.files.package_data import sql_dir
-from secrag.store import database
-from secrag.store.queries import Queries
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 from tests.integration.serving.test_mcp import call

@@ -11,9 +11,9 @@ from pipeline.checks import freshness_verdict
 from pipeline.chunking import ChunkConfig
 from pipeline.sources.records import Record
 from pipeline.store import SourceRow, Store
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.files.package_data import sql_dir
-from secrag.store import database
-from secrag.store.queries import Queries
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from secrag.store import database
+from secrag.db import database
 
 
 def test_sources(client: TestClient) -> None:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
+from secrag.db import database
+from secrag.db.queries import Queries
 from secrag.files.package_data import sql_dir
-from secrag.store import database
-from secrag.store.queries import Queries
 from secrag_cli.tuning_audit import apply_change, rollback
 from serving.api.app import create_app
 from serving.plans.plans_file import load_plans

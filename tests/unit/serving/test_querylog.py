@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from secrag.db.queries import Queries
 from secrag.files.package_data import sql_dir
-from secrag.store.queries import Queries
 from serving.feedback.querylog import QueryLog
 
 

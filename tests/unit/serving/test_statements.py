@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from secrag.db.queries import Queries, load
 from secrag.files.package_data import sql_dir
-from secrag.store.queries import Queries, load
 from serving.search.statements import LEGS, VOTER_LEGS, Statements, compose, fill_block, placeholders, voter_parts
 
 # The API's queries: serving.py loads no other file (serving/api/app.py: Queries(sql_dir, "serving")).

@@ -15,9 +15,9 @@ from pipeline.refresh import RefreshLimits, refresh_source
 from pipeline.sources.bundled import WithBundled, bundled_version
 from pipeline.sources.registry import default_registry
 from pipeline.store import Store
+from secrag.db.queries import Queries
 from secrag.errors import FetchError
 from secrag.files.package_data import sql_dir
-from secrag.store.queries import Queries
 
 
 class NoUpstream:

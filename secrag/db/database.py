@@ -11,9 +11,9 @@ import psycopg
 from psycopg import conninfo, sql
 from psycopg_pool import ConnectionPool
 
+from secrag.db import embedded
 from secrag.errors import DatabaseError
 from secrag.settings import Settings
-from secrag.store import embedded
 
 log = logging.getLogger(__name__)
 

@@ -11,15 +11,15 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from secrag.db.queries import load
 from secrag.files.package_data import sql_dir
-from secrag.store.queries import load
 
 ROOT = Path(__file__).resolve().parents[4]
 PACKAGES = ("secrag", "secrag_cli", "serving", "pipeline", "bench")
 RECEIVERS = {"q", "queries", "self.q", "self.queries", "service.queries", "store.q"}
 # Modules whose Queries arrive as an argument or a field: the file they are given.
 MODULE_GROUPS = {
-    "secrag/store/migrations.py": "migrations",
+    "secrag/db/migrations.py": "migrations",
     "secrag_cli/sources.py": "status",
     "secrag_cli/tuning_audit.py": "tuning",
     "pipeline/refresh.py": "pipeline",

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from secrag.db.embedded_data_dir import adopt_legacy_data_dir, check_data_dir
 from secrag.errors import EmbeddedServerError
-from secrag.store.embedded_data_dir import adopt_legacy_data_dir, check_data_dir
 
 
 def test_an_empty_or_new_folder_is_accepted(tmp_path: Path) -> None:

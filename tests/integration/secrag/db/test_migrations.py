@@ -9,10 +9,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from secrag.db import database, migrations, schema
+from secrag.db.queries import Queries
 from secrag.errors import MigrationError
 from secrag.files.package_data import sql_dir
-from secrag.store import database, migrations, schema
-from secrag.store.queries import Queries
 
 SQL_DIR = sql_dir()
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from secrag.db import database, migrations, reader_grants
 from secrag.files.package_data import sql_dir
-from secrag.store import database, migrations, reader_grants
 
 SQL_DIR = sql_dir()
 _GRANT = re.compile(r"GRANT SELECT \(([^)]*)\)\s+ON (\w+) TO secrag_reader;")

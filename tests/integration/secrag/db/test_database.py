@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from secrag.db import database
 from secrag.errors import DatabaseError
 from secrag.settings import REPO_ROOT
-from secrag.store import database
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from secrag.db.migrations import load_migrations
 from secrag.files.package_data import sql_dir
-from secrag.store.migrations import load_migrations
 
 RELEASED = Path(__file__).with_name("migration_checksums.txt")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from secrag.db.queries import Queries, parse_blocks
 from secrag.errors import ConfigError
 from secrag.files.package_data import sql_dir
-from secrag.store.queries import Queries, parse_blocks
 
 
 def test_blocks_are_split_by_name() -> None:

@@ -1,1 +1,0 @@
-"""The store: connections, the embedded PostgreSQL server, migrations, named SQL, the reader's grants."""
