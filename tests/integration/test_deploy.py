@@ -198,3 +198,16 @@ def test_the_helm_values_keep_the_instance_of_deploy_dagster_yaml() -> None:
         "maxRetries": instance["run_retries"]["max_retries"],
     }
     assert values["telemetry"]["enabled"] is instance["telemetry"]["enabled"] is False
+
+
+def test_the_python_the_dockerfile_and_the_image_check_run_imports() -> None:
+    """The `python -c` snippets of the Dockerfile and deploy/check-image.sh name modules of this tree: each
+    `from X import Y` they hold must import here (a module moved without them broke the image build once)."""
+    found = []
+    for name in ("Dockerfile", "check-image.sh"):
+        text = (DEPLOY / name).read_text()
+        found += [(name, m, n) for m, n in re.findall(r"from ((?:secrag|pipeline|serving)[\w.]*) import (\w+)", text)]
+    assert found, "no snippet found: the pattern no longer matches the files"
+    for name, module, attr in found:
+        imported = __import__(module, fromlist=[attr])
+        assert hasattr(imported, attr), f"{name}: {module} has no {attr}"
