@@ -15,7 +15,6 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from secrag.artefacts import names_an_artefact
 from secrag.enrichment import enrich
 from serving.access.keys import Principal
 from serving.access.sessions import DEFAULT_EF_SEARCH, ReaderSessions
@@ -26,7 +25,7 @@ from serving.contract.requests import SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
 from serving.search import analysis as logic
 from serving.search import fusion, spelling
-from serving.search.artefacts import holders
+from serving.search.artefacts import in_holder_order, pinned_holders
 from serving.search.catalog import Catalog
 from serving.search.encoder import QueryEncoder
 from serving.search.leg_shapes import LegShaper
@@ -37,8 +36,6 @@ from serving.search.statements import VOTER_LEGS, Statements
 
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
 LABEL_WEIGHT = 1.0
-# Records holding a queried hash or file name put first, at most (a driver name may be in a few entries).
-ARTEFACT_PINS = 20
 
 
 @dataclass(frozen=True)
@@ -110,7 +107,7 @@ class Searcher:
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
             params["sources"] = self._sources(conn, principal, req.filters)
-            holders = self._artefact_holders(conn, req, principal)
+            holders = [] if req.mode == "vector" else pinned_holders(conn, self.statements.lookup, req.query, principal)
             params["exact_ids"] = [*params["exact_ids"], *holders]
             fixes = self._corrections(conn, req, analysis, plan, params)
             plan = self._label(req, analysis, plan, params, fixes, then_vec=then_vec)
@@ -130,7 +127,7 @@ class Searcher:
                 min_score=req.min_score,
             )
             if holders:
-                ranked = _in_holder_order(ranked, holders)
+                ranked = in_holder_order(ranked, holders)
             page = self._page(conn, req, params, ranked[req.offset : req.offset + req.k])
         results, truncated = cap([search_result(r) for r in page], self.max_response_bytes)
         return SearchResponse(
@@ -144,15 +141,6 @@ class Searcher:
             vector_threshold=floor,
             below_vector_threshold=below,
         )
-
-    def _artefact_holders(self, conn: psycopg.Connection, req: SearchRequest, principal: Principal) -> list[str]:
-        """The documents holding the queried hash or file name (serving/search/artefacts.py), put first like a
-        document named by an exact identifier: one indexed lookup, only for a query that looks like one (a
-        regular expression decides), and not in vector-only search (which pins nothing)."""
-        if req.mode == "vector" or not names_an_artefact(req.query):
-            return []
-        found = holders(conn, self.statements.lookup, [req.query], principal, ARTEFACT_PINS)
-        return [row["doc_id"] for row in found.get(0, [])[:ARTEFACT_PINS]]
 
     def _given_vector(self, req: SearchRequest) -> np.ndarray | None:
         """The caller's `query_embedding` as a unit vector, checked against the serving model."""
@@ -370,13 +358,6 @@ class Searcher:
         }
         display = {r["chunk_id"]: r for r in _fetch(conn, self.statements.result_rows, display_params)}
         return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
-
-
-def _in_holder_order(ranked: list[dict[str, Any]], holders: Sequence[str]) -> list[dict[str, Any]]:
-    """The exact rows with the artefact holders in the lookup's order (the records the query names first), after
-    any document named by an exact id; the rest as ranked."""
-    order = {doc_id: i for i, doc_id in enumerate(holders)}
-    return sorted(ranked, key=lambda r: (not r["exact"], order.get(r["doc_id"], -1) if r["exact"] else 0))
 
 
 def _document_filters(filters: SearchFilters) -> bool:
