@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
 
 from serving.api.deps import ChangeFeedDep, PrincipalDep
-from serving.api.routes import API_PREFIX
+from serving.api.routes import API_PREFIX, query_model
 from serving.contract.changes import CURSOR_PATTERN, MAX_CHANGES, ChangesQuery, ChangesResponse
 from serving.contract.requests import NO_NUL, error_responses
 
@@ -31,8 +29,5 @@ def list_changes(
     """What each publish added, modified (content changed) and removed, newest first: document ids, titles,
     the kind of change, the upstream versions before and after, and when; only documents the caller may see.
     The history is kept for SECRAG_CHANGE_HISTORY_DAYS (90 days by default)."""
-    try:
-        query = ChangesQuery(sources=sources, since=since, limit=limit, cursor=cursor)
-    except ValidationError as exc:  # a 422 like FastAPI's own, at the query parameter
-        raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from exc
+    query = query_model(ChangesQuery, sources=sources, since=since, limit=limit, cursor=cursor)
     return feed.page(query, principal)

@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
 
 from secrag.artefacts import MAX_VALUE_CHARS
 from serving.api.deps import ArtefactsDep, PrincipalDep
-from serving.api.routes import API_PREFIX
+from serving.api.routes import API_PREFIX, query_model
 from serving.contract.lookup_models import (
     DEFAULT_LOOKUP_RECORDS,
     MAX_LOOKUP_RECORDS,
@@ -41,8 +39,5 @@ def lookup(
     executables, LOLDrivers drivers) or Windows path (LOLBAS full paths, HijackLibs expected and vulnerable
     paths), the records the caller may see that hold it, each with the fields it is in. A value no record
     holds has no records (not an error). Matching rules: docs/api.md."""
-    try:
-        query = LookupQuery(value=value, limit=limit)
-    except ValidationError as exc:  # a 422 like FastAPI's own, at the query parameter
-        raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from exc
+    query = query_model(LookupQuery, value=value, limit=limit)
     return artefacts.lookup(query, principal)
