@@ -234,18 +234,25 @@ WITH nn AS MATERIALIZED (
         SELECT split_part(x, '.', 1), 0.5 FROM unnest(d.techniques) x WHERE strpos(x, '.') > 0
     ) t(technique, share)
     GROUP BY t.technique
+), ranked AS MATERIALIZED (
+    -- Scored on the documents alone, and only the best vec_k read their first chunk: a common technique
+    -- labels thousands of documents (T1059.001), and reading each one's chunk cost most of the leg.
+    SELECT d.doc_id,
+           ((SELECT sum(v.vote) FROM votes v WHERE v.technique = ANY(d.techniques)) / cardinality(d.techniques))::float8
+               AS score
+    FROM documents d
+    WHERE d.techniques && (SELECT coalesce(array_agg(technique), '{{}}') FROM votes)
+      AND (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))
+      AND (%(doc_ids)s::text[] IS NULL OR d.doc_id = ANY(%(doc_ids)s::text[]))
+      AND {document_filters}
+    ORDER BY score DESC, d.doc_id || '#0'
+    LIMIT %(vec_k)s
 )
-SELECT {leg} AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
-       ((SELECT sum(v.vote) FROM votes v WHERE v.technique = ANY(d.techniques))
-        / cardinality(d.techniques))::float8 AS score,
+SELECT {leg} AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, r.score,
        NULL::float8 AS pool_fts, false AS ident_hit, false AS is_exact, NULL::float8 AS vec_score
-FROM documents d
-JOIN chunks c ON c.chunk_id = d.doc_id || '#0'
-WHERE d.techniques && (SELECT coalesce(array_agg(technique), '{{}}') FROM votes)
-  AND (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))  -- before the chunks are read
-  AND {filters}
-ORDER BY score DESC, c.chunk_id
-LIMIT %(vec_k)s
+FROM ranked r
+JOIN chunks c ON c.chunk_id = r.doc_id || '#0'  -- every document has its first chunk (the chunk's filters are the document's)
+ORDER BY r.score DESC, c.chunk_id
 
 -- name: leg_exact
 -- The document named by an exact identifier (exact) and, for a parent technique, its sub-techniques.
