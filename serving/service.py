@@ -31,6 +31,7 @@ from serving.search.result_cache import ResultCache
 from serving.search.search_file import SearchConfig
 from serving.search.searcher import Searcher
 from serving.search.serving_model import ServingModel
+from serving.search.side_legs import SideLegs
 from serving.search.statements import Statements, compose
 from serving.settings import ServingSettings
 
@@ -52,6 +53,7 @@ class Service:
     make_encoder: Callable[[str], QueryEncoder] | None = None  # follows the active model when given
     catalog: Catalog = field(init=False)
     results: ResultCache = field(init=False)
+    side_legs: SideLegs = field(init=False)
     limits: RequestLimits = field(init=False)
     model: ServingModel = field(init=False)
     reads: Reads = field(init=False)
@@ -67,6 +69,7 @@ class Service:
             self.pool, self.queries, statements, aggregate_timeout_ms=settings.reader_aggregate_timeout_ms
         )
         self.results = ResultCache(settings.result_cache_size)
+        self.side_legs = SideLegs(self.pool, enabled=settings.search_parallel_legs)
         self.limits = RequestLimits.from_settings(settings)
         self.model = ServingModel(
             searcher=self._searcher(encoder, statements),
@@ -103,6 +106,7 @@ class Service:
             sessions=self.sessions,
             max_response_bytes=self.settings.max_response_bytes,
             results=self.results,
+            side=self.side_legs,
         )
 
     def _read_active(self) -> str:

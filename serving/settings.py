@@ -211,6 +211,12 @@ class SearchSettings(BaseSettings):
         description="Sentence searches one map runs at once, each on a reader connection of the pool (at most "
         "SECRAG_POOL_MAX_SIZE); about the cores the database has.",
     )
+    search_parallel_legs: bool = Field(
+        default=True,
+        description="Run a hybrid search's voter legs (neighbours, procedures) on a second reader connection while "
+        "its other legs run, whenever fewer searches are in flight than the API process has cores: one client "
+        "then waits for the slower statement, not for both.",
+    )
     hnsw_max_scan_tuples: int = Field(
         default=50000, ge=1000, description="pgvector's hnsw.max_scan_tuples for filtered vector scans."
     )

@@ -134,6 +134,7 @@ def start_service(settings: ServingSettings, metrics: Exposition, url_policy: Ur
 
 
 def stop_service(service: Service) -> None:
+    service.side_legs.close()
     service.pool.close()
     if service.query_log is not None:
         service.query_log.close()

@@ -32,6 +32,7 @@ from serving.search.leg_shapes import LegShaper
 from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
 from serving.search.search_file import SearchConfig
+from serving.search.side_legs import SideLegs
 from serving.search.statements import VOTER_LEGS, Statements
 
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
@@ -50,6 +51,7 @@ class Searcher:
     sessions: ReaderSessions
     max_response_bytes: int
     results: ResultCache = field(default_factory=lambda: ResultCache(0))
+    side: SideLegs | None = None  # runs the voter legs on a second connection while a core is idle
 
     @property
     def shaper(self) -> LegShaper:
@@ -80,6 +82,14 @@ class Searcher:
         return response
 
     def _search(
+        self, req: SearchRequest, principal: Principal, started: float, vector: np.ndarray | None = None
+    ) -> SearchResponse:
+        if self.side is None:
+            return self._run(req, principal, started, vector)
+        with self.side.search():
+            return self._run(req, principal, started, vector)
+
+    def _run(
         self, req: SearchRequest, principal: Principal, started: float, vector: np.ndarray | None = None
     ) -> SearchResponse:
         analysis = logic.analyse(req.query)
@@ -294,9 +304,9 @@ class Searcher:
         *,
         then_vec: bool = False,
     ) -> tuple[list[dict[str, Any]], int]:
-        """Run the needed legs as one statement, drop the vector leg's candidates under `floor` (the
-        model's threshold for the query shape), then fuse them (by reciprocal rank, or fts_then_vec's
-        re-ranking) and take the window; with the count dropped."""
+        """Run the needed legs (in one statement, or two at once: _leg_rows), drop the vector leg's candidates
+        under `floor` (the model's threshold for the query shape), then fuse them (by reciprocal rank, or
+        fts_then_vec's re-ranking) and take the window; with the count dropped."""
         if then_vec:
             wanted = {"vec": True, "fts_vec": True, "exact": bool(params["exact_ids"])}
             params = {**params, "child_ids": []}
@@ -310,11 +320,9 @@ class Searcher:
                 "procedures": plan.w_procedures > 0,
                 "exact": bool(params["exact_ids"] or params["child_ids"]),
             }
-        statement = self.statements.search(
-            [leg for leg, needed in wanted.items() if needed], exact_vectors=exact_vectors
-        )
-        rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg, needed in wanted.items() if needed}
-        for row in _fetch(conn, statement, params):
+        legs = [leg for leg, needed in wanted.items() if needed]
+        rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg in legs}
+        for row in self._leg_rows(conn, legs, params, exact_vectors, max(DEFAULT_EF_SEARCH, plan.vec_k)):
             rows[row["leg"]].append(row)
         exact = rows.pop("exact", [])
         for leg_rows in rows.values():  # each leg best first (UNION ALL promises no order)
@@ -341,6 +349,28 @@ class Searcher:
             rrf_k0=req.rrf_k0,
         )
         return window, below
+
+    def _leg_rows(
+        self, conn: psycopg.Connection, legs: list[str], params: dict[str, Any], exact_vectors: bool, ef_search: int
+    ) -> list[dict[str, Any]]:
+        """The legs' rows: from one statement, or the voter legs' from a second statement on a spare
+        connection (serving/search/side_legs.py) while the others' runs on this one."""
+        aside = [leg for leg in legs if leg in VOTER_LEGS]
+        kept = [leg for leg in legs if leg not in VOTER_LEGS]
+        if aside and kept and self.side is not None:
+
+            def voters(spare: psycopg.Connection) -> list[dict[str, Any]]:
+                self.sessions.ef_search(spare, ef_search)
+                return _fetch(spare, self.statements.search(aside), params)
+
+            pending = self.side.start(voters)
+            if pending is not None:
+                own = _fetch(conn, self.statements.search(kept, exact_vectors=exact_vectors), params)
+                theirs = pending.result()
+                if theirs is None:  # no spare connection came: run them here
+                    theirs = _fetch(conn, self.statements.search(aside), params)
+                return own + theirs
+        return _fetch(conn, self.statements.search(legs, exact_vectors=exact_vectors), params)
 
     def _page(
         self, conn: psycopg.Connection, req: SearchRequest, params: dict[str, Any], page: list[dict[str, Any]]
