@@ -1,44 +1,112 @@
 """Where a search's time goes: query encoding, PostgreSQL, and secrag's own Python, per request.
 
-    python bench/budget.py --database-url postgresql://...secrag_bench... [--mode hybrid] [--no-filters]
+    python bench/budget.py --database-url postgresql://...secrag_bench... [--mode hybrid] [--no-filters] [--statements]
 
 Runs every dev query once (after a warm-up pass) through the API's own search code in process (the
-Service the app builds, caches off), timing the encoder's model run, each statement (execute and
-fetch over the local socket) and the rest (analysis, planning, fusion, rescoring, the response
-model). HTTP (uvicorn, routing, validation, JSON) is what bench/search.py's latency adds on top of
-the response's took_ms. Prints the mean and p50 of each share.
+Service the app builds, caches off), one request at a time, and times:
+
+- `encode`: the encoder's model run;
+- `postgres`: every statement a search sends, on every connection: the pool's check and reset round
+  trips, the lookups before the legs, the legs (two statements at once when the voter legs run aside,
+  serving/search/side_legs.py) and the page's display fields. It is the database's work per search (its
+  CPU on a busy server), summed over both connections;
+- `pg waited`: the part of it the request waited for (the voter legs' statement overlaps the others');
+- `python`: the rest of the request's time (analysis, planning, fusion, rescoring, the response model).
+
+HTTP (uvicorn, routing, validation, JSON) is what bench/search.py's latency adds on top. `--statements`
+adds each statement's mean time per search, by name (sql/queries/serving.sql) or by the legs it runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from serving.access.keys import ANONYMOUS
 from serving.api.app import start_service, stop_service
 from serving.contract.requests import SearchRequest
 from serving.observability.prometheus import Exposition
-from serving.search import searcher as search_run
+from serving.search.searcher import Searcher
 from serving.settings import ServingSettings
 
 QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
+LEG = re.compile(r"SELECT '(\w+)' AS leg")
 
 
-def timed(spent: dict[str, float], name: str, call: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+class Clock:
+    """Milliseconds spent per share of the current request, from any thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spent: dict[str, float] = defaultdict(float)
+        self.statements: dict[str, float] = defaultdict(float)
+        self.request_thread = threading.get_ident()
+        self.in_legs = False  # the request thread is in Searcher._leg_rows (its whole time counts as waited)
+
+    def add(self, share: str, ms: float) -> None:
+        with self.lock:
+            self.spent[share] += ms
+
+    @contextmanager
+    def timing(self, share: str) -> Iterator[None]:
         started = time.perf_counter()
         try:
-            return call(*args, **kwargs)
+            yield
         finally:
-            spent[name] += (time.perf_counter() - started) * 1000
+            self.add(share, (time.perf_counter() - started) * 1000)
 
-    return wrapper
+
+def statement_name(query: object, names: dict[str, str]) -> str:
+    text = query if isinstance(query, str) else str(query)
+    if text in names:
+        return names[text]
+    legs = LEG.findall(text) + [leg for leg in ("neighbours", "procedures") if f"'{leg}' AS leg" in text]
+    if legs:
+        return "legs: " + "+".join(sorted(set(legs)))
+    return " ".join(text.split())[:40] or "(the pool's check)"
+
+
+def instrument(clock: Clock, names: dict[str, str]) -> None:
+    """Time every statement (psycopg's cursor execute) and the legs' wait."""
+
+    def timed_execute(original: Callable[..., Any]) -> Callable[..., Any]:
+        def execute(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:  # noqa: ANN401
+            started = time.perf_counter()
+            try:
+                return original(self, query, params, **kwargs)
+            finally:
+                ms = (time.perf_counter() - started) * 1000
+                clock.add("postgres", ms)
+                with clock.lock:
+                    clock.statements[statement_name(query, names)] += ms
+                if threading.get_ident() == clock.request_thread and not clock.in_legs:
+                    clock.add("pg waited", ms)
+
+        return execute
+
+    psycopg.Cursor.execute = timed_execute(psycopg.Cursor.execute)  # type: ignore[method-assign]  # ClientCursor's too
+    leg_rows = Searcher._leg_rows  # noqa: SLF001
+
+    def timed_leg_rows(self: Searcher, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        clock.in_legs = True
+        try:
+            with clock.timing("pg waited"):
+                return leg_rows(self, *args, **kwargs)
+        finally:
+            clock.in_legs = False
+
+    Searcher._leg_rows = timed_leg_rows  # type: ignore[method-assign]  # noqa: SLF001
 
 
 def main() -> None:
@@ -46,6 +114,10 @@ def main() -> None:
     ap.add_argument("--database-url", required=True)
     ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--no-filters", action="store_true")
+    ap.add_argument("--statements", action="store_true", help="Also each statement's mean time per search.")
+    ap.add_argument(
+        "--serial-legs", action="store_true", help="Run every leg in one statement (SECRAG_SEARCH_PARALLEL_LEGS=false)."
+    )
     args = ap.parse_args()
     items = [json.loads(line) for line in QUERIES.read_text().splitlines() if line.strip()]
     settings = ServingSettings(  # type: ignore[call-arg]
@@ -55,36 +127,55 @@ def main() -> None:
         query_cache_size=0,
         result_cache_size=0,
         warm_up=False,
+        search_parallel_legs=not args.serial_legs,
     )
     service = start_service(settings, Exposition())
+    clock = Clock()
+    names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
+    instrument(clock, names)
+    rows: dict[str, list[float]] = defaultdict(list)
+    per_statement: dict[str, float] = defaultdict(float)
     try:
-        spent: dict[str, float] = defaultdict(float)
         encoder = service.searcher.encoder
-        encoder.encode = timed(spent, "encode", encoder.encode)  # type: ignore[method-assign]
-        search_run._fetch = timed(spent, "postgres", search_run._fetch)  # type: ignore[assignment]
-        rows: dict[str, list[float]] = defaultdict(list)
+        encode = encoder.encode
+
+        def timed_encode(*a: Any, **kw: Any) -> Any:  # noqa: ANN401
+            with clock.timing("encode"):
+                return encode(*a, **kw)
+
+        encoder.encode = timed_encode  # type: ignore[method-assign]
         for rep in range(2):  # the first pass warms up caches and plans
             for item in items:
                 body = {"query": item["query"], "mode": args.mode, "k": 10}
                 if not args.no_filters and item.get("filters"):
                     body["filters"] = item["filters"]
-                spent.clear()
+                clock.spent.clear()
+                clock.statements.clear()
                 started = time.perf_counter()
                 service.searcher.search(SearchRequest.model_validate(body), ANONYMOUS, cache=False)
                 total = (time.perf_counter() - started) * 1000
                 if rep:
-                    rows["encode"].append(spent["encode"])
-                    rows["postgres"].append(spent["postgres"])
-                    rows["python"].append(total - spent["encode"] - spent["postgres"])
+                    spent = dict(clock.spent)
+                    for share in ("encode", "postgres", "pg waited"):
+                        rows[share].append(spent.get(share, 0.0))
+                    rows["python"].append(total - spent.get("encode", 0.0) - spent.get("pg waited", 0.0))
                     rows["total"].append(total)
+                    for name, ms in clock.statements.items():
+                        per_statement[name] += ms
     finally:
         stop_service(service)
-    print(f"{len(items)} dev queries, mode {args.mode}, filters {'off' if args.no_filters else 'as labelled'}")
-    print(f"{'share':<10}{'mean ms':>9}{'p50 ms':>9}{'of mean':>9}")
+    legs = "in one statement" if args.serial_legs else "voter legs aside while a core is idle"
+    print(f"{len(items)} dev queries, mode {args.mode}, filters {'off' if args.no_filters else 'as labelled'}, {legs}")
+    print(f"{'share':<10}{'mean ms':>9}{'p50 ms':>9}{'of total':>10}")
     mean_total = statistics.mean(rows["total"])
     for name, values in rows.items():
         mean = statistics.mean(values)
-        print(f"{name:<10}{mean:>9.2f}{statistics.median(values):>9.2f}{mean / mean_total:>9.0%}")
+        print(f"{name:<10}{mean:>9.2f}{statistics.median(values):>9.2f}{mean / mean_total:>10.0%}")
+    print("(postgres: every statement on every connection; pg waited: what the request waited for)")
+    if args.statements:
+        print(f"\n{'mean ms per search':>18}  statement")
+        for name, ms in sorted(per_statement.items(), key=lambda kv: -kv[1]):
+            print(f"{ms / len(items):>18.2f}  {name}")
 
 
 if __name__ == "__main__":
