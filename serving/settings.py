@@ -81,9 +81,9 @@ class AccessSettings(BaseSettings):
     querylog_database_url: str | None = Field(
         default=None,
         json_schema_extra=doc_default("the secrag database as `secrag_querylog`"),
-        description="The query log's login (INSERT on `query_log` only). It must reach the primary: when the "
-        "reader URL is a read-only standby, the API refuses to start with the query log on unless this names a "
-        "server that takes writes.",
+        description="The query log's login (INSERT on `query_log` only). It needs a server that takes writes, the "
+        "primary: with the query log on, the API refuses to start when this URL (by default DATABASE_URL's "
+        "server) is a read-only standby.",
     )
     replica_max_lag_seconds: float | None = Field(
         default=None,
