@@ -4,6 +4,12 @@ A publish reaches the API after the standby's replay lag plus the result cache's
 (serving/search/catalog.py, DATA_VERSION_TTL). SECRAG_REPLICA_MAX_LAG_SECONDS turns an instance whose
 standby lags more, or cannot say how much, not ready, so a load balancer sends its callers elsewhere.
 The lag is read once per probe or scrape, never per request.
+
+The lag overstates during long write transactions: while a publish streams WAL that is not yet all
+replayed, it reads as the age of the last replayed commit, so it climbs with the publish (about its
+duration) although the standby is milliseconds behind and nothing committed is missing
+(bench/replica_lag.py). Set the maximum above the longest publish, or expect instances to leave the
+load balancer during one.
 """
 
 from __future__ import annotations
