@@ -68,7 +68,7 @@ class ApiSettings(BaseSettings):
 
 
 class AccessSettings(BaseSettings):
-    """Who the API logs in as, and who may call it."""
+    """Who the API logs in as (on the primary or a streaming replica), and who may call it."""
 
     model_config = SETTINGS_CONFIG
 
@@ -81,7 +81,16 @@ class AccessSettings(BaseSettings):
     querylog_database_url: str | None = Field(
         default=None,
         json_schema_extra=doc_default("the secrag database as `secrag_querylog`"),
-        description="The query log's login (INSERT on `query_log` only).",
+        description="The query log's login (INSERT on `query_log` only). It needs a server that takes writes, the "
+        "primary: with the query log on, the API refuses to start when this URL (by default DATABASE_URL's "
+        "server) is a read-only standby.",
+    )
+    replica_max_lag_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="When the reader URL is a streaming replica: /readyz answers 503 (check `replica_lag`) while "
+        "its replay is further behind the primary than this, or its lag is unknown; unset = no limit. The lag is "
+        "shown by /readyz and the `secrag_replica_lag_seconds` metric either way.",
     )
     allow_privileged_reader: bool = Field(
         default=False,

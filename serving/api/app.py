@@ -107,13 +107,13 @@ def start_service(settings: ServingSettings, metrics: Exposition, url_policy: Ur
     sessions = ReaderSessions(queries, settings)
     login = reader_url(settings)
     sessions.check_login(login, settings.connect_timeout)  # a privileged login stops the start here
-    pool = open_reader_pool(login, settings, sessions)
-    make_encoder = _encoder_factory(settings)
-    encoder = make_encoder(_serving_model(pool, queries, settings))
     query_log = None
     if settings.query_log:
         query_log = QueryLog(querylog_url(settings), queries, with_text=settings.query_log_text)
-        query_log.open()
+        query_log.open(settings.connect_timeout)  # so does a query log on a read-only standby
+    pool = open_reader_pool(login, settings, sessions)
+    make_encoder = _encoder_factory(settings)
+    encoder = make_encoder(_serving_model(pool, queries, settings))
     service = Service(
         settings=settings,
         pool=pool,

@@ -304,9 +304,23 @@ class Health(BaseModel):
     status: str
 
 
+class ReplicaStatus(BaseModel):
+    standby: bool = Field(description="The reader's database is a hot standby (pg_is_in_recovery()).")
+    lag_seconds: float | None = Field(
+        description="How far its replay is behind the primary: 0 on a primary and on a standby that has replayed "
+        "all it received; null while unknown (no transaction replayed yet)."
+    )
+    max_lag_seconds: float | None = Field(description="SECRAG_REPLICA_MAX_LAG_SECONDS (null: no limit).")
+
+
 class Readiness(BaseModel):
     status: str
-    checks: dict[str, bool]
+    checks: dict[str, bool] = Field(
+        description="database, schema and model; `replica_lag` too when SECRAG_REPLICA_MAX_LAG_SECONDS is set."
+    )
     schema_version: int | None
     expected_schema_version: int
     model: str | None
+    replica: ReplicaStatus | None = Field(
+        default=None, description="Where the API reads and its lag (null when the database did not answer)."
+    )

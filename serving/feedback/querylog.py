@@ -10,7 +10,10 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
+from secrag.db import database
 from secrag.db.queries import Queries
+from secrag.errors import ConfigError, DatabaseError
+from serving.access.replica import read_lag
 from serving.contract.query_classes import is_logged_class
 
 log = logging.getLogger(__name__)
@@ -20,6 +23,7 @@ class QueryLog:
     """Writes as secrag_querylog (INSERT on query_log, nothing else); failures are logged, never raised."""
 
     def __init__(self, url: str, queries: Queries, *, with_text: bool) -> None:
+        self.url = url
         self.queries = queries
         self.with_text = with_text
         self.pool = ConnectionPool(
@@ -32,8 +36,26 @@ class QueryLog:
             kwargs={"connect_timeout": 3, "autocommit": True},
         )
 
-    def open(self) -> None:
+    def open(self, connect_timeout: int = 5) -> None:
+        """Open the writer pool, after refusing a read-only standby (every write would fail)."""
+        self.refuse_standby(connect_timeout)
         self.pool.open(wait=False)
+
+    def refuse_standby(self, connect_timeout: int) -> None:
+        """ConfigError when the query log's server is a hot standby (SECRAG_READER_DATABASE_URL may name one,
+        the query log needs the primary); an unreachable server only warns (its writes are logged failures)."""
+        try:
+            with database.connect(self.url, timeout=connect_timeout, autocommit=True) as conn:
+                standby = read_lag(conn, self.queries).standby
+        except DatabaseError as exc:
+            log.warning("cannot check the query log's database yet", extra={"error": exc.one_line()})
+            return
+        if standby:
+            raise ConfigError(
+                f"the query log's database {database.describe(self.url)} is a read-only standby",
+                hint="set SECRAG_QUERYLOG_DATABASE_URL to the primary (as secrag_querylog), or turn "
+                "SECRAG_QUERY_LOG off on instances that read a replica",
+            )
 
     def close(self) -> None:
         self.pool.close()

@@ -3,7 +3,8 @@ format, /v1/stats' `requests` its summary (`Exposition.summary`, derived from th
 
 Requests by route template and status, their latency histogram, errors by kind, searches by mode
 and query shape with their in-process time, build information, and at each scrape the state of the
-reader pool, the query encoder (its hit ratio included), the result cache and the serving model.
+reader pool, the query encoder (its hit ratio included), the result cache, the serving model and the reader
+database's replica lag.
 One API process per registry: with several workers, scrape each (a Kubernetes pod, a compose
 replica) rather than a shared port.
 """
@@ -63,6 +64,17 @@ class Exposition:
         self.pool = Gauge("secrag_db_pool", "Reader pool (psycopg_pool stats)", ["stat"], registry=self.registry)
         self.encoder = Gauge("secrag_query_encoder", "Query encoder cache and runs", ["stat"], registry=self.registry)
         self.results = Gauge("secrag_result_cache", "Search result cache", ["stat"], registry=self.registry)
+        self.standby = Gauge(
+            "secrag_replica_standby",
+            "The reader's database is a hot standby (1) or a primary (0)",
+            registry=self.registry,
+        )
+        self.replica_lag = Gauge(
+            "secrag_replica_lag_seconds",
+            "How far the reader's database replays behind the primary (0 on a primary; NaN while unknown)",
+            registry=self.registry,
+        )
+        self.replica_lag.set(math.nan)  # until the first reading
 
     def record(self, route: str, status: int, ms: float, error: str | None = None) -> None:
         self.requests.labels(route=route, status=str(status)).inc()
@@ -73,6 +85,13 @@ class Exposition:
     def search(self, mode: str, query_type: str, took_ms: float) -> None:
         self.searches.labels(mode=mode, query_type=query_type).inc()
         self.search_time.labels(mode=mode).observe(took_ms / 1000)
+
+    def replica(self, standby: bool | None, lag_seconds: float | None) -> None:
+        """The reader database's last lag reading (serving/access/replica.py), at a scrape or a readiness probe;
+        None, None when the database did not answer (the lag is then unknown, NaN)."""
+        if standby is not None:
+            self.standby.set(1 if standby else 0)
+        self.replica_lag.set(math.nan if lag_seconds is None else lag_seconds)
 
     def scrape(
         self,

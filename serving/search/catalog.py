@@ -118,13 +118,18 @@ class Catalog:
     _technique_tactics: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
 
     def data_version(self) -> str:
-        """A token that changes with every publish and embedding pass (read at most once a second)."""
+        """A token that changes with every publish and embedding pass (read at most once a second): the key
+        a cached search response is looked up by."""
 
         def load() -> str:
             with self.pool.connection() as conn:
-                return str(one_row(conn.execute(self.queries.data_version))[0])
+                return self.read_data_version(conn)
 
         return self._data_version.get(load)
+
+    def read_data_version(self, conn: psycopg.Connection) -> str:
+        """The data version `conn` sees now (uncached): the key a fresh response read on `conn` is kept under."""
+        return str(one_row(conn.execute(self.queries.data_version))[0])
 
     def technique_lookup(self) -> dict[str, str]:
         """ATT&CK id -> full name for query-time enrichment (the index-time lookup, cached)."""

@@ -1,8 +1,11 @@
 """Search responses kept per process, keyed by the caller, the request and the store's data version.
 
 The data version (serving/search/catalog.py) changes with every publish and embedding pass, so a cached
-response is at most `DATA_VERSION_TTL` seconds older than the store; the serving model is part of the
-key too. Bounded (least recently used out), and off with SECRAG_RESULT_CACHE_SIZE=0 (benchmarks).
+response is at most `DATA_VERSION_TTL` seconds older than the store the API reads; the serving model is
+part of the key too. A response is kept under the version read on the connection that computed it, before
+its legs ran (serving/search/searcher.py), so an entry is never older than the data its key names, on a
+primary or on a replica (whose replay lag comes on top). Bounded (least recently used out), and off with
+SECRAG_RESULT_CACHE_SIZE=0 (benchmarks).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,30 +69,34 @@ class Searcher:
     ) -> SearchResponse:
         """The response from the result cache when the store has not changed since, else a fresh one
         (`cache=False`: always fresh, and not kept). `vector` is the query's from query_vectors(), so the
-        query is not encoded again (a `query_embedding` in the request still comes first)."""
+        query is not encoded again (a `query_embedding` in the request still comes first).
+
+        A fresh response is kept under the data version read on its own connection before its legs ran,
+        so an entry is never older than its key, even when the reader URL spreads connections over
+        replicas at different points of their replay."""
         started = time.perf_counter()
-        key = None
-        if cache and self.results.max_size:
+        keyed = cache and self.results.max_size > 0
+        if keyed:
             key = cache_key(self.catalog.data_version(), self.encoder.model_id, principal, req)
-        cached = self.results.get(key) if key else None
-        if cached is not None:
-            return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 2)})
-        response = self._search(req, principal, started, vector)
-        if key:
-            self.results.put(key, response)
+            cached = self.results.get(key)
+            if cached is not None:
+                return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 2)})
+        with self.side.search() if self.side is not None else nullcontext():
+            response, version = self._search(req, principal, started, vector, versioned=keyed)
+        if version is not None:
+            self.results.put(cache_key(version, self.encoder.model_id, principal, req), response)
         return response
 
     def _search(
-        self, req: SearchRequest, principal: Principal, started: float, vector: np.ndarray | None = None
-    ) -> SearchResponse:
-        if self.side is None:
-            return self._run(req, principal, started, vector)
-        with self.side.search():
-            return self._run(req, principal, started, vector)
-
-    def _run(
-        self, req: SearchRequest, principal: Principal, started: float, vector: np.ndarray | None = None
-    ) -> SearchResponse:
+        self,
+        req: SearchRequest,
+        principal: Principal,
+        started: float,
+        vector: np.ndarray | None = None,
+        *,
+        versioned: bool = False,
+    ) -> tuple[SearchResponse, str | None]:
+        """The response, and with `versioned` the data version its connection saw before the legs read."""
         analysis = logic.analyse(req.query)
         enriched = enrich(req.query.strip(), self.catalog.technique_lookup())
         w_fts, w_vec, w_fuzzy = self._weights(req, analysis)
@@ -116,6 +121,7 @@ class Searcher:
         params = self._params(req, analysis, plan, qvec, principal)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
+            version = self.catalog.read_data_version(conn) if versioned else None
             params["sources"] = self._sources(conn, principal, req.filters)
             holders = [] if req.mode == "vector" else pinned_holders(conn, self.statements.lookup, req.query, principal)
             params["exact_ids"] = [*params["exact_ids"], *holders]
@@ -140,7 +146,7 @@ class Searcher:
                 ranked = in_holder_order(ranked, holders)
             page = self._page(conn, req, params, ranked[req.offset : req.offset + req.k])
         results, truncated = cap([search_result(r) for r in page], self.max_response_bytes)
-        return SearchResponse(
+        response = SearchResponse(
             results=results,
             query_type=analysis.query_type,
             enriched_query=enriched,
@@ -151,6 +157,7 @@ class Searcher:
             vector_threshold=floor,
             below_vector_threshold=below,
         )
+        return response, version
 
     def _given_vector(self, req: SearchRequest) -> np.ndarray | None:
         """The caller's `query_embedding` as a unit vector, checked against the serving model."""

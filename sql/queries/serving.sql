@@ -411,6 +411,19 @@ SELECT model_id, dimensions FROM embedding_models WHERE active
 -- name: schema_version
 SELECT coalesce(max(version), 0) FROM schema_migrations
 
+-- name: replica_lag
+-- Whether this server is a standby, and how far its replayed data is behind the primary (serving/access/replica.py).
+-- A standby whose WAL receiver streams and has replayed all it received misses nothing it knows of: lag 0,
+-- however long ago the primary last committed (an idle primary). Otherwise the lag is the age of the last
+-- replayed transaction, NULL before the first one; a standby that lost its primary keeps ageing.
+SELECT pg_is_in_recovery() AS standby,
+       CASE
+           WHEN NOT pg_is_in_recovery() THEN 0.0
+           WHEN EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE pid IS NOT NULL)
+                AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0.0
+           ELSE extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8
+       END AS lag_seconds
+
 -- name: documents_by_id
 SELECT d.doc_id, d.source, d.source_version, d.title, d.url, d.body, d.metadata, d.techniques, d.platforms,
        d.tags, d.created_at, d.updated_at, d.media_type,

@@ -20,7 +20,9 @@ def healthz() -> Health:
 
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 def readyz(request: Request, service: ServiceDep) -> JSONResponse:
-    """Database reachable, schema at the expected migration, query model loaded (503 otherwise)."""
+    """Database reachable, schema at the expected migration, query model loaded, and with
+    SECRAG_REPLICA_MAX_LAG_SECONDS a standby no further behind its primary than that (503 otherwise);
+    `replica` says whether the API reads a standby and its lag."""
     report = readiness(service, request.app.state.expected_schema_version)
     return JSONResponse(
         status_code=200 if report["status"] == "ready" else 503, content=Readiness.model_validate(report).model_dump()

@@ -7,6 +7,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from serving.access.replica import pooled_lag
+
 router = APIRouter(tags=["health"])
 POOL_STATS = ("pool_size", "pool_available", "requests_waiting", "requests_num", "requests_errors")
 
@@ -17,6 +19,8 @@ def metrics(request: Request) -> Response:
     service = getattr(request.app.state, "service", None)
     if service is None:  # not started yet: requests only
         return Response(exposition.scrape(), media_type=CONTENT_TYPE_LATEST)
+    lag = pooled_lag(service.pool, service.queries)  # one cheap read per scrape, none per search
+    exposition.replica(lag.standby if lag else None, lag.seconds if lag else None)
     body = exposition.scrape(
         pool={k: v for k, v in service.pool.get_stats().items() if k in POOL_STATS},
         encoder=service.searcher.encoder.cache_info(),

@@ -3,6 +3,8 @@ the figures given at scrape time; each app has its own registry."""
 
 from __future__ import annotations
 
+import math
+
 from prometheus_client.parser import text_string_to_metric_families
 
 from serving.observability.prometheus import Exposition
@@ -55,3 +57,16 @@ def test_errors_searches_build_model_and_hit_ratio() -> None:
     # a model switch leaves one series
     got = _samples(exposition.scrape(model="all-MiniLM-L6-v2"))
     assert [labels for (name, labels) in got if name == "secrag_serving_model"] == [(("model", "all-MiniLM-L6-v2"),)]
+
+
+def test_the_replica_gauges_hold_the_last_reading_and_nan_while_unknown() -> None:
+    exposition = Exposition()
+    assert math.isnan(_samples(exposition.scrape())[("secrag_replica_lag_seconds", ())])  # before any reading
+    exposition.replica(True, 2.5)
+    got = _samples(exposition.scrape())
+    assert got[("secrag_replica_standby", ())] == 1 and got[("secrag_replica_lag_seconds", ())] == 2.5
+    exposition.replica(None, None)  # the database did not answer: the lag is unknown, the kind of server kept
+    got = _samples(exposition.scrape())
+    assert got[("secrag_replica_standby", ())] == 1 and math.isnan(got[("secrag_replica_lag_seconds", ())])
+    exposition.replica(False, 0.0)
+    assert _samples(exposition.scrape())[("secrag_replica_standby", ())] == 0
