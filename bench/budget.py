@@ -37,7 +37,6 @@ from serving.access.keys import ANONYMOUS
 from serving.api.app import start_service, stop_service
 from serving.contract.requests import SearchRequest
 from serving.observability.prometheus import Exposition
-from serving.search.searcher import Searcher
 from serving.settings import ServingSettings
 
 QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
@@ -52,7 +51,7 @@ class Clock:
         self.spent: dict[str, float] = defaultdict(float)
         self.statements: dict[str, float] = defaultdict(float)
         self.request_thread = threading.get_ident()
-        self.in_legs = False  # the request thread is in Searcher._leg_rows (its whole time counts as waited)
+        self.in_legs = False  # the request thread is in LegRuns.rows (its whole time counts as waited)
 
     def add(self, share: str, ms: float) -> None:
         with self.lock:
@@ -96,17 +95,21 @@ def instrument(clock: Clock, names: dict[str, str]) -> None:
         return execute
 
     psycopg.Cursor.execute = timed_execute(psycopg.Cursor.execute)  # type: ignore[method-assign]  # ClientCursor's too
-    leg_rows = Searcher._leg_rows  # noqa: SLF001
+    try:
+        from serving.search.leg_runs import LegRuns
+    except ImportError:  # before the legs could run on two connections: every statement is waited for
+        return
+    rows = LegRuns.rows
 
-    def timed_leg_rows(self: Searcher, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+    def timed_rows(self: LegRuns, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
         clock.in_legs = True
         try:
             with clock.timing("pg waited"):
-                return leg_rows(self, *args, **kwargs)
+                return rows(self, *args, **kwargs)
         finally:
             clock.in_legs = False
 
-    Searcher._leg_rows = timed_leg_rows  # type: ignore[method-assign]  # noqa: SLF001
+    LegRuns.rows = timed_rows  # type: ignore[method-assign]
 
 
 def main() -> None:

@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import sql
-from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from secrag.enrichment import enrich
@@ -29,6 +27,7 @@ from serving.search import fusion, spelling
 from serving.search.artefacts import in_holder_order, pinned_holders
 from serving.search.catalog import Catalog
 from serving.search.encoder import QueryEncoder
+from serving.search.leg_runs import LegRuns, fetch
 from serving.search.leg_shapes import LegShaper
 from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
@@ -53,6 +52,10 @@ class Searcher:
     max_response_bytes: int
     results: ResultCache = field(default_factory=lambda: ResultCache(0))
     side: SideLegs | None = None  # runs the voter legs on a second connection while a core is idle
+
+    @property
+    def legs(self) -> LegRuns:
+        return LegRuns(self.statements, self.sessions, self.side)
 
     @property
     def shaper(self) -> LegShaper:
@@ -311,7 +314,7 @@ class Searcher:
         *,
         then_vec: bool = False,
     ) -> tuple[list[dict[str, Any]], int]:
-        """Run the needed legs (in one statement, or two at once: _leg_rows), drop the vector leg's candidates
+        """Run the needed legs (serving/search/leg_runs.py), drop the vector leg's candidates
         under `floor` (the model's threshold for the query shape), then fuse them (by reciprocal rank, or
         fts_then_vec's re-ranking) and take the window; with the count dropped."""
         if then_vec:
@@ -329,7 +332,8 @@ class Searcher:
             }
         legs = [leg for leg, needed in wanted.items() if needed]
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg in legs}
-        for row in self._leg_rows(conn, legs, params, exact_vectors, max(DEFAULT_EF_SEARCH, plan.vec_k)):
+        ef_search = max(DEFAULT_EF_SEARCH, plan.vec_k)
+        for row in self.legs.rows(conn, legs, params, exact_vectors=exact_vectors, ef_search=ef_search):
             rows[row["leg"]].append(row)
         exact = rows.pop("exact", [])
         for leg_rows in rows.values():  # each leg best first (UNION ALL promises no order)
@@ -357,28 +361,6 @@ class Searcher:
         )
         return window, below
 
-    def _leg_rows(
-        self, conn: psycopg.Connection, legs: list[str], params: dict[str, Any], exact_vectors: bool, ef_search: int
-    ) -> list[dict[str, Any]]:
-        """The legs' rows: from one statement, or the voter legs' from a second statement on a spare
-        connection (serving/search/side_legs.py) while the others' runs on this one."""
-        aside = [leg for leg in legs if leg in VOTER_LEGS]
-        kept = [leg for leg in legs if leg not in VOTER_LEGS]
-        if aside and kept and self.side is not None:
-
-            def voters(spare: psycopg.Connection) -> list[dict[str, Any]]:
-                self.sessions.ef_search(spare, ef_search)
-                return _fetch(spare, self.statements.search(aside), params)
-
-            pending = self.side.start(voters)
-            if pending is not None:
-                own = _fetch(conn, self.statements.search(kept, exact_vectors=exact_vectors), params)
-                theirs = pending.result()
-                if theirs is None:  # no spare connection came: run them here
-                    theirs = _fetch(conn, self.statements.search(aside), params)
-                return own + theirs
-        return _fetch(conn, self.statements.search(legs, exact_vectors=exact_vectors), params)
-
     def _page(
         self, conn: psycopg.Connection, req: SearchRequest, params: dict[str, Any], page: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
@@ -393,7 +375,7 @@ class Searcher:
             "max_text_chars": req.return_.max_text_chars,
             "with_snippets": req.return_.snippets,
         }
-        display = {r["chunk_id"]: r for r in _fetch(conn, self.statements.result_rows, display_params)}
+        display = {r["chunk_id"]: r for r in fetch(conn, self.statements.result_rows, display_params)}
         return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
 
 
@@ -412,12 +394,6 @@ def _document_filters(filters: SearchFilters) -> bool:
             filters.created_before,
         )
     )
-
-
-def _fetch(conn: psycopg.Connection, statement: str | sql.Composed, params: dict[str, Any]) -> list[dict[str, Any]]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(statement, params)
-        return cur.fetchall()
 
 
 def _best_first(row: dict[str, Any]) -> tuple[float, str]:

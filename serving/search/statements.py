@@ -46,11 +46,16 @@ class Statements:
     lookup: str  # GET /v1/lookup and the artefacts a search pins: the records holding a hash, name or path
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
-    def search(self, legs: Iterable[str], *, exact_vectors: bool = False) -> str:
-        """One statement running the given legs (rows tagged by `leg`): a UNION ALL of parenthesised SELECTs."""
+    def search(self, legs: Iterable[str], *, exact_vectors: bool = False, pooled: bool = False) -> str:
+        """One statement running the given legs (rows tagged by `leg`): a UNION ALL of parenthesised SELECTs.
+
+        `pooled`: the vector and neighbours legs share one walk of the HNSW index (vector_pool), for a
+        search that nothing narrows (no filter, every source votes); ignored unless both legs run."""
         chosen = tuple(leg for leg in LEGS if leg in set(legs))
         if not chosen:
             raise ValueError("a search needs at least one leg")
+        if pooled and not exact_vectors and {"vec", "neighbours"} <= set(chosen):
+            return self._searches[(*chosen, "pooled")]
         return (
             self._searches[(*chosen, "exact_vectors")] if exact_vectors and "vec" in chosen else self._searches[chosen]
         )
@@ -92,6 +97,13 @@ def voter_parts(leg: str) -> dict[str, sql.Composable]:
     }
 
 
+def voter_leg(queries: Queries, parts: dict[str, sql.Composable], leg: str, *, pooled: bool = False) -> str:
+    """leg_neighbours filled for one voter leg, its nearest chunks from its own HNSW walk or the shared pool."""
+    filled = {**parts, **voter_parts(leg)}
+    nearest = sql.SQL(queries.voter_nearest_pooled if pooled else queries.voter_nearest).format(**filled)
+    return fill_block(queries.leg_neighbours, {**filled, "nearest": nearest})
+
+
 def fill_block(block: str, parts: dict[str, sql.Composable]) -> str:
     """A block with its placeholders filled, as text."""
     return sql.SQL(block).format(**parts).as_string()
@@ -110,10 +122,12 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         "fts_vec": fill(queries.leg_fts_vec),
         "fuzzy": fill(queries.leg_fuzzy),
         "label": fill(queries.leg_label),
-        **{leg: fill_block(queries.leg_neighbours, {**parts, **voter_parts(leg)}) for leg in VOTER_LEGS},
+        **{leg: voter_leg(queries, parts, leg) for leg in VOTER_LEGS},
         "exact": fill(queries.leg_exact),
     }
     vec_exact = fill(queries.leg_vec_exact)
+    pooled = {"vec": fill(queries.leg_vec_pooled), "neighbours": voter_leg(queries, parts, "neighbours", pooled=True)}
+    pool = "WITH " + fill(queries.vector_pool) + "\n"
     searches: dict[tuple[str, ...], str] = {}
     for n in range(1, len(LEGS) + 1):
         for chosen in itertools.combinations(LEGS, n):
@@ -122,6 +136,8 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
                 searches[(*chosen, "exact_vectors")] = _union(
                     vec_exact if leg == "vec" else legs[leg] for leg in chosen
                 )
+                if "neighbours" in chosen:
+                    searches[(*chosen, "pooled")] = pool + _union(pooled.get(leg, legs[leg]) for leg in chosen)
     return Statements(
         vec=legs["vec"],
         vec_exact=vec_exact,

@@ -106,9 +106,9 @@ websearch_to_tsquery('simple', %(ident_text)s)
 -- parenthesised SELECT the planner plans on its own with the request's actual values: the vector leg
 -- walks the HNSW index, the full-text leg the GIN index, the fuzzy leg the trigram index. Python fuses
 -- the legs' rows by reciprocal rank (serving/search/fusion.py). Every leg returns the same columns: leg,
--- chunk_id, doc_id, source, title, identifiers, score, pool_fts, ident_hit, is_exact, vec_score. {tsq} and
--- {ident_tsq} are the tsquery expressions above, inlined (not a CTE) so that the planner folds them
--- to constants and keeps the HNSW index order.
+-- chunk_id, doc_id, source, title, identifiers, score, pool_fts, ident_hit, is_exact, vec_score. The tsquery
+-- expressions (tsq and ident_tsq above) are inlined (not a CTE) so that the planner folds them to constants
+-- and keeps the HNSW index order.
 -- Nearest chunks by cosine; pool_fts ranks each of them lexically too (natural-language queries and
 -- keyword queries of common words rank full text within this pool instead of across the corpus).
 SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
@@ -209,19 +209,13 @@ LIMIT %(vec_k)s
 -- Elastic rule or CAPEC pattern finds its ATT&CK techniques through the rules and tests near it, whose
 -- upstream labels name them, even when no technique text shares its words) and `procedures` (the
 -- nearest ATT&CK procedure examples only: "APT29 has used ..." sentences in a threat report's register).
--- `{leg}` names the leg, `{voter_sources}` the sources whose documents vote (NULL: any), `{voter_chunks}`
--- and `{voter_docs}` how many nearest chunks are read and documents vote. Each near document votes its
+-- The leg's placeholders (serving/search/statements.py: voter_parts) name the leg, the sources whose documents
+-- vote (NULL: any), and how many nearest chunks are read and documents vote. Each near document votes its
 -- similarity, split over its labels (a group citing 60 techniques votes little for each), and half of a
 -- sub-technique's vote goes to its parent; a labelled document scores the mean vote of its labels.
+-- nn is voter_nearest (an HNSW walk of its own) or voter_nearest_pooled (the vector leg's pool).
 WITH nn AS MATERIALIZED (
-    SELECT c.doc_id, (1 - ({vec} <=> %(qvec)s::vector))::float8 AS sim
-    FROM embeddings e
-    JOIN chunks c ON c.content_hash = e.content_hash
-    JOIN documents d ON d.doc_id = c.doc_id
-    WHERE e.model_id = {model} AND {visible}
-      AND ({voter_sources}::text[] IS NULL OR c.source = ANY({voter_sources}::text[]))
-    ORDER BY {vec} <=> %(qvec)s::vector
-    LIMIT {voter_chunks}
+    {nearest}
 ), near AS (
     SELECT doc_id, max(sim) AS sim FROM nn GROUP BY doc_id ORDER BY sim DESC, doc_id LIMIT {voter_docs}
 ), votes AS MATERIALIZED (
@@ -253,6 +247,44 @@ SELECT {leg} AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, r.s
 FROM ranked r
 JOIN chunks c ON c.chunk_id = r.doc_id || '#0'  -- every document has its first chunk (the chunk's filters are the document's)
 ORDER BY r.score DESC, c.chunk_id
+
+-- name: voter_nearest
+-- The voter leg's nearest chunks: its own walk of the HNSW index, over the sources that vote.
+SELECT c.doc_id, (1 - ({vec} <=> %(qvec)s::vector))::float8 AS sim
+FROM embeddings e
+JOIN chunks c ON c.content_hash = e.content_hash
+JOIN documents d ON d.doc_id = c.doc_id
+WHERE e.model_id = {model} AND {visible}
+  AND ({voter_sources}::text[] IS NULL OR c.source = ANY({voter_sources}::text[]))
+ORDER BY {vec} <=> %(qvec)s::vector
+LIMIT {voter_chunks}
+
+-- name: vector_pool
+-- The vector leg's walk of the HNSW index, shared with the neighbours leg when nothing narrows either (no
+-- filter, every source votes): one walk for both, as deep as the deeper needs (searcher.py: pooled).
+vector_pool AS MATERIALIZED (
+    SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, c.tsv, ({vec} <=> %(qvec)s::vector) AS distance
+    FROM embeddings e
+    JOIN chunks c ON c.content_hash = e.content_hash
+    JOIN documents d ON d.doc_id = c.doc_id
+    WHERE e.model_id = {model} AND {filters}
+    ORDER BY {vec} <=> %(qvec)s::vector
+    LIMIT greatest(%(vec_k)s::int, %(nb_chunks)s::int)
+)
+
+-- name: leg_vec_pooled
+-- leg_vec over the shared vector_pool.
+SELECT 'vec' AS leg, p.chunk_id, p.doc_id, p.source, p.title, p.identifiers, (1 - p.distance)::float8 AS score,
+       CASE WHEN %(pool_fts)s AND p.tsv @@ {tsq} THEN ts_rank_cd(p.tsv, {tsq}, 32) END::float8 AS pool_fts,
+       (%(ident_tier)s AND %(has_ident)s AND p.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact,
+       NULL::float8 AS vec_score
+FROM vector_pool p
+ORDER BY p.distance
+LIMIT %(vec_k)s
+
+-- name: voter_nearest_pooled
+-- The neighbours leg's nearest chunks from the shared vector_pool.
+SELECT p.doc_id, (1 - p.distance)::float8 AS sim FROM vector_pool p ORDER BY p.distance LIMIT {voter_chunks}
 
 -- name: leg_exact
 -- The document named by an exact identifier (exact) and, for a parent technique, its sub-techniques.

@@ -7,6 +7,7 @@ import dataclasses
 import re
 
 import pytest
+from psycopg import sql
 
 from secrag.db.queries import Queries, load
 from secrag.files.package_data import sql_dir
@@ -92,6 +93,34 @@ def test_each_voter_leg_has_its_own_name_and_parameters(statements: Statements) 
     assert statements.search(list(VOTER_LEGS)).count("\nUNION ALL\n") == 1
 
 
+def test_a_pooled_search_walks_the_hnsw_index_once(statements: Statements) -> None:
+    """With nothing narrowing them, the vector and neighbours legs share one walk (vector_pool)."""
+    walk = "ORDER BY e.vector::vector(384) <=> %(qvec)s::vector"
+    apart = statements.search(["vec", "neighbours", "fts"])
+    pooled = statements.search(["vec", "neighbours", "fts"], pooled=True)
+    assert apart.count(walk) == 2 and pooled.count(walk) == 1
+    assert pooled.startswith("WITH ") and "vector_pool AS MATERIALIZED (" in pooled
+    assert "LIMIT greatest(%(vec_k)s::int, %(nb_chunks)s::int)" in pooled
+    assert pooled.count("\nUNION ALL\n") == 2
+    procedures = statements.search(["vec", "neighbours", "procedures"], pooled=True)
+    assert procedures.count(walk) == 2  # the procedure examples still walk for themselves (their sources vote)
+    # nothing to share: no neighbours leg, or exact distances over a filter
+    assert statements.search(["vec", "fts"], pooled=True) == statements.search(["vec", "fts"])
+    exact = statements.search(["vec", "neighbours"], exact_vectors=True, pooled=True)
+    assert exact == statements.search(["vec", "neighbours"], exact_vectors=True)
+
+
+def test_no_comment_holds_a_placeholder() -> None:
+    """A placeholder in a comment is filled too, and psycopg binds the parameters it brings even there: an
+    unused one has no type and fails the statement (a voter leg's comment once did)."""
+    for name, block in BLOCKS.items():
+        lines = block.splitlines()
+        comments = "\n".join(line for line in lines if line.lstrip().startswith("--"))
+        code = "\n".join(line for line in lines if not line.lstrip().startswith("--"))
+        assert not re.findall(r"\{\w+\}", comments), name
+        assert set(re.findall(r"%\(\w+\)s", comments)) <= set(re.findall(r"%\(\w+\)s", code)), name
+
+
 def test_a_search_without_legs_is_refused(statements: Statements) -> None:
     with pytest.raises(ValueError, match="at least one leg"):
         statements.search([])
@@ -114,7 +143,8 @@ def test_every_block_that_reads_the_corpus_carries_the_access_check() -> None:
             assert BLOCKS[name].count(PUBLIC_ONLY[name]) == len(re.findall(r"\bFROM\s+chunks\b", BLOCKS[name]))
             assert scans and queries.visible not in BLOCKS[name]
             continue
-        filled = fill_block(BLOCKS[name], {**parts, **voter_parts("neighbours")})
+        # leg_neighbours' nearest chunks are its own block (voter_nearest, checked here too) or the guarded pool
+        filled = fill_block(BLOCKS[name], {**parts, **voter_parts("neighbours"), "nearest": sql.SQL("")})
         assert queries.visible in filled, f"{name} reads the corpus without the visible check"
 
 
