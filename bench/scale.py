@@ -117,6 +117,69 @@ def grow(conn: psycopg.Connection, model: str, base_chunks: int, target: int, no
         log(f"copy {k} ({share / 100:.1f} % of the documents): {added} chunks in {time.monotonic() - started:.1f}s")
 
 
+MIXED_SOURCE = "synthetic_notes"
+
+
+def grow_mixed(conn: psycopg.Connection, model: str, base_chunks: int, target: int) -> None:
+    """Add user-folder-like documents until about `target` chunks, none a copy of another: each new chunk
+    (in the public folder source `synthetic_notes`, no ATT&CK labels, no identifiers, as a team's own notes
+    would be) mixes the sentences of two real chunks of different documents, shuffled, and its vector is
+    the two chunks' vectors mixed in a random proportion (0.3 to 0.7), renormalised: a point between two
+    real ones, not beside one (the model never embedded that text: the vector stands for what a mixed
+    text's embedding would be near)."""
+    conn.execute(
+        "INSERT INTO sources (name, kind, description, category) VALUES (%s, 'user_folder', "
+        "'bench/scale.py --texts mixed: synthetic notes', 'user') ON CONFLICT DO NOTHING",
+        [MIXED_SOURCE],
+    )
+    conn.execute(
+        "CREATE TEMP TABLE base_chunks AS SELECT row_number() OVER (ORDER BY chunk_id) AS rn, chunk_id, doc_id,"
+        " ordinal, title, text, content_hash FROM chunks WHERE source <> %s",
+        [MIXED_SOURCE],
+    )
+    conn.execute("CREATE INDEX ON base_chunks (rn)")
+    picked = "position('~' in d.doc_id) = 0 AND d.source <> %(folder)s AND abs(hashtext(d.doc_id)) %% 10000 < %(share)s"
+    statements = [
+        "INSERT INTO documents (doc_id, source, source_version, title, body, content_hash)"
+        " SELECT %(folder)s || ':' || d.doc_id || '~' || %(k)s::text, %(folder)s, 'synthetic',"
+        " d.title || ' (notes)', '', d.content_hash || '~' || %(k)s::text FROM documents d WHERE " + picked,
+        # the partner chunk: another base chunk picked by a hash of this one's id and the round
+        "INSERT INTO chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, content_hash)"
+        " SELECT n.doc_id || '#' || b.ordinal, n.doc_id, %(folder)s, b.ordinal, b.title, m.text, m.text,"
+        " 'mix:' || b.content_hash || ':' || p.content_hash || ':' || %(k)s::text || ':' || b.chunk_id"
+        " FROM base_chunks b JOIN documents d ON d.doc_id = b.doc_id"
+        " CROSS JOIN LATERAL (SELECT %(folder)s || ':' || d.doc_id || '~' || %(k)s::text AS doc_id) n"
+        " JOIN base_chunks p ON p.rn = 1 + abs(hashtext(b.chunk_id || '~' || %(k)s::text)) %% %(base)s"
+        " CROSS JOIN LATERAL (SELECT string_agg(s, '. ' ORDER BY md5(s || b.chunk_id)) AS text"
+        "   FROM unnest(regexp_split_to_array(b.text || ' ' || p.text, '[.]\\s+')) s) m"
+        " WHERE " + picked,
+        "INSERT INTO embeddings (content_hash, model_id, vector)"
+        " SELECT c.content_hash, %(model)s, l2_normalize("
+        "   e1.vector * array_fill(w.a, ARRAY[vector_dims(e1.vector)])::vector"
+        "   + e2.vector * array_fill(1 - w.a, ARRAY[vector_dims(e1.vector)])::vector)"
+        " FROM chunks c"
+        " CROSS JOIN LATERAL (SELECT (0.3 + 0.4 * (abs(hashtext(c.content_hash)) %% 1000) / 1000.0)::real AS a) w"
+        " JOIN embeddings e1 ON e1.content_hash = split_part(c.content_hash, ':', 2) AND e1.model_id = %(model)s"
+        " JOIN embeddings e2 ON e2.content_hash = split_part(c.content_hash, ':', 3) AND e2.model_id = %(model)s"
+        " WHERE c.source = %(folder)s AND c.doc_id LIKE '%%~' || %(k)s::text",
+    ]
+    missing, k = target - base_chunks, 0
+    while missing > 0:
+        k += 1
+        share = min(10000, math.ceil(10000 * missing / base_chunks))
+        started = time.monotonic()
+        params = {"k": k, "model": model, "share": share, "folder": MIXED_SOURCE, "base": base_chunks}
+        with conn.transaction():
+            for statement in statements:
+                conn.execute(statement, params)
+            added = conn.execute(
+                "SELECT count(*) FROM chunks WHERE source = %s AND doc_id LIKE %s", [MIXED_SOURCE, f"%~{k}"]
+            ).fetchone()[0]  # type: ignore[index]
+        missing -= added
+        seconds = time.monotonic() - started
+        log(f"mixed round {k} ({share / 100:.1f} % of the documents): {added} chunks in {seconds:.1f}s")
+
+
 def server_pss_mb(conn: psycopg.Connection) -> float:
     """Proportional set size of the server's processes (the postmaster and its children), in MB."""
     data_dir = Path(conn.execute("SELECT current_setting('data_directory')").fetchone()[0])  # type: ignore[index]
@@ -243,7 +306,7 @@ def vector_variants(
 
 
 def measure(server_url: str, base: str, target: int, args: argparse.Namespace, texts: list[str]) -> dict[str, Any]:
-    name = f"secrag_scale_{target}"
+    name = f"secrag_scale_{target}" + ("_mixed" if args.texts == "mixed" else "")
     admin = database.with_database(server_url, "postgres")
     with database.connect(admin, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is not None
@@ -285,7 +348,10 @@ def measure(server_url: str, base: str, target: int, args: argparse.Namespace, t
             base_chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]  # type: ignore[index]
             log(f"{name}: {base_chunks} chunks of model {model}; growing to about {target}")
             started = time.monotonic()
-            grow(conn, model, base_chunks, target, args.noise)
+            if args.texts == "mixed":
+                grow_mixed(conn, model, base_chunks, target)
+            else:
+                grow(conn, model, base_chunks, target, args.noise)
             result["grow_s"] = time.monotonic() - started
             conn.execute("VACUUM ANALYZE")
             result["index_s"] = build_indexes(conn, definitions)
@@ -358,6 +424,13 @@ def main() -> None:
     ap.add_argument("--maintenance-work-mem", default="4GB")
     ap.add_argument("--parallel-workers", type=int, default=1)
     ap.add_argument("--query-file", type=Path, default=QUERIES)
+    ap.add_argument(
+        "--texts",
+        choices=["copies", "mixed"],
+        default="copies",
+        help="copies: each document copied with noisy vectors (near-duplicates); mixed: new user-folder-like "
+        "documents, each chunk two real chunks' sentences shuffled, its vector between theirs (secrag_scale_<N>_mixed)",
+    )
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--reuse", action="store_true", help="measure a kept secrag_scale_<N> as it is")
     ap.add_argument("--variants", action="store_true", help="also build halfvec and binary indexes and compare")
