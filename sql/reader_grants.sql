@@ -24,6 +24,8 @@ GRANT SELECT (chunk_id, model_id, doc_id, source, tenant, vector) ON chunk_vecto
 GRANT SELECT (doc_id, media_type, whole_file, size, raw) ON document_raw TO secrag_reader;
 -- Artefact identifiers (migration 0022; GET /v1/lookup), read joined to their documents.
 GRANT SELECT (doc_id, source, kind, field, value, key, folded, pattern) ON document_artefacts TO secrag_reader;
+-- The documents each technique labels (migration 0023; the label and voter legs), read joined to their documents.
+GRANT SELECT (technique, doc_id, source, tenant, labels, techniques) ON technique_documents TO secrag_reader;
 
 -- Sources and their refreshes (GET /v1/sources, /v1/stats). Column by column: error details and
 -- bookkeeping the pipeline keeps there are the owner's.

@@ -49,6 +49,29 @@ BEGIN
     RETURN NULL;
 END $$;
 
+CREATE FUNCTION public.technique_documents_added() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO technique_documents (technique, doc_id, source, tenant, labels, techniques)
+    SELECT DISTINCT t.technique, a.doc_id, a.source, a.tenant, cardinality(a.techniques), a.techniques
+    FROM added a CROSS JOIN LATERAL unnest(a.techniques) AS t(technique)
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION public.technique_documents_changed() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    DELETE FROM technique_documents td USING changed c WHERE td.doc_id = c.doc_id;
+    INSERT INTO technique_documents (technique, doc_id, source, tenant, labels, techniques)
+    SELECT DISTINCT t.technique, c.doc_id, c.source, c.tenant, cardinality(c.techniques), c.techniques
+    FROM changed c CROSS JOIN LATERAL unnest(c.techniques) AS t(technique)
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+
 CREATE TABLE public.chunk_vectors (
     chunk_id text NOT NULL,
     model_id text NOT NULL,
@@ -339,6 +362,15 @@ ALTER TABLE public.source_versions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENT
     CACHE 1
 );
 
+CREATE TABLE public.technique_documents (
+    technique text NOT NULL,
+    doc_id text NOT NULL,
+    source text NOT NULL,
+    tenant text,
+    labels integer NOT NULL,
+    techniques text[] NOT NULL
+);
+
 CREATE TABLE public.tuned_value (
     setting text NOT NULL,
     query_type text NOT NULL,
@@ -425,6 +457,9 @@ ALTER TABLE ONLY public.source_versions
 ALTER TABLE ONLY public.sources
     ADD CONSTRAINT sources_pkey PRIMARY KEY (name);
 
+ALTER TABLE ONLY public.technique_documents
+    ADD CONSTRAINT technique_documents_pkey PRIMARY KEY (technique, labels, doc_id) INCLUDE (source, tenant, techniques);
+
 ALTER TABLE ONLY public.tuned_value
     ADD CONSTRAINT tuned_value_pkey PRIMARY KEY (setting, query_type);
 
@@ -481,6 +516,8 @@ CREATE INDEX source_versions_source_started_idx ON public.source_versions USING 
 
 CREATE INDEX source_versions_unchanged_idx ON public.source_versions USING btree (finished_at) WHERE (status = 'unchanged'::text);
 
+CREATE INDEX technique_documents_doc_idx ON public.technique_documents USING btree (doc_id);
+
 CREATE STATISTICS public.document_changes_access ON tenant, cardinality(acl_users), cardinality(acl_groups) FROM public.document_changes;
 
 CREATE STATISTICS public.documents_access ON tenant, cardinality(acl_users), cardinality(acl_groups) FROM public.documents;
@@ -492,6 +529,10 @@ CREATE TRIGGER chunk_vectors_on_embeddings AFTER INSERT ON public.embeddings REF
 CREATE TRIGGER chunk_vectors_on_tenant AFTER UPDATE OF tenant ON public.documents FOR EACH ROW WHEN ((old.tenant IS DISTINCT FROM new.tenant)) EXECUTE FUNCTION public.chunk_vectors_tenant();
 
 CREATE TRIGGER chunk_vectors_on_vector AFTER UPDATE OF vector ON public.embeddings FOR EACH ROW EXECUTE FUNCTION public.chunk_vectors_vector();
+
+CREATE TRIGGER technique_documents_on_insert AFTER INSERT ON public.documents REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.technique_documents_added();
+
+CREATE TRIGGER technique_documents_on_update AFTER UPDATE ON public.documents REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.technique_documents_changed();
 
 ALTER TABLE ONLY public.chunk_vectors
     ADD CONSTRAINT chunk_vectors_chunk_id_fkey FOREIGN KEY (chunk_id) REFERENCES public.chunks(chunk_id) ON DELETE CASCADE;
@@ -528,6 +569,9 @@ ALTER TABLE ONLY public.source_model_counts
 
 ALTER TABLE ONLY public.source_versions
     ADD CONSTRAINT source_versions_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.technique_documents
+    ADD CONSTRAINT technique_documents_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
 
 GRANT USAGE ON SCHEMA public TO secrag_querylog;
 GRANT USAGE ON SCHEMA public TO secrag_reader;
@@ -763,6 +807,18 @@ GRANT SELECT(attempt_finished_at) ON TABLE public.source_status TO secrag_reader
 GRANT SELECT(running_since) ON TABLE public.source_status TO secrag_reader;
 
 GRANT SELECT(last_success_at) ON TABLE public.source_status TO secrag_reader;
+
+GRANT SELECT(technique) ON TABLE public.technique_documents TO secrag_reader;
+
+GRANT SELECT(doc_id) ON TABLE public.technique_documents TO secrag_reader;
+
+GRANT SELECT(source) ON TABLE public.technique_documents TO secrag_reader;
+
+GRANT SELECT(tenant) ON TABLE public.technique_documents TO secrag_reader;
+
+GRANT SELECT(labels) ON TABLE public.technique_documents TO secrag_reader;
+
+GRANT SELECT(techniques) ON TABLE public.technique_documents TO secrag_reader;
 
 GRANT SELECT(setting) ON TABLE public.tuned_value TO secrag_reader;
 

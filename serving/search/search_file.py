@@ -36,6 +36,15 @@ class Voters(ConfigModel):
     sources: list[str] | None = Field(default=None, description="The sources whose documents vote (unset: any).")
 
 
+class EfStep(ConfigModel):
+    """From a store of `chunks` chunks up, the HNSW walk keeps `ef` candidates (pgvector's hnsw.ef_search)."""
+
+    chunks: int = Field(ge=0, description="Chunks in the store (PostgreSQL's estimate) from which `ef` applies.")
+    ef: int = Field(
+        ge=10, le=1000, description="hnsw.ef_search (a request asking for more vector candidates gets more)."
+    )
+
+
 class Attention(ConfigModel):
     """When a query-log row is flagged for a person's look (serving/feedback/attention.py)."""
 
@@ -79,13 +88,16 @@ class LegWeights(ConfigModel):
 @dataclass(frozen=True)
 class SearchConfig:
     """Boost per source name; threshold per mode and query shape (`default` as the fallback); the voter
-    legs' settings; leg weights per query shape; the attention log's thresholds. Made by
+    legs' settings and how many documents per technique they and the label leg rank; hnsw.ef_search by the
+    store's size; leg weights per query shape; the attention log's thresholds. Made by
     `load_search_config` from the shipped search.yaml (and an operator's file over it)."""
 
     source_boosts: Mapping[str, float]
     thresholds: Mapping[str, ShapeThresholds]
     neighbours: Voters
     procedures: Voters
+    label_candidates: int
+    ef_search: tuple[EfStep, ...]
     class_weights: Mapping[str, LegWeights]
     document_score: DocumentScore
     attention: Attention
@@ -97,6 +109,11 @@ class SearchConfig:
         query shape (its `default` for shapes not listed); None when none is configured for the model."""
         per_shape = self.vector_thresholds.get(model_id)
         return None if per_shape is None else per_shape.of(query_type)
+
+    def ef_search_for(self, chunks: float) -> int:
+        """hnsw.ef_search for a store of this many chunks: the last step it has reached."""
+        reached = [step.ef for step in self.ef_search if step.chunks <= chunks]
+        return reached[-1] if reached else self.ef_search[0].ef
 
     def weights(self, query_type: str) -> LegWeights:
         """The leg weights configured for this query shape (every field None when none are)."""
@@ -118,11 +135,24 @@ class SearchConfigFile(ConfigModel):
     thresholds: dict[Mode, ShapeThresholds]
     neighbours: Voters
     procedures: Voters
+    label_candidates: int = Field(
+        ge=10,
+        le=100_000,
+        description="Documents per technique the label and voter legs rank at most (fewest labels first).",
+    )
+    ef_search: list[EfStep] = Field(min_length=1, max_length=20)
     class_weights: dict[str, LegWeights]
     document_score: DocumentScore
     attention: Attention
     vector_thresholds: dict[str, ShapeThresholds]
     map: MapTuning
+
+    @field_validator("ef_search")
+    @classmethod
+    def _ascending(cls, steps: list[EfStep]) -> list[EfStep]:
+        if [s.chunks for s in steps] != sorted({s.chunks for s in steps}) or steps[0].chunks != 0:
+            raise FieldError((), "steps must start at chunks 0 and grow, each size once")
+        return steps
 
     @field_validator("vector_thresholds")
     @classmethod
@@ -175,6 +205,8 @@ def load_search_config(path: Path | None = None) -> SearchConfig:
         thresholds=MappingProxyType({str(mode): per_shape for mode, per_shape in raw.thresholds.items()}),
         neighbours=raw.neighbours,
         procedures=raw.procedures,
+        label_candidates=raw.label_candidates,
+        ef_search=tuple(raw.ef_search),
         class_weights=MappingProxyType(dict(raw.class_weights)),
         document_score=raw.document_score,
         attention=raw.attention,

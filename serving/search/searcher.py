@@ -133,10 +133,13 @@ class Searcher:
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             resolved = req.filters.model_copy(update={"sources": params["sources"]})
             exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, resolved)
+            ef_search = max(self.config.ef_search_for(self.catalog.lexeme_stats(conn).chunks), plan.vec_k)
             if plan.vec_k:
-                self.sessions.ef_search(conn, max(DEFAULT_EF_SEARCH, plan.vec_k))
+                self.sessions.ef_search(conn, ef_search)
             floor = self.config.vector_threshold(self.encoder.model_id, analysis.query_type) if plan.vec_k else None
-            window_rows, below = self._fused(conn, req, plan, params, exact_vectors, floor, then_vec=then_vec)
+            window_rows, below = self._fused(
+                conn, req, plan, params, exact_vectors, floor, ef_search=ef_search, then_vec=then_vec
+            )
             ranked = logic.rescore(
                 window_rows,
                 mode=req.mode,
@@ -238,6 +241,7 @@ class Searcher:
         the voter legs (techniques of the query's nearest documents, and of its nearest procedure examples)
         for every hybrid text query."""
         params["label_ids"] = []
+        params["label_candidates"] = self.config.label_candidates
         voters = {"neighbours": self.config.neighbours, "procedures": self.config.procedures}  # search.yaml
         for leg, prefix in VOTER_LEGS.items():
             params[f"{prefix}_chunks"], params[f"{prefix}_docs"] = voters[leg].chunks, voters[leg].documents
@@ -312,6 +316,7 @@ class Searcher:
         exact_vectors: bool,
         floor: float | None,
         *,
+        ef_search: int = DEFAULT_EF_SEARCH,
         then_vec: bool = False,
     ) -> tuple[list[dict[str, Any]], int]:
         """Run the needed legs (serving/search/leg_runs.py), drop the vector leg's candidates
@@ -332,7 +337,6 @@ class Searcher:
             }
         legs = [leg for leg, needed in wanted.items() if needed]
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg in legs}
-        ef_search = max(DEFAULT_EF_SEARCH, plan.vec_k)
         for row in self.legs.rows(conn, legs, params, exact_vectors=exact_vectors, ef_search=ef_search):
             rows[row["leg"]].append(row)
         exact = rows.pop("exact", [])

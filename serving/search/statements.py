@@ -67,7 +67,8 @@ def _union(parts: Iterable[str]) -> str:
 
 def placeholders(queries: Queries, model_id: str, dimensions: int) -> dict[str, sql.Composable]:
     """What a block may name: `{visible}`, `{filters}` (`{document_filters}` and the chunk's), `{tsq}`,
-    `{ident_tsq}`, `{vec}` (`{cv_vec}` over chunk_vectors) and `{model}`.
+    `{ident_tsq}`, `{vec}` (`{cv_vec}` over chunk_vectors), `{model}` and `{labelled}` (the documents a technique
+    labels that a leg ranks).
 
     The vector expression and the model literal must equal those of the partial HNSW index
     (`(vector::vector(384)) ... WHERE model_id = 'all-MiniLM-L6-v2'`) for the planner to use it.
@@ -82,6 +83,7 @@ def placeholders(queries: Queries, model_id: str, dimensions: int) -> dict[str, 
         "ident_tsq": sql.SQL(queries.ident_tsq),
         "vec": sql.SQL("e.vector::vector({})").format(sql.Literal(int(dimensions))),
         "cv_vec": sql.SQL("cv.vector::vector({})").format(sql.Literal(int(dimensions))),
+        "labelled": sql.SQL(queries.labelled),
         "model": sql.Literal(model_id),
     }
 

@@ -193,14 +193,19 @@ LIMIT %(fuzzy_k)s
 -- the exact cosine similarity of their first chunk to the query: a rule tagged T1003.003 is found for
 -- "OS Credential Dumping: NTDS" even when its text only says ntdsutil. First chunks only: the label is
 -- the document's, and T1059.001 labels thousands of chunks (every chunk: 46 ms; first chunks: see below).
-SELECT 'label' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,
-       (1 - ({cv_vec} <=> %(qvec)s::vector))::float8 AS score, NULL::float8 AS pool_fts,
+SELECT 'label' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, l.score, NULL::float8 AS pool_fts,
        false AS ident_hit, false AS is_exact, NULL::float8 AS vec_score
-FROM documents d
-JOIN chunk_vectors cv ON cv.chunk_id = d.doc_id || '#0' AND cv.model_id = {model}
-JOIN chunks c ON c.chunk_id = cv.chunk_id
-WHERE d.techniques && %(label_ids)s::text[] AND {filters}
-ORDER BY score DESC, c.chunk_id
+FROM (
+    -- the first chunks of at most label_candidates documents per named technique, by cosine similarity
+    SELECT cv.chunk_id, (1 - ({cv_vec} <=> %(qvec)s::vector))::float8 AS score
+    FROM (SELECT DISTINCT k.doc_id FROM unnest(%(label_ids)s::text[]) AS v(technique) CROSS JOIN LATERAL ({labelled}) k) k
+    JOIN chunk_vectors cv ON cv.chunk_id = k.doc_id || '#0' AND cv.model_id = {model}
+    ORDER BY score DESC, cv.chunk_id
+) l
+JOIN chunks c ON c.chunk_id = l.chunk_id
+JOIN documents d ON d.doc_id = c.doc_id
+WHERE {filters}
+ORDER BY l.score DESC, c.chunk_id
 LIMIT %(vec_k)s
 
 -- name: leg_neighbours
@@ -228,18 +233,24 @@ WITH nn AS MATERIALIZED (
         SELECT split_part(x, '.', 1), 0.5 FROM unnest(d.techniques) x WHERE strpos(x, '.') > 0
     ) t(technique, share)
     GROUP BY t.technique
-), ranked AS MATERIALIZED (
-    -- Scored on the documents alone, and only the best vec_k read their first chunk: a common technique
-    -- labels thousands of documents (T1059.001), and reading each one's chunk cost most of the leg.
-    SELECT d.doc_id,
-           ((SELECT sum(v.vote) FROM votes v WHERE v.technique = ANY(d.techniques)) / cardinality(d.techniques))::float8
+), candidates AS MATERIALIZED (
+    -- At most label_candidates documents per voted technique (migration 0023), fewest labels first, each
+    -- scored from the index (its labels are there): the mean vote of its labels.
+    SELECT k.doc_id, k.doc_id || '#0' AS chunk_id,
+           ((SELECT sum(v.vote) FROM votes v WHERE v.technique = ANY(k.techniques)) / cardinality(k.techniques))::float8
                AS score
-    FROM documents d
-    WHERE d.techniques && (SELECT coalesce(array_agg(technique), '{{}}') FROM votes)
-      AND (%(sources)s::text[] IS NULL OR d.source = ANY(%(sources)s::text[]))
-      AND (%(doc_ids)s::text[] IS NULL OR d.doc_id = ANY(%(doc_ids)s::text[]))
-      AND {document_filters}
-    ORDER BY score DESC, d.doc_id || '#0'
+    FROM (SELECT DISTINCT k.doc_id, k.techniques FROM votes v CROSS JOIN LATERAL ({labelled}) k) k
+), ranked AS MATERIALIZED (
+    -- The best vec_k that pass the filters and the access check, read from documents best first until
+    -- vec_k have passed (not every candidate).
+    SELECT k.doc_id, k.score
+    FROM (SELECT * FROM candidates ORDER BY score DESC, chunk_id) k
+    WHERE EXISTS (
+        SELECT 1 FROM documents d
+        WHERE d.doc_id = k.doc_id
+          AND (%(doc_ids)s::text[] IS NULL OR d.doc_id = ANY(%(doc_ids)s::text[]))
+          AND {document_filters})
+    ORDER BY k.score DESC, k.chunk_id
     LIMIT %(vec_k)s
 )
 SELECT {leg} AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, r.score,
@@ -285,6 +296,18 @@ LIMIT %(vec_k)s
 -- name: voter_nearest_pooled
 -- The neighbours leg's nearest chunks from the shared vector_pool.
 SELECT p.doc_id, (1 - p.distance)::float8 AS sim FROM vector_pool p ORDER BY p.distance LIMIT {voter_chunks}
+
+-- name: labelled
+-- The documents technique v.technique labels that a leg ranks (the label leg, the voter legs): the caller's
+-- tenant and the source filter applied from the index (the access check follows on the documents), fewest
+-- labels first, at most label_candidates (search.yaml). Through documents.techniques a common technique
+-- read thousands of documents per search, and fifteen times more in a store of a million chunks.
+SELECT td.doc_id, td.techniques FROM technique_documents td
+WHERE td.technique = v.technique
+  AND (td.tenant IS NULL OR td.tenant = %(tenant)s::text)
+  AND (%(sources)s::text[] IS NULL OR td.source = ANY(%(sources)s::text[]))
+ORDER BY td.labels, td.doc_id
+LIMIT %(label_candidates)s
 
 -- name: leg_exact
 -- The document named by an exact identifier (exact) and, for a parent technique, its sub-techniques.

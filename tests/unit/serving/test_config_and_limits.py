@@ -49,6 +49,22 @@ def test_an_operator_file_states_only_what_it_changes(tmp_path: Path) -> None:
     assert merged({"a": {"b": 1, "c": [1]}}, {"a": {"c": [2]}, "d": 3}) == {"a": {"b": 1, "c": [2]}, "d": 3}
 
 
+def test_ef_search_grows_with_the_store(tmp_path: Path) -> None:
+    """hnsw.ef_search by the store's size: the last step reached; steps start at 0 and grow."""
+    config = load_search_config()
+    assert config.ef_search_for(0) == config.ef_search_for(65_000) == 60
+    assert config.ef_search_for(200_000) == 200 and config.ef_search_for(1_000_000) == 400
+    assert config.label_candidates == 500
+    path = tmp_path / "search.yaml"
+    for steps in ("[{chunks: 10, ef: 60}]", "[{chunks: 0, ef: 60}, {chunks: 0, ef: 100}]", "[]"):
+        path.write_text(f"ef_search: {steps}\n")
+        with pytest.raises(ConfigError, match="ef_search"):
+            load_search_config(path)
+    path.write_text("label_candidates: 5\n")
+    with pytest.raises(ConfigError, match="label_candidates"):
+        load_search_config(path)
+
+
 def test_the_shipped_file_states_every_field() -> None:
     """No default in code: the shipped search.yaml is the one place of every value."""
     data, _ = read_mapping(shipped_search_config())
