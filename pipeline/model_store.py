@@ -78,3 +78,45 @@ def prune_model(conn: psycopg.Connection, sql_dir: Path, model_id: str) -> int:
             conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
     log.info("pruned embedding model %s: %d vectors", model_id, removed)
     return int(removed)
+
+
+def source_index_name(model_id: str, source: str) -> str:
+    """chunk_vectors_<model>_<source>_hnsw (each part cut so the name stays within PostgreSQL's 63 bytes)."""
+
+    def slug(text: str, size: int) -> str:
+        return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:size]
+
+    return f"chunk_vectors_{slug(model_id, 20)}_{slug(source, 20)}_hnsw"
+
+
+def create_source_index(conn: psycopg.Connection, model_id: str, dimensions: int, source: str) -> bool:
+    """Give one source its own HNSW index over its chunk vectors of this model (a partial index on
+    chunk_vectors whose predicate names both), built without blocking writes (CREATE INDEX CONCURRENTLY:
+    `conn` in autocommit). A search filtered to that source then walks its graph alone instead of the
+    whole store's (serving/search/catalog.py vector_indexed_sources); a publish keeps it current. True
+    when it was created now."""
+    name = source_index_name(model_id, source)
+    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone() == (True,):
+        return False
+    started = time.monotonic()
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX CONCURRENTLY {name} ON chunk_vectors USING hnsw ((vector::vector({dims})) vector_cosine_ops) "
+            "WHERE model_id = {model} AND source = {source}"
+        ).format(
+            name=sql.Identifier(name),
+            dims=sql.Literal(dimensions),
+            model=sql.Literal(model_id),
+            source=sql.Literal(source),
+        )
+    )
+    log.info("created the HNSW index of source %s (model %s) in %.1fs", source, model_id, time.monotonic() - started)
+    return True
+
+
+def drop_source_index(conn: psycopg.Connection, model_id: str, source: str) -> bool:
+    """Drop a source's own HNSW index (its searches walk the whole store's again); True when there was one."""
+    name = source_index_name(model_id, source)
+    existed = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone() == (True,)
+    conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+    return existed

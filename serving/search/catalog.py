@@ -116,6 +116,7 @@ class Catalog:
     _vocabulary: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_names: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_tactics: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _indexed_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
 
     def data_version(self) -> str:
         """A token that changes with every publish and embedding pass (read at most once a second): the key
@@ -183,6 +184,14 @@ class Catalog:
     def visible_sources(self, conn: psycopg.Connection, principal: Principal) -> list[str]:
         """Source names the caller may know about (user folders only with a visible document)."""
         return [r[0] for r in conn.execute(self.statements.known_sources, principal.params()).fetchall()]
+
+    def vector_indexed_sources(self, conn: psycopg.Connection, model_id: str) -> frozenset[str]:
+        """The sources with an HNSW index of their own for this model (`secrag db vector-index`; cached, read
+        on `conn`): a search filtered to one of them walks that index."""
+        rows = self._indexed_sources.get(
+            lambda: [tuple(r) for r in conn.execute(self.queries.vector_indexed_sources).fetchall()]
+        )
+        return frozenset(source for model, source in rows if model == model_id)
 
     def public_sources(self, conn: psycopg.Connection) -> frozenset[str]:
         """Names of the sources that are not user folders: anyone may filter by them (cached; read on `conn`)."""

@@ -30,10 +30,11 @@ class LegRuns:
         legs: list[str],
         params: dict[str, Any],
         *,
-        exact_vectors: bool,
+        walk: dict[str, bool],
         ef_search: int,
     ) -> list[dict[str, Any]]:
-        pooled = not exact_vectors and unnarrowed(params) and {"vec", "neighbours"} <= set(legs)
+        """`walk` says how the vector leg reads: Statements.search's exact_vectors and source_index."""
+        pooled = not any(walk.values()) and unnarrowed(params) and {"vec", "neighbours"} <= set(legs)
         # a pooled neighbours leg reads the vector leg's walk, so it stays in the vector leg's statement
         aside = [leg for leg in legs if leg in VOTER_LEGS and not (pooled and leg == "neighbours")]
         kept = [leg for leg in legs if leg not in aside]
@@ -45,12 +46,12 @@ class LegRuns:
 
             pending = self.side.start(voters)
             if pending is not None:
-                own = fetch(conn, self.statements.search(kept, exact_vectors=exact_vectors, pooled=pooled), params)
+                own = fetch(conn, self.statements.search(kept, **walk, pooled=pooled), params)
                 theirs = pending.result()
                 if theirs is None:  # no spare connection came: run them here
                     theirs = fetch(conn, self.statements.search(aside), params)
                 return own + theirs
-        return fetch(conn, self.statements.search(legs, exact_vectors=exact_vectors, pooled=pooled), params)
+        return fetch(conn, self.statements.search(legs, **walk, pooled=pooled), params)
 
 
 def unnarrowed(params: dict[str, Any]) -> bool:

@@ -133,12 +133,18 @@ class Searcher:
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             resolved = req.filters.model_copy(update={"sources": params["sources"]})
             exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, resolved)
+            sources = params["sources"] or []
+            source_index = (
+                plan.vec_k > 0
+                and len(sources) == 1
+                and sources[0] in self.catalog.vector_indexed_sources(conn, self.encoder.model_id)
+            )
             ef_search = max(self.config.ef_search_for(self.catalog.lexeme_stats(conn).chunks), plan.vec_k)
             if plan.vec_k:
                 self.sessions.ef_search(conn, ef_search)
             floor = self.config.vector_threshold(self.encoder.model_id, analysis.query_type) if plan.vec_k else None
             window_rows, below = self._fused(
-                conn, req, plan, params, exact_vectors, floor, ef_search=ef_search, then_vec=then_vec
+                conn, req, plan, params, (exact_vectors, source_index), floor, ef_search=ef_search, then_vec=then_vec
             )
             ranked = logic.rescore(
                 window_rows,
@@ -313,7 +319,7 @@ class Searcher:
         req: SearchRequest,
         plan: logic.Plan,
         params: dict[str, Any],
-        exact_vectors: bool,
+        vector_walk: tuple[bool, bool],  # exact distances, one source's own HNSW index
         floor: float | None,
         *,
         ef_search: int = DEFAULT_EF_SEARCH,
@@ -337,7 +343,9 @@ class Searcher:
             }
         legs = [leg for leg, needed in wanted.items() if needed]
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg in legs}
-        for row in self.legs.rows(conn, legs, params, exact_vectors=exact_vectors, ef_search=ef_search):
+        exact_vectors, source_index = vector_walk
+        walk = {"exact_vectors": exact_vectors, "source_index": source_index}
+        for row in self.legs.rows(conn, legs, params, walk=walk, ef_search=ef_search):
             rows[row["leg"]].append(row)
         exact = rows.pop("exact", [])
         for leg_rows in rows.values():  # each leg best first (UNION ALL promises no order)

@@ -28,6 +28,7 @@ class Statements:
 
     vec: str
     vec_exact: str  # exact distances, for filters that keep few chunks
+    vec_source: str  # one source's own HNSW index on chunk_vectors (secrag db vector-index)
     fts: str
     fts_vec: str
     fuzzy: str
@@ -46,19 +47,25 @@ class Statements:
     lookup: str  # GET /v1/lookup and the artefacts a search pins: the records holding a hash, name or path
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
-    def search(self, legs: Iterable[str], *, exact_vectors: bool = False, pooled: bool = False) -> str:
+    def search(
+        self, legs: Iterable[str], *, exact_vectors: bool = False, pooled: bool = False, source_index: bool = False
+    ) -> str:
         """One statement running the given legs (rows tagged by `leg`): a UNION ALL of parenthesised SELECTs.
 
-        `pooled`: the vector and neighbours legs share one walk of the HNSW index (vector_pool), for a
-        search that nothing narrows (no filter, every source votes); ignored unless both legs run."""
+        The vector leg walks the HNSW index of every chunk, or takes exact distances over the filtered
+        chunks (`exact_vectors`), or walks the one filtered source's own index (`source_index`). `pooled`:
+        the vector and neighbours legs share one walk (vector_pool), for a search that nothing narrows (no
+        filter, every source votes); ignored unless both legs run."""
         chosen = tuple(leg for leg in LEGS if leg in set(legs))
         if not chosen:
             raise ValueError("a search needs at least one leg")
-        if pooled and not exact_vectors and {"vec", "neighbours"} <= set(chosen):
+        if "vec" in chosen and exact_vectors:
+            return self._searches[(*chosen, "exact_vectors")]
+        if "vec" in chosen and source_index:
+            return self._searches[(*chosen, "source_index")]
+        if pooled and {"vec", "neighbours"} <= set(chosen):
             return self._searches[(*chosen, "pooled")]
-        return (
-            self._searches[(*chosen, "exact_vectors")] if exact_vectors and "vec" in chosen else self._searches[chosen]
-        )
+        return self._searches[chosen]
 
 
 def _union(parts: Iterable[str]) -> str:
@@ -127,7 +134,10 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         **{leg: voter_leg(queries, parts, leg) for leg in VOTER_LEGS},
         "exact": fill(queries.leg_exact),
     }
-    vec_exact = fill(queries.leg_vec_exact)
+    vec_exact = fill_block(queries.leg_vec_exact, {**parts, "nn_order": sql.SQL("distance, cv.chunk_id")})
+    vec_source = fill_block(
+        queries.leg_vec_exact, {**parts, "nn_order": sql.SQL("{} <=> %(qvec)s::vector").format(parts["cv_vec"])}
+    )
     pooled = {"vec": fill(queries.leg_vec_pooled), "neighbours": voter_leg(queries, parts, "neighbours", pooled=True)}
     pool = "WITH " + fill(queries.vector_pool) + "\n"
     searches: dict[tuple[str, ...], str] = {}
@@ -138,11 +148,15 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
                 searches[(*chosen, "exact_vectors")] = _union(
                     vec_exact if leg == "vec" else legs[leg] for leg in chosen
                 )
+                searches[(*chosen, "source_index")] = _union(
+                    vec_source if leg == "vec" else legs[leg] for leg in chosen
+                )
                 if "neighbours" in chosen:
                     searches[(*chosen, "pooled")] = pool + _union(pooled.get(leg, legs[leg]) for leg in chosen)
     return Statements(
         vec=legs["vec"],
         vec_exact=vec_exact,
+        vec_source=vec_source,
         fts=legs["fts"],
         fts_vec=legs["fts_vec"],
         fuzzy=legs["fuzzy"],

@@ -127,7 +127,10 @@ LIMIT %(vec_k)s
 -- The same leg by exact distance over the filtered chunks, for filters that keep few of them (one
 -- source, a list of documents): an HNSW scan would walk thousands of neighbours to find k that pass.
 -- chunk_vectors (migration 0009) holds each chunk's vector with its source, document and tenant, so
--- the distances are taken over one source's rows without a join per chunk. A public chunk passes
+-- the distances are taken over one source's rows without a join per chunk. The order of nn is exact (by
+-- distance and chunk id: every filtered row's distance) or, for one source with its own HNSW index on
+-- chunk_vectors (`secrag db vector-index`), that index's order (a walk of the source's graph alone,
+-- serving/search/statements.py vec_source). A public chunk passes
 -- unless a document-level filter is set (doc_filters); any other is checked like every read (a chunk of
 -- a document left with users and no tenant has the tenant '' here, migration 0018, so it is checked).
 WITH nn AS MATERIALIZED (
@@ -138,7 +141,7 @@ WITH nn AS MATERIALIZED (
       AND (%(doc_ids)s::text[] IS NULL OR cv.doc_id = ANY(%(doc_ids)s::text[]))
       AND ((cv.tenant IS NULL AND NOT %(doc_filters)s)
            OR EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = cv.doc_id AND {document_filters}))
-    ORDER BY distance, cv.chunk_id
+    ORDER BY {nn_order}
     LIMIT %(vec_k)s
 )
 SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, (1 - nn.distance)::float8 AS score,
@@ -147,6 +150,15 @@ SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, (1 
        NULL::float8 AS vec_score
 FROM nn JOIN chunks c ON c.chunk_id = nn.chunk_id
 ORDER BY nn.distance, c.chunk_id
+
+-- name: vector_indexed_sources
+-- The sources with an HNSW index of their own on chunk_vectors, per model (`secrag db vector-index`; a
+-- partial index whose predicate names the model and the source): a search filtered to one of them walks it.
+SELECT substring(indexdef FROM $$model_id = '([^']+)'::text$$) AS model_id,
+       substring(indexdef FROM $$source = '([^']+)'::text$$) AS source
+FROM pg_indexes
+WHERE schemaname = 'public' AND tablename = 'chunk_vectors' AND strpos(indexdef, 'USING hnsw') > 0
+  AND strpos(indexdef, 'source = ') > 0 AND strpos(indexdef, 'model_id = ') > 0
 
 -- name: leg_fts
 SELECT 'fts' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers,

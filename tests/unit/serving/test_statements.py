@@ -144,7 +144,9 @@ def test_every_block_that_reads_the_corpus_carries_the_access_check() -> None:
             assert scans and queries.visible not in BLOCKS[name]
             continue
         # leg_neighbours' nearest chunks are its own block (voter_nearest, checked here too) or the guarded pool
-        filled = fill_block(BLOCKS[name], {**parts, **voter_parts("neighbours"), "nearest": sql.SQL("")})
+        filled = fill_block(
+            BLOCKS[name], {**parts, **voter_parts("neighbours"), "nearest": sql.SQL(""), "nn_order": sql.SQL("1")}
+        )
         assert queries.visible in filled, f"{name} reads the corpus without the visible check"
 
 
