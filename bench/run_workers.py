@@ -1,6 +1,6 @@
-"""Build throughput with 1 and 2 run workers on one machine: the embedding step, which is most of a build.
+"""Build throughput with 1, 2 and 4 run workers on one machine: the embedding step, which is most of a build.
 
-    python bench/run_workers.py --database-url postgresql://...secrag_bench... [--sample 3000]
+    python bench/run_workers.py --database-url postgresql://...secrag_bench... [--sample 3000] [--workers 1 2 4]
 
 A full build spends about 92 % of its time embedding (bench/build.py: 886.6 s of 961.5 s on the
 AVX-512 EPYC), and each run embeds its own source, so two runs at once (deploy/dagster.yaml allows 2)
@@ -10,8 +10,8 @@ SECRAG_EMBEDDING_THREADS-style thread counts, gives each an equal share of one s
 chunks, and prints the total chunks per second from the first start to the last finish:
 
 - 1 worker, one thread per core (the default, 0);
-- 2 workers, one thread per core each (the default for both: they contend for the cores);
-- 2 workers, cores / 2 threads each (SECRAG_EMBEDDING_THREADS set for sharing the machine).
+- W workers, one thread per core each (the default for all: they contend for the cores);
+- W workers, cores / W threads each (at least one; SECRAG_EMBEDDING_THREADS set for sharing the machine).
 
 On Kubernetes each run is its own pod with its own CPU request, so there the figure that scales is the
 one-worker rate per pod.
@@ -66,6 +66,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--database-url", required=True)
     ap.add_argument("--sample", type=int, default=3000)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="run worker counts (1 always runs)")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     cores = os.cpu_count() or 1
@@ -76,10 +77,11 @@ def main() -> None:
     print(f"model {model}, {len(sample)} chunks")
     one = run(model, 1, 0, sample)
     print(f"1 worker,  {cores} threads:          {one:6.1f} chunks/s  1.00x")
-    for threads in (0, max(1, cores // 2)):
-        rate = run(model, 2, threads, sample)
-        label = f"{threads or cores} threads each"
-        print(f"2 workers, {label:<20} {rate:6.1f} chunks/s  {rate / one:.2f}x")
+    for workers in (w for w in args.workers if w > 1):
+        for threads in dict.fromkeys((0, max(1, cores // workers))):
+            rate = run(model, workers, threads, sample)
+            label = f"{threads or cores} threads each"
+            print(f"{workers} workers, {label:<20} {rate:6.1f} chunks/s  {rate / one:.2f}x")
 
 
 if __name__ == "__main__":

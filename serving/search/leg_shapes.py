@@ -22,6 +22,10 @@ FTS_CORPUS_MAX_MATCHES = 1000
 # 0009) instead of the HNSW index: about 0.45 us a chunk on the full snapshot, 2.2 ms for sigma's 4,817
 # (bench/filtered.py), where an iterative HNSW scan took 9 ms and missed 3 % of the nearest.
 EXACT_VECTOR_MAX_CHUNKS = 10000
+# A voter leg with named voting sources (the procedure examples) takes exact distances over their vectors up
+# to this many chunks, where a whole-graph walk keeping a source of a few per cent walks thousands (at a
+# million chunks); above it, their own HNSW index if they have one, else the whole graph's walk.
+VOTER_EXACT_MAX_CHUNKS = 50000
 CHUNKS_PER_DOC_BOUND = 8
 # Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
 PROSE_MAX_WORDS = 8
@@ -83,6 +87,15 @@ class LegShaper:
         ranked = sorted(set(words), key=lambda w: (stats.share(w), w))
         rare = [w for w in ranked if stats.share(w) <= max_share][:limit] or ranked[:3]
         return " or ".join(rare) if rare else None
+
+    def own_voters(self, conn: psycopg.Connection, sources: list[str] | None, indexed: frozenset[str]) -> bool:
+        """Whether a voter leg reads its voting sources' own vectors (few enough for exact distances, or one
+        source with its own HNSW index) rather than walking the whole store's graph."""
+        if not sources:
+            return False
+        if len(sources) == 1 and sources[0] in indexed:
+            return True
+        return self.catalog.lexeme_stats(conn).chunks_in(sources) <= VOTER_EXACT_MAX_CHUNKS
 
     def exact_vectors(self, conn: psycopg.Connection, filters: SearchFilters) -> bool:
         """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""

@@ -133,12 +133,11 @@ class Searcher:
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             resolved = req.filters.model_copy(update={"sources": params["sources"]})
             exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, resolved)
+            indexed = self.catalog.vector_indexed_sources(conn, self.encoder.model_id) if plan.vec_k else frozenset()
             sources = params["sources"] or []
-            source_index = (
-                plan.vec_k > 0
-                and len(sources) == 1
-                and sources[0] in self.catalog.vector_indexed_sources(conn, self.encoder.model_id)
-            )
+            source_index = plan.vec_k > 0 and len(sources) == 1 and sources[0] in indexed
+            for prefix in VOTER_LEGS.values():
+                params[f"{prefix}_own"] = self.shaper.own_voters(conn, params[f"{prefix}_sources"], indexed)
             ef_search = max(self.config.ef_search_for(self.catalog.lexeme_stats(conn).chunks), plan.vec_k)
             if plan.vec_k:
                 self.sessions.ef_search(conn, ef_search)

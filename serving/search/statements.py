@@ -14,7 +14,7 @@ from secrag.db.queries import Queries
 # `vec` is either leg_vec (HNSW) or leg_vec_exact (exact distances); `fts_vec` serves strategy fts_then_vec
 LEGS = ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours", "procedures", "exact")
 # The voter legs (leg_neighbours filled once per leg) and the prefix of their named parameters:
-# `<prefix>_chunks`, `<prefix>_docs`, `<prefix>_sources` (serving/search/searcher.py sets them).
+# `<prefix>_chunks`, `<prefix>_docs`, `<prefix>_sources`, `<prefix>_own` (serving/search/searcher.py sets them).
 VOTER_LEGS = {"neighbours": "nb", "procedures": "pr"}
 
 
@@ -103,6 +103,7 @@ def voter_parts(leg: str) -> dict[str, sql.Composable]:
         "voter_chunks": sql.Placeholder(f"{prefix}_chunks"),
         "voter_docs": sql.Placeholder(f"{prefix}_docs"),
         "voter_sources": sql.Placeholder(f"{prefix}_sources"),
+        "voter_own": sql.Placeholder(f"{prefix}_own"),
     }
 
 

@@ -272,24 +272,25 @@ JOIN chunks c ON c.chunk_id = r.doc_id || '#0'  -- every document has its first 
 ORDER BY r.score DESC, c.chunk_id
 
 -- name: voter_nearest
--- The voter leg's nearest chunks: with every source voting, its own walk of the HNSW index; with the voting
--- sources named (the procedure examples), their chunk_vectors rows by distance: through the sources' own
--- HNSW index when they have one (`secrag models index-source`), else exactly over their rows. A walk of the
--- whole store's graph that only keeps a source holding 1.6 per cent of a million chunks read thousands of chunks
--- (355 ms a search); exact distances over its 16,000 rows take a few. Only one branch runs: the other's
--- condition is false once the parameter is known.
+-- The voter leg's nearest chunks, one of two ways (the other branch's condition is false once the parameters
+-- are known): a walk of the whole store's HNSW graph, keeping the voting sources when they are named; or,
+-- for named voting sources that are few enough or have an HNSW index of their own (`secrag models
+-- index-source`), their chunk_vectors rows by distance (through that index, else exactly). A whole-graph
+-- walk that keeps only a source holding 1.6 per cent of a million chunks read thousands of chunks (355 ms a
+-- search); exact distances over its 16,000 rows take a few (serving/search/searcher.py: voter walks).
 (
 SELECT c.doc_id, (1 - ({vec} <=> %(qvec)s::vector))::float8 AS sim
  FROM embeddings e
  JOIN chunks c ON c.content_hash = e.content_hash
  JOIN documents d ON d.doc_id = c.doc_id
- WHERE {voter_sources}::text[] IS NULL AND e.model_id = {model} AND {visible}
+ WHERE NOT {voter_own}::boolean AND e.model_id = {model} AND {visible}
+   AND ({voter_sources}::text[] IS NULL OR c.source = ANY({voter_sources}::text[]))
  ORDER BY {vec} <=> %(qvec)s::vector
  LIMIT {voter_chunks}
 ) UNION ALL (  -- on one line: a search's legs are the statement's own UNION ALL lines
 SELECT cv.doc_id, (1 - ({cv_vec} <=> %(qvec)s::vector))::float8 AS sim
  FROM chunk_vectors cv
- WHERE {voter_sources}::text[] IS NOT NULL AND cv.model_id = {model} AND cv.source = ANY({voter_sources}::text[])
+ WHERE {voter_own}::boolean AND cv.model_id = {model} AND cv.source = ANY({voter_sources}::text[])
    AND (cv.tenant IS NULL OR EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = cv.doc_id AND {visible}))
  ORDER BY {cv_vec} <=> %(qvec)s::vector
  LIMIT {voter_chunks})
