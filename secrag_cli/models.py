@@ -106,7 +106,14 @@ def fetch(model_id: str) -> None:
     "--min-chunks", type=click.IntRange(min=1), default=None, help="Index every source with at least this many chunks."
 )
 @click.option("--drop", is_flag=True, help="Drop the sources' own indexes instead.")
-def index_source(sources: tuple[str, ...], min_chunks: int | None, drop: bool) -> None:
+@click.option(
+    "--maintenance-work-mem",
+    default="1GB",
+    show_default=True,
+    help="Memory for each build (PostgreSQL's maintenance_work_mem): about 2 KB a chunk keeps the graph in memory; "
+    "with less the build spills and takes many times longer.",
+)
+def index_source(sources: tuple[str, ...], min_chunks: int | None, drop: bool, maintenance_work_mem: str) -> None:
     """Give SOURCES (or every source of --min-chunks chunks) an HNSW index of their own for the active model,
     so that a search filtered to one of them walks its graph alone (docs/scaling.md: one-source filters at
     a million chunks). Built without blocking writes; a publish keeps it current."""
@@ -119,6 +126,7 @@ def index_source(sources: tuple[str, ...], min_chunks: int | None, drop: bool) -
         if not active:
             raise click.UsageError("no active embedding model in the store yet (run the pipeline first)")
         model = active[0]
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", [maintenance_work_mem])
         chunks = dict(conn.execute("SELECT source, chunks FROM source_counts").fetchall())
         chosen = list(sources) + [s for s, n in sorted(chunks.items()) if min_chunks and n >= min_chunks]
         unknown = sorted(set(chosen) - set(chunks))
