@@ -13,6 +13,7 @@ from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
 from serving.search.catalog import Catalog
+from serving.search.statements import VOTER_LEGS
 
 # Keyword queries estimated (serving/search/lexicon.py) to match more chunks rank full text within the vector leg's
 # candidates, as natural-language queries always do (a wider pool measured no better: dev nDCG@10 0.608 at
@@ -89,14 +90,26 @@ class LegShaper:
         rare = [w for w in ranked if stats.share(w) <= max_share][:limit] or ranked[:3]
         return " or ".join(rare) if rare else None
 
-    def own_voters(self, conn: psycopg.Connection, sources: list[str] | None, indexed: frozenset[str]) -> bool:
-        """Whether a voter leg reads its voting sources' own vectors (few enough for exact distances, or one
-        source with its own HNSW index) rather than walking the whole store's graph."""
-        if not sources:
-            return False
-        if len(sources) == 1 and sources[0] in indexed:
-            return True
-        return self.catalog.lexeme_stats(conn).chunks_in(sources) <= VOTER_EXACT_MAX_CHUNKS
+    def vector_walk(self, conn: psycopg.Connection, filters: SearchFilters, model_id: str) -> dict[str, bool]:
+        """How the vector leg reads (Statements.search's flags): exact distances over the filtered chunks
+        when the filters keep few, else the one filtered source's own HNSW index when it has one, else
+        (both False) the whole store's graph."""
+        if self.exact_vectors(conn, filters):
+            return {"exact_vectors": True, "source_index": False}
+        sources = filters.sources or []
+        own = len(sources) == 1 and sources[0] in self.catalog.vector_indexed_sources(conn, model_id)
+        return {"exact_vectors": False, "source_index": own}
+
+    def voter_walks(self, conn: psycopg.Connection, params: dict[str, Any], model_id: str) -> None:
+        """`<prefix>_own` of each voter leg: whether it reads its named voting sources' own vectors (few enough
+        for exact distances, or one source with its own HNSW index) rather than walking the whole graph."""
+        for prefix in VOTER_LEGS.values():
+            sources = params[f"{prefix}_sources"]
+            own = bool(sources) and (
+                (len(sources) == 1 and sources[0] in self.catalog.vector_indexed_sources(conn, model_id))
+                or self.catalog.lexeme_stats(conn).chunks_in(sources) <= VOTER_EXACT_MAX_CHUNKS
+            )
+            params[f"{prefix}_own"] = own
 
     def exact_vectors(self, conn: psycopg.Connection, filters: SearchFilters) -> bool:
         """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""

@@ -132,18 +132,16 @@ class Searcher:
             plan = self._label(req, analysis, plan, params, fixes, then_vec=then_vec)
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             resolved = req.filters.model_copy(update={"sources": params["sources"]})
-            exact_vectors = plan.vec_k > 0 and self.shaper.exact_vectors(conn, resolved)
-            indexed = self.catalog.vector_indexed_sources(conn, self.encoder.model_id) if plan.vec_k else frozenset()
-            sources = params["sources"] or []
-            source_index = plan.vec_k > 0 and len(sources) == 1 and sources[0] in indexed
-            for prefix in VOTER_LEGS.values():
-                params[f"{prefix}_own"] = self.shaper.own_voters(conn, params[f"{prefix}_sources"], indexed)
+            walk: dict[str, bool] = {}
+            if plan.vec_k:
+                walk = self.shaper.vector_walk(conn, resolved, self.encoder.model_id)
+                self.shaper.voter_walks(conn, params, self.encoder.model_id)
             ef_search = max(self.config.ef_search_for(self.catalog.lexeme_stats(conn).chunks), plan.vec_k)
             if plan.vec_k:
                 self.sessions.ef_search(conn, ef_search)
             floor = self.config.vector_threshold(self.encoder.model_id, analysis.query_type) if plan.vec_k else None
             window_rows, below = self._fused(
-                conn, req, plan, params, (exact_vectors, source_index), floor, ef_search=ef_search, then_vec=then_vec
+                conn, req, plan, params, walk, floor, ef_search=ef_search, then_vec=then_vec
             )
             ranked = logic.rescore(
                 window_rows,
@@ -318,7 +316,7 @@ class Searcher:
         req: SearchRequest,
         plan: logic.Plan,
         params: dict[str, Any],
-        vector_walk: tuple[bool, bool],  # exact distances, one source's own HNSW index
+        walk: dict[str, bool],  # how the vector leg reads (LegShaper.vector_walk)
         floor: float | None,
         *,
         ef_search: int = DEFAULT_EF_SEARCH,
@@ -342,8 +340,6 @@ class Searcher:
             }
         legs = [leg for leg, needed in wanted.items() if needed]
         rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg in legs}
-        exact_vectors, source_index = vector_walk
-        walk = {"exact_vectors": exact_vectors, "source_index": source_index}
         for row in self.legs.rows(conn, legs, params, walk=walk, ef_search=ef_search):
             rows[row["leg"]].append(row)
         exact = rows.pop("exact", [])
