@@ -29,6 +29,7 @@ from serving.search.catalog import Catalog
 from serving.search.encoder import QueryEncoder
 from serving.search.leg_runs import LegRuns, fetch
 from serving.search.leg_shapes import LegShaper
+from serving.search.parameters import statement_params
 from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
 from serving.search.search_file import SearchConfig
@@ -121,7 +122,7 @@ class Searcher:
         if given is None:
             given = vector
         qvec = (given if given is not None else self.encoder.encode(enriched)) if plan.needs_vector else None
-        params = self._params(req, analysis, plan, qvec, principal)
+        params = statement_params(req, analysis, plan, qvec, principal, self.catalog)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
             version = self.catalog.read_data_version(conn) if versioned else None
@@ -267,49 +268,6 @@ class Searcher:
         params["label_ids"] = list(ids)
         return dataclasses.replace(plan, w_label=LABEL_WEIGHT if chosen.label is None else chosen.label)
 
-    def _params(
-        self,
-        req: SearchRequest,
-        analysis: logic.QueryAnalysis,
-        plan: logic.Plan,
-        qvec: Any,  # noqa: ANN401 - the encoder's vector
-        principal: Principal,
-    ) -> dict[str, Any]:
-        """The named parameters of the search statement (sources are resolved on the connection)."""
-        filters = req.filters
-        ids = self.catalog.technique_ids()
-        pinned = req.mode != "vector"  # exact identifiers are put first except in vector-only search
-        names = self.catalog.source_names()
-        return {
-            **principal.params(),
-            "sources": filters.sources,
-            "doc_ids": filters.doc_ids,
-            "techniques": logic.expand_techniques(filters.techniques, ids) if filters.techniques else None,
-            "platforms": filters.platforms,
-            "tags_any": filters.tags_any,
-            "tags_all": filters.tags_all,
-            "updated_after": filters.updated_after,
-            "updated_before": filters.updated_before,
-            "created_after": filters.created_after,
-            "created_before": filters.created_before,
-            "doc_filters": _document_filters(filters),
-            "fts_text": analysis.fts_text,
-            "ident_text": analysis.ident_text,
-            "fuzzy_text": req.query.strip()[:64],
-            "has_ident": bool(analysis.ident_text),
-            "ident_tier": analysis.is_identifier,
-            "qvec": qvec,
-            "fts_k": plan.fts_k,
-            "vec_k": plan.vec_k,
-            "fuzzy_k": plan.fuzzy_k,
-            "candidates_k": req.candidates_k,
-            "window": plan.window,
-            "group_by_doc": req.group_by_doc,
-            "exact_ids": logic.exact_doc_ids(analysis.exact_forms, names) if pinned else [],
-            "child_ids": logic.exact_doc_ids(logic.child_forms(analysis, ids), names) if pinned else [],
-            "pool_fts": False,
-        }
-
     def _fused(
         self,
         conn: psycopg.Connection,
@@ -384,23 +342,6 @@ class Searcher:
         }
         display = {r["chunk_id"]: r for r in fetch(conn, self.statements.result_rows, display_params)}
         return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
-
-
-def _document_filters(filters: SearchFilters) -> bool:
-    """Whether a filter reads the document (techniques, platforms, tags, dates), not only its chunks."""
-    return any(
-        value is not None
-        for value in (
-            filters.techniques,
-            filters.platforms,
-            filters.tags_any,
-            filters.tags_all,
-            filters.updated_after,
-            filters.updated_before,
-            filters.created_after,
-            filters.created_before,
-        )
-    )
 
 
 def _best_first(row: dict[str, Any]) -> tuple[float, str]:

@@ -1,0 +1,73 @@
+"""The named parameters of a search's statement (sql/queries/serving.sql), from the request, its analysis
+and its plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from serving.access.keys import Principal
+from serving.contract.requests import SearchFilters, SearchRequest
+from serving.search import analysis as logic
+from serving.search.catalog import Catalog
+
+
+def statement_params(
+    req: SearchRequest,
+    analysis: logic.QueryAnalysis,
+    plan: logic.Plan,
+    qvec: Any,  # noqa: ANN401 - the encoder's vector
+    principal: Principal,
+    catalog: Catalog,
+) -> dict[str, Any]:
+    """The named parameters of the search statement (sources are resolved on the connection, the voter legs'
+    and the label leg's are added by the searcher)."""
+    filters = req.filters
+    ids = catalog.technique_ids()
+    pinned = req.mode != "vector"  # exact identifiers are put first except in vector-only search
+    names = catalog.source_names()
+    return {
+        **principal.params(),
+        "sources": filters.sources,
+        "doc_ids": filters.doc_ids,
+        "techniques": logic.expand_techniques(filters.techniques, ids) if filters.techniques else None,
+        "platforms": filters.platforms,
+        "tags_any": filters.tags_any,
+        "tags_all": filters.tags_all,
+        "updated_after": filters.updated_after,
+        "updated_before": filters.updated_before,
+        "created_after": filters.created_after,
+        "created_before": filters.created_before,
+        "doc_filters": document_filters(filters),
+        "fts_text": analysis.fts_text,
+        "ident_text": analysis.ident_text,
+        "fuzzy_text": req.query.strip()[:64],
+        "has_ident": bool(analysis.ident_text),
+        "ident_tier": analysis.is_identifier,
+        "qvec": qvec,
+        "fts_k": plan.fts_k,
+        "vec_k": plan.vec_k,
+        "fuzzy_k": plan.fuzzy_k,
+        "candidates_k": req.candidates_k,
+        "window": plan.window,
+        "group_by_doc": req.group_by_doc,
+        "exact_ids": logic.exact_doc_ids(analysis.exact_forms, names) if pinned else [],
+        "child_ids": logic.exact_doc_ids(logic.child_forms(analysis, ids), names) if pinned else [],
+        "pool_fts": False,
+    }
+
+
+def document_filters(filters: SearchFilters) -> bool:
+    """Whether a filter reads the document (techniques, platforms, tags, dates), not only its chunks."""
+    return any(
+        value is not None
+        for value in (
+            filters.techniques,
+            filters.platforms,
+            filters.tags_any,
+            filters.tags_all,
+            filters.updated_after,
+            filters.updated_before,
+            filters.created_after,
+            filters.created_before,
+        )
+    )
