@@ -26,10 +26,14 @@ class StoredModel:
     vectors: int
 
 
+def _slug(text: str, size: int) -> str:
+    """`text` as a part of an identifier: lower case, runs of other characters as one `_`, at most `size`."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:size]
+
+
 def model_index_name(model_id: str) -> str:
     """embeddings_<model id as an identifier>_hnsw_idx (within PostgreSQL's 63 bytes)."""
-    slug = re.sub(r"[^a-z0-9]+", "_", model_id.lower()).strip("_")[:40]
-    return f"embeddings_{slug}_hnsw_idx"
+    return f"embeddings_{_slug(model_id, 40)}_hnsw_idx"
 
 
 def ensure_model_index(conn: psycopg.Connection, model_id: str, dimensions: int, q: Queries) -> bool:
@@ -82,22 +86,27 @@ def prune_model(conn: psycopg.Connection, sql_dir: Path, model_id: str) -> int:
 
 def source_index_name(model_id: str, source: str) -> str:
     """chunk_vectors_<model>_<source>_hnsw (each part cut so the name stays within PostgreSQL's 63 bytes)."""
-
-    def slug(text: str, size: int) -> str:
-        return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:size]
-
-    return f"chunk_vectors_{slug(model_id, 20)}_{slug(source, 20)}_hnsw"
+    return f"chunk_vectors_{_slug(model_id, 20)}_{_slug(source, 20)}_hnsw"
 
 
-def create_source_index(conn: psycopg.Connection, model_id: str, dimensions: int, source: str) -> bool:
+def source_chunks(conn: psycopg.Connection, sql_dir: Path) -> dict[str, int]:
+    """Each source's chunks, as the last publish counted them."""
+    return {s: int(n) for s, n in conn.execute(Queries(sql_dir, "store").source_chunks).fetchall()}
+
+
+def create_source_index(
+    conn: psycopg.Connection, sql_dir: Path, model_id: str, dimensions: int, source: str, memory: str = "1GB"
+) -> bool:
     """Give one source its own HNSW index over its chunk vectors of this model (a partial index on
     chunk_vectors whose predicate names both), built without blocking writes (CREATE INDEX CONCURRENTLY:
-    `conn` in autocommit). A search filtered to that source then walks its graph alone instead of the
-    whole store's (serving/search/catalog.py vector_indexed_sources); a publish keeps it current. True
-    when it was created now."""
+    `conn` in autocommit) with `memory` of maintenance_work_mem. A search filtered to that source then
+    walks its graph alone instead of the whole store's (serving/search/catalog.py vector_indexed_sources);
+    a publish keeps it current. True when it was created now."""
+    q = Queries(sql_dir, "store")
     name = source_index_name(model_id, source)
-    if conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone() == (True,):
+    if one_row(conn.execute(q.index_exists, {"name": name}))[0]:
         return False
+    conn.execute(q.maintenance_memory, {"memory": memory})
     started = time.monotonic()
     conn.execute(
         sql.SQL(
@@ -114,9 +123,9 @@ def create_source_index(conn: psycopg.Connection, model_id: str, dimensions: int
     return True
 
 
-def drop_source_index(conn: psycopg.Connection, model_id: str, source: str) -> bool:
+def drop_source_index(conn: psycopg.Connection, sql_dir: Path, model_id: str, source: str) -> bool:
     """Drop a source's own HNSW index (its searches walk the whole store's again); True when there was one."""
     name = source_index_name(model_id, source)
-    existed = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone() == (True,)
+    existed = bool(one_row(conn.execute(Queries(sql_dir, "store").index_exists, {"name": name}))[0])
     conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
     return existed

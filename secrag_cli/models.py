@@ -117,7 +117,7 @@ def index_source(sources: tuple[str, ...], min_chunks: int | None, drop: bool, m
     """Give SOURCES (or every source of --min-chunks chunks) an HNSW index of their own for the active model,
     so that a search filtered to one of them walks its graph alone (docs/scaling.md: one-source filters at
     a million chunks). Built without blocking writes; a publish keeps it current."""
-    from pipeline.model_store import create_source_index, drop_source_index
+    from pipeline.model_store import create_source_index, drop_source_index, source_chunks
 
     settings = ServingSettings()
     url = database.database_url(settings)
@@ -126,9 +126,8 @@ def index_source(sources: tuple[str, ...], min_chunks: int | None, drop: bool, m
         if not active:
             raise click.UsageError("no active embedding model in the store yet (run the pipeline first)")
         model = active[0]
-        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", [maintenance_work_mem])
-        chunks = dict(conn.execute("SELECT source, chunks FROM source_counts").fetchall())
-        chosen = list(sources) + [s for s, n in sorted(chunks.items()) if min_chunks and n >= min_chunks]
+        chunks = source_chunks(conn, settings.sql_dir)
+        chosen = list(sources) + [s for s, n in chunks.items() if min_chunks and n >= min_chunks]
         unknown = sorted(set(chosen) - set(chunks))
         if unknown or not chosen:
             known = ", ".join(sorted(chunks))
@@ -137,10 +136,12 @@ def index_source(sources: tuple[str, ...], min_chunks: int | None, drop: bool, m
             )
         for source in dict.fromkeys(chosen):
             if drop:
-                done = drop_source_index(conn, model.model_id, source)
+                done = drop_source_index(conn, settings.sql_dir, model.model_id, source)
                 click.echo(f"{source}: {'dropped' if done else 'had no index of its own'}")
             else:
-                done = create_source_index(conn, model.model_id, model.dimensions, source)
+                done = create_source_index(
+                    conn, settings.sql_dir, model.model_id, model.dimensions, source, maintenance_work_mem
+                )
                 click.echo(
                     f"{source}: {'indexed' if done else 'already indexed'} ({chunks[source]} chunks, {model.model_id})"
                 )

@@ -228,6 +228,17 @@ SELECT indexname FROM pg_indexes
 WHERE schemaname = current_schema() AND tablename = 'embeddings'
   AND strpos(indexdef, 'USING hnsw') > 0 AND strpos(indexdef, quote_literal(%(model)s::text)) > 0
 
+-- name: index_exists
+SELECT to_regclass(%(name)s) IS NOT NULL
+
+-- name: source_chunks
+-- Each source's chunks (migration 0007's counts, kept by every publish): which sources are large.
+SELECT source, chunks FROM source_counts ORDER BY source
+
+-- name: maintenance_memory
+-- Memory for the session's index builds: an HNSW graph that does not fit spills and builds many times slower.
+SELECT set_config('maintenance_work_mem', %(memory)s, false)
+
 -- name: delete_model_vectors
 DELETE FROM embeddings WHERE model_id = %(model)s
 
