@@ -76,6 +76,7 @@ class ReaderSessions:
             "ef_search": str(DEFAULT_EF_SEARCH),
             "trgm_threshold": str(TRGM_THRESHOLD),
         }
+        self._reset: str | None = None  # RESET ALL and the session settings in one text (reset() renders it)
         # hnsw.ef_search per pooled connection when not the session default (entries go with their connection)
         self._ef_by_conn: weakref.WeakKeyDictionary[psycopg.Connection[Any], str] = weakref.WeakKeyDictionary()
 
@@ -101,9 +102,13 @@ class ReaderSessions:
         conn.execute(self._queries.session_settings, self._settings)
 
     def reset(self, conn: psycopg.Connection[Any]) -> None:
-        """A connection back from a request: every setting it changed goes back to the session's."""
-        conn.execute("RESET ALL")
-        conn.execute(self._queries.session_settings, self._settings)
+        """A connection back from a request: every setting it changed goes back to the session's (one round trip)."""
+        if self._reset is None:
+            # The settings rendered with their values (psycopg quotes them) after RESET ALL in one text: a query
+            # without parameters may hold two statements.
+            rendered = psycopg.ClientCursor(conn).mogrify(self._queries.session_settings, self._settings)
+            self._reset = f"RESET ALL;\n{rendered}"
+        conn.execute(self._reset)
         self._ef_by_conn.pop(conn, None)
 
     def ef_search(self, conn: psycopg.Connection[Any], wanted: int) -> None:
