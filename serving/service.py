@@ -32,6 +32,7 @@ from serving.search.search_file import SearchConfig
 from serving.search.searcher import Searcher
 from serving.search.serving_model import ServingModel
 from serving.search.side_legs import SideLegs
+from serving.search.source_vectors import SourceVectors, reader
 from serving.search.statements import Statements, compose
 from serving.settings import ServingSettings
 
@@ -54,6 +55,7 @@ class Service:
     catalog: Catalog = field(init=False)
     results: ResultCache = field(init=False)
     side_legs: SideLegs = field(init=False)
+    source_vectors: SourceVectors = field(init=False)
     limits: RequestLimits = field(init=False)
     model: ServingModel = field(init=False)
     reads: Reads = field(init=False)
@@ -70,6 +72,9 @@ class Service:
         )
         self.results = ResultCache(settings.result_cache_size)
         self.side_legs = SideLegs(self.pool, enabled=settings.search_parallel_legs)
+        self.source_vectors = SourceVectors(
+            reader(self.pool, self.queries.source_vectors), max_bytes=settings.search_source_vectors_mb * 2**20
+        )
         self.limits = RequestLimits.from_settings(settings)
         self.model = ServingModel(
             searcher=self._searcher(encoder, statements),
@@ -107,6 +112,7 @@ class Service:
             max_response_bytes=self.settings.max_response_bytes,
             results=self.results,
             side=self.side_legs,
+            vectors=self.source_vectors,
         )
 
     def _read_active(self) -> str:

@@ -135,6 +135,7 @@ def start_service(settings: ServingSettings, metrics: Exposition, url_policy: Ur
 
 def stop_service(service: Service) -> None:
     service.side_legs.close()
+    service.source_vectors.close()
     service.pool.close()
     if service.query_log is not None:
         service.query_log.close()

@@ -117,6 +117,7 @@ class Catalog:
     _technique_names: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_tactics: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _indexed_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
+    _source_versions: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
 
     def data_version(self) -> str:
         """A token that changes with every publish and embedding pass (read at most once a second): the key
@@ -192,6 +193,13 @@ class Catalog:
             lambda: [tuple(r) for r in conn.execute(self.queries.vector_indexed_sources).fetchall()]
         )
         return frozenset(source for model, source in rows if model == model_id)
+
+    def source_versions(self, conn: psycopg.Connection) -> dict[str, str]:
+        """Each source's data version (read at most once a second, on `conn`): the version at which the vectors
+        the API holds in memory may serve (serving/search/source_vectors.py)."""
+        return self._source_versions.get(
+            lambda: {str(r[0]): str(r[1]) for r in conn.execute(self.queries.source_data_versions).fetchall()}
+        )
 
     def public_sources(self, conn: psycopg.Connection) -> frozenset[str]:
         """Names of the sources that are not user folders: anyone may filter by them (cached; read on `conn`)."""

@@ -13,6 +13,7 @@ from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
 from serving.search.catalog import Catalog
+from serving.search.source_vectors import SourceVectors
 from serving.search.statements import VOTER_LEGS
 
 # Keyword queries estimated (serving/search/lexicon.py) to match more chunks rank full text within the vector leg's
@@ -28,6 +29,10 @@ EXACT_VECTOR_MAX_CHUNKS = 10000
 # of a few per cent walks thousands (at a million chunks); above it, their own HNSW index if they have one,
 # else the whole graph's walk (at 200k copies, exact over 48,000 put p99 at 137 ms).
 VOTER_EXACT_MAX_CHUNKS = 20000
+# Named sources held in the API's memory (serving/search/source_vectors.py) give a leg its nearest chunks by a
+# matrix product up to this many chunks (1.1 to 1.8 ms for 16,000 on 2 cores); a larger source is walked in
+# its own HNSW index or the whole graph, which costs less than reading every row.
+HELD_MAX_CHUNKS = 20000
 CHUNKS_PER_DOC_BOUND = 8
 # Full-text mode ranks prose by its rarest words: at most this many, each in at most this share of chunks.
 PROSE_MAX_WORDS = 8
@@ -42,6 +47,7 @@ class LegShaper:
     """Chooses how the full-text and vector legs of one search run."""
 
     catalog: Catalog
+    vectors: SourceVectors | None = None  # online sources' vectors held in the API's memory
 
     def shape_full_text(
         self,
@@ -110,6 +116,41 @@ class LegShaper:
                 or self.catalog.lexeme_stats(conn).chunks_in(sources) <= VOTER_EXACT_MAX_CHUNKS
             )
             params[f"{prefix}_own"] = own
+
+    def held_nearest(
+        self, conn: psycopg.Connection, params: dict[str, Any], walk: dict[str, bool], model_id: str, voters: list[str]
+    ) -> dict[str, bool]:
+        """The nearest chunks taken in the API's memory (serving/search/source_vectors.py) wherever a leg reads
+        only named online sources of at most HELD_MAX_CHUNKS, held at their current version: the vector leg
+        filtered by source
+        alone (`vec_ids`, `vec_sims`; the returned walk reads them) and the `voters` legs whose voting sources are
+        named (`<prefix>_near_docs`, `<prefix>_near_sims`). Exact distances, as PostgreSQL takes them over a
+        few sources; elsewhere the walk stays as it was."""
+        if self.vectors is None or not self.vectors.enabled or params["qvec"] is None:
+            return walk
+        public = self.catalog.public_sources(conn)
+        versions = self.catalog.source_versions(conn)
+        vectors = self.vectors
+
+        def nearest(sources: list[str] | None, k: int) -> Any:  # noqa: ANN401 - Nearest | None
+            if not sources or not set(sources) <= public:
+                return None
+            if self.catalog.lexeme_stats(conn).chunks_in(sources) > HELD_MAX_CHUNKS:
+                return None
+            return vectors.nearest(model_id, sources, versions, params["qvec"], k)
+
+        if params["doc_ids"] is None and not params["doc_filters"]:
+            found = nearest(params["sources"], params["vec_k"])
+            if found is not None:
+                params["vec_ids"], params["vec_sims"] = found.chunk_ids, found.sims
+                walk = {"exact_vectors": False, "source_index": False, "given_vectors": True}
+        for leg in voters:
+            prefix = VOTER_LEGS[leg]
+            found = nearest(params[f"{prefix}_sources"], params[f"{prefix}_chunks"])
+            if found is not None:
+                params[f"{prefix}_own"] = True
+                params[f"{prefix}_near_docs"], params[f"{prefix}_near_sims"] = found.doc_ids, found.sims
+        return walk
 
     def exact_vectors(self, conn: psycopg.Connection, filters: SearchFilters) -> bool:
         """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""

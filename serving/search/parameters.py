@@ -53,6 +53,8 @@ def statement_params(
         "exact_ids": logic.exact_doc_ids(analysis.exact_forms, names) if pinned else [],
         "child_ids": logic.exact_doc_ids(logic.child_forms(analysis, ids), names) if pinned else [],
         "pool_fts": False,
+        "vec_ids": None,  # the vector leg's nearest when the API takes them (serving/search/source_vectors.py)
+        "vec_sims": None,
     }
 
 

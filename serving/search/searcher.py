@@ -34,6 +34,7 @@ from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
 from serving.search.search_file import SearchConfig
 from serving.search.side_legs import SideLegs
+from serving.search.source_vectors import SourceVectors
 from serving.search.statements import VOTER_LEGS, Statements
 
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
@@ -53,6 +54,7 @@ class Searcher:
     max_response_bytes: int
     results: ResultCache = field(default_factory=lambda: ResultCache(0))
     side: SideLegs | None = None  # runs the voter legs on a second connection while a core is idle
+    vectors: SourceVectors | None = None  # online sources' vectors held in memory (exact nearest in the API)
 
     @property
     def legs(self) -> LegRuns:
@@ -60,7 +62,7 @@ class Searcher:
 
     @property
     def shaper(self) -> LegShaper:
-        return LegShaper(self.catalog)
+        return LegShaper(self.catalog, self.vectors)
 
     def query_vectors(self, queries: Sequence[str]) -> list[np.ndarray]:
         """The vectors search() embeds for these queries (each enriched as it is there), in one model run:
@@ -137,6 +139,8 @@ class Searcher:
             if plan.vec_k:
                 walk = self.shaper.vector_walk(conn, resolved, self.encoder.model_id)
                 self.shaper.voter_walks(conn, params, self.encoder.model_id)
+                voters = [leg for leg, w in (("neighbours", plan.w_neighbours), ("procedures", plan.w_procedures)) if w]
+                walk = self.shaper.held_nearest(conn, params, walk, self.encoder.model_id, voters)
             ef_search = max(self.config.ef_search_for(self.catalog.lexeme_stats(conn).chunks), plan.vec_k)
             if plan.vec_k:
                 self.sessions.ef_search(conn, ef_search)
@@ -250,6 +254,7 @@ class Searcher:
         for leg, prefix in VOTER_LEGS.items():
             params[f"{prefix}_chunks"], params[f"{prefix}_docs"] = voters[leg].chunks, voters[leg].documents
             params[f"{prefix}_sources"] = voters[leg].sources
+            params[f"{prefix}_near_docs"] = params[f"{prefix}_near_sims"] = None  # serving/search/source_vectors.py
         if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", *PROSE_SHAPES}:
             return plan
         ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))

@@ -14,7 +14,8 @@ from secrag.db.queries import Queries
 # `vec` is either leg_vec (HNSW) or leg_vec_exact (exact distances); `fts_vec` serves strategy fts_then_vec
 LEGS = ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours", "procedures", "exact")
 # The voter legs (leg_neighbours filled once per leg) and the prefix of their named parameters:
-# `<prefix>_chunks`, `<prefix>_docs`, `<prefix>_sources`, `<prefix>_own` (serving/search/searcher.py sets them).
+# `<prefix>_chunks`, `<prefix>_docs`, `<prefix>_sources`, `<prefix>_own`, and `<prefix>_near_docs` and
+# `<prefix>_near_sims` when the API took the nearest itself (serving/search/searcher.py sets them).
 VOTER_LEGS = {"neighbours": "nb", "procedures": "pr"}
 
 
@@ -29,6 +30,7 @@ class Statements:
     vec: str
     vec_exact: str  # exact distances, for filters that keep few chunks
     vec_source: str  # one source's own HNSW index on chunk_vectors (secrag db vector-index)
+    vec_given: str  # the nearest chunks the API took over the sources' vectors it holds (source_vectors.py)
     fts: str
     fts_vec: str
     fuzzy: str
@@ -48,17 +50,26 @@ class Statements:
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
     def search(
-        self, legs: Iterable[str], *, exact_vectors: bool = False, pooled: bool = False, source_index: bool = False
+        self,
+        legs: Iterable[str],
+        *,
+        exact_vectors: bool = False,
+        pooled: bool = False,
+        source_index: bool = False,
+        given_vectors: bool = False,
     ) -> str:
         """One statement running the given legs (rows tagged by `leg`): a UNION ALL of parenthesised SELECTs.
 
         The vector leg walks the HNSW index of every chunk, or takes exact distances over the filtered
-        chunks (`exact_vectors`), or walks the one filtered source's own index (`source_index`). `pooled`:
+        chunks (`exact_vectors`), or walks the one filtered source's own index (`source_index`), or reads the
+        nearest chunks the API took itself (`given_vectors`: `vec_ids`, `vec_sims`). `pooled`:
         the vector and neighbours legs share one walk (vector_pool), for a search that nothing narrows (no
         filter, every source votes); ignored unless both legs run."""
         chosen = tuple(leg for leg in LEGS if leg in set(legs))
         if not chosen:
             raise ValueError("a search needs at least one leg")
+        if "vec" in chosen and given_vectors:
+            return self._searches[(*chosen, "given_vectors")]
         if "vec" in chosen and exact_vectors:
             return self._searches[(*chosen, "exact_vectors")]
         if "vec" in chosen and source_index:
@@ -104,6 +115,8 @@ def voter_parts(leg: str) -> dict[str, sql.Composable]:
         "voter_docs": sql.Placeholder(f"{prefix}_docs"),
         "voter_sources": sql.Placeholder(f"{prefix}_sources"),
         "voter_own": sql.Placeholder(f"{prefix}_own"),
+        "voter_near_docs": sql.Placeholder(f"{prefix}_near_docs"),
+        "voter_near_sims": sql.Placeholder(f"{prefix}_near_sims"),
     }
 
 
@@ -139,6 +152,7 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
     vec_source = fill_block(
         queries.leg_vec_exact, {**parts, "nn_order": sql.SQL("{} <=> %(qvec)s::vector").format(parts["cv_vec"])}
     )
+    vec_given = fill(queries.leg_vec_given)
     pooled = {"vec": fill(queries.leg_vec_pooled), "neighbours": voter_leg(queries, parts, "neighbours", pooled=True)}
     pool = "WITH " + fill(queries.vector_pool) + "\n"
     searches: dict[tuple[str, ...], str] = {}
@@ -152,12 +166,16 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
                 searches[(*chosen, "source_index")] = _union(
                     vec_source if leg == "vec" else legs[leg] for leg in chosen
                 )
+                searches[(*chosen, "given_vectors")] = _union(
+                    vec_given if leg == "vec" else legs[leg] for leg in chosen
+                )
                 if "neighbours" in chosen:
                     searches[(*chosen, "pooled")] = pool + _union(pooled.get(leg, legs[leg]) for leg in chosen)
     return Statements(
         vec=legs["vec"],
         vec_exact=vec_exact,
         vec_source=vec_source,
+        vec_given=vec_given,
         fts=legs["fts"],
         fts_vec=legs["fts_vec"],
         fuzzy=legs["fuzzy"],

@@ -151,6 +151,20 @@ SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, (1 
 FROM nn JOIN chunks c ON c.chunk_id = nn.chunk_id
 ORDER BY nn.distance, c.chunk_id
 
+-- name: leg_vec_given
+-- The same leg from the nearest chunks the API took itself: exact distances over the filtered sources' vectors
+-- it holds in memory (serving/search/source_vectors.py; online sources, so public chunks), in their order, with
+-- the filters and the access check applied as everywhere.
+SELECT 'vec' AS leg, c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, n.sim AS score,
+       CASE WHEN %(pool_fts)s AND c.tsv @@ {tsq} THEN ts_rank_cd(c.tsv, {tsq}, 32) END::float8 AS pool_fts,
+       (%(ident_tier)s AND %(has_ident)s AND c.tsv @@ {ident_tsq}) AS ident_hit, false AS is_exact,
+       NULL::float8 AS vec_score
+FROM unnest(%(vec_ids)s::text[], %(vec_sims)s::float8[]) AS n(chunk_id, sim)
+JOIN chunks c ON c.chunk_id = n.chunk_id
+JOIN documents d ON d.doc_id = c.doc_id
+WHERE {filters}
+ORDER BY n.sim DESC, c.chunk_id
+
 -- name: vector_indexed_sources
 -- The sources with an HNSW index of their own on chunk_vectors, per model (`secrag db vector-index`; a
 -- partial index whose predicate names the model and the source): a search filtered to one of them walks it.
@@ -272,10 +286,12 @@ JOIN chunks c ON c.chunk_id = r.doc_id || '#0'  -- every document has its first 
 ORDER BY r.score DESC, c.chunk_id
 
 -- name: voter_nearest
--- The voter leg's nearest chunks, one of two ways (the other branch's condition is false once the parameters
+-- The voter leg's nearest chunks, one of three ways (the others' conditions are false once the parameters
 -- are known): a walk of the whole store's HNSW graph, keeping the voting sources when they are named; or,
 -- for named voting sources that are few enough or have an HNSW index of their own (`secrag models
--- index-source`), their chunk_vectors rows by distance (through that index, else exactly). A whole-graph
+-- index-source`), their chunk_vectors rows by distance (through that index, else exactly); or the nearest
+-- the API took itself over the voting sources' vectors it holds in memory (serving/search/source_vectors.py:
+-- the parameters `<prefix>_near_docs` and `<prefix>_near_sims`, NULL otherwise). A whole-graph
 -- walk that keeps only a source holding 1.6 per cent of a million chunks read thousands of chunks (355 ms a
 -- search); exact distances over its 16,000 rows take a few (serving/search/searcher.py: voter walks).
 (
@@ -290,10 +306,13 @@ SELECT c.doc_id, (1 - ({vec} <=> %(qvec)s::vector))::float8 AS sim
 ) UNION ALL (  -- on one line: a search's legs are the statement's own UNION ALL lines
 SELECT cv.doc_id, (1 - ({cv_vec} <=> %(qvec)s::vector))::float8 AS sim
  FROM chunk_vectors cv
- WHERE {voter_own}::boolean AND cv.model_id = {model} AND cv.source = ANY({voter_sources}::text[])
+ WHERE {voter_own}::boolean AND {voter_near_docs}::text[] IS NULL
+   AND cv.model_id = {model} AND cv.source = ANY({voter_sources}::text[])
    AND (cv.tenant IS NULL OR EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = cv.doc_id AND {visible}))
  ORDER BY {cv_vec} <=> %(qvec)s::vector
- LIMIT {voter_chunks})
+ LIMIT {voter_chunks}
+) UNION ALL (  -- the nearest held in memory
+SELECT g.doc_id, g.sim FROM unnest({voter_near_docs}::text[], {voter_near_sims}::float8[]) AS g(doc_id, sim))
 
 -- name: vector_pool
 -- The vector leg's walk of the HNSW index, shared with the neighbours leg when nothing narrows either (no
@@ -664,3 +683,20 @@ WHERE numnode(plainto_tsquery('english', w)) > 0
 -- The values approved by `secrag tune apply` for one setting, by query type (serving/feedback/tuned_plans.py, re-read
 -- every few seconds; `secrag tune` proposes from them): a row overrides the plans file for its query type.
 SELECT query_type, value FROM tuned_value WHERE setting = %(setting)s ORDER BY query_type
+
+-- name: source_data_versions
+-- Each source's data version: its row of source_counts, which every publish and every embedding pass of the
+-- source rewrites (migration 0007). The vectors the API holds in memory are used only at this version.
+SELECT source, updated_at::text || '/' || chunks AS version FROM source_counts
+
+-- name: source_vectors
+-- One online source's public vectors of one model in pgvector's binary form, with the source's data version
+-- read in the same statement (serving/search/source_vectors.py). No row: the source has no counts yet; one row
+-- without a chunk: no vectors. At most max_rows (one more than the API holds tells it the source is too large).
+SELECT v.version, cv.chunk_id, cv.doc_id, vector_send(cv.vector) AS vector
+FROM (SELECT updated_at::text || '/' || chunks AS version FROM source_counts WHERE source = %(source)s) v
+LEFT JOIN LATERAL (
+    SELECT cv.chunk_id, cv.doc_id, cv.vector FROM chunk_vectors cv
+    WHERE cv.model_id = %(model)s AND cv.source = %(source)s AND cv.tenant IS NULL
+    LIMIT %(max_rows)s
+) cv ON true

@@ -55,7 +55,8 @@ def test_a_one_source_search_walks_the_sources_own_index(
 
     monkeypatch.setattr(leg_runs, "fetch", recorded)
     body = {"query": "dump the memory of the lsass process", "k": 10, "filters": {"sources": [SOURCE]}}
-    with TestClient(create_app(settings_for(serving_db_url))) as api:
+    # the corpus is small: its sources' vectors would be held in memory (serving/search/source_vectors.py)
+    with TestClient(create_app(settings_for(serving_db_url, search_source_vectors_mb=0))) as api:
         service = api.app.state.service  # type: ignore[attr-defined]
         own = search(api, mode="vector", **body)
         hybrid = search(api, **body)

@@ -1,0 +1,203 @@
+"""Online sources' vectors held in the API's memory, for the legs that take exact distances over named
+sources: the vector leg filtered to a few small sources, and the procedures voter leg (the ATT&CK procedure
+examples). A matrix product over a source's vectors takes about 1 ms for 16,000 chunks where PostgreSQL's
+exact scan of the same rows took 20 (docs/scaling.md).
+
+Only public rows of online sources are held (no tenant, so every caller may see them; the statement that
+reads the chosen chunks still applies the filters and the access check). A source is held at one version:
+its row of source_counts, which every publish and every embedding pass of that source rewrites. A search
+uses the held vectors only when that version is the one the catalog last read (at most a second old);
+otherwise it takes its distances in PostgreSQL as before, while one background thread loads the source
+again. A source whose vectors would not fit the memory budget is never held.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from psycopg_pool import ConnectionPool
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Held:
+    """One source's vectors at one version: unit rows, their chunk and document ids in chunk id order."""
+
+    version: str
+    chunk_ids: list[str]
+    doc_ids: list[str]
+    matrix: np.ndarray  # float32, one unit row per chunk
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes)
+
+
+@dataclass(frozen=True)
+class Nearest:
+    """The k nearest chunks of the named sources, best first (ties by chunk id, as the SQL orders them)."""
+
+    chunk_ids: list[str]
+    doc_ids: list[str]
+    sims: list[float]  # cosine similarity, 1 - pgvector's cosine distance
+
+
+# Reads one source's public vectors of one model (model, source, max_rows, dimensions): at most max_rows + 1
+# rows (one more than max_rows tells the source is too large to hold), or None when it has no counts yet.
+Loader = Callable[[str, str, int, int], "Held | None"]
+
+
+class SourceVectors:
+    """Holds sources' vectors up to `max_bytes` (least recently used go first) and takes exact nearest chunks."""
+
+    def __init__(self, load: Loader, *, max_bytes: int) -> None:
+        self._load = load
+        self._max_bytes = max_bytes
+        self._held: OrderedDict[tuple[str, str], Held] = OrderedDict()
+        self._too_large: dict[tuple[str, str], str] = {}  # the version found too large to hold
+        self._loading: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self._max_bytes > 0
+
+    def nearest(
+        self, model_id: str, sources: Sequence[str], versions: Mapping[str, str], qvec: np.ndarray, k: int
+    ) -> Nearest | None:
+        """The k nearest chunks of `sources` by exact cosine similarity, or None when one of them is not held
+        at its current version (`versions`, source to version): the caller then takes them in PostgreSQL, and
+        the missing sources are loaded in the background for the next search."""
+        if not self.enabled or not sources or k <= 0:
+            return None
+        held: list[Held] = []
+        missing: list[str] = []
+        with self._lock:
+            for source in sources:
+                key = (model_id, source)
+                entry = self._held.get(key)
+                current = versions.get(source)
+                if entry is not None and current is not None and entry.version == current:
+                    self._held.move_to_end(key)
+                    held.append(entry)
+                elif current is not None and self._too_large.get(key) != current:
+                    missing.append(source)
+        if missing:
+            self._start_loads(model_id, missing, len(qvec))
+            return None
+        if len(held) != len(sources):  # a source too large to hold, or one without counts yet
+            return None
+        return _nearest(held, np.asarray(qvec, dtype=np.float32), k)
+
+    def load(self, model_id: str, source: str, dimensions: int) -> bool:
+        """Load one source now (start-up, tests); whether it is held."""
+        key = (model_id, source)
+        max_rows = self._max_bytes // (4 * max(1, dimensions))
+        held = self._load(model_id, source, max_rows, dimensions)
+        with self._lock:
+            self._loading.discard(key)
+            if held is None:
+                self._held.pop(key, None)
+                return False
+            if len(held.chunk_ids) > max_rows:
+                self._too_large[key] = held.version
+                self._held.pop(key, None)
+                log.info("source too large to hold in memory", extra={"source": source, "model": model_id})
+                return False
+            self._too_large.pop(key, None)
+            self._held[key] = held
+            self._held.move_to_end(key)
+            while sum(h.nbytes for h in self._held.values()) > self._max_bytes:
+                self._held.popitem(last=False)
+        log.info(
+            "source vectors held in memory",
+            extra={"source": source, "model": model_id, "chunks": len(held.chunk_ids), "version": held.version},
+        )
+        return True
+
+    def held_bytes(self) -> int:
+        with self._lock:
+            return sum(h.nbytes for h in self._held.values())
+
+    def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    def _start_loads(self, model_id: str, sources: list[str], dimensions: int) -> None:
+        with self._lock:
+            wanted = [s for s in sources if (model_id, s) not in self._loading]
+            if not wanted:
+                return
+            self._loading.update((model_id, s) for s in wanted)
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="secrag-vectors")
+            executor = self._executor
+        for source in wanted:
+            executor.submit(self._load_quietly, model_id, source, dimensions)
+
+    def _load_quietly(self, model_id: str, source: str, dimensions: int) -> None:
+        try:
+            self.load(model_id, source, dimensions)
+        except Exception:  # noqa: BLE001 - the searches go on taking distances in PostgreSQL
+            log.warning("could not hold a source's vectors in memory", extra={"source": source}, exc_info=True)
+            with self._lock:
+                self._loading.discard((model_id, source))
+
+
+def _nearest(held: list[Held], qvec: np.ndarray, k: int) -> Nearest:
+    """The k best rows over every held source: each source's k best, then merged (no copy of the matrices)."""
+    norm = float(np.linalg.norm(qvec))
+    query = qvec / norm if norm > 0 else qvec
+    picked: list[tuple[float, str, str]] = []
+    for entry in held:
+        sims = entry.matrix @ query
+        if len(sims) > k:
+            top = np.argpartition(-sims, k - 1)[:k]
+        else:
+            top = np.arange(len(sims))
+        picked.extend((float(sims[i]), entry.chunk_ids[i], entry.doc_ids[i]) for i in top)
+    picked.sort(key=lambda p: (-p[0], p[1]))
+    best = picked[:k]
+    return Nearest(chunk_ids=[p[1] for p in best], doc_ids=[p[2] for p in best], sims=[p[0] for p in best])
+
+
+def reader(pool: ConnectionPool, statement: str) -> Loader:
+    """The loader reading sources' vectors on the reader pool (sql/queries/serving.sql: source_vectors), in one
+    statement, so the version and the rows are of one snapshot."""
+
+    def load(model_id: str, source: str, max_rows: int, dimensions: int) -> Held | None:
+        params = {"model": model_id, "source": source, "max_rows": max_rows + 1}
+        with pool.connection() as conn, conn.cursor(binary=True) as cur:
+            rows = cur.execute(statement, params).fetchall()
+        if not rows:  # no counts yet: not published
+            return None
+        chunks = [r for r in rows if r[1] is not None]
+        return Held(
+            version=str(rows[0][0]),
+            chunk_ids=[r[1] for r in chunks],
+            doc_ids=[r[2] for r in chunks],
+            matrix=unit_rows([r[3] for r in chunks], dimensions),
+        )
+
+    return load
+
+
+def unit_rows(raw: Sequence[bytes], dimensions: int) -> np.ndarray:
+    """pgvector's binary form (vector_send: two int16 headers, then big-endian float4s) as unit float32 rows."""
+    matrix = np.empty((len(raw), dimensions), dtype=np.float32)
+    for i, value in enumerate(raw):
+        matrix[i] = np.frombuffer(value, dtype=">f4", count=dimensions, offset=4)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    matrix /= norms
+    return matrix

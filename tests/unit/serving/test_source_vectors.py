@@ -1,0 +1,135 @@
+"""The sources' vectors held in memory (serving/search/source_vectors.py): exact nearest chunks in the SQL's
+order, used only at the source's current version, loaded in the background, never beyond the budget."""
+
+from __future__ import annotations
+
+import struct
+import threading
+
+import numpy as np
+import pytest
+
+from serving.search.source_vectors import Held, SourceVectors, unit_rows
+
+DIM = 4
+
+
+def _held(version: str, rows: dict[str, list[float]]) -> Held:
+    ids = sorted(rows)
+    matrix = np.asarray([rows[i] for i in ids], dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return Held(version=version, chunk_ids=ids, doc_ids=[i.split("#")[0] for i in ids], matrix=matrix)
+
+
+class Store:
+    """What the loader reads: per source, its version and rows (the tests change them as a publish would)."""
+
+    def __init__(self) -> None:
+        self.sources = {
+            "sigma": _held("v1", {"s:a#0": [1, 0, 0, 0], "s:b#0": [0.9, 0.1, 0, 0], "s:c#0": [0, 1, 0, 0]}),
+            "lolbas": _held("v1", {"l:a#0": [1, 0, 0, 0], "l:b#0": [0, 0, 1, 0]}),
+        }
+        self.reads: list[str] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def load(self, model_id: str, source: str, max_rows: int, dimensions: int) -> Held | None:
+        self.gate.wait(5)
+        self.reads.append(source)
+        held = self.sources.get(source)
+        if held is None:
+            return None
+        return Held(held.version, held.chunk_ids[: max_rows + 1], held.doc_ids[: max_rows + 1], held.matrix)
+
+
+VERSIONS = {"sigma": "v1", "lolbas": "v1"}
+QUERY = np.asarray([1, 0, 0, 0], dtype=np.float32)
+
+
+def _loaded(store: Store, max_bytes: int = 1 << 20, sources: tuple[str, ...] = ("sigma", "lolbas")) -> SourceVectors:
+    vectors = SourceVectors(store.load, max_bytes=max_bytes)
+    for source in sources:
+        vectors.load("m", source, DIM)
+    return vectors
+
+
+def test_nearest_chunks_in_the_order_the_sql_gives_ties_by_chunk_id() -> None:
+    found = _loaded(Store()).nearest("m", ["sigma", "lolbas"], VERSIONS, QUERY * 3, 3)
+    assert found is not None
+    assert found.chunk_ids == ["l:a#0", "s:a#0", "s:b#0"]  # l:a and s:a tie at 1.0
+    assert found.doc_ids == ["l:a", "s:a", "s:b"]
+    assert found.sims[:2] == pytest.approx([1.0, 1.0])
+    assert found.sims[2] == pytest.approx(0.9 / np.hypot(0.9, 0.1))
+
+
+def test_k_larger_than_the_source_gives_every_chunk() -> None:
+    found = _loaded(Store()).nearest("m", ["lolbas"], VERSIONS, QUERY, 10)
+    assert found is not None and found.chunk_ids == ["l:a#0", "l:b#0"]
+
+
+def test_a_source_not_held_yet_is_loaded_in_the_background_and_postgres_serves_meanwhile() -> None:
+    store = Store()
+    store.gate.clear()
+    vectors = SourceVectors(store.load, max_bytes=1 << 20)
+    assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 2) is None
+    assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 2) is None  # one load, not two
+    store.gate.set()
+    vectors.close()  # waits for the load
+    assert store.reads == ["sigma"]
+    assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 2) is not None
+
+
+def test_a_newer_version_is_not_served_from_the_old_vectors() -> None:
+    store = Store()
+    vectors = _loaded(store)
+    store.sources["sigma"] = _held("v2", {"s:z#0": [1, 0, 0, 0]})
+    assert vectors.nearest("m", ["sigma"], {"sigma": "v2"}, QUERY, 1) is None
+    vectors.close()
+    found = vectors.nearest("m", ["sigma"], {"sigma": "v2"}, QUERY, 1)
+    assert found is not None and found.chunk_ids == ["s:z#0"]
+    assert vectors.nearest("m", ["sigma"], {"sigma": "v1"}, QUERY, 1) is None  # the other way round too
+
+
+def test_a_source_without_counts_is_never_read() -> None:
+    store = Store()
+    vectors = SourceVectors(store.load, max_bytes=1 << 20)
+    assert vectors.nearest("m", ["new"], VERSIONS, QUERY, 1) is None
+    vectors.close()
+    assert store.reads == []
+
+
+def test_a_source_beyond_the_budget_is_read_once_per_version_and_never_held() -> None:
+    store = Store()
+    vectors = SourceVectors(store.load, max_bytes=2 * DIM * 4)  # two rows
+    assert not vectors.load("m", "sigma", DIM)  # three rows
+    assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 1) is None
+    vectors.close()
+    assert store.reads == ["sigma"] and vectors.held_bytes() == 0
+    assert vectors.load("m", "lolbas", DIM)  # two rows fit
+
+
+def test_the_least_recently_used_source_goes_first_over_the_budget() -> None:
+    store = Store()
+    vectors = SourceVectors(store.load, max_bytes=3 * DIM * 4)  # sigma's three rows, or lolbas' two
+    assert vectors.load("m", "lolbas", DIM)
+    assert vectors.load("m", "sigma", DIM)
+    assert vectors.held_bytes() == 3 * DIM * 4
+    assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 1) is not None
+    vectors.close()
+    assert vectors.nearest("m", ["lolbas"], VERSIONS, QUERY, 1) is None  # evicted
+
+
+def test_off_when_the_budget_is_zero() -> None:
+    store = Store()
+    vectors = SourceVectors(store.load, max_bytes=0)
+    assert not vectors.enabled
+    assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 1) is None
+    assert store.reads == []
+
+
+def test_pgvector_binary_rows_become_unit_float32_rows() -> None:
+    raw = [struct.pack(">hh4f", DIM, 0, 3, 4, 0, 0), struct.pack(">hh4f", DIM, 0, 0, 0, 0, 0)]
+    rows = unit_rows(raw, DIM)
+    assert rows.dtype == np.float32
+    assert rows[0].tolist() == pytest.approx([0.6, 0.8, 0, 0])
+    assert rows[1].tolist() == [0, 0, 0, 0]  # a zero vector stays zero (no division by zero)
