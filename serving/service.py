@@ -73,7 +73,8 @@ class Service:
         self.results = ResultCache(settings.result_cache_size)
         self.side_legs = SideLegs(self.pool, enabled=settings.search_parallel_legs)
         self.source_vectors = SourceVectors(
-            reader(self.pool, self.queries.source_vectors), max_bytes=settings.search_source_vectors_mb * 2**20
+            reader(self.pool, self.queries.source_vectors, settings.reader_aggregate_timeout_ms),
+            max_bytes=settings.search_source_vectors_mb * 2**20,
         )
         self.limits = RequestLimits.from_settings(settings)
         self.model = ServingModel(

@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+from serving.search import source_vectors
 from serving.search.source_vectors import Held, SourceVectors, unit_rows
 
 DIM = 4
@@ -133,3 +134,21 @@ def test_pgvector_binary_rows_become_unit_float32_rows() -> None:
     assert rows.dtype == np.float32
     assert rows[0].tolist() == pytest.approx([0.6, 0.8, 0, 0])
     assert rows[1].tolist() == [0, 0, 0, 0]  # a zero vector stays zero (no division by zero)
+
+
+def test_a_failed_load_is_not_tried_again_by_every_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    tries: list[str] = []
+
+    def timing_out(model_id: str, source: str, max_rows: int, dimensions: int) -> Held | None:
+        tries.append(source)
+        raise TimeoutError("canceling statement due to statement timeout")
+
+    vectors = SourceVectors(timing_out, max_bytes=1 << 20)
+    for _ in range(3):
+        assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 1) is None
+        vectors.close()
+    assert tries == ["sigma"]
+    monkeypatch.setattr(source_vectors, "RETRY_AFTER_SECONDS", 0.0)  # once the wait is over, it is read again
+    assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 1) is None
+    vectors.close()
+    assert tries == ["sigma", "sigma"]
