@@ -194,12 +194,16 @@ class Catalog:
         )
         return frozenset(source for model, source in rows if model == model_id)
 
-    def source_versions(self, conn: psycopg.Connection) -> dict[str, str]:
-        """Each source's data version (read at most once a second, on `conn`): the version at which the vectors
-        the API holds in memory may serve (serving/search/source_vectors.py)."""
-        return self._source_versions.get(
-            lambda: {str(r[0]): str(r[1]) for r in conn.execute(self.queries.source_data_versions).fetchall()}
-        )
+    def source_versions(self, conn: psycopg.Connection, *, fresh: bool = False) -> dict[str, str]:
+        """Each source's data version (read at most once a second, on `conn`; now with `fresh`): the version at
+        which the vectors the API holds in memory may serve (serving/search/source_vectors.py)."""
+
+        def read() -> dict[str, str]:
+            return {str(r[0]): str(r[1]) for r in conn.execute(self.queries.source_data_versions).fetchall()}
+
+        if fresh:
+            return self._source_versions.load_now(read)
+        return self._source_versions.get(read)
 
     def public_sources(self, conn: psycopg.Connection) -> frozenset[str]:
         """Names of the sources that are not user folders: anyone may filter by them (cached; read on `conn`)."""

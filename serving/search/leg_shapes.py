@@ -118,18 +118,26 @@ class LegShaper:
             params[f"{prefix}_own"] = own
 
     def held_nearest(
-        self, conn: psycopg.Connection, params: dict[str, Any], walk: dict[str, bool], model_id: str, voters: list[str]
+        self,
+        conn: psycopg.Connection,
+        params: dict[str, Any],
+        walk: dict[str, bool],
+        model_id: str,
+        voters: list[str],
+        *,
+        fresh: bool = False,
     ) -> dict[str, bool]:
         """The nearest chunks taken in the API's memory (serving/search/source_vectors.py) wherever a leg reads
         only named online sources of at most HELD_MAX_CHUNKS, held at their current version: the vector leg
-        filtered by source
-        alone (`vec_ids`, `vec_sims`; the returned walk reads them) and the `voters` legs whose voting sources are
-        named (`<prefix>_near_docs`, `<prefix>_near_sims`). Exact distances, as PostgreSQL takes them over a
-        few sources; elsewhere the walk stays as it was."""
+        filtered by source alone (`vec_ids`, `vec_sims`; the returned walk reads them) and the `voters` legs
+        whose voting sources are named (`<prefix>_near_docs`, `<prefix>_near_sims`). Exact distances, as
+        PostgreSQL takes them over a few sources; elsewhere the walk stays as it was. The sources' versions are
+        the catalog's (at most a second old), or read on `conn` now when `fresh` (a response the result cache
+        keeps under the data version `conn` read must not come from older vectors)."""
         if self.vectors is None or not self.vectors.enabled or params["qvec"] is None:
             return walk
         public = self.catalog.public_sources(conn)
-        versions = self.catalog.source_versions(conn)
+        versions = self.catalog.source_versions(conn, fresh=fresh)
         vectors = self.vectors
 
         def nearest(sources: list[str] | None, k: int) -> Any:  # noqa: ANN401 - Nearest | None

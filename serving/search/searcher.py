@@ -140,7 +140,7 @@ class Searcher:
                 walk = self.shaper.vector_walk(conn, resolved, self.encoder.model_id)
                 self.shaper.voter_walks(conn, params, self.encoder.model_id)
                 voters = [leg for leg, w in (("neighbours", plan.w_neighbours), ("procedures", plan.w_procedures)) if w]
-                walk = self.shaper.held_nearest(conn, params, walk, self.encoder.model_id, voters)
+                walk = self.shaper.held_nearest(conn, params, walk, self.encoder.model_id, voters, fresh=versioned)
             ef_search = max(self.config.ef_search_for(self.catalog.lexeme_stats(conn).chunks), plan.vec_k)
             if plan.vec_k:
                 self.sessions.ef_search(conn, ef_search)

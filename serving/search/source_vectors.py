@@ -35,7 +35,7 @@ RETRY_AFTER_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class Held:
-    """One source's vectors at one version: unit rows, their chunk and document ids in chunk id order."""
+    """One source's vectors at one version: unit rows, with their chunk and document ids."""
 
     version: str
     chunk_ids: list[str]
@@ -126,6 +126,7 @@ class SourceVectors:
                 log.info("source too large to hold in memory", extra={"source": source, "model": model_id})
                 return False
             self._too_large.pop(key, None)
+            self._failed.pop(key, None)
             self._held[key] = held
             self._held.move_to_end(key)
             while sum(h.nbytes for h in self._held.values()) > self._max_bytes:

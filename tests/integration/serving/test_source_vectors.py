@@ -145,3 +145,23 @@ def test_a_user_folder_is_never_held(apps: dict[str, TestClient], spy: Spy) -> N
     answer = search(apps["held"], "mimikatz credential dumping", key="alice-key", k=5, filters=only_hers)
     assert answer["results"] and {r["source"] for r in answer["results"]} == {"acme_notes"}
     assert all("acme_notes" not in sources for sources, _ in spy.calls)
+
+
+def test_a_cached_response_never_comes_from_vectors_older_than_its_key(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings]
+) -> None:
+    """With the result cache on, the sources' versions are read on the search's own connection, as the data
+    version its response is kept under is: no second in which a publish is served from the old vectors."""
+    settings = settings_for(serving_db_url, search_source_vectors_mb=64, result_cache_size=64)
+    with TestClient(create_app(settings)) as api:
+        service = api.app.state.service  # type: ignore[attr-defined]
+        encoder = service.searcher.encoder
+        assert service.source_vectors.load(encoder.model_id, "lolbas", encoder.dimensions)
+        spy = Spy(service.source_vectors)
+        service.source_vectors.nearest = spy
+        body = BODIES[2]
+        search(api, **body)
+        with database.connect(serving_db_url, autocommit=True) as conn:  # a publish of lolbas, within the second
+            conn.execute("UPDATE source_counts SET updated_at = now() WHERE source = 'lolbas'")
+        search(api, **{**body, "k": 9})  # not the cached request
+        assert spy.calls == [(("lolbas",), True), (("lolbas",), False)]
