@@ -4,11 +4,12 @@ is idle (serving/search/side_legs.py)."""
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import dict_row
 
 from serving.access.sessions import ReaderSessions
@@ -65,7 +66,31 @@ def unnarrowed(params: dict[str, Any]) -> bool:
     )
 
 
-def fetch(conn: psycopg.Connection, statement: str | sql.Composed, params: dict[str, Any]) -> list[dict[str, Any]]:
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(statement, params)
+def fetch(conn: psycopg.Connection, statement: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The statement's rows as dicts. It is sent with PostgreSQL's own placeholders, converted once per
+    statement (`native`): psycopg parses a query's placeholders on every execution once it is longer than
+    4,096 bytes, and a search's statement is 2 to 33 KB (0.4 ms of Python per search)."""
+    text, names = native(statement)
+    with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
+        cur.execute(text, [params[name] for name in names])
         return cur.fetchall()
+
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+@functools.lru_cache(maxsize=2048)
+def native(statement: str) -> tuple[str, tuple[str, ...]]:
+    """The statement with `$1`, `$2`, ... for its `%(name)s` placeholders (one number per name, in the order
+    of first use) and `%` for `%%`, and the names in number order."""
+    if "%" in _PLACEHOLDER.sub("", statement):
+        raise ValueError(f"a % that is neither %(name)s nor %%: {statement[:80]!r}")
+    numbers: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "%"
+        return f"${numbers.setdefault(name, len(numbers) + 1)}"
+
+    return _PLACEHOLDER.sub(number, statement), tuple(numbers)
