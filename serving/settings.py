@@ -232,7 +232,7 @@ class SearchSettings(BaseSettings):
         description="Memory per API process for online sources' vectors (MB): a search filtered to such sources, "
         "and the procedures voter leg, take exact distances over them in the API (about 1 ms for 16,000 chunks) "
         "instead of in PostgreSQL; loaded in the background, used only at the source's current data version. "
-        "0 = off.",
+        "0 = off. The `secrag_source_vectors` metric shows what is held.",
     )
     hnsw_max_scan_tuples: int = Field(
         default=50000, ge=1000, description="pgvector's hnsw.max_scan_tuples for filtered vector scans."

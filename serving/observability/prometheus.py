@@ -64,6 +64,12 @@ class Exposition:
         self.pool = Gauge("secrag_db_pool", "Reader pool (psycopg_pool stats)", ["stat"], registry=self.registry)
         self.encoder = Gauge("secrag_query_encoder", "Query encoder cache and runs", ["stat"], registry=self.registry)
         self.results = Gauge("secrag_result_cache", "Search result cache", ["stat"], registry=self.registry)
+        self.vectors = Gauge(
+            "secrag_source_vectors",
+            "Online sources' vectors held in memory (bytes, sources, max_bytes, failed_loads)",
+            ["stat"],
+            registry=self.registry,
+        )
         self.standby = Gauge(
             "secrag_replica_standby",
             "The reader's database is a hot standby (1) or a primary (0)",
@@ -99,6 +105,7 @@ class Exposition:
         encoder: Mapping[str, Any] | None = None,
         results: Mapping[str, Any] | None = None,
         model: str | None = None,
+        vectors: Mapping[str, Any] | None = None,
     ) -> bytes:
         """The text exposition, the gauges set from the running service's figures (none before it started)."""
         if model is not None:
@@ -108,7 +115,12 @@ class Exposition:
         looked_up = (encoder.get("hits") or 0) + (encoder.get("misses") or 0)
         if looked_up and isinstance(encoder.get("hits"), int):
             encoder["hit_ratio"] = encoder["hits"] / looked_up
-        for gauge, figures in ((self.pool, pool), (self.encoder, encoder), (self.results, results)):
+        for gauge, figures in (
+            (self.pool, pool),
+            (self.encoder, encoder),
+            (self.results, results),
+            (self.vectors, vectors),
+        ):
             for stat, value in (figures or {}).items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     gauge.labels(stat=stat).set(value)

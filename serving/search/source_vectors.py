@@ -141,6 +141,16 @@ class SourceVectors:
         with self._lock:
             return sum(h.nbytes for h in self._held.values())
 
+    def info(self) -> dict[str, int]:
+        """What /metrics shows: bytes held, sources held (per model), the budget, and loads failing now."""
+        with self._lock:
+            return {
+                "bytes": sum(h.nbytes for h in self._held.values()),
+                "sources": len(self._held),
+                "max_bytes": self._max_bytes,
+                "failed_loads": len(self._failed),
+            }
+
     def close(self) -> None:
         with self._lock:
             executor, self._executor = self._executor, None

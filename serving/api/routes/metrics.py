@@ -26,5 +26,6 @@ def metrics(request: Request) -> Response:
         encoder=service.searcher.encoder.cache_info(),
         results=service.results.info(),
         model=service.searcher.encoder.model_id,
+        vectors=service.source_vectors.info(),
     )
     return Response(body, media_type=CONTENT_TYPE_LATEST)

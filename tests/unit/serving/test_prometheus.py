@@ -23,13 +23,16 @@ def test_requests_latency_and_gauges() -> None:
     exposition.record("/v1/search", 200, 12.0)
     exposition.record("/v1/search", 200, 30.0)
     exposition.record("/v1/search", 429, 1.0)
-    got = _samples(exposition.scrape(pool={"pool_size": 4}, encoder={"hits": 3, "backend": "onnx"}))
+    got = _samples(
+        exposition.scrape(pool={"pool_size": 4}, encoder={"hits": 3, "backend": "onnx"}, vectors={"bytes": 1024})
+    )
     assert got[("secrag_http_requests_total", (("route", "/v1/search"), ("status", "200")))] == 2
     assert got[("secrag_http_requests_total", (("route", "/v1/search"), ("status", "429")))] == 1
     assert got[("secrag_http_request_duration_seconds_count", (("route", "/v1/search"),))] == 3
     assert got[("secrag_http_request_duration_seconds_bucket", (("le", "0.02"), ("route", "/v1/search")))] == 2
     assert got[("secrag_db_pool", (("stat", "pool_size"),))] == 4
     assert got[("secrag_query_encoder", (("stat", "hits"),))] == 3  # text figures are left out
+    assert got[("secrag_source_vectors", (("stat", "bytes"),))] == 1024
 
 
 def test_apps_do_not_share_a_registry() -> None:

@@ -152,3 +152,8 @@ def test_a_failed_load_is_not_tried_again_by_every_search(monkeypatch: pytest.Mo
     assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 1) is None
     vectors.close()
     assert tries == ["sigma", "sigma"]
+
+
+def test_info_tells_what_is_held_and_what_fails() -> None:
+    vectors = _loaded(Store(), max_bytes=1 << 20)
+    assert vectors.info() == {"bytes": 5 * DIM * 4, "sources": 2, "max_bytes": 1 << 20, "failed_loads": 0}
