@@ -135,6 +135,12 @@ def main() -> None:
     service = start_service(settings, Exposition())
     clock = Clock()
     names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
+    try:  # the legs and the page go with PostgreSQL's own placeholders (serving/search/leg_runs.py)
+        from serving.search.leg_runs import native
+    except ImportError:  # before they did
+        pass
+    else:
+        names |= {native(text)[0]: name for text, name in list(names.items())}
     instrument(clock, names)
     rows: dict[str, list[float]] = defaultdict(list)
     per_statement: dict[str, float] = defaultdict(float)

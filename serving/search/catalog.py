@@ -187,7 +187,7 @@ class Catalog:
         return [r[0] for r in conn.execute(self.statements.known_sources, principal.params()).fetchall()]
 
     def vector_indexed_sources(self, conn: psycopg.Connection, model_id: str) -> frozenset[str]:
-        """The sources with an HNSW index of their own for this model (`secrag db vector-index`; cached, read
+        """The sources with an HNSW index of their own for this model (`secrag models index-source`; cached, read
         on `conn`): a search filtered to one of them walks that index."""
         rows = self._indexed_sources.get(
             lambda: [tuple(r) for r in conn.execute(self.queries.vector_indexed_sources).fetchall()]

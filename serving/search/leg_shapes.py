@@ -30,7 +30,7 @@ EXACT_VECTOR_MAX_CHUNKS = 10000
 # else the whole graph's walk (at 200k copies, exact over 48,000 put p99 at 137 ms).
 VOTER_EXACT_MAX_CHUNKS = 20000
 # Named sources held in the API's memory (serving/search/source_vectors.py) give a leg its nearest chunks by a
-# matrix product up to this many chunks (1.1 to 1.8 ms for 16,000 on 2 cores); a larger source is walked in
+# matrix product up to this many chunks (1.8 ms for 16,000 on one core); a larger source is walked in
 # its own HNSW index or the whole graph, which costs less than reading every row.
 HELD_MAX_CHUNKS = 20000
 CHUNKS_PER_DOC_BOUND = 8

@@ -17,6 +17,9 @@ LEGS = ("vec", "fts", "fts_vec", "fuzzy", "label", "neighbours", "procedures", "
 # `<prefix>_chunks`, `<prefix>_docs`, `<prefix>_sources`, `<prefix>_own`, and `<prefix>_near_docs` and
 # `<prefix>_near_sims` when the API took the nearest itself (serving/search/searcher.py sets them).
 VOTER_LEGS = {"neighbours": "nb", "procedures": "pr"}
+# The vector leg's other reads (Statements.search's flags), the first that is set wins: the API's own nearest,
+# exact distances, a source's own HNSW index; none: the whole store's HNSW walk.
+VECTOR_WALKS = ("given_vectors", "exact_vectors", "source_index")
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Statements:
 
     vec: str
     vec_exact: str  # exact distances, for filters that keep few chunks
-    vec_source: str  # one source's own HNSW index on chunk_vectors (secrag db vector-index)
+    vec_source: str  # one source's own HNSW index on chunk_vectors (secrag models index-source)
     vec_given: str  # the nearest chunks the API took over the sources' vectors it holds (source_vectors.py)
     fts: str
     fts_vec: str
@@ -68,12 +71,10 @@ class Statements:
         chosen = tuple(leg for leg in LEGS if leg in set(legs))
         if not chosen:
             raise ValueError("a search needs at least one leg")
-        if "vec" in chosen and given_vectors:
-            return self._searches[(*chosen, "given_vectors")]
-        if "vec" in chosen and exact_vectors:
-            return self._searches[(*chosen, "exact_vectors")]
-        if "vec" in chosen and source_index:
-            return self._searches[(*chosen, "source_index")]
+        flags = {"given_vectors": given_vectors, "exact_vectors": exact_vectors, "source_index": source_index}
+        walk = next((name for name in VECTOR_WALKS if flags[name]), None)
+        if "vec" in chosen and walk is not None:
+            return self._searches[(*chosen, walk)]
         if pooled and {"vec", "neighbours"} <= set(chosen):
             return self._searches[(*chosen, "pooled")]
         return self._searches[chosen]
@@ -155,20 +156,14 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
     vec_given = fill(queries.leg_vec_given)
     pooled = {"vec": fill(queries.leg_vec_pooled), "neighbours": voter_leg(queries, parts, "neighbours", pooled=True)}
     pool = "WITH " + fill(queries.vector_pool) + "\n"
+    walks = {"given_vectors": vec_given, "exact_vectors": vec_exact, "source_index": vec_source}
     searches: dict[tuple[str, ...], str] = {}
     for n in range(1, len(LEGS) + 1):
         for chosen in itertools.combinations(LEGS, n):
             searches[chosen] = _union(legs[leg] for leg in chosen)
             if "vec" in chosen:
-                searches[(*chosen, "exact_vectors")] = _union(
-                    vec_exact if leg == "vec" else legs[leg] for leg in chosen
-                )
-                searches[(*chosen, "source_index")] = _union(
-                    vec_source if leg == "vec" else legs[leg] for leg in chosen
-                )
-                searches[(*chosen, "given_vectors")] = _union(
-                    vec_given if leg == "vec" else legs[leg] for leg in chosen
-                )
+                for walk, vec in walks.items():
+                    searches[(*chosen, walk)] = _union(vec if leg == "vec" else legs[leg] for leg in chosen)
                 if "neighbours" in chosen:
                     searches[(*chosen, "pooled")] = pool + _union(pooled.get(leg, legs[leg]) for leg in chosen)
     return Statements(

@@ -129,7 +129,7 @@ LIMIT %(vec_k)s
 -- chunk_vectors (migration 0009) holds each chunk's vector with its source, document and tenant, so
 -- the distances are taken over one source's rows without a join per chunk. The order of nn is exact (by
 -- distance and chunk id: every filtered row's distance) or, for one source with its own HNSW index on
--- chunk_vectors (`secrag db vector-index`), that index's order (a walk of the source's graph alone,
+-- chunk_vectors (`secrag models index-source`), that index's order (a walk of the source's graph alone,
 -- serving/search/statements.py vec_source). A public chunk passes
 -- unless a document-level filter is set (doc_filters); any other is checked like every read (a chunk of
 -- a document left with users and no tenant has the tenant '' here, migration 0018, so it is checked).
@@ -166,7 +166,7 @@ WHERE {filters}
 ORDER BY n.sim DESC, c.chunk_id
 
 -- name: vector_indexed_sources
--- The sources with an HNSW index of their own on chunk_vectors, per model (`secrag db vector-index`; a
+-- The sources with an HNSW index of their own on chunk_vectors, per model (`secrag models index-source`; a
 -- partial index whose predicate names the model and the source): a search filtered to one of them walks it.
 SELECT substring(indexdef FROM $$model_id = '([^']+)'::text$$) AS model_id,
        substring(indexdef FROM $$source = '([^']+)'::text$$) AS source
@@ -293,7 +293,7 @@ ORDER BY r.score DESC, c.chunk_id
 -- the API took itself over the voting sources' vectors it holds in memory (serving/search/source_vectors.py:
 -- the parameters `<prefix>_near_docs` and `<prefix>_near_sims`, NULL otherwise). A whole-graph
 -- walk that keeps only a source holding 1.6 per cent of a million chunks read thousands of chunks (355 ms a
--- search); exact distances over its 16,000 rows take a few (serving/search/searcher.py: voter walks).
+-- search); exact distances over its 16,000 rows take a few (serving/search/leg_shapes.py: voter_walks).
 (
 SELECT c.doc_id, (1 - ({vec} <=> %(qvec)s::vector))::float8 AS sim
  FROM embeddings e
@@ -316,7 +316,7 @@ SELECT g.doc_id, g.sim FROM unnest({voter_near_docs}::text[], {voter_near_sims}:
 
 -- name: vector_pool
 -- The vector leg's walk of the HNSW index, shared with the neighbours leg when nothing narrows either (no
--- filter, every source votes): one walk for both, as deep as the deeper needs (searcher.py: pooled).
+-- filter, every source votes): one walk for both, as deep as the deeper needs (serving/search/leg_runs.py: pooled).
 vector_pool AS MATERIALIZED (
     SELECT c.chunk_id, c.doc_id, c.source, c.title, c.identifiers, c.tsv, ({vec} <=> %(qvec)s::vector) AS distance
     FROM embeddings e
@@ -691,7 +691,7 @@ SELECT source, updated_at::text || '/' || chunks AS version FROM source_counts
 
 -- name: source_vectors
 -- One online source's public vectors of one model in pgvector's binary form, with the source's data version
--- read in the same statement (serving/search/source_vectors.py). No row: the source has no counts yet; one row
+-- (as source_data_versions reads it) in the same statement (serving/search/source_vectors.py). No row: the source has no counts yet; one row
 -- without a chunk: no vectors. At most max_rows (one more than the API holds tells it the source is too large).
 SELECT v.version, cv.chunk_id, cv.doc_id, vector_send(cv.vector) AS vector
 FROM (SELECT updated_at::text || '/' || chunks AS version FROM source_counts WHERE source = %(source)s) v

@@ -105,7 +105,7 @@ def test_a_source_beyond_the_budget_is_read_once_per_version_and_never_held() ->
     assert not vectors.load("m", "sigma", DIM)  # three rows
     assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 1) is None
     vectors.close()
-    assert store.reads == ["sigma"] and vectors.held_bytes() == 0
+    assert store.reads == ["sigma"] and vectors.info()["bytes"] == 0
     assert vectors.load("m", "lolbas", DIM)  # two rows fit
 
 
@@ -114,7 +114,7 @@ def test_the_least_recently_used_source_goes_first_over_the_budget() -> None:
     vectors = SourceVectors(store.load, max_bytes=3 * DIM * 4)  # sigma's three rows, or lolbas' two
     assert vectors.load("m", "lolbas", DIM)
     assert vectors.load("m", "sigma", DIM)
-    assert vectors.held_bytes() == 3 * DIM * 4
+    assert vectors.info()["bytes"] == 3 * DIM * 4
     assert vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 1) is not None
     vectors.close()
     assert vectors.nearest("m", ["lolbas"], VERSIONS, QUERY, 1) is None  # evicted
