@@ -51,6 +51,11 @@ class Cached:
     lock: threading.Lock = field(default_factory=threading.Lock)
     refreshing: bool = False
 
+    def due(self) -> bool:
+        """Whether the next `get` loads (nothing held yet, or older than `ttl`)."""
+        with self.lock:
+            return self.value is None or time.monotonic() - self.at > self.ttl
+
     def get(self, load: Callable[[], T]) -> T:
         with self.lock:
             if self.value is None or time.monotonic() - self.at > self.ttl:

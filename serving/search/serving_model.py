@@ -34,6 +34,10 @@ class ServingModel:
         self.follow()
         return self.searcher
 
+    def follow_due(self) -> bool:
+        """Whether `follow` would read the store (callers on the event loop then run it in a thread)."""
+        return self.make_encoder is not None and self._active.due()
+
     def follow(self) -> None:
         """Switch to the model the pipeline activated (read every SOURCES_TTL seconds). The pipeline activates
         a model only once every chunk has its vector, so searches move from complete to complete; until the

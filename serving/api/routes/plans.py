@@ -16,7 +16,9 @@ router = APIRouter(prefix=API_PREFIX, tags=["plans"])
 
 
 def get_plans(request: Request) -> PlansConfig:
-    return request.app.state.plans.current()  # type: ignore[no-any-return]  # serving/feedback/tuned_plans.py
+    """The plans in force: a plain `def`, so FastAPI runs it in its thread pool (it reads the store every
+    few seconds: serving/feedback/tuned_plans.py)."""
+    return request.app.state.plans.current()  # type: ignore[no-any-return]
 
 
 PlansDep = Annotated[PlansConfig, Depends(get_plans)]
