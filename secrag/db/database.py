@@ -12,6 +12,7 @@ from psycopg import conninfo, sql
 from psycopg_pool import ConnectionPool
 
 from secrag.db import embedded
+from secrag.db.pool_checks import ReturnedConnections
 from secrag.errors import DatabaseError
 from secrag.settings import Settings
 
@@ -150,8 +151,9 @@ def open_pool(
     """A (not yet opened) connection pool with the pgvector type registered on every connection.
 
     `configure` runs first on a new connection (e.g. to switch to autocommit), `reset` whenever one comes
-    back from use (e.g. to undo session settings); `check` tests each connection
-    before handing it out, so a restarted server costs one failed check, not a failed request.
+    back from use (e.g. to undo session settings); `check` tests each connection before handing it out
+    (secrag/db/pool_checks.py: a round trip only when its socket is not quiet or it came back a while ago), so a
+    restarted server costs one failed check, not a failed request.
     """
 
     def _configure(conn: psycopg.Connection) -> None:
@@ -163,6 +165,7 @@ def open_pool(
         if not conn.autocommit:
             conn.commit()  # the pool wants idle connections back
 
+    returned = ReturnedConnections(reset)
     return ConnectionPool(
         url,
         min_size=min_size,
@@ -170,9 +173,9 @@ def open_pool(
         timeout=timeout,
         open=False,
         configure=_configure,
-        reset=reset,
+        reset=returned.reset if check else reset,
         name=name,
         reconnect_timeout=reconnect_timeout,
-        check=ConnectionPool.check_connection if check else None,
+        check=returned.check if check else None,
         kwargs={"connect_timeout": connect_timeout},
     )
