@@ -37,7 +37,7 @@ def backend_pid(pool: ConnectionPool[Any]) -> int:
 
 
 def test_a_connection_back_moments_ago_goes_out_without_a_round_trip(db_url: str) -> None:
-    clock, resets = Clock(), []
+    clock, resets = Clock(), list[psycopg.Connection[Any]]()
     returned = ReturnedConnections(resets.append, quiet_seconds=30, clock=clock)
     with ConnectionPool(
         db_url, min_size=1, max_size=1, reset=returned.reset, check=returned.check, kwargs={"autocommit": True}
