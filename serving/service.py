@@ -71,7 +71,7 @@ class Service:
             self.pool, self.queries, statements, aggregate_timeout_ms=settings.reader_aggregate_timeout_ms
         )
         self.results = ResultCache(settings.result_cache_size)
-        self.side_legs = SideLegs(self.pool, enabled=settings.search_parallel_legs)
+        self.side_legs = SideLegs(self.pool, enabled=settings.search_parallel_legs, busy=self.metrics.in_flight)
         self.source_vectors = SourceVectors(
             reader(self.pool, self.queries.source_vectors, settings.reader_aggregate_timeout_ms),
             max_bytes=settings.search_source_vectors_mb * 2**20,

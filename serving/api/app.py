@@ -23,7 +23,19 @@ from serving.access.request_limits import RequestLimits
 from serving.access.sessions import ReaderSessions, querylog_url, reader_url
 from serving.api import openapi
 from serving.api.deps import Slot
-from serving.api.routes import changes, coverage, docs, health, lookup, mapping, plans, search, sources, stats
+from serving.api.routes import (
+    API_PREFIX,
+    changes,
+    coverage,
+    docs,
+    health,
+    lookup,
+    mapping,
+    plans,
+    search,
+    sources,
+    stats,
+)
 from serving.api.routes import metrics as metrics_route
 from serving.api.warm_up import warm_up
 from serving.contract import errors
@@ -212,5 +224,5 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     if mcp_app is not None:
         app.mount("/mcp", mcp_app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(MetricsMiddleware, metrics=metrics, counted_prefix=API_PREFIX)
     return app

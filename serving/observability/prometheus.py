@@ -20,6 +20,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
 
 from secrag.version import version
+from serving.observability.in_flight import InFlight
 
 # Seconds: searches take 10-60 ms here, plans and refetches up to seconds.
 BUCKETS = (0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
@@ -81,6 +82,13 @@ class Exposition:
             registry=self.registry,
         )
         self.replica_lag.set(math.nan)  # until the first reading
+        self.in_flight = InFlight()
+        in_flight = Gauge(
+            "secrag_http_requests_in_flight",
+            "API operations (/v1 requests) in progress",
+            registry=self.registry,
+        )
+        in_flight.set_function(self.in_flight)
 
     def record(self, route: str, status: int, ms: float, error: str | None = None) -> None:
         self.requests.labels(route=route, status=str(status)).inc()

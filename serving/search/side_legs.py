@@ -1,8 +1,11 @@
 """A search's voter legs (neighbours, procedures: each its own HNSW walk and vote) run on a second reader
 connection while the search's other legs run on its own, so that one client waits for the slower of the
-two statements rather than their sum. Only while a core is idle: with as many searches in flight as the
-API process has cores, a second statement would only queue behind the others, so the legs stay in the one
-statement."""
+two statements rather than their sum. Only while a core is idle: with as many searches, or API requests
+(`busy`: serving/observability/in_flight.py), in flight as the API process has cores, a second statement would
+only queue behind the others and cost its own planning and round trip, so the legs stay in the one statement.
+Counting searches alone let one search in five at four clients split while the other requests were between
+their searches (in their HTTP, dependencies or thread hop): 4 clients gave 90.7 and 92.6 req/s, and 92.4 and
+96.3 with the requests counted (docs/scaling.md)."""
 
 from __future__ import annotations
 
@@ -36,8 +39,16 @@ def usable_cores() -> int:
 class SideLegs:
     """Runs one part of a search on a spare pooled connection, in a thread of its own, when a core is idle."""
 
-    def __init__(self, pool: ConnectionPool, *, enabled: bool = True, cores: int | None = None) -> None:
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        *,
+        enabled: bool = True,
+        cores: int | None = None,
+        busy: Callable[[], int] = lambda: 0,
+    ) -> None:
         self._pool = pool
+        self._busy = busy
         self._cores = cores or usable_cores()
         self._enabled = enabled and self._cores > 1
         self._in_flight = 0
@@ -61,7 +72,7 @@ class SideLegs:
         if not self._enabled:
             return None
         with self._lock:
-            if self._in_flight >= self._cores:
+            if self._in_flight >= self._cores or self._busy() >= self._cores:
                 return None
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=self._cores - 1, thread_name_prefix="secrag-legs")

@@ -75,3 +75,12 @@ def test_no_split_once_every_core_has_a_search() -> None:
         assert side.start(lambda conn: None) is None
     assert SideLegs(pool=never, cores=1).start(lambda conn: None) is None
     assert SideLegs(pool=never, cores=4, enabled=False).start(lambda conn: None) is None
+
+
+def test_no_split_once_every_core_has_a_request() -> None:
+    """API requests in flight count too (serving/observability/in_flight.py): one that has not reached its search
+    yet will want a core in a moment."""
+    never: Any = None
+    side = SideLegs(pool=never, cores=2, busy=lambda: 2)
+    with side.search():
+        assert side.start(lambda conn: None) is None

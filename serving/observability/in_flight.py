@@ -1,0 +1,34 @@
+"""How many API operations (/v1 requests) the process is serving at this moment.
+
+`MetricsMiddleware` (serving/observability/metrics.py) counts them, `/metrics` shows the count
+(`secrag_http_requests_in_flight`), and a search's side legs (serving/search/side_legs.py) read it: a second
+statement for one search pays off only while a core would otherwise be idle, and a request that has not yet
+reached its search (its body, its dependencies, the thread hop) will need a core in a moment.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class InFlight:
+    """A count of requests in progress; calling it reads the count."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        return self._count
+
+    @contextmanager
+    def counting(self) -> Iterator[None]:
+        with self._lock:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._count -= 1
