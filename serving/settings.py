@@ -223,8 +223,8 @@ class SearchSettings(BaseSettings):
     search_parallel_legs: bool = Field(
         default=True,
         description="Run a hybrid search's voter legs (neighbours, procedures) on a second reader connection while "
-        "its other legs run, whenever fewer searches are in flight than the API process has cores: one client "
-        "then waits for the slower statement, not for both.",
+        "its other legs run, whenever fewer searches and fewer API requests are in flight than the API process has "
+        "cores: one client then waits for the slower statement, not for both.",
     )
     search_source_vectors_mb: int = Field(
         default=128,
