@@ -1,4 +1,5 @@
-"""How many API operations (/v1 requests) the process is serving at this moment.
+"""How many API operations (/v1 requests) the process is serving at this moment (and, with another `InFlight`,
+how many searches: serving/search/side_legs.py).
 
 `MetricsMiddleware` (serving/observability/metrics.py) counts them, `/metrics` shows the count
 (`secrag_http_requests_in_flight`), and a search's side legs (serving/search/side_legs.py) read it: a second

@@ -12,13 +12,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
+
+from serving.observability.in_flight import InFlight
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -51,20 +53,13 @@ class SideLegs:
         self._busy = busy
         self._cores = cores or usable_cores()
         self._enabled = enabled and self._cores > 1
-        self._in_flight = 0
+        self._searches = InFlight()
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
 
-    @contextmanager
-    def search(self) -> Iterator[None]:
+    def search(self) -> AbstractContextManager[None]:
         """Counts a search in flight for as long as it runs."""
-        with self._lock:
-            self._in_flight += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._in_flight -= 1
+        return self._searches.counting()
 
     def start(self, run: Callable[[psycopg.Connection[Any]], T]) -> Future[T | None] | None:
         """`run` on a spare connection in the background: its future (whose result is None when no spare
@@ -72,7 +67,7 @@ class SideLegs:
         if not self._enabled:
             return None
         with self._lock:
-            if self._in_flight >= self._cores or self._busy() >= self._cores:
+            if self._searches() >= self._cores or self._busy() >= self._cores:
                 return None
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=self._cores - 1, thread_name_prefix="secrag-legs")
