@@ -3,9 +3,9 @@ connection while the search's other legs run on its own, so that one client wait
 two statements rather than their sum. Only while a core is idle: with as many searches, or API requests
 (`busy`: serving/observability/in_flight.py), in flight as the API process has cores, a second statement would
 only queue behind the others and cost its own planning and round trip, so the legs stay in the one statement.
-Counting searches alone let one search in five at four clients split while the other requests were between
-their searches (in their HTTP, dependencies or thread hop): 4 clients gave 90.7 and 92.6 req/s, and 92.4 and
-96.3 with the requests counted (docs/scaling.md)."""
+Counting searches alone also split searches while the other requests were between their searches (in their
+HTTP, dependencies or thread hop): 4 clients gave 90.7 and 92.6 req/s, and 92.4 and 96.3 with the requests
+counted (docs/scaling.md)."""
 
 from __future__ import annotations
 
