@@ -67,8 +67,10 @@ def test_a_one_source_search_walks_the_sources_own_index(
             conn.execute("SET enable_seqscan = off")
             conn.execute("SET enable_sort = off")
             plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + vec_source, _params(service, body)))
-    # the vector search, the hybrid's own statement (its voter legs may run beside), not two sources
-    assert vec_source in ran[0] and vec_source in ran[1] and vec_source not in ran[-1]
+    # the vector search, the hybrid's own statement (its voter legs may run beside, on another thread, so in
+    # either order), not two sources
+    assert vec_source in ran[0] and any(vec_source in statement for statement in ran[1:-1])
+    assert vec_source not in ran[-1]
     assert indexed in plan
     assert own["results"] and {r["source"] for r in own["results"] + hybrid["results"]} == {SOURCE}
     assert two["results"]
