@@ -7,7 +7,8 @@ went through the pool's reset then (a round trip that would have failed on a dea
 `ReturnedConnections` only looks at its socket: a server that restarted, stopped or terminated the backend has
 sent an error and closed it, which makes the socket readable. A readable socket, or a connection that sat in the
 pool for longer than `quiet_seconds`, gets the full check, and a failed check makes the pool open a new
-connection: a restarted server still costs one failed check, not a failed request.
+connection: a restarted server still costs one failed check, not a failed request. Bytes a server sends unasked
+(a notice, a TLS session ticket) also make the socket readable; they cost the full check, never a wrong answer.
 """
 
 from __future__ import annotations
@@ -65,5 +66,6 @@ class ReturnedConnections:
         recent = back_at is not None and self._clock() - back_at < self._quiet_seconds
         if recent and not conn.closed and not readable(conn.fileno()):
             return
-        self.round_trips += 1
+        with self._lock:
+            self.round_trips += 1
         ConnectionPool.check_connection(conn)
