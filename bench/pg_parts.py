@@ -11,12 +11,14 @@ also hold each round trip and psycopg's part.
 `--given-neighbours` hands the neighbours leg its nearest chunks the way the held sources' vectors hand them
 to the procedures leg (`nb_near_docs`, `nb_near_sims`): exact, over every public chunk, taken in this process
 and left out of the figures. What the legs' statement then spends is what PostgreSQL would spend with the
-whole-graph walk moved out of it.
+whole-graph walk moved out of it. `--without neighbours,procedures` leaves those voter legs out of every
+search (quality drops: this measures what they cost, not a way to run).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import time
@@ -97,11 +99,26 @@ def give_neighbours(dimensions: int) -> dict[str, Any]:
     return held
 
 
+def leave_out(legs: list[str]) -> None:
+    """Patch the searcher so the plan of every search gives these voter legs no weight (they do not run)."""
+    unknown = set(legs) - {"neighbours", "procedures"}
+    if unknown:
+        raise SystemExit(f"--without takes neighbours and procedures, not {sorted(unknown)}")
+    original = searcher.Searcher._fused
+    zero = {f"w_{leg}": 0.0 for leg in legs}
+
+    def fused(self: Any, conn: Any, req: Any, plan: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        return original(self, conn, req, dataclasses.replace(plan, **zero), *args, **kwargs)
+
+    searcher.Searcher._fused = fused  # type: ignore[method-assign]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--database-url", required=True)
     ap.add_argument("--no-filters", action="store_true")
     ap.add_argument("--given-neighbours", action="store_true")
+    ap.add_argument("--without", default="", help="Voter legs to leave out: neighbours, procedures (comma-separated).")
     args = ap.parse_args()
     items = [json.loads(line) for line in QUERIES.read_text().splitlines() if line.strip()]
     settings = ServingSettings(  # type: ignore[call-arg]
@@ -115,6 +132,8 @@ def main() -> None:
     )
     service = start_service(settings, Exposition())
     held = give_neighbours(service.searcher.encoder.dimensions) if args.given_neighbours else None
+    if args.without:
+        leave_out([leg.strip() for leg in args.without.split(",") if leg.strip()])
     parts = Parts()
     fetch = leg_runs.fetch  # the legs (serving/search/leg_runs.py) and the page go through it
     statements = service.searcher.statements
@@ -141,7 +160,7 @@ def main() -> None:
                 service.searcher.search(SearchRequest.model_validate(body), ANONYMOUS, cache=False)
     finally:
         stop_service(service)
-    given = ", the neighbours' nearest given" if held else ""
+    given = (", the neighbours' nearest given" if held else "") + (f", without {args.without}" if args.without else "")
     print(f"{len(items)} dev queries, hybrid, filters {'off' if args.no_filters else 'as labelled'}{given}")
     print(f"{'mean ms per search':>18}  part")
     for name, ms in parts.ms.items():
