@@ -37,6 +37,7 @@ from serving.access.keys import ANONYMOUS
 from serving.api.app import start_service, stop_service
 from serving.contract.requests import SearchRequest
 from serving.observability.prometheus import Exposition
+from serving.service import Service
 from serving.settings import ServingSettings
 
 QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
@@ -112,6 +113,24 @@ def instrument(clock: Clock, names: dict[str, str]) -> None:
     LegRuns.rows = timed_rows  # type: ignore[method-assign]
 
 
+def dev_queries() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in QUERIES.read_text().splitlines() if line.strip()]
+
+
+def in_process_service(database_url: str, *, parallel_legs: bool) -> Service:
+    """The API's Service in this process, the caches and the warm-up off: each search does all its work."""
+    settings = ServingSettings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=database_url,
+        mcp_enabled=False,
+        query_cache_size=0,
+        result_cache_size=0,
+        warm_up=False,
+        search_parallel_legs=parallel_legs,
+    )
+    return start_service(settings, Exposition())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--database-url", required=True)
@@ -122,17 +141,8 @@ def main() -> None:
         "--serial-legs", action="store_true", help="Run every leg in one statement (SECRAG_SEARCH_PARALLEL_LEGS=false)."
     )
     args = ap.parse_args()
-    items = [json.loads(line) for line in QUERIES.read_text().splitlines() if line.strip()]
-    settings = ServingSettings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=args.database_url,
-        mcp_enabled=False,
-        query_cache_size=0,
-        result_cache_size=0,
-        warm_up=False,
-        search_parallel_legs=not args.serial_legs,
-    )
-    service = start_service(settings, Exposition())
+    items = dev_queries()
+    service = in_process_service(args.database_url, parallel_legs=not args.serial_legs)
     clock = Clock()
     names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
     try:  # the legs and the page go with PostgreSQL's own placeholders (serving/search/leg_runs.py)

@@ -19,25 +19,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import re
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import psycopg
 
 from serving.access.keys import ANONYMOUS
-from serving.api.app import start_service, stop_service
+from serving.api.app import stop_service
 from serving.contract.requests import SearchRequest
-from serving.observability.prometheus import Exposition
 from serving.search import leg_runs, leg_shapes, searcher
 from serving.search.source_vectors import unit_rows
-from serving.settings import ServingSettings
 
-QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
+from budget import dev_queries, in_process_service
+
 PUBLIC_VECTORS = """
 SELECT c.doc_id, vector_send(e.vector) FROM embeddings e
 JOIN chunks c ON c.content_hash = e.content_hash JOIN documents d ON d.doc_id = c.doc_id
@@ -120,17 +117,8 @@ def main() -> None:
     ap.add_argument("--given-neighbours", action="store_true")
     ap.add_argument("--without", default="", help="Voter legs to leave out: neighbours, procedures (comma-separated).")
     args = ap.parse_args()
-    items = [json.loads(line) for line in QUERIES.read_text().splitlines() if line.strip()]
-    settings = ServingSettings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=args.database_url,
-        mcp_enabled=False,
-        query_cache_size=0,
-        result_cache_size=0,
-        warm_up=False,
-        search_parallel_legs=False,
-    )
-    service = start_service(settings, Exposition())
+    items = dev_queries()
+    service = in_process_service(args.database_url, parallel_legs=False)
     held = give_neighbours(service.searcher.encoder.dimensions) if args.given_neighbours else None
     if args.without:
         leave_out([leg.strip() for leg in args.without.split(",") if leg.strip()])
