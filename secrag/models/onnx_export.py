@@ -86,7 +86,7 @@ def _export(info: ModelInfo, folder: Path, out: Path) -> None:
     # A model without token types (RoBERTa-like models may have none) is exported without that input.
     inputs = [name for name in INPUTS if name in inspect.signature(model.forward).parameters]
 
-    class LastHiddenState(torch.nn.Module):
+    class LastHiddenState(torch.nn.Module):  # type: ignore[misc]  # torch is read as Any (pyproject.toml [tool.mypy])
         def __init__(self, model: torch.nn.Module) -> None:
             super().__init__()
             self.model = model
