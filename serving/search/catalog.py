@@ -54,11 +54,14 @@ class Cached:
     def due(self) -> bool:
         """Whether the next `get` loads (nothing held yet, or older than `ttl`)."""
         with self.lock:
-            return self.value is None or time.monotonic() - self.at > self.ttl
+            return self._stale()
+
+    def _stale(self) -> bool:  # under the lock
+        return self.value is None or time.monotonic() - self.at > self.ttl
 
     def get(self, load: Callable[[], T]) -> T:
         with self.lock:
-            if self.value is None or time.monotonic() - self.at > self.ttl:
+            if self._stale():
                 self.value = load()
                 self.at = time.monotonic()
             return self.value  # type: ignore[no-any-return]
@@ -68,8 +71,7 @@ class Cached:
         then the value, reloaded in the background once it is older than `ttl` (a slow store-wide read
         never holds up a request, nor a pooled connection of one)."""
         with self.lock:
-            due = self.value is None or time.monotonic() - self.at > self.ttl
-            if due and not self.refreshing:
+            if self._stale() and not self.refreshing:
                 self.refreshing = True
                 try:
                     threading.Thread(target=self._refresh, args=(refresh,), name="catalog-refresh", daemon=True).start()
