@@ -13,7 +13,7 @@ from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
 from serving.search.catalog import Catalog
-from serving.search.source_vectors import SourceVectors
+from serving.search.source_vectors import Nearest, SourceVectors
 from serving.search.statements import VOTER_LEGS
 
 # Keyword queries estimated (serving/search/lexicon.py) to match more chunks rank full text within the vector leg's
@@ -140,7 +140,7 @@ class LegShaper:
         versions = self.catalog.source_versions(conn, fresh=fresh)
         vectors = self.vectors
 
-        def nearest(sources: list[str] | None, k: int) -> Any:  # noqa: ANN401 - Nearest | None
+        def nearest(sources: list[str] | None, k: int) -> Nearest | None:
             if not sources or not set(sources) <= public:
                 return None
             if self.catalog.lexeme_stats(conn).chunks_in(sources) > HELD_MAX_CHUNKS:
