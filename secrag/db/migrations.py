@@ -6,6 +6,7 @@ import hashlib
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,11 +94,15 @@ def migrate(conn: psycopg.Connection, sql_dir: Path) -> list[Migration]:
         raise MigrationError("migrate() needs an autocommit connection")
     q = Queries(sql_dir, "migrations")
     conn.execute(q.lock, {"key": LOCK_KEY})
+    applying: list[Migration] = []
+    notices = _notice_logger(applying)
+    conn.add_notice_handler(notices)
     try:
         conn.execute(q.create_table)
         todo = pending(conn, sql_dir)
         for migration in todo:
             started = time.monotonic()
+            applying[:] = [migration]
             log.info("applying migration %04d_%s", migration.version, migration.name)
             try:
                 if migration.transactional:
@@ -112,6 +117,7 @@ def migrate(conn: psycopg.Connection, sql_dir: Path) -> list[Migration]:
                 raise MigrationError(
                     f"migration {migration.version:04d}_{migration.name}.sql failed: {str(exc).strip().splitlines()[0]}"
                 ) from exc
+        applying.clear()
         # Every run, not only when something was applied: a right granted by hand is taken back too.
         if current_version(conn, sql_dir) >= reader_grants.SINCE_VERSION:
             try:
@@ -120,7 +126,20 @@ def migrate(conn: psycopg.Connection, sql_dir: Path) -> list[Migration]:
                 raise MigrationError(f"{reader_grants.GRANTS_FILE} failed: {str(exc).strip().splitlines()[0]}") from exc
         return todo
     finally:
+        conn.remove_notice_handler(notices)
         conn.execute(q.unlock, {"key": LOCK_KEY})
+
+
+def _notice_logger(applying: list[Migration]) -> Callable[[psycopg.errors.Diagnostic], None]:
+    """What a migration says with RAISE WARNING (a row it refused, migration 0024) reaches the log, one line
+    each; the server's own NOTICEs (an object that already exists) only at debug level."""
+
+    def handle(diagnostic: psycopg.errors.Diagnostic) -> None:
+        name = f"{applying[0].version:04d}_{applying[0].name}" if applying else "migrations"
+        level = logging.WARNING if diagnostic.severity_nonlocalized == "WARNING" else logging.DEBUG
+        log.log(level, "migration %s: %s", name, diagnostic.message_primary, extra={"migration": name})
+
+    return handle
 
 
 def _record(conn: psycopg.Connection, q: Queries, migration: Migration, started: float) -> None:
