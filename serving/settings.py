@@ -85,12 +85,13 @@ class AccessSettings(BaseSettings):
         "primary: with the query log on, the API refuses to start when this URL (by default DATABASE_URL's "
         "server) is a read-only standby.",
     )
-    replica_max_lag_seconds: float | None = Field(
-        default=None,
-        gt=0,
+    replica_max_lag_seconds: float = Field(
+        default=30.0,
+        ge=0,
         description="When the reader URL is a streaming replica: /readyz answers 503 (check `replica_lag`) while "
-        "its replay is further behind the primary than this, or its lag is unknown; unset = no limit. The lag is "
-        "shown by /readyz and the `secrag_replica_lag_seconds` metric either way.",
+        "its replay is further behind the primary than this, or its lag is unknown, so a standby that stopped "
+        "replaying leaves the load balancer instead of serving revoked access and removed documents; 0 = no "
+        "limit. The lag is shown by /readyz and the `secrag_replica_lag_seconds` metric either way.",
     )
     allow_privileged_reader: bool = Field(
         default=False,

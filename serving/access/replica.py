@@ -1,8 +1,10 @@
 """Whether the API reads a streaming replica, and how far behind its primary it is (GET /readyz, /metrics).
 
 A publish reaches the API after the standby's replay lag plus the result cache's data-version interval
-(serving/search/catalog.py, DATA_VERSION_TTL). SECRAG_REPLICA_MAX_LAG_SECONDS turns an instance whose
-standby lags more, or cannot say how much, not ready, so a load balancer sends its callers elsewhere.
+(serving/search/catalog.py, DATA_VERSION_TTL). SECRAG_REPLICA_MAX_LAG_SECONDS (30 s by default, 0: no limit)
+turns an instance whose standby lags more, or cannot say how much, not ready, so a load balancer sends its
+callers elsewhere: a standby that stopped replaying (its primary gone, replay paused) ages past it and leaves
+the rotation, though it still answers whoever reaches it directly.
 The lag is read once per probe or scrape, never per request.
 
 The lag overstates during long write transactions: while a publish streams WAL that is not yet all
@@ -39,6 +41,11 @@ class ReplicaLag:
         if max_seconds is None or not self.standby:
             return False
         return self.seconds is None or self.seconds > max_seconds
+
+
+def lag_limit(max_lag_seconds: float) -> float | None:
+    """SECRAG_REPLICA_MAX_LAG_SECONDS as a limit: 0 is none."""
+    return max_lag_seconds or None
 
 
 def read_lag(conn: psycopg.Connection[Any], queries: Queries) -> ReplicaLag:

@@ -1,5 +1,5 @@
 """GET /readyz's checks: the database answers, its schema is at the migration this code expects, the
-query model is loaded, and (with SECRAG_REPLICA_MAX_LAG_SECONDS) a standby is not too far behind."""
+query model is loaded, and (unless SECRAG_REPLICA_MAX_LAG_SECONDS is 0) a standby is not too far behind."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from serving.access.replica import ReplicaLag, read_lag
+from serving.access.replica import ReplicaLag, lag_limit, read_lag
 from serving.service import Service
 
 log = logging.getLogger(__name__)
@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 def readiness(service: Service, expected_version: int) -> dict[str, Any]:
     """Database reachable, schema at the expected migration, query model loaded, replica lag within bounds."""
-    max_lag = service.settings.replica_max_lag_seconds
+    max_lag = lag_limit(service.settings.replica_max_lag_seconds)
     checks = {"database": False, "schema": False, "model": service.searcher.encoder.loaded}
     if max_lag is not None:
         checks["replica_lag"] = False

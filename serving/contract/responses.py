@@ -310,13 +310,13 @@ class ReplicaStatus(BaseModel):
         description="How far its replay is behind the primary: 0 on a primary and on a standby that has replayed "
         "all it received; null while unknown (no transaction replayed yet)."
     )
-    max_lag_seconds: float | None = Field(description="SECRAG_REPLICA_MAX_LAG_SECONDS (null: no limit).")
+    max_lag_seconds: float | None = Field(description="SECRAG_REPLICA_MAX_LAG_SECONDS (null: 0, no limit).")
 
 
 class Readiness(BaseModel):
     status: str
     checks: dict[str, bool] = Field(
-        description="database, schema and model; `replica_lag` too when SECRAG_REPLICA_MAX_LAG_SECONDS is set."
+        description="database, schema and model; `replica_lag` too unless SECRAG_REPLICA_MAX_LAG_SECONDS is 0."
     )
     schema_version: int | None
     expected_schema_version: int

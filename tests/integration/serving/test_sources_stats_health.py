@@ -58,7 +58,9 @@ def test_health_and_readiness(client: TestClient) -> None:
     ready = client.get("/readyz")
     assert ready.status_code == 200
     body = ready.json()
-    assert body["checks"] == {"database": True, "schema": True, "model": True}
+    # the default maximum lag (30 s) is checked on a primary too, where the lag is 0
+    assert body["checks"] == {"database": True, "schema": True, "model": True, "replica_lag": True}
+    assert body["replica"] == {"standby": False, "lag_seconds": 0.0, "max_lag_seconds": 30.0}
     assert body["schema_version"] == body["expected_schema_version"] >= 1
 
 
