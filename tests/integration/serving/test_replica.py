@@ -148,7 +148,7 @@ def test_searches_documents_sources_and_stats_are_served_by_the_standby(
         stats = api.get("/v1/stats").json()
         assert stats["sources"][SOURCE]["documents"] == 4 and stats["sources"][SOURCE]["chunks_embedded"] >= 4
         ready = api.get("/readyz").json()
-        assert ready["replica"]["standby"] is True  # its lag grows while the primary is away (no limit set)
+        assert ready["replica"]["standby"] is True  # its lag grows while the primary is away (readiness aside)
         assert _metric(api, "secrag_replica_standby") == 1
     finally:
         replication.primary.start()
