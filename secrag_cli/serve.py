@@ -15,7 +15,8 @@ from .run import check_port_free
     default=1,
     show_default=True,
     type=click.IntRange(1, 64),
-    help="Worker processes (each loads the embedding model).",
+    help="Worker processes (each loads the embedding model and keeps its own quotas: a caller may get up to N "
+    "times each rate and slot count).",
 )
 @click.option(
     "--log-level",

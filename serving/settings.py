@@ -124,8 +124,9 @@ class LimitSettings(BaseSettings):
         default=10,
         ge=0,
         description="Unknown API keys a minute per client address (a moving window of half a minute, so bursts "
-        "of half that); past it the address's keys are not even looked up (429). Each failure is logged with "
-        "the address, never the key. 0 = no limit.",
+        "of half that); past it the address's unknown keys get 429 instead of 401. A valid key is looked up "
+        "first and admitted whatever its address's failures. Each failure is logged with the address, never the "
+        "key. 0 = no limit.",
     )
     heavy_concurrency: int = Field(
         default=4, ge=0, description="Concurrent /v1 operations and MCP tool calls per API key (429 past it)."

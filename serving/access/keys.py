@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from secrag.errors import ConfigError
 from secrag.files.config_files import ConfigModel, load_model
+from serving.access.key_strength import weakness
 from serving.contract.errors import UnknownApiKey
 
 
@@ -48,13 +49,22 @@ class ApiKeys:
 
 
 class KeyEntry(ConfigModel):
-    """One key: the key itself or its sha256 (hex), and the principal it stands for."""
+    """One key: the key itself (long and random enough: serving/access/key_strength.py) or its sha256 (hex),
+    and the principal it stands for."""
 
     key: str | None = Field(default=None, min_length=1)
     key_sha256: str | None = Field(default=None, pattern=r"^[0-9a-fA-F]{64}$")
     tenant: str = Field(min_length=1)
     user: str | None = None
     groups: list[str] = []
+
+    @field_validator("key")
+    @classmethod
+    def _strong(cls, key: str | None) -> str | None:
+        why = None if key is None else weakness(key)
+        if why is not None:
+            raise ValueError(why)  # the message never quotes the key
+        return key
 
     @model_validator(mode="after")
     def _one_key(self) -> KeyEntry:

@@ -7,10 +7,18 @@ tenth of a minute's requests in every window of a tenth of a minute, so its rate
 bursts of a tenth of it; every /v1 operation and MCP tool also takes a slot from a small per-caller
 pool, shared by all anonymous callers together, so anonymous traffic can never take every worker and
 database connection from keyed callers or from /readyz (which takes none: a probe must stay cheap).
-A client address that presents unknown keys is counted in a window of its own (bursts of half its
-rate), checked before any key it presents is looked up, so guessing keys is as slow as that rate;
-each failure is logged with the address, never the key. Refusals are 429 with Retry-After: when the
-oldest request of the window leaves it.
+A key is looked up first: a valid one is admitted whatever its address did, so callers behind one proxy
+address (when the proxy is not trusted, `--forwarded-allow-ips`) are not locked out by another's typos.
+An unknown key counts against its client address (the peer, or X-Forwarded-For's client when uvicorn
+trusts the proxy) in a window of its own (bursts of half its rate); past it the address's unknown keys
+are 429 instead of 401. Guessing stays hopeless because keys are long and random (serving/access/
+key_strength.py refuses weak ones at start-up), not because of this window, which only slows floods.
+Each counted failure is logged with the address, never the key. Refusals are 429 with Retry-After: when
+the oldest request of the window leaves it.
+
+Every count lives in this process: with `secrag serve --workers N` each worker process keeps its own
+windows and slots, and a caller's connections are spread over the workers by the kernel, so a caller may
+get up to N times each rate, failed-key allowance and slot count (docs/security.md#exposure).
 """
 
 from __future__ import annotations
@@ -84,17 +92,16 @@ class Gate:
         return Caller(principal, bucket, anonymous)
 
     def _resolve(self, key: str, address: str) -> Principal:
-        """The key's principal. An address that failed too often lately is refused before its key is
-        looked up (else a right guess would still get through); a failure is counted."""
-        limit, bucket = self._failures, f"fail:{address}"
-        if limit is not None and not self._limiter.test(limit, bucket):
-            self._refuse(limit, bucket, self._failure_refusal)
+        """The key's principal. A valid key is admitted whatever its address's failures (callers behind one
+        proxy share it); an unknown key from an address that failed too often lately is refused (429),
+        otherwise counted against that address and answered 401."""
         try:
             return self._keys.resolve(key)
         except UnknownApiKey:
+            limit, bucket = self._failures, f"fail:{address}"
+            if limit is not None and not self._limiter.hit(limit, bucket):
+                self._refuse(limit, bucket, self._failure_refusal)
             log.warning("unknown API key", extra={"client": address})  # never the key: it may be a near miss
-            if limit is not None:
-                self._limiter.hit(limit, bucket)  # a full window stays full: the failure is answered anyway
             raise
 
     def _refuse(self, limit: RateLimitItem, bucket: str, refusal: str) -> None:

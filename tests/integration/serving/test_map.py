@@ -4,6 +4,7 @@ own callers only."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -171,7 +172,7 @@ def vault(serving_db_url: str, settings_for: Callable[..., ServingSettings], api
     keys = tmp_path / "keys.yaml"
     keys.write_text(
         api_keys_file.read_text(encoding="utf-8")
-        + f"  - {{key: ivan-key, tenant: {TENANT}, user: ivan, groups: []}}\n",
+        + f"  - {{key_sha256: {hashlib.sha256(b'ivan-key').hexdigest()}, tenant: {TENANT}, user: ivan, groups: []}}\n",
         encoding="utf-8",
     )
     with database.connect(serving_db_url, autocommit=True) as owner:

@@ -4,6 +4,7 @@ every id, order and score is the same with and without them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -132,7 +133,7 @@ def fresh_app(
     keys = tmp_path / "keys.yaml"
     keys.write_text(
         api_keys_file.read_text(encoding="utf-8")
-        + f"  - {{key: ivan-key, tenant: {TENANT}, user: ivan, groups: []}}\n",
+        + f"  - {{key_sha256: {hashlib.sha256(b'ivan-key').hexdigest()}, tenant: {TENANT}, user: ivan, groups: []}}\n",
         encoding="utf-8",
     )
     return lambda: TestClient(create_app(settings_for(serving_db_url, result_cache_size=0, api_keys_file=keys)))

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from serving.api.app import create_app
@@ -50,10 +58,54 @@ def test_unknown_keys_are_limited_per_client_address(
     with TestClient(create_app(settings)) as api:
         guesses = [api.get("/v1/sources", headers={"X-API-Key": f"guess-{i}"}).status_code for i in range(3)]
         assert guesses == [401, 401, 429]
-        refused = api.get("/v1/sources", headers=ALICE)  # the address is held up, whatever key it tries
+        refused = api.get("/v1/sources", headers={"X-API-Key": "guess-3"})  # the address's failures are held up
         assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
         assert "unknown API keys a minute" in refused.json()["detail"]
+        assert api.get("/v1/sources", headers=ALICE).status_code == 200  # a valid key is looked up first
         assert api.get("/v1/sources").status_code == 200  # anonymous requests have their own quota
+
+
+@contextmanager
+def _served(app: FastAPI, forwarded_allow_ips: str | None) -> Iterator[str]:
+    """The app behind uvicorn on a loopback port, configured as `secrag serve --forwarded-allow-ips` does."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        proxy_headers=forwarded_allow_ips is not None,
+        forwarded_allow_ips=forwarded_allow_ips,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:  # uvicorn sets it once the lifespan has started
+        assert thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "untrusted"])
+def test_failed_keys_count_against_the_forwarded_client_only_behind_a_trusted_proxy(
+    serving_db_url: str, settings_for: Callable[..., ServingSettings], trusted: bool
+) -> None:
+    """Every request comes from 127.0.0.1, the proxy, naming its client in X-Forwarded-For; a caller cannot
+    step out of its window by naming another client unless the proxy is trusted (then the proxy names it)."""
+    settings = settings_for(serving_db_url, mcp_enabled=False, failed_keys_per_minute=4)  # bursts of 2
+    with _served(create_app(settings), "127.0.0.1" if trusted else None) as url, httpx.Client(base_url=url) as http:
+
+        def status(client: str, key: str) -> int:
+            return http.get("/v1/sources", headers={"X-API-Key": key, "X-Forwarded-For": client}).status_code
+
+        assert [status("203.0.113.7", f"guess-{i}") for i in range(3)] == [401, 401, 429]
+        assert status("203.0.113.7", "alice-key") == 200  # the failing client's own valid key still works
+        assert status("203.0.113.8", "bob-key") == 200  # and every other keyed caller behind the proxy
+        assert status("203.0.113.8", "guess-x") == (401 if trusted else 429)
 
 
 # Every /v1 operation, with a request that would succeed.

@@ -158,20 +158,23 @@ def test_a_bad_search_config_names_file_line_and_field(tmp_path: Path, text: str
     assert str(caught.value).startswith(f"{path}{expected}")
 
 
+PLAIN = "7c1e9a4f2b8d6e0a3c5f9b1d7e2a4c6f"  # a key as `openssl rand -hex 16` makes one (strong enough)
+
+
 def test_api_keys(tmp_path: Path) -> None:
     digest = hashlib.sha256(b"s3cret").hexdigest()
     path = tmp_path / "keys.yaml"
     path.write_text(
-        f"keys:\n  - {{key: plain, tenant: acme, user: al, groups: [red]}}\n"
+        f"keys:\n  - {{key: {PLAIN}, tenant: acme, user: al, groups: [red]}}\n"
         f"  - {{key_sha256: {digest}, tenant: globex}}\n"
     )
     keys = load_api_keys(path)
-    assert keys.resolve("plain") == Principal("acme", "al", ("red",))
+    assert keys.resolve(PLAIN) == Principal("acme", "al", ("red",))
     assert keys.resolve("s3cret") == Principal("globex", None, ())
     assert keys.resolve(None) is ANONYMOUS
     with pytest.raises(UnknownApiKey):
         keys.resolve("nope")
-    path.write_text("keys:\n  - {key: x}\n")
+    path.write_text(f"keys:\n  - {{key: {PLAIN}}}\n")
     with pytest.raises(ConfigError, match="tenant"):
         load_api_keys(path)
 
@@ -179,10 +182,14 @@ def test_api_keys(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("keys:\n  - {key: x}\n", ":2: keys[0].tenant: Field required"),
-        ("keys:\n  - {key: a, tenant: t}\n  - {key_sha256: 12ab, tenant: t}\n", ":3: keys[1].key_sha256: String"),
+        (f"keys:\n  - {{key: {PLAIN}}}\n", ":2: keys[0].tenant: Field required"),
+        (
+            f"keys:\n  - {{key: {PLAIN}, tenant: t}}\n  - {{key_sha256: 12ab, tenant: t}}\n",
+            ":3: keys[1].key_sha256: String",
+        ),
         ("keys:\n  - {tenant: t}\n", ":2: keys[0]: needs exactly one of `key` or `key_sha256`"),
-        ("keys:\n  - {key: a, tenant: t, group: [x]}\n", ":2: keys[0].group: Extra inputs"),
+        (f"keys:\n  - {{key: {PLAIN}, tenant: t, group: [x]}}\n", ":2: keys[0].group: Extra inputs"),
+        ("keys:\n  - {key: short, tenant: t}\n", ":2: keys[0].key: too short"),
         ("keys: {}\n", ":1: keys: Input should be a valid list"),
     ],
 )
