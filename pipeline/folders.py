@@ -7,6 +7,7 @@ supported file is one record with doc id `<folder>:<relative path>`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -20,9 +21,9 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from secrag.access import AccessField, access_problem
 from secrag.enrichment import technique_mentions
-from secrag.errors import ConfigError, ParseError
+from secrag.errors import ConfigError, FetchError, ParseError
 from secrag.files.config_files import ConfigModel, FieldError, Loc, located, read_mapping, validate
-from secrag.files.safe_files import UnsafeFile, read_capped
+from secrag.files.safe_files import FileGone, FileUnreadable, UnsafeFile, read_capped
 from secrag.net import media_types
 
 from .folder_formats import extract
@@ -32,6 +33,21 @@ SUFFIXES = frozenset({".txt", ".md", ".json", ".jsonl", ".yaml", ".yml", ".html"
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,62}$")  # a source name and a Dagster name
 INGESTED_PREFIX = "ingested_"  # the sources of one-time documents (pipeline/ingested.py)
+_GONE = (errno.ENOENT, errno.ENOTDIR)  # no file at the path any more: its document goes
+
+
+class FolderUnreadable(FetchError):
+    """The folder, or a directory in it, could not be listed: the scan is incomplete and nothing publishes
+    (a file missing from it may only be unlisted). `paths`: relative path ("." the folder) -> reason."""
+
+    def __init__(self, name: str, paths: Mapping[str, str]) -> None:
+        listed = ", ".join(f"{p} ({r})" for p, r in sorted(paths.items())[:10])
+        more = f" and {len(paths) - 10} more" if len(paths) > 10 else ""
+        super().__init__(
+            f"folder {name}: {len(paths)} director{'y' if len(paths) == 1 else 'ies'} could not be "
+            f"listed, nothing is published: {listed}{more}"
+        )
+        self.paths = dict(sorted(paths.items()))
 
 
 @dataclass(frozen=True)
@@ -59,26 +75,36 @@ class FileEntry:
 
 
 @dataclass(frozen=True)
+class Unreadable(Skipped):
+    """A file that is there but could not be read (permissions, an I/O error): its document stays."""
+
+
+@dataclass(frozen=True)
 class FolderScan:
-    """Supported files by relative path, and the ones refused (symlinks, too large, escaping)."""
+    """Supported files by relative path, the ones refused (symlinks, too large, escaping, not regular), and
+    the ones there that could not be read (their documents stay as they were)."""
 
     files: Mapping[str, FileEntry]
     refused: tuple[Skipped, ...] = ()
+    unreadable: tuple[Unreadable, ...] = ()
 
     def digest(self) -> str:
-        """One hash of every (path, content hash): equal scans, equal digests."""
-        text = "\n".join(f"{rel}\0{entry.sha256}" for rel, entry in sorted(self.files.items()))
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        """One hash of every (path, content hash) and unreadable path: equal scans, equal digests."""
+        lines = [f"{rel}\0{entry.sha256}" for rel, entry in sorted(self.files.items())]
+        lines += sorted(f"{s.path}\0unreadable" for s in self.unreadable)  # none: the digest of before
+        return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
 class FolderRead:
-    """Records of a folder and the files that could not become one."""
+    """Records of a folder, the files that could not become one, and of those the ones whose documents stay
+    (`kept`: relative paths of files that are there but could not be read)."""
 
     records: tuple[Record, ...]
     skipped: tuple[Skipped, ...]
     files_seen: int
     scan: FolderScan = field(default_factory=lambda: FolderScan({}))
+    kept: tuple[str, ...] = ()
 
 
 class Acl(ConfigModel):
@@ -179,51 +205,78 @@ def load_folders(path: Path | None, reserved: frozenset[str] = frozenset()) -> l
     return config.specs(path.parent.resolve(), lambda loc, message: located(path, node, loc, message))
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _entry(path: Path, rel: str, spec: FolderSpec, previous: Mapping[str, FileEntry] | None) -> FileEntry | Skipped:
-    """The scan entry of one file, or why it is skipped (the rest of the folder goes on)."""
+def _entry(
+    path: Path, rel: str, spec: FolderSpec, previous: Mapping[str, FileEntry] | None
+) -> FileEntry | Skipped | None:
+    """The scan entry of one file, or why it is refused or unreadable; None when it is gone since its
+    directory was listed. A FIFO, device or socket is refused from its lstat, never opened."""
     try:
         st = path.lstat()
-        if stat.S_ISLNK(st.st_mode):
-            return Skipped(rel, "symlinks are refused")
-        if not stat.S_ISREG(st.st_mode):
-            return Skipped(rel, "not a regular file (FIFO, device or socket)")
-        if not path.resolve().is_relative_to(spec.path.resolve()):
-            return Skipped(rel, "path escapes the folder")
-        if st.st_size > spec.max_file_bytes:
-            return Skipped(rel, f"file of {st.st_size} bytes exceeds the {spec.max_file_bytes}-byte limit")
-        old = (previous or {}).get(rel)
-        if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
-            return old
-        return FileEntry(st.st_size, st.st_mtime_ns, _sha256(path))
     except OSError as exc:
-        return Skipped(rel, f"unreadable: {exc.strerror or exc}")
+        return None if exc.errno in _GONE else Unreadable(rel, f"unreadable: {exc.strerror or exc}")
+    if stat.S_ISLNK(st.st_mode):
+        return Skipped(rel, "symlinks are refused")
+    if not stat.S_ISREG(st.st_mode):
+        return Skipped(rel, "not a regular file (FIFO, device or socket)")
+    if not path.resolve().is_relative_to(spec.path.resolve()):
+        return Skipped(rel, "path escapes the folder")
+    if st.st_size > spec.max_file_bytes:
+        return Skipped(rel, f"file of {st.st_size} bytes exceeds the {spec.max_file_bytes}-byte limit")
+    old = (previous or {}).get(rel)
+    if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+        return old
+    data = _read(path, rel, spec)
+    if data is None or isinstance(data, Skipped):
+        return data
+    return FileEntry(st.st_size, st.st_mtime_ns, hashlib.sha256(data).hexdigest())
+
+
+def _read(path: Path, rel: str, spec: FolderSpec) -> bytes | Skipped | None:
+    """The bytes of one file, or why not (Unreadable: there but not readable), None when it is gone."""
+    try:
+        return read_capped(path, spec.max_file_bytes, within=spec.path)
+    except FileGone:
+        return None
+    except FileUnreadable as exc:
+        return Unreadable(rel, exc.reason)
+    except UnsafeFile as exc:  # swapped for a symlink or a FIFO, or grown past the cap, since its lstat
+        return Skipped(rel, exc.reason)
+    except OSError as exc:  # an I/O error while reading
+        return None if exc.errno in _GONE else Unreadable(rel, f"unreadable: {exc.strerror or exc}")
+
+
+def _listed_root(spec: FolderSpec) -> Path:
+    """The folder's directory; ConfigError when there is none, FolderUnreadable when it cannot be looked at."""
+    try:
+        if stat.S_ISDIR(os.stat(spec.path).st_mode):
+            return spec.path
+    except OSError as exc:
+        if exc.errno not in _GONE:
+            raise FolderUnreadable(spec.name, {".": exc.strerror or str(exc)}) from exc
+    raise ConfigError(f"folder {spec.name}: its directory does not exist (or is not a directory)")
 
 
 def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = None) -> FolderScan:
     """Hash every supported file; a file whose size and mtime are unchanged keeps its old hash.
 
-    A missing folder is a ConfigError (what it served stays served); every per-file problem
-    (symlink, FIFO, device, socket, unreadable, oversized) is a skipped entry with its reason.
+    A missing folder is a ConfigError and a folder or directory in it that cannot be listed (a stale mount,
+    an I/O error, a permission change, a directory removed or replaced while it is walked) is
+    FolderUnreadable: the scan is incomplete, so what the folder served stays served. A file that is there
+    but cannot be read is `unreadable` (its document stays), one gone since it was listed is left out (its
+    document goes), and every other per-file problem (symlink, FIFO, device, socket, oversized) is refused
+    with its reason.
     """
-    root = spec.path
-    if not root.is_dir():
-        raise ConfigError(f"folder {spec.name}: its directory does not exist (or is not a directory)")
+    root = _listed_root(spec)
     files: dict[str, FileEntry] = {}
     refused: list[Skipped] = []
+    unreadable: list[Unreadable] = []
+    unlisted: dict[str, str] = {}
 
-    def unreadable(exc: OSError) -> None:
+    def unlistable(exc: OSError) -> None:
         where = Path(exc.filename).relative_to(root).as_posix() if exc.filename else "."
-        refused.append(Skipped(where, f"unreadable: {exc.strerror or exc}"))
+        unlisted[where] = exc.strerror or str(exc)
 
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unreadable):
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unlistable):
         here = Path(dirpath)
         for d in list(dirnames):
             if (here / d).is_symlink():
@@ -238,11 +291,15 @@ def scan_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
                 continue
             rel = path.relative_to(root).as_posix()
             entry = _entry(path, rel, spec, previous)
-            if isinstance(entry, Skipped):
+            if isinstance(entry, Unreadable):
+                unreadable.append(entry)
+            elif isinstance(entry, Skipped):
                 refused.append(entry)
-            else:
+            elif entry is not None:
                 files[rel] = entry
-    return FolderScan(files, tuple(refused))
+    if unlisted:
+        raise FolderUnreadable(spec.name, unlisted)
+    return FolderScan(files, tuple(refused), tuple(unreadable))
 
 
 def record_for(source: str, rel: str, data: bytes, sha256: str) -> Record:
@@ -272,14 +329,21 @@ def record_for(source: str, rel: str, data: bytes, sha256: str) -> Record:
 
 
 def read_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = None) -> FolderRead:
-    """Every record of the folder; per-file problems become skipped entries, never an exception."""
+    """Every record of the folder; per-file problems become skipped entries, and files that are there but
+    could not be read are kept (their documents stay). Raises what scan_folder raises."""
     scan = scan_folder(spec, previous)
     records: list[Record] = []
-    skipped: list[Skipped] = list(scan.refused)
+    skipped: list[Skipped] = [*scan.refused, *scan.unreadable]
     for rel in sorted(scan.files):
-        try:
-            data = read_capped(spec.path / rel, spec.max_file_bytes, within=spec.path)
-            records.append(record_for(spec.name, rel, data, hashlib.sha256(data).hexdigest()))
-        except (ParseError, UnsafeFile) as exc:
-            skipped.append(Skipped(rel, exc.reason))
-    return FolderRead(tuple(records), tuple(skipped), len(scan.files) + len(scan.refused), scan)
+        data = _read(spec.path / rel, rel, spec)
+        if isinstance(data, Skipped):
+            skipped.append(data)
+        elif data is not None:
+            try:
+                records.append(record_for(spec.name, rel, data, hashlib.sha256(data).hexdigest()))
+            except ParseError as exc:
+                skipped.append(Skipped(rel, exc.reason))
+    kept = tuple(sorted(s.path for s in skipped if isinstance(s, Unreadable)))
+    return FolderRead(
+        tuple(records), tuple(skipped), len(scan.files) + len(scan.refused) + len(scan.unreadable), scan, kept
+    )

@@ -17,7 +17,7 @@ import dagster as dg
 from secrag.errors import ConfigError
 
 from ..automation import on_new_inputs
-from ..folders import FolderSpec, read_folder
+from ..folders import FolderSpec, FolderUnreadable, read_folder
 from ..resources import StoreResource
 from ..store import Access, SourceRow
 from .keys import OWNERS, folder_key
@@ -37,8 +37,9 @@ def folder_code_version(spec: FolderSpec) -> str:
 
 
 def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
-    """Read every file of the folder and publish the set: changed files replace their chunks,
-    deleted files disappear. Shrinking is accepted (deleting is what users do); an empty read is not."""
+    """Read every file of the folder and publish the set: changed files replace their chunks, deleted files
+    disappear, and a file that is there but cannot be read keeps its document. Shrinking is accepted (deleting
+    is what users do); a folder that cannot be listed whole publishes nothing."""
     key = folder_key(spec.name)
 
     @dg.asset(
@@ -82,13 +83,20 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                 raise dg.Failure(spec.error, metadata={"error_kind": "config_error"})
             try:
                 read = read_folder(spec)
+            except FolderUnreadable as exc:  # a file missing from an incomplete listing may be there still
+                db.record_failure(conn, spec.name, None, "fetch", exc, details={"unlisted": exc.paths})
+                raise dg.Failure(
+                    f"{exc}; the previous documents stay served",
+                    metadata={"error_kind": "fetch_failed", "unlisted": dg.MetadataValue.json(exc.paths)},
+                ) from exc
             except Exception as exc:
                 db.record_failure(conn, spec.name, None, "fetch", exc)
                 raise
             digest = read.scan.digest()
             previous = db.served_records(conn, spec.name)
-            # Any shrink is a user's deletion, and an existing empty folder publishes zero documents;
-            # a missing folder failed in read_folder above, so what it served stays served.
+            # Any shrink is a user's deletion, and an existing empty folder publishes zero documents; a
+            # missing or unlistable folder failed in read_folder above, so what it served stays served, and
+            # a file that could not be read keeps its document (`kept`): only files that are gone go.
             result = db.publish(
                 conn,
                 source=spec.name,
@@ -100,6 +108,7 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                 access=Access(spec.tenant, spec.users, spec.groups),
                 force=True,
                 details={"files_seen": read.files_seen},
+                kept=[f"{spec.name}:{rel}" for rel in read.kept],  # doc ids, as records name them
             )
         # An empty folder is the user's choice: its non-empty check warns instead of blocking.
         checks = publish_checks(result, previous=previous, max_shrink=1.0, forced=True)
@@ -112,7 +121,10 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                     "errors": dg.MetadataValue.md(skipped_sample(result.details)),
                 },
             )
-        context.log.info(f"folder {spec.name}: {result.parsed} documents, {len(read.skipped)} files skipped")
+        context.log.info(
+            f"folder {spec.name}: {result.parsed} documents, {len(read.skipped)} files skipped, "
+            f"{result.kept} kept as they were (unreadable)"
+        )
         yield dg.MaterializeResult(
             data_version=dg.DataVersion(digest),
             check_results=checks,
@@ -121,6 +133,7 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                 "dagster/row_count": result.parsed,
                 "files_seen": read.files_seen,
                 **publish_metadata(result),
+                "kept": result.kept,  # documents of files that could not be read, left as they were
                 "file_errors": dg.MetadataValue.json({s.path: s.reason for s in read.skipped[:50]}),
                 "seconds": round(time.monotonic() - started, 3),
             },

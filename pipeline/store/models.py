@@ -49,6 +49,7 @@ class PublishResult:
     modified: int = 0  # the updated documents whose content changed (the change history's `modified`)
     chunks_written: int = 0
     artefacts: int = 0  # artefact identifiers written (secrag/artefacts.py)
+    kept: int = 0  # documents left as they were: their files are there but could not be read
     reason: str | None = None
     seconds: float = 0.0
     version_id: int | None = None

@@ -41,6 +41,7 @@ class Publication:
     details: Mapping[str, Any]
     max_shrink: float = 0.5
     force: bool = False
+    kept: Sequence[str] = ()  # doc ids whose documents stay as they are (their files could not be read)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -84,18 +85,23 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     row = conn.execute(q.lock_source, {"source": pub.source}).fetchone()
     if row is None:
         raise PublishRefused(f"source {pub.source!r} is not registered", kind="config_error")
-    reason = None if pub.force else refusal(int(row[0]), len(pub.records), pub.max_shrink)
-    if reason:
-        raise PublishRefused(reason, kind="empty" if not pub.records else "shrank")
     existing = {d: Held(h, sig, url) for d, h, sig, url in conn.execute(q.existing_documents, {"source": pub.source})}
-    changes = diff(pub.records, existing, pub.access, pub.lookup, pub.chunking)
+    kept = set(pub.kept) & set(existing) - {r.doc_id for r in pub.records}
+    count = len(pub.records) + len(kept)
+    reason = None if pub.force else refusal(int(row[0]), count, pub.max_shrink)
+    if reason:
+        raise PublishRefused(reason, kind="empty" if not count else "shrank")
+    # A kept document is neither compared nor removed: it stays as it was, chunks, vectors and artefacts too.
+    changes = diff(
+        pub.records, {d: h for d, h in existing.items() if d not in kept}, pub.access, pub.lookup, pub.chunking
+    )
     _record_changes(q, conn, pub, changes, replaced=row[1])
-    conn.execute(q.delete_artefacts, {"source": pub.source})
+    conn.execute(q.delete_artefacts, {"source": pub.source, "kept": sorted(kept)})
     written = _write(q, conn, pub, changes)
     artefacts = _write_artefacts(q, conn, pub)
     access = {"tenant": pub.access.tenant, "acl_users": list(pub.access.users), "acl_groups": list(pub.access.groups)}
     conn.execute(q.apply_access, {"source": pub.source, **access})
-    conn.execute(q.mark_published, {"source": pub.source, "version": pub.version, "records": len(pub.records)})
+    conn.execute(q.mark_published, {"source": pub.source, "version": pub.version, "records": count})
     refresh_counts(q, conn, pub.source)
     counts: dict[str, Any] = {
         "parsed": len(pub.records),
@@ -105,7 +111,8 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
         "unchanged": changes.unchanged,
         "skipped": len(pub.skipped),
     }
-    versions.finish(q, conn, pub.version_id, "published", phase="publish", details=dict(info), **counts)
+    details = {**info, "kept": len(kept)} if kept else dict(info)
+    versions.finish(q, conn, pub.version_id, "published", phase="publish", details=details, **counts)
     log.info("published %s@%s: %s, %d artefacts", pub.source, pub.version, counts, artefacts)
     return PublishResult(
         source=pub.source,
@@ -116,6 +123,7 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
         details=info,
         modified=len(changes.modified),
         artefacts=artefacts,
+        kept=len(kept),
         **counts,
     )
 

@@ -58,9 +58,10 @@ class Store:
         phase: str | None,
         error: BaseException,
         kind: ErrorKind | None = None,
+        details: Mapping[str, Any] | None = None,
     ) -> int:
         """A `failed` row for an attempt that failed before it began a version (probe, fetch)."""
-        return versions.record_failure(self.q, conn, source, version, phase, error, kind)
+        return versions.record_failure(self.q, conn, source, version, phase, error, kind, details)
 
     def record_unchanged(self, conn: psycopg.Connection, source: str, version: str) -> int | None:
         """An `unchanged` row when `version` is the one served (its record count), else None."""
@@ -129,11 +130,13 @@ class Store:
         force: bool = False,
         version_id: int | None = None,
         details: Mapping[str, Any] | None = None,
+        kept: Sequence[str] = (),
     ) -> PublishResult:
         """Publish one version of one source in one transaction (readers see old or new, never a mix).
 
         Refuses (unless `force`) an empty version or one that shrank by more than `max_shrink`;
-        a refusal is recorded with its reason and the previous version stays served.
+        a refusal is recorded with its reason and the previous version stays served. The documents of
+        `kept` (doc ids) stay as they are: files that are there but could not be read this time.
         """
         if version_id is None:
             version_id = self.begin_version(conn, source, version)
@@ -149,5 +152,6 @@ class Store:
             details=details or {},
             max_shrink=max_shrink,
             force=force,
+            kept=kept,
         )
         return publish(self.q, conn, pub)

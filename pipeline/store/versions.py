@@ -3,6 +3,7 @@ failed. A source's state is derived from these rows (the view source_status), ne
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -30,9 +31,10 @@ def record_failure(
     phase: str | None,
     error: BaseException,
     kind: ErrorKind | None = None,
+    details: Mapping[str, Any] | None = None,
 ) -> int:
     """A finished `failed` row for an attempt that failed before it began one (a probe, a fetch; no phase:
-    the configuration refused it before anything was read)."""
+    the configuration refused it before anything was read), with `details` of what it names."""
     with conn.transaction():
         row = conn.execute(
             q.record_failed_attempt,
@@ -43,6 +45,7 @@ def record_failure(
                 "error_class": type(error).__name__,
                 "error_kind": kind or kind_of(error),
                 "error_detail": str(error),
+                "details": Jsonb(dict(details or {})),
             },
         ).fetchone()
     assert row is not None

@@ -28,6 +28,14 @@ class FileTooLarge(UnsafeFile):
     """A file over its size cap."""
 
 
+class FileGone(UnsafeFile):
+    """No file at the path any more (it, or a directory on its way, was removed or replaced)."""
+
+
+class FileUnreadable(UnsafeFile):
+    """A file that is there but could not be opened (permissions, an I/O error, a stale mount)."""
+
+
 def _open(path: Path) -> int:
     try:
         mode = path.lstat().st_mode
@@ -40,13 +48,14 @@ def _open(path: Path) -> int:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafeFile("symlinks are refused") from exc
-        if exc.errno == errno.ENOENT:
-            raise UnsafeFile("no such file") from exc
-        raise UnsafeFile(f"unreadable: {exc.strerror or exc}") from exc
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise FileGone("no such file") from exc
+        raise FileUnreadable(f"unreadable: {exc.strerror or exc}") from exc
 
 
 def read_capped(path: Path, max_bytes: int, *, within: Path | None = None) -> bytes:
-    """The bytes of the regular file at path, at most max_bytes; UnsafeFile otherwise."""
+    """The bytes of the regular file at path, at most max_bytes; UnsafeFile otherwise (FileGone when there is
+    no file, FileUnreadable when one could not be opened); an error while reading is raised as it is."""
     if path.is_symlink():
         raise UnsafeFile("symlinks are refused")
     if within is not None and not path.resolve().is_relative_to(within.resolve()):

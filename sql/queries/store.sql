@@ -67,9 +67,12 @@ FROM pg_stat_activity a WHERE a.pid = pg_backend_pid()
 RETURNING id
 
 -- name: record_failed_attempt
--- An attempt that failed before it had a running row (a probe, a fetch): one finished row.
-INSERT INTO source_versions (source, version, status, phase, error_class, error_kind, error_detail, finished_at)
-VALUES (%(source)s, %(version)s, 'failed', %(phase)s, %(error_class)s, %(error_kind)s, %(error_detail)s, now())
+-- An attempt that failed before it had a running row (a probe, a fetch): one finished row, with what the
+-- failure names (the directories of a folder that could not be listed).
+INSERT INTO source_versions (source, version, status, phase, error_class, error_kind, error_detail, details,
+                             finished_at)
+VALUES (%(source)s, %(version)s, 'failed', %(phase)s, %(error_class)s, %(error_kind)s, %(error_detail)s,
+        %(details)s, now())
 RETURNING id
 
 -- name: record_unchanged_attempt
@@ -167,8 +170,9 @@ COPY chunks (chunk_id, doc_id, source, ordinal, title, text, enriched_text, iden
 FROM STDIN
 
 -- name: delete_artefacts
--- A publish rewrites its source's artefact rows whole (migration 0022), in its transaction.
-DELETE FROM document_artefacts WHERE source = %(source)s
+-- A publish rewrites its source's artefact rows whole (migration 0022), in its transaction; a kept document's
+-- rows stay with it (its file could not be read, so it has no record to write them from).
+DELETE FROM document_artefacts WHERE source = %(source)s AND doc_id <> ALL(%(kept)s::text[])
 
 -- name: copy_artefacts
 COPY document_artefacts (doc_id, source, kind, field, value, key, folded, pattern) FROM STDIN

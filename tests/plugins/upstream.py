@@ -128,6 +128,8 @@ class LoopbackServer:
         return self.route(path, Reply(body=data, validators=True, last_modified=last_modified))
 
     def statuses(self, path: str) -> list[int]:
+        """The statuses of the answers to path that were sent whole (a hang or a drip only once it ended):
+        empty after a client gave up on one, when the client's deadline came first."""
         return [status for seen, status in self.answered if seen == path]
 
     def redirect(self, path: str, location: str, status: int = 302) -> str:
@@ -166,7 +168,7 @@ class LoopbackServer:
                 body = reply.body() if callable(reply.body) else reply.body
                 size = reply.size if reply.size is not None else len(body)
                 if reply.drip:
-                    self._drip(reply, body)
+                    self._drip(path, reply, body)
                     return
                 unchanged, validators = reply.not_modified(body, dict(self.headers.items()))
                 status = 304 if unchanged else reply.status
@@ -191,7 +193,7 @@ class LoopbackServer:
                 except OSError:
                     return  # the client hung up (e.g. it refused an oversized body)
 
-            def _drip(self, reply: Reply, body: bytes) -> None:
+            def _drip(self, path: str, reply: Reply, body: bytes) -> None:
                 head = f"HTTP/1.1 {reply.status} OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
                 for i in range(len(head) + len(body)):
                     if server._stop.wait(reply.drip):
@@ -201,6 +203,7 @@ class LoopbackServer:
                         self.wfile.flush()
                     except OSError:
                         return
+                server.answered.append((path, reply.status))  # the last byte is out
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002, ANN401
                 return

@@ -332,3 +332,23 @@ def test_artefacts_are_rewritten_with_each_version_and_kept_when_one_fails(
     # a removed document's rows go with it
     publish(store, db, "v5", [rec(i) for i in range(5)], force=True)
     assert _artefacts(db) == set()
+
+
+def test_a_kept_document_stays_as_it_was_with_its_chunks_and_artefacts(store: Store, db: psycopg.Connection) -> None:
+    v1 = [_held(0, artefacts.windows_name("Name", "Gdrv.sys")), *map(rec, range(1, 4))]
+    publish(store, db, "v1", v1)
+    documents = "SELECT doc_id, content_hash, body FROM documents ORDER BY doc_id"
+    before, chunks = db.execute(documents).fetchall(), db.execute("SELECT count(*) FROM chunks").fetchone()
+    # r0's file could not be read this time, r3 is gone: r0 stays whole, r3 goes, counted as the source holds
+    result = publish(store, db, "v2", [rec(1), rec(2)], kept=["demo:r0", "demo:r3x"], max_shrink=0.3)
+    assert (result.status, result.kept, result.deleted, result.unchanged) == ("published", 1, 1, 2)
+    assert db.execute(documents).fetchall() == [r for r in before if r[0] != "demo:r3"]
+    assert db.execute("SELECT count(*) FROM chunks WHERE doc_id = 'demo:r0'").fetchone()[0] > 0
+    assert db.execute("SELECT count(*) FROM chunks").fetchone()[0] < chunks[0]
+    assert _artefacts(db) == {("demo:r0", "file_name", "gdrv.sys")}
+    assert db.execute("SELECT record_count FROM sources WHERE name = 'demo'").fetchone()[0] == 3
+    removed = db.execute("SELECT doc_id FROM document_changes WHERE change = 'removed'").fetchall()
+    assert removed == [("demo:r3",)]  # a kept document is not announced removed
+    # kept documents count against the shrink guard like the records do
+    assert publish(store, db, "v3", [rec(1)], kept=["demo:r0"], max_shrink=0.3).status == "refused"
+

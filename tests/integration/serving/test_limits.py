@@ -81,33 +81,35 @@ def test_response_cap_truncates(serving_db_url: str, settings_for: Callable[...,
         assert docs.json()["truncated"] is True and len(docs.content) <= 8192
 
 
-def test_statement_timeout_is_504_within_2_5_s(serving_db_url: str, client: TestClient) -> None:
+def test_statement_timeout_is_504_while_the_lock_is_still_held(serving_db_url: str, client: TestClient) -> None:
+    """The search is cancelled by its statement timeout, not answered once the lock goes: the holder keeps
+    the lock until the test lets it go, after the answer (bench/deadlines.py times the 504)."""
     locked = threading.Event()
     release = threading.Event()
+    let_go: list[bool] = []
 
     def hold_lock() -> None:
         with database.connect(serving_db_url) as conn:
             conn.execute("LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE")
             locked.set()
-            release.wait(10)
+            let_go.append(release.wait(120))
             conn.rollback()
 
     holder = threading.Thread(target=hold_lock)
     holder.start()
     try:
         assert locked.wait(10)
-        started = time.monotonic()
         response = client.post("/v1/search", json={"query": "lsass", "mode": "fts"})
-        elapsed = time.monotonic() - started
     finally:
         release.set()
         holder.join()
-    assert response.status_code == 504 and elapsed < 2.5
+    assert response.status_code == 504
+    assert let_go == [True]  # the lock was held until after the answer
     assert_clean(response.text)
     assert client.post("/v1/search", json={"query": "lsass", "mode": "fts"}).status_code == 200
 
 
-def test_database_down_is_503_fast_and_recovers(
+def test_database_down_is_503_and_recovers(
     db_url: str, pg_server_url: str, settings_for: Callable[..., ServingSettings]
 ) -> None:
     name = conninfo.conninfo_to_dict(db_url)["dbname"]
@@ -127,9 +129,8 @@ def test_database_down_is_503_fast_and_recovers(
         allow(False)
         try:
             for path in ("/v1/sources", "/v1/stats"):
-                started = time.monotonic()
-                response = api.get(path)
-                assert response.status_code == 503 and time.monotonic() - started < 2.0
+                response = api.get(path)  # answered while the database still refuses (bench/deadlines.py times it)
+                assert response.status_code == 503 and response.headers["Retry-After"]
                 assert_clean(response.text)
             assert api.get("/readyz").status_code == 503
             assert api.get("/healthz").status_code == 200

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
+import errno
+import io
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-from pipeline.folders import FolderSpec, load_folders, read_folder, scan_folder
+from pipeline.folders import (
+    FolderScan,
+    FolderSpec,
+    FolderUnreadable,
+    Unreadable,
+    load_folders,
+    read_folder,
+    scan_folder,
+)
+from secrag.error_kinds import kind_of
 from secrag.errors import ConfigError
+from tests.plugins.disk_faults import after_listing, before_listing, failing_open
 
 
 def _spec(root: Path, **kw: object) -> FolderSpec:
@@ -193,3 +208,138 @@ def test_bad_files_are_skipped_with_their_reason_while_the_rest_publish(tmp_path
     assert "nests deeper than" in reasons["deep.yaml"]
     assert "not a regular file" in reasons["pipe.md"]
     assert "exceeds the 20000-byte limit" in reasons["big.txt"]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / "a.md").write_text("# Alpha\n")
+    (root / "sub" / "b.md").write_text("# Bravo\n")
+    (root / "sub" / "deeper" / "c.md").write_text("# Charlie\n")
+    return root
+
+
+def test_a_directory_replaced_by_a_file_mid_scan_refuses_the_scan(tree: Path, monkeypatch: pytest.MonkeyPatch):
+    def replace() -> None:
+        shutil.rmtree(tree / "sub")
+        (tree / "sub").write_text("a file now")
+
+    before_listing(monkeypatch, tree / "sub", replace)
+    with pytest.raises(FolderUnreadable, match="sub") as refused:
+        scan_folder(_spec(tree))
+    assert list(refused.value.paths) == ["sub"] and kind_of(refused.value) == "fetch_failed"
+
+
+def test_a_directory_removed_during_the_walk_refuses_the_scan(tree: Path, monkeypatch: pytest.MonkeyPatch):
+    before_listing(monkeypatch, tree / "sub" / "deeper", lambda: shutil.rmtree(tree / "sub" / "deeper"))
+    with pytest.raises(FolderUnreadable) as refused:
+        read_folder(_spec(tree))
+    assert list(refused.value.paths) == ["sub/deeper"]
+
+
+@pytest.mark.parametrize("where", [".", "sub", "sub/deeper"])
+def test_a_directory_that_cannot_be_listed_refuses_the_scan(tree: Path, monkeypatch: pytest.MonkeyPatch, where: str):
+    def fail() -> None:
+        raise OSError(errno.EIO, "Input/output error", str(tree / where))
+
+    before_listing(monkeypatch, (tree / where).resolve(), fail)
+    with pytest.raises(FolderUnreadable, match="Input/output error") as refused:
+        scan_folder(_spec(tree))
+    assert refused.value.paths == {where: "Input/output error"}
+
+
+def test_a_folder_whose_root_cannot_be_read_is_unreadable_not_missing(tree: Path, monkeypatch: pytest.MonkeyPatch):
+    real, resolved = os.stat, tree.resolve()
+
+    def stat(path, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202 - os.stat's signature
+        if Path(path) == resolved:
+            raise OSError(errno.ESTALE, "Stale file handle", str(path))
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(os, "stat", stat)
+    with pytest.raises(FolderUnreadable, match="Stale file handle"):
+        scan_folder(_spec(tree))
+
+
+def test_a_file_removed_during_the_walk_is_gone(tree: Path, monkeypatch: pytest.MonkeyPatch):
+    after_listing(monkeypatch, tree / "sub", lambda: (tree / "sub" / "b.md").unlink())
+    read = read_folder(_spec(tree))
+    assert [r.upstream_id for r in read.records] == ["a.md", "sub/deeper/c.md"]
+    assert read.kept == () and read.skipped == ()  # gone: nothing kept, nothing to report
+
+
+def test_a_file_whose_directory_was_replaced_after_listing_is_gone(tree: Path, monkeypatch: pytest.MonkeyPatch):
+    def replace() -> None:
+        shutil.rmtree(tree / "sub" / "deeper")
+        (tree / "sub" / "deeper").write_text("a file now")
+
+    after_listing(monkeypatch, tree / "sub" / "deeper", replace)
+    scan = scan_folder(_spec(tree))
+    assert set(scan.files) == {"a.md", "sub/b.md"} and scan.unreadable == ()
+
+
+def test_a_fifo_device_or_socket_is_skipped_never_opened(tree: Path, monkeypatch: pytest.MonkeyPatch):
+    os.mkfifo(tree / "sub" / "pipe.md")
+    real_open = os.open
+    opened: list[str] = []
+
+    def spy(path, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202 - os.open's signature
+        opened.append(str(path))
+        return real_open(path, *args, **kw)
+
+    monkeypatch.setattr(os, "open", spy)
+    read = read_folder(_spec(tree))
+    assert {s.path: s.reason for s in read.skipped} == {"sub/pipe.md": "not a regular file (FIFO, device or socket)"}
+    assert not [p for p in opened if p.endswith("pipe.md")] and read.kept == ()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file; the injected variant below covers it")
+def test_a_file_the_scanning_user_cannot_read_keeps_its_document(tree: Path):
+    (tree / "sub" / "b.md").chmod(0)
+    try:
+        read = read_folder(_spec(tree))
+    finally:
+        (tree / "sub" / "b.md").chmod(0o644)
+    assert [r.upstream_id for r in read.records] == ["a.md", "sub/deeper/c.md"]
+    assert read.kept == ("sub/b.md",) and "Permission denied" in read.skipped[0].reason
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        ("open", OSError(errno.EACCES, "Permission denied")),
+        ("open", OSError(errno.ESTALE, "Stale file handle")),
+        ("read", OSError(errno.EIO, "Input/output error")),
+    ],
+)
+def test_a_file_that_cannot_be_read_keeps_its_document(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, call: str, error: OSError
+):
+    target = tree / "sub" / "b.md"
+    if call == "open":
+        failing_open(monkeypatch, target, error)
+    else:
+        real_fdopen = os.fdopen
+
+        class Failing(io.BufferedReader):
+            def read(self, size: int | None = -1) -> bytes:
+                raise error
+
+        def failing_fdopen(fd, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202 - os.fdopen's signature
+            if os.readlink(f"/proc/self/fd/{fd}") == str(target):
+                return Failing(io.FileIO(fd, "rb"))
+            return real_fdopen(fd, *args, **kw)
+
+        monkeypatch.setattr(os, "fdopen", failing_fdopen)
+    read = read_folder(_spec(tree))
+    assert [r.upstream_id for r in read.records] == ["a.md", "sub/deeper/c.md"]
+    assert read.kept == ("sub/b.md",)
+    assert {s.path: s.reason for s in read.skipped} == {"sub/b.md": f"unreadable: {error.strerror}"}
+
+
+def test_an_unreadable_file_changes_the_digest_apart_from_a_gone_one(tree: Path):
+    whole = scan_folder(_spec(tree))
+    gone = FolderScan({k: v for k, v in whole.files.items() if k != "a.md"})
+    unreadable = dataclasses.replace(gone, unreadable=(Unreadable("a.md", "unreadable: Permission denied"),))
+    assert len({whole.digest(), gone.digest(), unreadable.digest()}) == 3

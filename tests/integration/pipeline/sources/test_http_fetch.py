@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -65,11 +64,11 @@ def test_retry_after_past_the_budget_fails_at_once(http_server: LoopbackServer) 
 
 
 def test_hang_fails_within_the_timeout(http_server: LoopbackServer) -> None:
-    url = http_server.hang("/hang", seconds=30)
-    started = time.monotonic()
+    url = http_server.hang("/hang", seconds=60)
     with pytest.raises(FetchError, match="timed out"):
         get_bytes(url, CFG, timeout=1.0)
-    assert time.monotonic() - started < 10  # generous: the budget is 1 s
+    # The client's deadline came first: the server still held the request (bench/deadlines.py times it).
+    assert http_server.hits("/hang") and http_server.statuses("/hang") == []
 
 
 def test_connection_refused_is_retried_then_fails() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import replace
 
 import pytest
@@ -22,10 +21,8 @@ ROOT = UPSTREAM / "mitre_d3fend"
 
 @pytest.fixture(scope="module")
 def outcome() -> ParseOutcome:
-    started = time.monotonic()
-    result = parse_source(default_registry()["mitre_d3fend"], ROOT)
-    assert time.monotonic() - started < 15  # the 2.5 MB Turtle file parses in about a second
-    return result
+    # The 2.5 MB Turtle file parses in about a second: `python bench/parse_all.py --only mitre_d3fend`.
+    return parse_source(default_registry()["mitre_d3fend"], ROOT)
 
 
 @pytest.fixture(scope="module")
