@@ -100,8 +100,8 @@ class AccessSettings(BaseSettings):
     )
     require_api_key: bool = Field(
         default=False,
-        description="Refuse anonymous callers (401) on every /v1 operation and MCP tool; /healthz, /readyz and "
-        "/metrics stay open.",
+        description="Refuse anonymous callers (401) on every /v1 operation and every MCP request (initialize, "
+        "listings, prompts, resources and tool calls alike); /healthz, /readyz and /metrics stay open.",
     )
 
 
@@ -129,7 +129,7 @@ class LimitSettings(BaseSettings):
         "key. 0 = no limit.",
     )
     heavy_concurrency: int = Field(
-        default=4, ge=0, description="Concurrent /v1 operations and MCP tool calls per API key (429 past it)."
+        default=4, ge=0, description="Concurrent /v1 operations and MCP requests per API key (429 past it)."
     )
     anonymous_heavy_concurrency: int = Field(
         default=2, ge=0, description="Concurrent /v1 operations of all anonymous callers together."

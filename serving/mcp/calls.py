@@ -1,7 +1,6 @@
-"""How an MCP tool call reaches the Service: its caller (the key from the HTTP headers, or the
-server's own over stdio), its failures as structured tool errors, its results as JSON (within a response
-budget when asked), the signatures FastMCP reads its parameters from, and the transport's DNS-rebinding
-protection."""
+"""How an MCP tool call reaches the Service: its failures as structured tool errors, its results as JSON
+(within a response budget when asked), the signatures FastMCP reads its parameters from, and the transport's
+DNS-rebinding protection. Its caller is the gate's (serving/mcp/gate.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
-from serving.access.quotas import Caller, Gate
 from serving.contract.errors import public_error
 from serving.mcp.budget import MAX_CHARS, MIN_CHARS, compact, fit
 from serving.mcp.errors import error_result
@@ -32,20 +30,6 @@ MaxChars = Annotated[
         "shortened and lists trimmed from the end, and `budget` says what was cut. Unset: the whole answer."
     ),
 ]
-
-
-def caller_of(ctx: Context | None, gate: Gate, default_key: str | None) -> Caller:
-    """The caller of a tool: its key from the HTTP headers, or the server's own key over stdio."""
-    request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx is not None else None
-    headers = getattr(request, "headers", None)
-    if headers is None:
-        return gate.caller(default_key, "stdio")
-    key = headers.get("x-api-key")
-    auth = headers.get("authorization", "")
-    if not key and auth.lower().startswith("bearer "):
-        key = auth[7:].strip()
-    client = getattr(request, "client", None)
-    return gate.caller(key, getattr(client, "host", None) or "mcp")
 
 
 def run_safely(call: Callable[[], T], tool: str = "", schema: dict[str, Any] | None = None) -> T | CallToolResult:

@@ -1,20 +1,15 @@
 """MCP resources: the sources the caller may see, with their versions and freshness (a list, and one per
-source through a template), and the retrieval plans; read under the tools' gate (key, rate, slot)."""
+source through a template), and the retrieval plans; read as the caller the gate admitted (serving/mcp/gate.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
-
-from serving.access.quotas import Gate
 from serving.contract.errors import PublicError, public_error
 from serving.mcp.budget import compact
-from serving.mcp.calls import caller_of
-from serving.mcp.errors import hint
-from serving.mcp.server import SecragMCP, reading_context
+from serving.mcp.gate import current_caller, protocol_error
+from serving.mcp.server import SecragMCP
 from serving.plans.plans_file import PlansConfig
 from serving.service import Service
 
@@ -29,19 +24,15 @@ SUMMARY = ("name", "category", "kind", "version", "fresh", "stale_reason", "last
 def add_resources(
     server: SecragMCP,
     get_service: Callable[[], Service],
-    gate: Gate,
     plans: Callable[[], PlansConfig],
-    default_key: str | None,
 ) -> None:
     from serving.plans.planner import list_plans
 
     def gated(read: Callable[[Any], Any]) -> Any:  # noqa: ANN401 - read(principal): a model or a JSON value
         try:
-            caller = caller_of(reading_context(), gate, default_key)
-            with gate.slot(caller):
-                value = read(caller.principal)
+            value = read(current_caller().principal)
         except Exception as exc:  # noqa: BLE001 - every failure is mapped, none leaks internals
-            raise _protocol_error(public_error(exc)) from None
+            raise protocol_error(public_error(exc)) from None
         return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
 
     def listed() -> list[dict[str, Any]]:
@@ -57,7 +48,7 @@ def add_resources(
         if found is None:
             valid = ", ".join(s["name"] for s in visible)
             error = PublicError(404, f"no source {name[:80]!r}", kind="not_found")
-            raise _protocol_error(error, f"valid sources: {valid}")
+            raise protocol_error(error, f"valid sources: {valid}")
         return compact(found)
 
     server.resource(
@@ -84,10 +75,3 @@ def add_resources(
         "query type, the plan's quotas, boosts and budget.",
         mime_type=JSON,
     )(lambda: compact(gated(lambda principal: list_plans(plans()))))
-
-
-def _protocol_error(error: PublicError, hint_text: str = "") -> MCPError:
-    """A resource's failure: a JSON-RPC error carrying the same {kind, detail, hint} as a tool's."""
-    code = INVALID_PARAMS if error.status < 500 else INTERNAL_ERROR
-    data = {"kind": error.kind, "detail": error.detail, "hint": hint_text or hint(error)}
-    return MCPError(code=code, message=f"{error.kind}: {error.message()}", data=data)

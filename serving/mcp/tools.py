@@ -3,7 +3,8 @@ resources (serving/mcp/resources.py) and prompts (serving/mcp/prompts.py).
 
 A tool's parameters are its REST request model's fields, with the same types, limits and
 descriptions (the tool is built from the model, so the two cannot drift), and it calls the same
-part of the service (serving/service.py) under the same gate (API key, rate, search slots). Failures become the
+part of the service (serving/service.py) under the same gate (API key, rate, slots: serving/mcp/gate.py, which
+every MCP method passes, listings and prompts included). Failures become the
 public error REST would answer with, structured (serving/mcp/errors.py). Every tool takes an optional response
 budget, `max_chars` (serving/mcp/budget.py). `search` also has one alias per mode: fts, vector, hybrid, fuzzy.
 """
@@ -28,7 +29,8 @@ from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
 from serving.contract.responses import StatsResponse
-from serving.mcp.calls import MaxChars, as_json, caller_of, field_annotation, run_safely, tool_signature, within
+from serving.mcp.calls import MaxChars, as_json, field_annotation, run_safely, tool_signature, within
+from serving.mcp.gate import GateMiddleware, current_caller
 from serving.mcp.prompts import add_prompts
 from serving.mcp.resources import add_resources
 from serving.mcp.server import SecragMCP
@@ -45,18 +47,16 @@ def _budget() -> list[inspect.Parameter]:
 
 
 class _Tools:
-    """Builds the tools over one service getter and gate."""
+    """Builds the tools over one service getter; their caller is the gate's (serving/mcp/gate.py)."""
 
-    def __init__(self, server: MCPServer, gate: Gate, default_key: str | None) -> None:
-        self.server, self.gate, self.default_key = server, gate, default_key
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
 
     def _call(
         self, name: str, ctx: Context | None, run: Callable[[Caller], Any], max_chars: int | None = None
     ) -> dict[str, Any] | CallToolResult:
         def call() -> dict[str, Any]:
-            caller = caller_of(ctx, self.gate, self.default_key)
-            with self.gate.slot(caller):  # every tool takes a slot, as every /v1 operation does
-                return as_json(run(caller))
+            return as_json(run(current_caller()))  # admitted, with its slot, by serving/mcp/gate.py
 
         tool = self.server._tool_manager.get_tool(name)  # noqa: SLF001 - its input schema names valid values
         answer = run_safely(call, name, tool.parameters if tool else None)
@@ -143,7 +143,8 @@ def build_mcp(
             "(versions, freshness), secrag://plans. Prompts: map_report, triage_artefact, coverage_for_group."
         ),
     )
-    tools = _Tools(server, gate, default_key)
+    server.middleware.append(GateMiddleware(gate, default_key))  # every method: key, rate, slot
+    tools = _Tools(server)
 
     def plan(req: PlanRequest, caller: Caller) -> Any:  # noqa: ANN401
         service = get_service()
@@ -277,6 +278,6 @@ def build_mcp(
     if limits is not None:
         for tool in server._tool_manager.list_tools():  # noqa: SLF001 - the schemas MCP lists, as built
             limits.state_tool(tool.parameters)
-    add_resources(server, get_service, gate, plans, default_key)
+    add_resources(server, get_service, plans)
     add_prompts(server)
     return server
