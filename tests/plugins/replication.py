@@ -14,6 +14,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from psycopg import sql
+
 from secrag.db import database
 
 PORT = 5432  # each server's socket lives in its own directory, so both may use the default port
@@ -141,16 +143,24 @@ class Replication:
 
     def wait_for_replay(self, timeout: float = 30.0) -> None:
         """Until the standby has replayed everything the primary has written so far."""
+        self._wait_for("pg_last_wal_replay_lsn()", "replay", timeout)
+
+    def wait_for_receipt(self, timeout: float = 30.0) -> None:
+        """Until the standby has received (not necessarily replayed) everything the primary has written so far."""
+        self._wait_for("pg_last_wal_receive_lsn()", "receive", timeout)
+
+    def _wait_for(self, position: str, what: str, timeout: float) -> None:
         with database.connect(self.primary.url(), autocommit=True) as conn:
             row = conn.execute("SELECT pg_current_wal_lsn()").fetchone()
         assert row is not None
         deadline = time.monotonic() + timeout
+        query = sql.SQL("SELECT {} >= %s::pg_lsn").format(sql.SQL(position))
         with database.connect(self.standby.url(), autocommit=True) as conn:
             while True:
-                caught_up = conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [row[0]]).fetchone()
+                caught_up = conn.execute(query, [row[0]]).fetchone()
                 if caught_up and caught_up[0]:
                     return
-                assert time.monotonic() < deadline, f"standby did not replay up to {row[0]}:\n{self.standby.log_tail()}"
+                assert time.monotonic() < deadline, f"standby did not {what} up to {row[0]}:\n{self.standby.log_tail()}"
                 time.sleep(0.05)
 
     @contextmanager

@@ -173,11 +173,18 @@ def test_the_result_cache_never_serves_a_result_older_than_the_replayed_data(
     api: TestClient, replication: Replication
 ) -> None:
     query = {"query": "quokkaburrow1", "mode": "fts"}
+    data_version = api.app.state.service.catalog._data_version  # type: ignore[attr-defined]
     with replication.replay_paused():
         assert _search(api, **query) == []  # cached, keyed by the version the standby has replayed
-        _publish(replication.primary.url(DB), "v3", extra=2)  # received by the standby, not replayed
-        time.sleep(DATA_VERSION_TTL * 1.5)  # past the interval: the key is read again, from the paused standby
-        assert _search(api, **query) == []  # right: the standby has not replayed v3
+        _publish(replication.primary.url(DB), "v3", extra=2)
+        replication.wait_for_receipt()  # the standby holds v3's WAL and cannot replay it
+        received = time.monotonic()
+
+        def read_again_since() -> bool:
+            assert _search(api, **query) == []  # right: the standby has not replayed v3
+            return data_version.at > received  # the search's key was read from the paused standby, after v3 came
+
+        _until(read_again_since, "the data version read again after v3 reached the standby")
     replication.wait_for_replay()
     # Once the standby has replayed v3, its data version moves and the cached empty answer is not served.
     _until(lambda: _search(api, **query) == [f"{SOURCE}:late-1"], "v3 after replay", timeout=DATA_VERSION_TTL + 10)
