@@ -4,18 +4,16 @@ phase timed, then undone through normal refreshes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from pipeline.resources import StoreResource
-from secrag.models.registry import model_info
-from secrag.settings import DEFAULT_MODEL
+from secrag.models.embedder import TextModel
+from secrag.models.encoders import document_encoder
+from tests.plugins.tiny_model import TINY
 from tests.plugins.upstream import SNAPSHOT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # a script beside its siblings
@@ -26,21 +24,13 @@ KEV_FEED = Path("cisa_kev/data/known_exploited_vulnerabilities.json")
 KEV_ENTRIES = 40
 
 
-class HashEncoder:
-    """Deterministic unit vectors from each text's hash: the bench's timing, not the model, is under test."""
-
-    model_id = DEFAULT_MODEL
-    dimensions = model_info(DEFAULT_MODEL).dimensions
-
-    def load(self) -> None:
-        pass
-
-    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        seeds = [int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "big") for t in texts]
-        vectors = np.stack([np.random.default_rng(s).standard_normal(self.dimensions) for s in seeds])
-        return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
-
-    encode_queries = encode_documents
+@pytest.fixture(scope="module")
+def tiny_encoder(tiny_models_file: Path, tmp_path_factory: pytest.TempPathFactory) -> TextModel:
+    """The tests' tiny BERT (tests/plugins/tiny_model.py) through the pipeline's own ONNX encoder: a real model,
+    small enough that the bench's phases, not the embedding, take the time."""
+    encoder = document_encoder(TINY, batch_size=64, threads=1, cache_dir=tmp_path_factory.mktemp("tiny-onnx"))
+    encoder.load()
+    return encoder
 
 
 @pytest.fixture
@@ -58,13 +48,15 @@ def snapshot(small_snapshot: Path, tmp_path: Path) -> Path:
     return target
 
 
-def test_one_change_per_kind_is_refreshed_embedded_timed_and_undone(db_url: str, snapshot: Path, tmp_path: Path):
+def test_one_change_per_kind_is_refreshed_embedded_timed_and_undone(
+    db_url: str, snapshot: Path, tmp_path: Path, tiny_encoder: TextModel
+) -> None:
     specs = rw.selected(SOURCES)
     names = [s.name for s in specs]
     mirror = rw.mirror_of(snapshot, tmp_path, names)
     store = StoreResource(database_url=db_url, work_dir=str(tmp_path / "work"))
     with store.connect() as conn:
-        bench = rw.Bench(conn, store, rw.upstream_of(mirror), HashEncoder(), 256)
+        bench = rw.Bench(conn, store, rw.upstream_of(mirror), tiny_encoder, 256)
         rows = rw.run(bench, mirror, specs, revert=lambda: rw.mirror_of(snapshot, tmp_path, names))
         again = [rw.refresh_once(bench, spec, "settle") for spec in specs]
         left = conn.execute("SELECT count(*) FROM documents WHERE body LIKE '%quokka%' OR title LIKE '%Quokka%'")
