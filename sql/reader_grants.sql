@@ -44,6 +44,8 @@ GRANT SELECT (source, documents, chunks, updated_at) ON source_counts TO secrag_
 GRANT SELECT (id, source, doc_id, title, change, old_version, new_version, changed_at, tenant, acl_users,
               acl_groups)
     ON document_changes TO secrag_reader;
+-- Every access each document has had: an entry of a removed document is shown by the narrowest (0025).
+GRANT SELECT (doc_id, tenant, acl_users, acl_groups) ON document_accesses TO secrag_reader;
 GRANT SELECT (source, model_id, vectors, chunks_embedded) ON source_model_counts TO secrag_reader;
 
 -- Reference data and settings the API reads.

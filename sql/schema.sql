@@ -49,6 +49,16 @@ BEGIN
     RETURN NULL;
 END $$;
 
+CREATE FUNCTION public.document_accesses_kept() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO document_accesses (doc_id, source, tenant, acl_users, acl_groups)
+    SELECT DISTINCT w.doc_id, w.source, w.tenant, w.acl_users, w.acl_groups FROM written w
+    ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$;
+
 CREATE FUNCTION public.technique_documents_added() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -102,6 +112,14 @@ CREATE TABLE public.chunks (
     CONSTRAINT chunks_check CHECK ((char_end >= char_start)),
     CONSTRAINT chunks_chunk_id_shape CHECK ((chunk_id = ((doc_id || '#'::text) || ordinal))),
     CONSTRAINT chunks_ordinal_check CHECK ((ordinal >= 0))
+);
+
+CREATE TABLE public.document_accesses (
+    doc_id text NOT NULL,
+    source text NOT NULL,
+    tenant text,
+    acl_users text[] NOT NULL,
+    acl_groups text[] NOT NULL
 );
 
 CREATE TABLE public.document_artefacts (
@@ -415,6 +433,9 @@ ALTER TABLE ONLY public.chunks
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_pkey PRIMARY KEY (chunk_id);
 
+ALTER TABLE ONLY public.document_accesses
+    ADD CONSTRAINT document_accesses_key UNIQUE NULLS NOT DISTINCT (doc_id, tenant, acl_users, acl_groups);
+
 ALTER TABLE ONLY public.document_artefacts
     ADD CONSTRAINT document_artefacts_pkey PRIMARY KEY (doc_id, kind, field, key);
 
@@ -530,6 +551,10 @@ CREATE TRIGGER chunk_vectors_on_tenant AFTER UPDATE OF tenant ON public.document
 
 CREATE TRIGGER chunk_vectors_on_vector AFTER UPDATE OF vector ON public.embeddings FOR EACH ROW EXECUTE FUNCTION public.chunk_vectors_vector();
 
+CREATE TRIGGER document_accesses_on_insert AFTER INSERT ON public.documents REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION public.document_accesses_kept();
+
+CREATE TRIGGER document_accesses_on_update AFTER UPDATE ON public.documents REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION public.document_accesses_kept();
+
 CREATE TRIGGER technique_documents_on_insert AFTER INSERT ON public.documents REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION public.technique_documents_added();
 
 CREATE TRIGGER technique_documents_on_update AFTER UPDATE ON public.documents REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION public.technique_documents_changed();
@@ -542,6 +567,9 @@ ALTER TABLE ONLY public.chunk_vectors
 
 ALTER TABLE ONLY public.chunks
     ADD CONSTRAINT chunks_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.document_accesses
+    ADD CONSTRAINT document_accesses_source_fkey FOREIGN KEY (source) REFERENCES public.sources(name) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.document_artefacts
     ADD CONSTRAINT document_artefacts_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
@@ -615,6 +643,14 @@ GRANT SELECT(char_end) ON TABLE public.chunks TO secrag_reader;
 GRANT SELECT(heading) ON TABLE public.chunks TO secrag_reader;
 
 GRANT SELECT(pages) ON TABLE public.chunks TO secrag_reader;
+
+GRANT SELECT(doc_id) ON TABLE public.document_accesses TO secrag_reader;
+
+GRANT SELECT(tenant) ON TABLE public.document_accesses TO secrag_reader;
+
+GRANT SELECT(acl_users) ON TABLE public.document_accesses TO secrag_reader;
+
+GRANT SELECT(acl_groups) ON TABLE public.document_accesses TO secrag_reader;
 
 GRANT SELECT(doc_id) ON TABLE public.document_artefacts TO secrag_reader;
 

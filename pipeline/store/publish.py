@@ -95,12 +95,14 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     changes = diff(
         pub.records, {d: h for d, h in existing.items() if d not in kept}, pub.access, pub.lookup, pub.chunking
     )
+    # The new access first: a document this publish removes is recorded removed under it (narrowed and removed
+    # at once, its entry is not shown to those who just lost it), and it joins the document's accesses (0025).
+    access = {"tenant": pub.access.tenant, "acl_users": list(pub.access.users), "acl_groups": list(pub.access.groups)}
+    conn.execute(q.apply_access, {"source": pub.source, **access})
     _record_changes(q, conn, pub, changes, replaced=row[1])
     conn.execute(q.delete_artefacts, {"source": pub.source, "kept": sorted(kept)})
     written = _write(q, conn, pub, changes)
     artefacts = _write_artefacts(q, conn, pub)
-    access = {"tenant": pub.access.tenant, "acl_users": list(pub.access.users), "acl_groups": list(pub.access.groups)}
-    conn.execute(q.apply_access, {"source": pub.source, **access})
     conn.execute(q.mark_published, {"source": pub.source, "version": pub.version, "records": count})
     refresh_counts(q, conn, pub.source)
     counts: dict[str, Any] = {
@@ -132,7 +134,7 @@ def _record_changes(
     q: Queries, conn: psycopg.Connection, pub: Publication, changes: Changes, replaced: str | None
 ) -> None:
     """The change history of this publish, against the version it replaces: removed documents (read before
-    they are deleted, with the access they had), then added and modified ones."""
+    they are deleted, with the access this publish gave them), then added and modified ones."""
     at = {"old_version": replaced, "new_version": pub.version, "version_id": pub.version_id}
     if changes.deleted:
         conn.execute(q.record_removals, {**at, "ids": changes.deleted})

@@ -81,9 +81,11 @@ def record_probe_recovery(q: Queries, conn: psycopg.Connection, source: str, ver
 
 
 def prune(q: Queries, conn: psycopg.Connection, days: int) -> tuple[int, int]:
-    """Drop change history and `unchanged` attempts (never a source's last) older than `days`; how many of each."""
+    """Drop change history and `unchanged` attempts (never a source's last) older than `days`; how many of each.
+    The remembered accesses of removed documents go with their last entry."""
     with conn.transaction():
         changes = conn.execute(q.prune_changes, {"days": days}).rowcount
+        conn.execute(q.prune_accesses)
         attempts = conn.execute(q.prune_unchanged_attempts, {"days": days}).rowcount
     return changes, attempts
 

@@ -561,12 +561,16 @@ WHERE s.name = ANY(%(names)s::text[])
 ORDER BY s.name
 
 -- name: changes_page
--- One page of the change history, newest first: the entries the caller may see by the access they recorded
--- (a removed document has no row left to check), each with whether its document, while it exists, is still
--- the caller's to see (`shown`; an entry never outlives the caller's right to the document). The page is cut
--- before that second check, so the newest entries come from the primary key in order.
+-- One page of the change history, newest first: the entries the caller may see by the access they recorded,
+-- each with whether the caller may still see its document (`shown`; an entry never outlives the caller's right
+-- to the document): a live document by its access now, a removed one by every access it ever had (migration
+-- 0025), so narrowing a folder before removing a file keeps the file's entries from those who lost it. The
+-- page is cut before that second check, so the newest entries come from the primary key in order.
 SELECT c.id, c.source, c.doc_id, c.title, c.change, c.old_version, c.new_version, c.changed_at,
-       NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = c.doc_id AND ({visible}) IS NOT TRUE) AS shown
+       CASE WHEN EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = c.doc_id)
+            THEN NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = c.doc_id AND ({visible}) IS NOT TRUE)
+            ELSE NOT EXISTS (SELECT 1 FROM document_accesses d WHERE d.doc_id = c.doc_id AND ({visible}) IS NOT TRUE)
+       END AS shown
 FROM (
     SELECT d.id, d.source, d.doc_id, d.title, d.change, d.old_version, d.new_version, d.changed_at
     FROM document_changes d

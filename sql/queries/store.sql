@@ -53,6 +53,12 @@ RETURNING id
 -- The change history older than the retention (SECRAG_CHANGE_HISTORY_DAYS).
 DELETE FROM document_changes WHERE changed_at < now() - make_interval(days => %(days)s)
 
+-- name: prune_accesses
+-- The accesses of documents that are gone and have no change entry left to judge (migration 0025).
+DELETE FROM document_accesses a
+WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.doc_id = a.doc_id)
+  AND NOT EXISTS (SELECT 1 FROM document_changes c WHERE c.doc_id = a.doc_id)
+
 -- name: prune_unchanged_attempts
 -- `unchanged` attempts older than the retention, but never a source's last finished attempt (its state).
 DELETE FROM source_versions v
@@ -140,7 +146,7 @@ DELETE FROM chunks WHERE doc_id = ANY(%(ids)s)
 
 -- name: apply_access
 -- Who may see a source's documents follows its configuration even when no document changed
--- (a folder whose ACL changed in folders.yaml).
+-- (a folder whose ACL changed in folders.yaml), before removals are recorded (their entries take it).
 UPDATE documents SET tenant = %(tenant)s, acl_users = %(acl_users)s, acl_groups = %(acl_groups)s, updated_at = now()
 WHERE source = %(source)s
   AND (tenant IS DISTINCT FROM %(tenant)s OR acl_users <> %(acl_users)s OR acl_groups <> %(acl_groups)s)

@@ -352,3 +352,23 @@ def test_a_kept_document_stays_as_it_was_with_its_chunks_and_artefacts(store: St
     # kept documents count against the shrink guard like the records do
     assert publish(store, db, "v3", [rec(1)], kept=["demo:r0"], max_shrink=0.3).status == "refused"
 
+
+ACCESSES = "SELECT doc_id, tenant, acl_users FROM document_accesses ORDER BY doc_id, acl_users"
+
+
+def test_every_access_a_document_had_is_remembered_until_its_last_entry_goes(
+    store: Store, db: psycopg.Connection
+) -> None:
+    publish(store, db, "v1", [rec(1), rec(2)], access=Access("acme"))
+    publish(store, db, "v2", [rec(1)], kept=["demo:r2"], access=Access("acme", ("alice",)))  # r2 narrowed, kept
+    publish(store, db, "v3", [rec(1)], kept=["demo:r2"], access=Access("acme"))  # r2 widened again, kept
+    publish(store, db, "v4", [rec(1)], access=Access("acme"), force=True)  # r2 gone
+    assert db.execute(ACCESSES).fetchall() == [
+        ("demo:r1", "acme", []),
+        ("demo:r1", "acme", ["alice"]),
+        ("demo:r2", "acme", []),
+        ("demo:r2", "acme", ["alice"]),  # narrowed while no entry was recorded: remembered all the same
+    ]
+    db.execute("UPDATE document_changes SET changed_at = now() - interval '91 days'")
+    assert store.prune_history(db, 90)[0] == 5  # two added, r1 modified twice (its access), r2 removed
+    assert [r[0] for r in db.execute(ACCESSES).fetchall()] == ["demo:r1", "demo:r1"]  # r1 is still served

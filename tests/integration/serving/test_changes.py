@@ -145,3 +145,52 @@ def test_the_mcp_tool_lists_the_same(feed) -> None:
     assert call(client, "changes", "alice-key", sources=["alice_notes"]) == changes(
         client, "alice-key", sources="alice_notes"
     )
+
+
+@pytest.fixture
+def narrowed(db_url: str, settings_for: Callable[..., ServingSettings]) -> Iterator[TestClient]:
+    """acme_later: narrowed to alice, then r2 removed; acme_at_once: narrowed to alice as r2 is removed;
+    acme_kept: narrowed and widened again while r2's file could not be read (no entry), then r2 removed."""
+    store = Store(sql_dir())
+    acme, alice = Access("acme"), Access("acme", ("alice",))
+    with database.connect(db_url, autocommit=True) as conn:
+        for name in ("acme_later", "acme_at_once", "acme_kept"):
+            store.register_source(conn, SourceRow(name=name, kind="user_folder"))
+            publish(conn, name, "h1", [rule(name, 1), rule(name, 2)], access=acme)
+        publish(conn, "acme_later", "h2", [rule("acme_later", 1), rule("acme_later", 2)], access=alice)
+        publish(conn, "acme_later", "h3", [rule("acme_later", 1)], access=alice)
+        publish(conn, "acme_at_once", "h2", [rule("acme_at_once", 1)], access=alice)
+        for version, access in (("h2", alice), ("h3", acme)):
+            publish(conn, "acme_kept", version, [rule("acme_kept", 1)], access=access, kept=["acme_kept:r2"])
+        publish(conn, "acme_kept", "h4", [rule("acme_kept", 1)], access=acme)
+    with TestClient(create_app(settings_for(db_url))) as client:
+        yield client
+
+
+def test_a_removed_document_keeps_the_narrowest_access_it_had(narrowed) -> None:
+    bobs = {(c["doc_id"], c["change"]) for c in changes(narrowed, "bob-key")["changes"]}
+    # acme, not alice: of no folder r2's removal nor its earlier entries; acme_kept's r1 is acme's again
+    assert bobs == {("acme_kept:r1", "added"), ("acme_kept:r1", "modified")}
+    alices = {(c["doc_id"], c["change"]) for c in changes(narrowed, "alice-key", sources="acme_later")["changes"]}
+    assert alices == {
+        ("acme_later:r1", "added"),
+        ("acme_later:r2", "added"),
+        ("acme_later:r1", "modified"),
+        ("acme_later:r2", "modified"),
+        ("acme_later:r2", "removed"),
+    }
+
+
+def test_narrowing_and_removing_at_once_records_the_removal_narrowed(db_url: str, narrowed) -> None:
+    with database.connect(db_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT tenant, acl_users FROM document_changes WHERE doc_id = 'acme_at_once:r2' AND change = 'removed'"
+        ).fetchone()
+    assert row == ("acme", ["alice"])
+    alices = {(c["doc_id"], c["change"]) for c in changes(narrowed, "alice-key", sources="acme_at_once")["changes"]}
+    assert alices == {
+        ("acme_at_once:r1", "added"),
+        ("acme_at_once:r2", "added"),
+        ("acme_at_once:r1", "modified"),  # its access changed
+        ("acme_at_once:r2", "removed"),
+    }
