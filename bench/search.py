@@ -8,7 +8,9 @@ with the cache off and with distinct queries (each request takes the next query 
     python bench/search.py --url http://127.0.0.1:8000 --queries ../shared/eval/dev_queries.jsonl
 
 (The bench is one anonymous caller at up to 8 concurrent requests: the anonymous quotas must be off.)
-The `cache hits` column (from /v1/stats) shows whether any request skipped encoding. Each client is a
+The `cache hits` column (from /metrics, which shows the caches' counters only to a scrape holding its key:
+start the API with SECRAG_METRICS_KEY and pass it as --metrics-key; without, the column stays 0) shows
+whether any request skipped encoding. Each client is a
 thread with one keep-alive connection driven by the standard library's http.client: the clients share the
 2 cores with the server, and httpx spent about 1.5 ms of CPU per request that the server then lacked.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 DEFAULT_QUERIES = [
     "T1003",
@@ -47,8 +50,20 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def encoder_stats(http: httpx.Client) -> dict:
-    response = http.get("/v1/stats")
-    return response.json().get("encoder", {}) if response.status_code == 200 else {}
+    """The query encoder's counters from /metrics (`secrag_query_encoder{stat=...}`); {} when not shown."""
+    response = http.get("/metrics")
+    if response.status_code != 200:
+        return {}
+    return {
+        sample.labels["stat"]: sample.value
+        for family in text_string_to_metric_families(response.text)
+        if family.name == "secrag_query_encoder"
+        for sample in family.samples
+    }
+
+
+def metrics_client(url: str, metrics_key: str | None) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=30, headers={"X-API-Key": metrics_key} if metrics_key else {})
 
 
 class Poster:
@@ -77,7 +92,9 @@ class Poster:
         self.conn.close()
 
 
-def run(url: str, mode: str, clients: int, requests_per_client: int, queries: list[dict], k: int) -> dict:
+def run(
+    url: str, mode: str, clients: int, requests_per_client: int, queries: list[dict], k: int, metrics_key: str | None
+) -> dict:
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
@@ -100,7 +117,7 @@ def run(url: str, mode: str, clients: int, requests_per_client: int, queries: li
         finally:
             poster.close()
 
-    with httpx.Client(base_url=url, timeout=30) as http:
+    with metrics_client(url, metrics_key) as http:
         before = encoder_stats(http)
     threads = [threading.Thread(target=worker) for _ in range(clients)]
     started = time.perf_counter()
@@ -109,7 +126,7 @@ def run(url: str, mode: str, clients: int, requests_per_client: int, queries: li
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
-    with httpx.Client(base_url=url, timeout=30) as http:
+    with metrics_client(url, metrics_key) as http:
         after = encoder_stats(http)
     hits = after.get("hits", 0) - before.get("hits", 0)
     encoded = after.get("encoded", 0) - before.get("encoded", 0)
@@ -156,23 +173,22 @@ def main() -> None:
         help="JSONL with a `query` (and optional `filters`) per line (default: a built-in set of 10).",
     )
     parser.add_argument("--no-filters", action="store_true", help="Ignore the queries' filters.")
+    parser.add_argument("--metrics-key", help="The API's SECRAG_METRICS_KEY, to read the cache counters.")
     args = parser.parse_args()
     queries = load_queries(args.queries, not args.no_filters)
     with httpx.Client(base_url=args.url, timeout=30) as http:  # warm the pool and the model, not the cache
         for i in range(10):
             http.post("/v1/search", json={"query": f"warm-up query number {i}", "k": args.k})
+    with metrics_client(args.url, args.metrics_key) as http:
         cache = encoder_stats(http)
-    print(
-        f"{len(queries)} distinct queries; encoder {cache.get('backend', '?')}, "
-        f"query cache size {cache.get('max_size', '?')}"
-    )
+    print(f"{len(queries)} distinct queries; query cache size {cache.get('max_size', '?')}")
     print(
         f"{'mode':<8} {'clients':>7} {'requests':>8} {'errors':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} "
         f"{'req/s':>8} {'cache hits':>10} {'q/run':>6}"
     )
     for mode in args.modes.split(","):
         for clients in (int(c) for c in args.clients.split(",")):
-            r = run(args.url, mode, clients, args.requests, queries, args.k)
+            r = run(args.url, mode, clients, args.requests, queries, args.k, args.metrics_key)
             print(
                 f"{r['mode']:<8} {r['clients']:>7} {r['requests']:>8} {r['errors']:>6} {r['p50_ms']:>8.1f} "
                 f"{r['p95_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['rps']:>8.1f} {r['cache_hits']:>10} "

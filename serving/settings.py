@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings
 
 from secrag.files.package_data import package_path
@@ -252,7 +252,15 @@ class ObservabilitySettings(BaseSettings):
     model_config = SETTINGS_CONFIG
 
     metrics_enabled: bool = Field(
-        default=True, description="Serve Prometheus metrics at GET /metrics (unauthenticated, like the probes)."
+        default=True,
+        description="Serve Prometheus metrics at GET /metrics: open like the probes, with request, search, pool and "
+        "replica figures only.",
+    )
+    metrics_key: SecretStr | None = Field(
+        default=None,
+        description="A key (at least 20 random characters) that GET /metrics then requires (Authorization: Bearer, "
+        "or X-API-Key; 401 without), and with which it adds the private figures: the store's table and index "
+        "sizes and vectors per model (every tenant's rows) and the query-vector and result caches' counters.",
     )
     query_log: bool = Field(default=False, description="Write one query_log row per search and plan.")
     query_log_text: bool = Field(default=False, description="Also keep the query text in query_log.")

@@ -37,6 +37,7 @@ from serving.api.routes import (
     stats,
 )
 from serving.api.routes import metrics as metrics_route
+from serving.api.routes.metrics import metrics_digest
 from serving.api.warm_up import warm_up
 from serving.contract import errors
 from serving.contract.limits import BodySizeLimit
@@ -211,6 +212,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     app.state.gate = gate
     app.state.plans = tuned_plans
     app.state.metrics = metrics
+    app.state.metrics_digest = metrics_digest(settings.metrics_key)  # a weak key stops the start here
     app.state.expected_schema_version = latest_version(settings.sql_dir)
     errors.install(app)
     openapi.install(app)

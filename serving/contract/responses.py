@@ -258,7 +258,7 @@ class ModelStats(BaseModel):
     model_id: str
     dimensions: int
     active: bool
-    embeddings: int
+    embeddings: int = Field(description="The model's vectors of the sources listed (the caller's), summed per source.")
 
 
 class RequestStats(BaseModel):
@@ -268,36 +268,16 @@ class RequestStats(BaseModel):
     by_status: dict[str, int]
 
 
-class EncoderStats(BaseModel):
-    backend: str = Field(description="onnx or torch.")
-    hits: int = Field(description="Queries answered from the query-vector cache since start.")
-    misses: int
-    size: int
-    max_size: int = Field(description="Cache capacity (SECRAG_QUERY_CACHE_SIZE; 0 = off).")
-    runs: int = Field(description="Model runs; concurrent queries share a run (micro-batching).")
-    encoded: int = Field(description="Texts encoded by the model.")
-    encode_ms: float = Field(description="Milliseconds spent in the model.")
-
-
-class ResultCacheStats(BaseModel):
-    hits: int = Field(description="Searches answered from the result cache since start.")
-    misses: int
-    size: int
-    max_size: int = Field(description="Capacity (SECRAG_RESULT_CACHE_SIZE; 0 = off).")
-
-
 class StatsResponse(BaseModel):
+    """Figures of what the caller may see; store-wide sizes and cache counters are on /metrics (with its key)."""
+
     totals: dict[str, int]
     sources: dict[str, SourceStats]
     models: list[ModelStats]
     serving_model: str = Field(
         description="The model searches embed queries with: SECRAG_SERVING_MODEL, else the active model."
     )
-    index_bytes: dict[str, int]
-    table_bytes: dict[str, int]
     requests: RequestStats
-    encoder: EncoderStats
-    result_cache: ResultCacheStats
 
 
 class Health(BaseModel):

@@ -111,10 +111,6 @@ SOURCES = Priority(
 STATS = Priority(
     (
         omit("requests"),
-        omit("encoder"),
-        omit("result_cache"),
-        omit("index_bytes"),
-        omit("table_bytes"),
         omit("sources.*.embeddings"),
         omit("sources.*.versions"),
         trim("sources"),

@@ -3,8 +3,10 @@ format, /v1/stats' `requests` its summary (`Exposition.summary`, derived from th
 
 Requests by route template and status, their latency histogram, errors by kind, searches by mode
 and query shape with their in-process time, build information, and at each scrape the state of the
-reader pool, the query encoder (its hit ratio included), the result cache, the serving model and the reader
-database's replica lag.
+reader pool, the serving model and the reader database's replica lag. Private figures are set only for a
+scrape holding SECRAG_METRICS_KEY (serving/api/routes/metrics.py): the query encoder's and the result
+cache's counters (a hit tells that someone searched that text) and the store's sizes and vector totals
+(they count every tenant's rows).
 One API process per registry: with several workers, scrape each (a Kubernetes pod, a compose
 replica) rather than a shared port.
 """
@@ -82,6 +84,16 @@ class Exposition:
             registry=self.registry,
         )
         self.replica_lag.set(math.nan)  # until the first reading
+        self.table_bytes = Gauge(
+            "secrag_store_table_bytes",
+            "Size of each served table, its indexes and TOAST",
+            ["table"],
+            registry=self.registry,
+        )
+        self.index_bytes = Gauge("secrag_store_index_bytes", "Size of each index", ["index"], registry=self.registry)
+        self.store_vectors = Gauge(
+            "secrag_store_vectors", "Vectors in the store per model, every tenant's", ["model"], registry=self.registry
+        )
         self.in_flight = InFlight()
         in_flight = Gauge(
             "secrag_http_requests_in_flight",
@@ -107,6 +119,17 @@ class Exposition:
             self.standby.set(1 if standby else 0)
         self.replica_lag.set(math.nan if lag_seconds is None else lag_seconds)
 
+    def store(self, table_bytes: Mapping[str, int], index_bytes: Mapping[str, int], vectors: Mapping[str, int]) -> None:
+        """The store-wide sizes and vector totals of a keyed scrape (serving/reads/stats.py store_sizes)."""
+        for gauge, label, figures in (
+            (self.table_bytes, "table", table_bytes),
+            (self.index_bytes, "index", index_bytes),
+            (self.store_vectors, "model", vectors),
+        ):
+            gauge.clear()  # a dropped index or pruned model leaves no stale series
+            for name, value in figures.items():
+                gauge.labels(**{label: name}).set(value)
+
     def scrape(
         self,
         pool: Mapping[str, Any] | None = None,
@@ -115,7 +138,8 @@ class Exposition:
         model: str | None = None,
         vectors: Mapping[str, Any] | None = None,
     ) -> bytes:
-        """The text exposition, the gauges set from the running service's figures (none before it started)."""
+        """The text exposition, the gauges set from the running service's figures (none before it started);
+        `encoder` and `results`, the caches' counters, only for a keyed scrape."""
         if model is not None:
             self.model.clear()
             self.model.labels(model=model).set(1)

@@ -47,19 +47,15 @@ class SourceReads:
         )
 
     def stats(self, principal: Principal, searcher: Searcher, requests: dict[str, Any]) -> dict[str, Any]:
-        """The store's counts for the caller, the serving model's (`searcher`'s) and the request figures."""
-        encoder = searcher.encoder
+        """The store's counts of what the caller may see, the serving model (`searcher`'s) and the request
+        figures; no cache counters (whether a text was searched before is someone else's business)."""
+        model_id = searcher.encoder.model_id
         with self.pool.connection() as conn:
             names = self.catalog.visible_sources(conn, principal)
             public = self.catalog.public_sources(conn)
             live = LiveCounts(self.statements, principal.params())
-            stats = collect_stats(conn, self.queries, names, encoder.model_id, requests, public, live)
-        return {
-            **stats,
-            "serving_model": encoder.model_id,
-            "encoder": encoder.cache_info(),
-            "result_cache": searcher.results.info(),
-        }
+            stats = collect_stats(conn, self.queries, names, model_id, requests, public, live)
+        return {**stats, "serving_model": model_id}
 
 
 def _source_info(r: dict[str, Any], now: datetime) -> SourceInfo:

@@ -1,5 +1,7 @@
-"""Store statistics: exact counts per source. Online sources' counts are kept by the pipeline
-(source_counts, source_model_counts); user folders, small and access-controlled, are counted live."""
+"""Store statistics: exact counts per source of what a caller may see (/v1/stats), and the store-wide sizes and
+vector totals only an operator's scrape of /metrics gets (they count every tenant's rows). Online sources'
+counts are kept by the pipeline (source_counts, source_model_counts); user folders, small and
+access-controlled, are counted live."""
 
 from __future__ import annotations
 
@@ -75,9 +77,10 @@ def collect_stats(
     public: frozenset[str] = frozenset(),
     live_counts: LiveCounts | None = None,
 ) -> dict[str, Any]:
-    """Counts, versions, freshness and sizes for the given (visible) sources, plus request metrics;
+    """Counts, versions and freshness for the given (visible) sources, plus request metrics;
     `public`: the online sources, whose counts the pipeline keeps; the others are counted live, of
-    the documents the caller may see (`live_counts`)."""
+    the documents the caller may see (`live_counts`). A model's `embeddings` add up its vectors of these
+    sources (each source's distinct vectors), never the store's total."""
     p = {"names": names}
     documents, chunks, embedded, vectors = _counted(conn, q, [n for n in names if n in public], model_id)
     live = [n for n in names if n not in public]
@@ -105,11 +108,9 @@ def collect_stats(
         for name in names
     }
     models = [
-        {"model_id": m, "dimensions": d, "active": a, "embeddings": n}
-        for m, d, a, n in conn.execute(q.stats_models).fetchall()
+        {"model_id": m, "dimensions": d, "active": a, "embeddings": sum(v.get(m, 0) for v in vectors.values())}
+        for m, d, a, _store_wide in conn.execute(q.stats_models).fetchall()
     ]
-    index_bytes = {name: size for name, _table, size in conn.execute(q.stats_index_sizes, {"tables": TABLES})}
-    table_bytes: dict[str, int] = dict(conn.execute(q.stats_table_sizes, {"tables": TABLES}).fetchall())
     totals = {
         "sources": len(names),
         "documents": sum(documents.values()),
@@ -120,7 +121,24 @@ def collect_stats(
         "totals": totals,
         "sources": per_source,
         "models": models,
-        "index_bytes": index_bytes,
-        "table_bytes": table_bytes,
         "requests": requests,
     }
+
+
+@dataclass(frozen=True)
+class StoreSizes:
+    """Store-wide figures over every tenant's rows: bytes per table and per index, vectors per model."""
+
+    table_bytes: dict[str, int]
+    index_bytes: dict[str, int]
+    vectors: dict[str, int]
+
+
+def store_sizes(conn: psycopg.Connection, q: Queries) -> StoreSizes:
+    """The store's sizes and vector totals (for /metrics with SECRAG_METRICS_KEY, never for a caller)."""
+    tables = {"tables": TABLES}
+    return StoreSizes(
+        table_bytes=dict(conn.execute(q.stats_table_sizes, tables).fetchall()),
+        index_bytes={name: size for name, _table, size in conn.execute(q.stats_index_sizes, tables)},
+        vectors={model: count for model, _d, _a, count in conn.execute(q.stats_models)},
+    )
