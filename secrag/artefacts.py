@@ -43,8 +43,9 @@ _DEVICE_PREFIX = re.compile(r"^(?:\\\\\?\\|\\\?\?\\)")  # \\?\C:\... and \??\C:\
 _PLACEHOLDER = re.compile(r"%version%|<[^<>\\]{1,40}>")
 _SEPARATORS = re.compile(r"[\\/]+")
 # A query that may name a file: one token whose last part has an extension with a letter (certutil.exe,
-# ld.so, C:\Windows\System32\version.dll), not T1003.001 or 1.2.
-_FILE_NAME = re.compile(r"[^\s\\/]*[^\s\\/.]\.[A-Za-z0-9]{0,3}[A-Za-z][A-Za-z0-9]{0,3}")
+# ld.so, C:\Windows\System32\version.dll), not T1003.001 or 1.2. Anchored: a search from every position of a
+# long token would be quadratic (tests/unit/test_caller_patterns.py).
+_FILE_NAME = re.compile(r"\A[^\s\\/]*[^\s\\/.]\.[A-Za-z0-9]{0,3}[A-Za-z][A-Za-z0-9]{0,3}")
 
 
 @dataclass(frozen=True)

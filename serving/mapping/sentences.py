@@ -25,11 +25,12 @@ ABBREVIATIONS = frozenset(
     ms no nos nov oct op pp pt ref sec sep sept sr st vol vs""".split()
 )
 
-_BULLET = re.compile(r"[ \t]*(?:[-*•◦▪‣·–—>]|\(?\d{1,3}[.)]|\(?[a-z][)])[ \t]+")
+_BULLET = re.compile(r"\A[ \t]*+(?:[-*•◦▪‣·–—>]|\(?\d{1,3}[.)]|\(?[a-z][)])[ \t]+")
 _LINE_END = re.compile(r"[.!?:;…][\"'”’)\]]*$")
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
+# A run of end marks is matched from its first mark only, and wholly (possessive): a run of full stops with no
+# space after it is one failed attempt, not one per mark (quadratic in the run's length before).
+_SENTENCE_END = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’)\]]*+(?=\s)")
 _DOTTED = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
-_WORD = re.compile(r"\w", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def split(text: str) -> list[Sentence]:
         for start, end in _sentences(text, block_start, block_end):
             for piece_start, piece_end in _cut(text, start, end):
                 piece = text[piece_start:piece_end]
-                if len(piece.split()) >= MIN_WORDS and _WORD.search(piece):
+                if len(piece.split()) >= MIN_WORDS and any(ch.isalnum() or ch == "_" for ch in piece):
                     found.append(Sentence(piece_start, piece_end, piece))
     return found
 

@@ -17,7 +17,8 @@ from serving.search.search_file import SearchConfig
 _ID_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     *identifiers.KINDS,
     # any other token with a digit or separator: a hash, a file name, a rule or event id
-    ("identifier", re.compile(r"(?=[\w.\-]*[\d._-])[A-Za-z0-9][\w.\-]{1,126}")),
+    # (the lookahead as bounded as the token, so a search over a long word is linear in its length)
+    ("identifier", re.compile(r"(?=[\w.\-]{0,127}[\d._-])[A-Za-z0-9][\w.\-]{1,126}")),
 )
 IDENTIFIER_TYPES = frozenset(t for t, _ in _ID_PATTERNS)
 _WORD = re.compile(r"[\w][\w.\-]*")
