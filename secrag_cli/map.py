@@ -47,7 +47,7 @@ def map_file(
     from serving.api.app import start_service, stop_service
     from serving.contract.errors import UnknownApiKey
     from serving.contract.map_models import MapRequest
-    from serving.mapping.mapper import concurrency, map_text
+    from serving.mapping.mapper import map_text
     from serving.observability.prometheus import Exposition
     from serving.settings import get_serving_settings
 
@@ -62,7 +62,7 @@ def map_file(
         raise click.UsageError("unknown API key (see SECRAG_API_KEYS_FILE)") from None
     service = start_service(settings, Exposition())
     try:
-        response = map_text(service.model.current(), service.limits, concurrency(settings), request, principal)
+        response = map_text(service.model.current(), service.limits, service.map_capacity, request, principal)
     finally:
         stop_service(service)
     if layer_path is not None and response.layer is not None:
@@ -89,3 +89,10 @@ def _table(response: MapResponse) -> None:
         f"{len(response.techniques)} techniques at or over min_score {response.min_score} in {response.sentences} "
         f"sentences{more}"
     )
+    if response.unanswered:
+        reasons = sorted({u.reason for u in response.unanswered})
+        click.echo(
+            f"{len(response.unanswered)} sentences not searched ({', '.join(reasons)}); "
+            "SECRAG_MAP_TIMEOUT_SECONDS sets the map's deadline",
+            err=True,
+        )

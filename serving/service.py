@@ -17,6 +17,7 @@ from serving.access.sessions import ReaderSessions
 from serving.coverage.counts import CoverageReads
 from serving.feedback.querylog import QueryLog
 from serving.feedback.request_log import RequestLog
+from serving.mapping.capacity import MapCapacity
 from serving.observability.prometheus import Exposition
 from serving.plans.reads import PlanReads
 from serving.plans.telemetry import shipped_telemetry
@@ -57,6 +58,7 @@ class Service:
     side_legs: SideLegs = field(init=False)
     source_vectors: SourceVectors = field(init=False)
     limits: RequestLimits = field(init=False)
+    map_capacity: MapCapacity = field(init=False)
     model: ServingModel = field(init=False)
     reads: Reads = field(init=False)
     change_feed: ChangeFeed = field(init=False)
@@ -77,6 +79,7 @@ class Service:
             max_bytes=settings.search_source_vectors_mb * 2**20,
         )
         self.limits = RequestLimits.from_settings(settings)
+        self.map_capacity = MapCapacity.from_settings(settings)
         self.model = ServingModel(
             searcher=self._searcher(encoder, statements),
             searcher_for=lambda e: self._searcher(e, compose(self.queries, e.model_id, e.dimensions)),

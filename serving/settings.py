@@ -220,7 +220,25 @@ class SearchSettings(BaseSettings):
         ge=1,
         le=16,
         description="Sentence searches one map runs at once, each on a reader connection of the pool (at most "
-        "SECRAG_POOL_MAX_SIZE); about the cores the database has.",
+        "the connections maps may take); about the cores the database has. Each search past the first takes "
+        "one of the caller's concurrent-request slots (SECRAG_HEAVY_CONCURRENCY) while it is free: a caller's "
+        "maps together never run more searches at once than its slots.",
+    )
+    map_reserve_connections: int = Field(
+        default=2,
+        ge=0,
+        le=63,
+        description="Reader connections maps never take: all maps of the process together search on at most "
+        "SECRAG_POOL_MAX_SIZE less these (one at least), so other callers' requests keep connections while "
+        "maximal maps run.",
+    )
+    map_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="How long a map may run (its sentences' encoding and searches). The sentences not searched "
+        "by then are reported in the answer's `unanswered`, with what the others found; its queued searches "
+        "are cancelled. A 2,000-word report maps in 2-4 s on 2 cores.",
     )
     search_parallel_legs: bool = Field(
         default=True,

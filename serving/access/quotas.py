@@ -4,9 +4,12 @@ request slots.
 One gate for REST and MCP alike. A caller is an API key's principal, or an anonymous client
 address. Each caller's requests are counted in a moving window (the `limits` library, in memory): a
 tenth of a minute's requests in every window of a tenth of a minute, so its rate per minute with
-bursts of a tenth of it; every /v1 operation and MCP tool also takes a slot from a small per-caller
-pool, shared by all anonymous callers together, so anonymous traffic can never take every worker and
-database connection from keyed callers or from /readyz (which takes none: a probe must stay cheap).
+bursts of a tenth of it, and the whole rate in every window of a minute. A map (POST /v1/map, MCP `map`)
+is as many requests as the searches it runs: they are charged to the minute's window at once, and its
+concurrent searches take the caller's free slots (`Gate.searches`). Every /v1 operation and MCP tool
+also takes a slot from a small per-caller pool, shared by all anonymous callers together, so anonymous
+traffic can never take every worker and database connection from keyed callers or from /readyz (which
+takes none: a probe must stay cheap).
 A key is looked up first: a valid one is admitted whatever its address did, so callers behind one proxy
 address (when the proxy is not trusted, `--forwarded-allow-ips`) are not locked out by another's typos.
 An unknown key counts against its client address (the peer, or X-Forwarded-For's client when uvicorn
@@ -67,6 +70,8 @@ class Gate:
         self._require_key = settings.require_api_key
         self._rates = {False: settings.rate_per_minute, True: settings.anonymous_rate_per_minute}
         self._windows = {anonymous: window(rate, rate // 10) for anonymous, rate in self._rates.items()}
+        # the whole minute's rate: a map's searches are charged here at once (more than a tenth's burst)
+        self._minutes = {anonymous: window(rate, rate) for anonymous, rate in self._rates.items()}
         self._slots = {False: settings.heavy_concurrency, True: settings.anonymous_heavy_concurrency}
         failures = settings.failed_keys_per_minute
         self._failure_refusal = f"more than {failures} unknown API keys a minute from this address; slow down"
@@ -89,6 +94,9 @@ class Gate:
         limit = self._windows[anonymous]
         if limit is not None and not self._limiter.hit(limit, bucket):
             self._refuse(limit, bucket, f"more than {self._rates[anonymous]} requests a minute; slow down")
+        minute = self._minutes[anonymous]
+        if minute is not None and not self._limiter.hit(minute, bucket):
+            self._refuse(minute, bucket, f"more than {self._rates[anonymous]} requests a minute; slow down")
         return Caller(principal, bucket, anonymous)
 
     def _resolve(self, key: str, address: str) -> Principal:
@@ -122,3 +130,29 @@ class Gate:
         finally:
             with self._lock:
                 self._busy[pool] -= 1
+
+    @contextmanager
+    def searches(self, caller: Caller, count: int, width: int) -> Iterator[int]:
+        """A map's admission: its `count` searches charged to the caller's requests a minute (on top of the map's
+        own request), and up to `width - 1` more of the caller's slots for its concurrent searches, as many as
+        are free (a map never waits for them). Yields the searches it may run at once (one at least: the
+        map's own slot); TooManyRequests when the minute has no room for them."""
+        minute, rate = self._minutes[caller.anonymous], self._rates[caller.anonymous]
+        if minute is not None and count > 0 and not self._limiter.hit(minute, caller.bucket, cost=count):
+            if count > rate:
+                raise TooManyRequests(
+                    f"a map of {count} sentences runs {count} searches, more than this caller's {rate} requests "
+                    "a minute: send the text in parts",
+                    retry_after=60,
+                )
+            self._refuse(minute, caller.bucket, f"a map of {count} searches would pass {rate} requests a minute")
+        limit = self._slots[caller.anonymous]
+        pool = "anon" if caller.anonymous else caller.bucket
+        with self._lock:
+            free = width - 1 if limit <= 0 else max(0, min(width - 1, limit - self._busy.get(pool, 0)))
+            self._busy[pool] = self._busy.get(pool, 0) + free
+        try:
+            yield 1 + free
+        finally:
+            with self._lock:
+                self._busy[pool] -= free

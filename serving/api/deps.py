@@ -81,6 +81,8 @@ ServiceDep = Annotated[Service, Depends(get_service)]  # the probes: readiness c
 SettingsDep = Annotated[ServingSettings, Depends(get_settings_dep)]
 MetricsDep = Annotated[Exposition, Depends(get_metrics)]
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+CallerDep = Annotated[Caller, Depends(get_caller)]
+GateDep = Annotated[Gate, Depends(get_gate)]
 Slot = Depends(request_slot)
 
 

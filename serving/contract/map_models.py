@@ -4,7 +4,7 @@ and the passages behind it, and the Navigator layer of the whole text."""
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -80,6 +80,19 @@ class MappedTechnique(BaseModel):
     )
 
 
+UnansweredReason = Literal["timeout", "statement_timeout", "database_unavailable", "database_error", "internal"]
+UNANSWERED_REASONS: frozenset[str] = frozenset(get_args(UnansweredReason))
+
+
+class UnansweredSentence(BaseModel):
+    start: int = Field(description=f"Where the sentence starts. {OFFSETS}")
+    end: int = Field(description="One past its last character: text[start:end] is the sentence.")
+    reason: UnansweredReason = Field(
+        description="`timeout`: the map's deadline (SECRAG_MAP_TIMEOUT_SECONDS) came before its search ran or "
+        "finished; the others: the search failed that way (as /v1/search would answer, see docs/api.md)."
+    )
+
+
 class MapResponse(BaseModel):
     techniques: list[MappedTechnique] = Field(description="Best first (score, then id).")
     sentences: int = Field(description="Sentences mapped (distinct ones searched once).")
@@ -88,5 +101,11 @@ class MapResponse(BaseModel):
     model: str = Field(description="The embedding model of the searches (see /v1/stats).")
     layer: NavigatorLayer | None = Field(
         default=None, description="The ATT&CK Navigator layer (format 4.5) of the techniques; null when not asked."
+    )
+    unanswered: list[UnansweredSentence] = Field(
+        default_factory=list,
+        description="Sentences whose search did not answer, in text order: the techniques above are what the "
+        "other sentences found. Empty when every sentence was searched (then the same text and store give the "
+        "same answer).",
     )
     took_ms: float

@@ -4,43 +4,87 @@ neighbours leg for their own callers only), combine each technique's votes, cite
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any, cast
+
+from numpy.typing import NDArray
 
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
-from serving.contract.map_models import MappedTechnique, MapRequest, MapResponse, SupportingSentence
+from serving.contract.errors import public_error
+from serving.contract.map_models import (
+    UNANSWERED_REASONS,
+    MappedTechnique,
+    MapRequest,
+    MapResponse,
+    SupportingSentence,
+    UnansweredReason,
+    UnansweredSentence,
+)
 from serving.contract.plan_models import Citation, Passage
 from serving.contract.requests import ReturnOptions, SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
+from serving.mapping.capacity import MapCapacity
 from serving.mapping.evidence import ATTACK_SOURCE, Evidence, Vote, combine, named_techniques, votes_of
 from serving.mapping.layer import navigator_layer
 from serving.mapping.sentences import Sentence, split
 from serving.search.searcher import Searcher
-from serving.settings import ServingSettings
+
+log = logging.getLogger(__name__)
 
 
-def concurrency(settings: ServingSettings) -> int:
-    """The searches of one map at once: SECRAG_MAP_CONCURRENCY, never more than the pool's connections."""
-    return min(settings.map_concurrency, settings.pool_max_size)
+# A map's admission by its caller's quotas (serving/access/quotas.py Gate.searches): given the searches it will
+# run and the most it would run at once, charges them and yields how many it may run at once.
+Admission = Callable[[int, int], AbstractContextManager[int]]
+
+
+def _unlimited(_count: int, width: int) -> AbstractContextManager[int]:
+    return nullcontext(width)
+
+
+@dataclass(frozen=True)
+class _Answers:
+    """Each query's search response, or why it has none."""
+
+    found: dict[str, SearchResponse]
+    failed: dict[str, UnansweredReason]
 
 
 def map_text(
-    searcher: Searcher, limits: RequestLimits, concurrency: int, req: MapRequest, principal: Principal
+    searcher: Searcher,
+    limits: RequestLimits,
+    capacity: MapCapacity,
+    req: MapRequest,
+    principal: Principal,
+    admit: Admission = _unlimited,
 ) -> MapResponse:
-    """The techniques the text describes, best first, at or over min_score, at most `limit` of them."""
+    """The techniques the text describes, best first, at or over min_score, at most `limit` of them. The map
+    runs within capacity's deadline; a sentence whose search failed or did not run in time is reported in
+    `unanswered` and the others still count."""
     started = time.perf_counter()
+    deadline = time.monotonic() + capacity.timeout
     limits.check_map(req)
     sentences = split(req.text)
     limits.check_sentences(len(sentences))
     tuning = searcher.config.map
     queries = list(dict.fromkeys(s.query for s in sentences))  # a repeated sentence is searched once
-    answers = dict(zip(queries, _search_all(searcher, queries, tuning.candidates, concurrency, principal), strict=True))
+    with admit(len(queries), capacity.width) as width:
+        answers = _search_all(
+            searcher, queries, tuning.candidates, min(width, capacity.width), principal, capacity, deadline
+        )
     votes = [
         vote
         for i, sentence in enumerate(sentences)
-        for vote in votes_of(i, answers[sentence.query].results, tuning.rank_precision, named_techniques(sentence.text))
+        if sentence.query in answers.found
+        for vote in votes_of(
+            i, answers.found[sentence.query].results, tuning.rank_precision, named_techniques(sentence.text)
+        )
     ]
     min_score = tuning.min_score if req.min_score is None else req.min_score
     kept = [e for e in combine(votes) if e.score >= min_score]
@@ -57,6 +101,16 @@ def map_text(
         if req.layer
         else None
     )
+    unanswered = [
+        UnansweredSentence(start=s.start, end=s.end, reason=answers.failed[s.query])
+        for s in sentences
+        if s.query in answers.failed
+    ]
+    if unanswered:
+        log.warning(
+            "map answered without some sentences",
+            extra={"sentences": len(sentences), "unanswered": len(unanswered), "reasons": _counts(unanswered)},
+        )
     return MapResponse(
         techniques=techniques,
         sentences=len(sentences),
@@ -64,18 +118,33 @@ def map_text(
         omitted=max(0, len(kept) - req.limit),
         model=model,
         layer=layer,
+        unanswered=unanswered,
         took_ms=round((time.perf_counter() - started) * 1000, 2),
     )
 
 
+def _counts(unanswered: Sequence[UnansweredSentence]) -> str:
+    reasons = Counter(u.reason for u in unanswered)
+    return ",".join(f"{reason}:{count}" for reason, count in sorted(reasons.items()))
+
+
 def _search_all(
-    searcher: Searcher, queries: Sequence[str], candidates: int, concurrency: int, principal: Principal
-) -> list[SearchResponse]:
-    """One hybrid search per query among the ATT&CK documents, `concurrency` at a time (each holds one pooled
-    connection). This thread encodes the queries a model batch at a time and hands each batch to the searches
-    while it encodes the next, so no core waits for the encoder."""
+    searcher: Searcher,
+    queries: Sequence[str],
+    candidates: int,
+    width: int,
+    principal: Principal,
+    capacity: MapCapacity,
+    deadline: float,
+) -> _Answers:
+    """One hybrid search per query among the ATT&CK documents, `width` at a time, each on one of the maps'
+    connections (capacity). This thread encodes the queries a model batch at a time and hands each batch to the
+    searches while it encodes the next. At the deadline, or when the searches end, whatever has not answered
+    is given up: queued searches are cancelled, running ones finish on their own and are not waited for."""
+    found: dict[str, SearchResponse] = {}
+    failed: dict[str, UnansweredReason] = {}
     if not queries:
-        return []
+        return _Answers(found, failed)
     base = SearchRequest.model_validate(
         {
             "query": queries[0],
@@ -84,15 +153,47 @@ def _search_all(
             "return": ReturnOptions(snippets=False),
         }
     )
+
+    def search(query: str, vector: NDArray[Any]) -> SearchResponse:
+        with capacity.connection(deadline) as had:
+            if not had or time.monotonic() >= deadline:
+                raise _OutOfTime
+            return searcher.search(base.model_copy(update={"query": query}), principal, vector=vector)
+
     size = searcher.encoder.max_batch
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="map") as pool:
-        searches: list[Future[SearchResponse]] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="map")
+    searches: dict[Future[SearchResponse], str] = {}
+    try:
         for start in range(0, len(queries), size):
+            if time.monotonic() >= deadline:
+                break
             batch = queries[start : start + size]
             for query, vector in zip(batch, searcher.query_vectors(batch), strict=True):
-                request = base.model_copy(update={"query": query})
-                searches.append(pool.submit(searcher.search, request, principal, vector=vector))
-        return [search.result() for search in searches]
+                searches[pool.submit(search, query, vector)] = query
+        done, _ = wait(searches, timeout=max(0.0, deadline - time.monotonic()))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    for future, query in searches.items():
+        if future not in done:
+            future.cancel()
+            failed[query] = "timeout"
+        elif (error := future.exception()) is not None:
+            failed[query] = "timeout" if isinstance(error, _OutOfTime) else _reason(error)
+        else:
+            found[query] = future.result()
+    for query in queries:
+        if query not in found and query not in failed:
+            failed[query] = "timeout"  # never encoded: the deadline came first
+    return _Answers(found, failed)
+
+
+class _OutOfTime(Exception):
+    """A sentence search that did not start before the map's deadline."""
+
+
+def _reason(error: BaseException) -> UnansweredReason:
+    kind = public_error(error).kind
+    return cast(UnansweredReason, kind) if kind in UNANSWERED_REASONS else "internal"
 
 
 def _technique(

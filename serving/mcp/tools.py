@@ -162,7 +162,12 @@ def build_mcp(
     def map_text(req: MapRequest, caller: Caller) -> Any:  # noqa: ANN401
         service = get_service()
         return mapper.map_text(
-            service.model.current(), service.limits, mapper.concurrency(service.settings), req, caller.principal
+            service.model.current(),
+            service.limits,
+            service.map_capacity,
+            req,
+            caller.principal,
+            admit=lambda count, width: gate.searches(caller, count, width),
         )
 
     def stats(caller: Caller) -> Any:  # noqa: ANN401

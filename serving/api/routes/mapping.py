@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from serving.api.deps import LimitsDep, PrincipalDep, SearcherDep, SettingsDep
+from serving.api.deps import CallerDep, GateDep, LimitsDep, SearcherDep, ServiceDep
 from serving.api.routes import API_PREFIX
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.mapping import mapper
@@ -21,10 +21,19 @@ router = APIRouter(prefix=API_PREFIX, tags=["map"])
         "/v1/search (the caller's access applies), and each technique scores 1 - prod(1 - s) over the sentences "
         "that found it among their first technique documents. Each technique comes with its supporting sentences "
         "(offsets into the text), the passages behind it, and an ATT&CK Navigator layer (format 4.5) of them all. "
-        "Deterministic: the same text and store give the same answer."
+        "Deterministic: the same text and store give the same answer, unless some sentences' searches did not "
+        "answer within the map's deadline (SECRAG_MAP_TIMEOUT_SECONDS): those are listed in `unanswered`. A map "
+        "counts as the searches it runs against the caller's requests a minute."
     ),
 )
 def map_text(
-    body: MapRequest, searcher: SearcherDep, limits: LimitsDep, settings: SettingsDep, principal: PrincipalDep
+    body: MapRequest, searcher: SearcherDep, limits: LimitsDep, service: ServiceDep, gate: GateDep, caller: CallerDep
 ) -> MapResponse:
-    return mapper.map_text(searcher, limits, mapper.concurrency(settings), body, principal)
+    return mapper.map_text(
+        searcher,
+        limits,
+        service.map_capacity,
+        body,
+        caller.principal,
+        admit=lambda count, width: gate.searches(caller, count, width),
+    )

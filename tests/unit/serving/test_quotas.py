@@ -144,3 +144,45 @@ def test_a_window_allows_the_burst_and_never_more_than_the_rate(
     assert item is not None and (item.amount, item.get_expiry()) == expected
     assert item.amount * 60 / item.get_expiry() <= rate
     assert window(0, 5) is None
+
+
+def test_a_map_is_charged_its_searches_in_the_minute(clock: Clock) -> None:
+    """A map's searches count against the caller's requests a minute at once (more than a tenth's burst);
+    a map of more searches than the whole minute is refused with what to do."""
+    gate = _gate(clock, rate_per_minute=60)
+    caller = gate.caller("k1", "10.0.0.1")  # 1 of 60
+    with gate.searches(caller, 40, 1):
+        pass  # 41 of 60
+    with pytest.raises(TooManyRequests) as refused, gate.searches(caller, 20, 1):
+        pass
+    assert "would pass 60 requests a minute" in refused.value.detail and int(refused.value.headers["Retry-After"]) >= 1
+    with pytest.raises(TooManyRequests) as whole, gate.searches(caller, 61, 1):
+        pass
+    assert "send the text in parts" in whole.value.detail
+    clock.now += 61
+    with gate.searches(caller, 50, 1):
+        pass
+    with pytest.raises(TooManyRequests):  # plain requests share the minute: 1 + 50 + 9 more
+        for _ in range(10):
+            clock.now += 0.7  # within each tenth's burst, past the minute's room
+            gate.caller("k1", "10.0.0.1")
+
+
+def test_a_maps_concurrent_searches_take_the_callers_free_slots(clock: Clock) -> None:
+    gate = _gate(clock, heavy_concurrency=4, anonymous_heavy_concurrency=2)
+    caller = gate.caller("k1", "10.0.0.1")
+    with gate.slot(caller), gate.searches(caller, 3, 3) as width:
+        assert width == 3  # its own slot and two free ones
+        with gate.slot(caller), gate.searches(caller, 3, 3) as second:
+            assert second == 1  # four slots taken: it searches on its own slot only
+            with pytest.raises(TooManyRequests):
+                with gate.slot(caller):
+                    pass
+    with gate.slot(caller), gate.slot(caller), gate.slot(caller), gate.slot(caller):
+        pass  # every slot given back
+    anonymous = gate.caller(None, "10.0.0.2")
+    with gate.slot(anonymous), gate.searches(anonymous, 2, 4) as width:
+        assert width == 2  # the anonymous pool's two slots
+    unlimited = _gate(clock)  # 0: no slot limit
+    with unlimited.searches(unlimited.caller("k1", "x"), 2, 4) as width:
+        assert width == 4
