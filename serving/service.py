@@ -79,7 +79,7 @@ class Service:
             max_bytes=settings.search_source_vectors_mb * 2**20,
         )
         self.limits = RequestLimits.from_settings(settings)
-        self.map_capacity = MapCapacity.from_settings(settings)
+        self.map_capacity = MapCapacity.from_settings(settings, busy=self.metrics.in_flight)
         self.model = ServingModel(
             searcher=self._searcher(encoder, statements),
             searcher_for=lambda e: self._searcher(e, compose(self.queries, e.model_id, e.dimensions)),

@@ -164,10 +164,11 @@ class LimitSettings(BaseSettings):
         default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and `truncated` is true."
     )
     map_max_chars: int = Field(
-        default=65536,
+        default=131072,
         ge=1024,
         le=HARD_MAX_MAP_CHARS,
-        description="Longest text of a map (POST /v1/map), in characters (a report of ~50 KB); more is a 422. "
+        description="Longest text of a map (POST /v1/map), in characters (a long report: the dev set's longest "
+        "is 73,000 characters in 560 sentences; SECRAG_MAP_MAX_SENTENCES bounds the work); more is a 422. "
         "Its body must also fit SECRAG_MAX_BODY_BYTES.",
     )
     map_max_sentences: int = Field(
@@ -224,21 +225,32 @@ class SearchSettings(BaseSettings):
         "one of the caller's concurrent-request slots (SECRAG_HEAVY_CONCURRENCY) while it is free: a caller's "
         "maps together never run more searches at once than its slots.",
     )
+    map_process_concurrency: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="Map work all maps of the API process run at once (a batch of sentences encoded, or one "
+        "sentence searched). 0: half the cores the process may use (one at least), and more, up to the pool "
+        "less SECRAG_MAP_RESERVE_CONNECTIONS, while no other API request is in flight. Maps then leave the other "
+        "cores to other requests: on 2 cores, other callers' searches kept their p50 within 2x of an idle API "
+        "while four maximal maps ran (bench/map_load.py). Set: exactly that many, whatever else runs.",
+    )
     map_reserve_connections: int = Field(
         default=2,
         ge=0,
         le=63,
         description="Reader connections maps never take: all maps of the process together search on at most "
-        "SECRAG_POOL_MAX_SIZE less these (one at least), so other callers' requests keep connections while "
-        "maximal maps run.",
+        "SECRAG_POOL_MAX_SIZE less these (one at least), whatever SECRAG_MAP_PROCESS_CONCURRENCY says, so other "
+        "callers' requests keep connections while maximal maps run.",
     )
     map_timeout_seconds: float = Field(
-        default=10.0,
+        default=30.0,
         gt=0,
         le=600,
         description="How long a map may run (its sentences' encoding and searches). The sentences not searched "
         "by then are reported in the answer's `unanswered`, with what the others found; its queued searches "
-        "are cancelled. A 2,000-word report maps in 2-4 s on 2 cores.",
+        "are cancelled. On 2 cores a 2,000-word report maps in about 5 s and a maximal one (600 sentences) in "
+        "about 20 s when alone; maps at once share the process's map work (SECRAG_MAP_PROCESS_CONCURRENCY).",
     )
     search_parallel_legs: bool = Field(
         default=True,

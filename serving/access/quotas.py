@@ -133,12 +133,12 @@ class Gate:
 
     @contextmanager
     def searches(self, caller: Caller, count: int, width: int) -> Iterator[int]:
-        """A map's admission: its `count` searches charged to the caller's requests a minute (on top of the map's
-        own request), and up to `width - 1` more of the caller's slots for its concurrent searches, as many as
-        are free (a map never waits for them). Yields the searches it may run at once (one at least: the
-        map's own slot); TooManyRequests when the minute has no room for them."""
+        """A map's admission: its `count` searches charged to the caller's requests a minute (the map's own
+        request counted as its first search), and up to `width - 1` more of the caller's slots for its
+        concurrent searches, as many as are free (a map never waits for them). Yields the searches it may run
+        at once (one at least: the map's own slot); TooManyRequests when the minute has no room for them."""
         minute, rate = self._minutes[caller.anonymous], self._rates[caller.anonymous]
-        if minute is not None and count > 0 and not self._limiter.hit(minute, caller.bucket, cost=count):
+        if minute is not None and count > 1 and not self._limiter.hit(minute, caller.bucket, cost=count - 1):
             if count > rate:
                 raise TooManyRequests(
                     f"a map of {count} sentences runs {count} searches, more than this caller's {rate} requests "

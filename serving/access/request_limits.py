@@ -30,7 +30,7 @@ class RequestLimits:
     max_k: int = 50
     max_candidates: int = 1000
     max_query_chars: int = 8192
-    max_map_chars: int = 65536
+    max_map_chars: int = 131072
     max_map_sentences: int = 600
     max_map_techniques: int = 100
 

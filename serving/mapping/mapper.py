@@ -74,7 +74,7 @@ def map_text(
     limits.check_sentences(len(sentences))
     tuning = searcher.config.map
     queries = list(dict.fromkeys(s.query for s in sentences))  # a repeated sentence is searched once
-    with admit(len(queries), capacity.width) as width:
+    with admit(len(queries), capacity.width) as width, capacity.maps.counting():
         answers = _search_all(
             searcher, queries, tuning.candidates, min(width, capacity.width), principal, capacity, deadline
         )
@@ -137,10 +137,11 @@ def _search_all(
     capacity: MapCapacity,
     deadline: float,
 ) -> _Answers:
-    """One hybrid search per query among the ATT&CK documents, `width` at a time, each on one of the maps'
-    connections (capacity). This thread encodes the queries a model batch at a time and hands each batch to the
-    searches while it encodes the next. At the deadline, or when the searches end, whatever has not answered
-    is given up: queued searches are cancelled, running ones finish on their own and are not waited for."""
+    """One hybrid search per query among the ATT&CK documents, `width` at a time. This thread encodes the
+    queries a model batch at a time and hands each batch to the searches while it encodes the next; each batch
+    and each search takes a turn of the process's map work (capacity). At the deadline, or when the searches
+    end, whatever has not answered is given up: queued searches are cancelled, running ones finish on their
+    own and are not waited for."""
     found: dict[str, SearchResponse] = {}
     failed: dict[str, UnansweredReason] = {}
     if not queries:
@@ -155,10 +156,14 @@ def _search_all(
     )
 
     def search(query: str, vector: NDArray[Any]) -> SearchResponse:
-        with capacity.connection(deadline) as had:
+        with capacity.turn(deadline) as had:
             if not had or time.monotonic() >= deadline:
                 raise _OutOfTime
             return searcher.search(base.model_copy(update={"query": query}), principal, vector=vector)
+
+    def encode(batch: Sequence[str]) -> list[NDArray[Any]] | None:
+        with capacity.turn(deadline) as had:
+            return list(searcher.query_vectors(batch)) if had and time.monotonic() < deadline else None
 
     size = searcher.encoder.max_batch
     pool = ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="map")
@@ -168,7 +173,10 @@ def _search_all(
             if time.monotonic() >= deadline:
                 break
             batch = queries[start : start + size]
-            for query, vector in zip(batch, searcher.query_vectors(batch), strict=True):
+            vectors = encode(batch)
+            if vectors is None:
+                break
+            for query, vector in zip(batch, vectors, strict=True):
                 searches[pool.submit(search, query, vector)] = query
         done, _ = wait(searches, timeout=max(0.0, deadline - time.monotonic()))
     finally:

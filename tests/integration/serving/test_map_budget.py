@@ -90,7 +90,7 @@ def test_the_deadline_answers_with_what_it_has_and_cancels_the_queue(
     faulty_app: Callable[..., tuple[TestClient, Faulty]],
 ) -> None:
     text = " ".join(f"The operators ran tool number {i} on host {i} of the victim." for i in range(12))
-    client, faulty = faulty_app(delay=0.3, map_timeout_seconds=1.0, map_concurrency=1)
+    client, faulty = faulty_app(delay=0.3, map_timeout_seconds=1.0, map_concurrency=1, map_process_concurrency=1)
     answer = client.post("/v1/map", json={"text": text}).json()
     assert answer["sentences"] == 12
     reasons = [u["reason"] for u in answer["unanswered"]]
@@ -102,9 +102,11 @@ def test_the_deadline_answers_with_what_it_has_and_cancels_the_queue(
 
 
 def test_maps_never_take_the_reserved_connections(faulty_app: Callable[..., tuple[TestClient, Faulty]]) -> None:
-    """Four maps at once, each allowed four searches at once, on a pool of four with two reserved: at most two
-    sentence searches run at any moment; the others' searches keep the pool's other two connections."""
-    client, faulty = faulty_app(delay=0.05, map_concurrency=4, map_reserve_connections=2, pool_max_size=4)
+    """Four maps at once, each allowed four searches at once and the process eight, on a pool of four with two
+    reserved: at most two sentence searches run at any moment; the others' searches keep the other two."""
+    client, faulty = faulty_app(
+        delay=0.05, map_concurrency=4, map_process_concurrency=8, map_reserve_connections=2, pool_max_size=4
+    )
     text = " ".join(f"The loader injected stage {i} into a running process." for i in range(6))
     answers: list[int] = []
 
@@ -125,8 +127,8 @@ def test_a_map_is_charged_its_searches(faulty_app: Callable[..., tuple[TestClien
     client, _ = faulty_app(rate_per_minute=60)
     text = " ".join(f"The operators ran tool number {i} on host {i} of the victim." for i in range(25))
     headers = {"X-API-Key": "alice-key"}
-    assert client.post("/v1/map", json={"text": text}, headers=headers).status_code == 200  # 26 of 60
-    assert client.post("/v1/map", json={"text": text}, headers=headers).status_code == 200  # 52 of 60
+    assert client.post("/v1/map", json={"text": text}, headers=headers).status_code == 200  # 25 of 60
+    assert client.post("/v1/map", json={"text": text}, headers=headers).status_code == 200  # 50 of 60
     refused = client.post("/v1/map", json={"text": text}, headers=headers)
     assert refused.status_code == 429 and "60 requests a minute" in refused.json()["detail"]
     assert int(refused.headers["Retry-After"]) >= 1

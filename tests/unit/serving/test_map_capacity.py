@@ -1,4 +1,5 @@
-"""MapCapacity: the maps' connections (the pool less a reserve), one map's width and its deadline."""
+"""MapCapacity: the maps' turns of work (half the cores, within the pool less a reserve), one map's width and
+its deadline."""
 
 from __future__ import annotations
 
@@ -6,27 +7,45 @@ import threading
 import time
 
 from serving.mapping.capacity import MapCapacity
+from serving.observability.in_flight import InFlight
 from serving.settings import ServingSettings
 
 
-def _capacity(**settings: object) -> MapCapacity:
-    return MapCapacity.from_settings(ServingSettings(_env_file=None, **settings))  # type: ignore[call-arg]
+def _capacity(cores: int = 2, **settings: object) -> MapCapacity:
+    return MapCapacity.from_settings(ServingSettings(_env_file=None, **settings), cores=cores)  # type: ignore[call-arg]
 
 
-def test_the_reserve_stays_for_other_callers() -> None:
-    capacity = _capacity(pool_max_size=8, map_reserve_connections=2, map_concurrency=16, map_timeout_seconds=7)
-    assert (capacity.connections, capacity.width, capacity.timeout) == (6, 6, 7)
-    assert _capacity(pool_max_size=2, map_reserve_connections=5).connections == 1  # one at least
-    assert _capacity(pool_max_size=8, map_reserve_connections=0, map_concurrency=2).width == 2
+def test_maps_take_half_the_cores_and_never_the_reserved_connections() -> None:
+    two = _capacity(2)  # the pool of 8 less 2 reserved: one turn always, five more while nothing else runs
+    assert (two.at_once, two.spare, two.width, two.timeout) == (1, 5, 2, 30)
+    assert (_capacity(8).at_once, _capacity(8).spare, _capacity(8).width) == (4, 2, 2)
+    assert _capacity(1).at_once == 1  # one at least
+    big = _capacity(64, pool_max_size=8, map_reserve_connections=2, map_concurrency=16, map_timeout_seconds=7)
+    assert (big.at_once, big.spare, big.width, big.timeout) == (6, 0, 6, 7)  # the pool less its reserve
+    fixed = _capacity(2, map_process_concurrency=5, pool_max_size=8)
+    assert (fixed.at_once, fixed.spare) == (5, 0)  # set: exactly that many
+    assert _capacity(2, map_process_concurrency=5, pool_max_size=2, map_reserve_connections=5).at_once == 1
+
+
+def test_spare_turns_only_while_no_other_request_is_in_flight() -> None:
+    requests = InFlight()
+    capacity = MapCapacity(at_once=1, spare=1, width=2, timeout=1, busy=requests)
+    now = time.monotonic
+    with requests.counting(), capacity.maps.counting(), capacity.turn(now()) as first:
+        assert first
+        with capacity.turn(now()) as second:
+            assert second  # only the map's own request is in flight: the spare turn
+        with requests.counting(), capacity.turn(now()) as third:
+            assert not third  # another request came: the map waits for its one turn
 
 
 def test_a_connection_is_waited_for_until_the_deadline_only() -> None:
-    capacity = MapCapacity(connections=1, width=1, timeout=1)
+    capacity = MapCapacity(at_once=1, spare=0, width=1, timeout=1)
     released = threading.Event()
     held = threading.Event()
 
     def hold() -> None:
-        with capacity.connection(time.monotonic() + 60) as had:
+        with capacity.turn(time.monotonic() + 60) as had:
             assert had
             held.set()
             released.wait(60)
@@ -34,9 +53,9 @@ def test_a_connection_is_waited_for_until_the_deadline_only() -> None:
     holder = threading.Thread(target=hold)
     holder.start()
     assert held.wait(60)
-    with capacity.connection(time.monotonic()) as had:  # the deadline has come: no wait
+    with capacity.turn(time.monotonic()) as had:  # the deadline has come: no wait
         assert not had
     released.set()
     holder.join(60)
-    with capacity.connection(time.monotonic()) as had:  # given back
+    with capacity.turn(time.monotonic()) as had:  # given back
         assert had

@@ -150,22 +150,27 @@ def test_a_map_is_charged_its_searches_in_the_minute(clock: Clock) -> None:
     """A map's searches count against the caller's requests a minute at once (more than a tenth's burst);
     a map of more searches than the whole minute is refused with what to do."""
     gate = _gate(clock, rate_per_minute=60)
-    caller = gate.caller("k1", "10.0.0.1")  # 1 of 60
+    caller = gate.caller("k1", "10.0.0.1")  # 1 of 60: the map's request, its first search
     with gate.searches(caller, 40, 1):
-        pass  # 41 of 60
-    with pytest.raises(TooManyRequests) as refused, gate.searches(caller, 20, 1):
+        pass  # 40 of 60
+    with pytest.raises(TooManyRequests) as refused, gate.searches(caller, 22, 1):
         pass
     assert "would pass 60 requests a minute" in refused.value.detail and int(refused.value.headers["Retry-After"]) >= 1
     with pytest.raises(TooManyRequests) as whole, gate.searches(caller, 61, 1):
         pass
     assert "send the text in parts" in whole.value.detail
     clock.now += 61
-    with gate.searches(caller, 50, 1):
+    with gate.searches(caller, 51, 1):
         pass
-    with pytest.raises(TooManyRequests):  # plain requests share the minute: 1 + 50 + 9 more
-        for _ in range(10):
-            clock.now += 0.7  # within each tenth's burst, past the minute's room
-            gate.caller("k1", "10.0.0.1")
+    with gate.searches(caller, 1, 1):
+        pass  # a map of one sentence is its request alone
+    for _ in range(10):  # plain requests share the minute: 50 + 10
+        clock.now += 1.2  # five in a tenth of a minute: within its burst of six
+        gate.caller("k1", "10.0.0.1")
+    clock.now += 1.2
+    with pytest.raises(TooManyRequests) as full:
+        gate.caller("k1", "10.0.0.1")
+    assert "60 requests a minute" in full.value.detail
 
 
 def test_a_maps_concurrent_searches_take_the_callers_free_slots(clock: Clock) -> None:

@@ -1,0 +1,192 @@
+"""POST /v1/map under load, over HTTP: what a map costs the rest of the API (issue 43).
+
+    python bench/map_load.py --url http://127.0.0.1:8000 --key KEY --other-key KEY2
+        [--queries ../shared/eval/cti_dev_queries.jsonl] [--reports ../shared/eval/cti_dev_reports.jsonl]
+        [--sentences 600] [--chars 65000] [--dots 20000] [--maps 4] [--searches 80] [--parallel 3] [--timeout 300]
+
+Prints, each a table row:
+- `alone`: the other key's searches one after another (dev queries), p50 / p99, with nothing else running;
+- `healthz, maximal map`: /healthz probed every 50 ms while one map of dev sentences runs (at most
+  `--sentences` of them and `--chars` characters: the default SECRAG_MAP_MAX_SENTENCES and _CHARS);
+- `healthz, dots`: the same during a map of a run of `--dots` full stops with no space after it (the splitter
+  was quadratic in it: 20,000 took about half a minute; 65,000, the default limit, minutes);
+- `other key, N maps`: the other key's searches while N maximal maps of the first key run at once;
+- `reports`: the dev set's whole reports mapped `--parallel` at a time: answers by status, sentences left
+  unanswered, seconds per report.
+The API should run with the rates the bench needs (SECRAG_RATE_PER_MINUTE=0: maximal maps of one key are
+charged 600 searches each) and caches off (SECRAG_RESULT_CACHE_SIZE=0, SECRAG_QUERY_CACHE_SIZE=0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+EVAL = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def _row(name: str, values: list[float], extra: str = "") -> None:
+    ms = [v * 1000 for v in values]
+    print(
+        f"| {name} | {len(ms)} | {_pct(ms, 0.5):.1f} | {_pct(ms, 0.99):.1f} | {max(ms, default=float('nan')):.1f} "
+        f"| {extra} |",
+        flush=True,
+    )
+
+
+class Probe:
+    """Requests to `path` every `every` seconds on a thread of its own, each one's latency kept."""
+
+    def __init__(self, http: httpx.Client, path: str, every: float = 0.05) -> None:
+        self.http, self.path, self.every = http, path, every
+        self.latencies: list[float] = []
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Probe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.perf_counter()
+            try:
+                ok = self.http.get(self.path).status_code == 200
+            except httpx.HTTPError:
+                ok = False
+            self.latencies.append(time.perf_counter() - started)
+            self.errors += not ok
+            self._stop.wait(self.every)
+
+
+def searches(http: httpx.Client, key: str, queries: list[str], stop: threading.Event | None = None) -> list[float]:
+    """The key's searches one after another (until `stop`, cycling through the queries), their latencies."""
+    took: list[float] = []
+    i = 0
+    while (stop is None and i < len(queries)) or (stop is not None and not stop.is_set()):
+        started = time.perf_counter()
+        response = http.post(
+            "/v1/search", json={"query": queries[i % len(queries)], "k": 10}, headers={"X-API-Key": key}
+        )
+        took.append(time.perf_counter() - started)
+        if response.status_code != 200:
+            print(f"  search {response.status_code}: {response.text[:120]}")
+        i += 1
+    return took
+
+
+def map_once(http: httpx.Client, key: str, text: str) -> tuple[int, float, dict[str, Any]]:
+    started = time.perf_counter()
+    try:
+        response = http.post("/v1/map", json={"text": text, "layer": False}, headers={"X-API-Key": key})
+    except httpx.TimeoutException:
+        return 0, time.perf_counter() - started, {}
+    took = time.perf_counter() - started
+    body = response.json() if response.headers.get("content-type", "").startswith("application/json") else {}
+    return response.status_code, took, body
+
+
+def _describe(status: int, took: float, body: dict[str, Any]) -> str:
+    if status == 0:
+        return f"no answer within the client's timeout ({took:.0f} s)"
+    unanswered = len(body.get("unanswered", []))
+    return f"map {status} in {took:.1f} s, {body.get('sentences', '?')} sentences, {unanswered} unanswered"
+
+
+def _maximal(sentences: list[str], most: int, chars: int) -> str:
+    """Dev sentences, each one sentence with a capital and a full stop, up to `most` of them and `chars`."""
+    picked: list[str] = []
+    size = 0
+    for s in sentences * 3:
+        one = s[:1].upper() + s[1:].replace(". ", ", ").rstrip(".") + "."
+        if len(picked) == most or size + len(one) + 1 > chars:
+            break
+        picked.append(one)
+        size += len(one) + 1
+    return " ".join(picked)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--key", required=True, help="the maps' API key")
+    ap.add_argument("--other-key", required=True, help="the other caller's API key")
+    ap.add_argument("--queries", type=Path, default=EVAL / "cti_dev_queries.jsonl")
+    ap.add_argument("--reports", type=Path, default=EVAL / "cti_dev_reports.jsonl")
+    ap.add_argument("--sentences", type=int, default=600)
+    ap.add_argument("--chars", type=int, default=65_000)
+    ap.add_argument("--dots", type=int, default=20_000)
+    ap.add_argument("--maps", type=int, default=4)
+    ap.add_argument("--searches", type=int, default=80)
+    ap.add_argument("--parallel", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=300.0)
+    args = ap.parse_args()
+
+    items = [json.loads(line) for line in args.queries.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = [" ".join(i["query"].split()) for i in items][: args.searches]
+    sentences = [" ".join(i["query"].split()) for i in items]
+    maximal = _maximal(sentences, args.sentences, args.chars)
+    dots = "." * args.dots + "x Then the actor dumped credentials."
+    http = httpx.Client(base_url=args.url, timeout=args.timeout, limits=httpx.Limits(max_connections=32))
+    map_once(http, args.key, "A first request loads what the API caches per process.")  # warm
+
+    print("| what | requests | p50 ms | p99 ms | max ms | notes |")
+    print("|---|---|---|---|---|---|")
+    _row("alone: other key's searches", searches(http, args.other_key, queries))
+    with Probe(http, "/healthz") as probe:
+        result = map_once(http, args.key, maximal)
+    _row("healthz, maximal map", probe.latencies, _describe(*result))
+    with Probe(http, "/healthz") as probe:
+        result = map_once(http, args.key, dots)
+    _row("healthz, dots", probe.latencies, _describe(*result))
+
+    stop = threading.Event()
+    outcomes: list[tuple[int, float, dict[str, Any]]] = []
+    with ThreadPoolExecutor(max_workers=args.maps + 1) as pool:
+        other = pool.submit(searches, http, args.other_key, queries, stop)
+        maps = [pool.submit(map_once, http, args.key, maximal) for _ in range(args.maps)]
+        outcomes = [m.result() for m in maps]
+        stop.set()
+        during = other.result()
+    statuses = Counter(status for status, _, _ in outcomes)
+    unanswered = sum(len(body.get("unanswered", [])) for _, _, body in outcomes)
+    took = max(t for _, t, _ in outcomes)
+    _row(
+        f"other key, {args.maps} maximal maps",
+        during,
+        f"maps: {dict(statuses)}, {unanswered} sentences unanswered, longest {took:.1f} s",
+    )
+
+    reports = [json.loads(line) for line in args.reports.read_text(encoding="utf-8").splitlines() if line.strip()]
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        mapped = list(pool.map(lambda r: map_once(http, args.key, r["text"]), reports))
+    statuses = Counter(status for status, _, _ in mapped)
+    unanswered = sum(len(body.get("unanswered", [])) for _, _, body in mapped)
+    seconds = [t for _, t, _ in mapped]
+    print(
+        f"\nreports: {len(reports)} mapped {args.parallel} at a time: {dict(statuses)}; {unanswered} sentences "
+        f"unanswered; seconds per report p50 {statistics.median(seconds):.1f}, max {max(seconds):.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
