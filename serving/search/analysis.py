@@ -12,6 +12,7 @@ from rapidfuzz import fuzz
 from secrag import identifiers
 from secrag.enrichment import identifier_variants
 from serving.contract.query_classes import PROSE_SHAPES
+from serving.search import tsquery_text
 from serving.search.search_file import SearchConfig
 
 _ID_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -38,7 +39,7 @@ class QueryAnalysis:
     """What the query looks like and the derived texts each leg uses."""
 
     query_type: str
-    fts_text: str  # websearch_to_tsquery('english', ...) input
+    fts_text: str  # websearch_to_tsquery('english', ...) input (serving/search/tsquery_text.py)
     ident_text: str  # websearch_to_tsquery('simple', ...) input: identifier forms ORed
     exact_forms: tuple[str, ...]  # upstream-id spellings to look up as '<source>:<id>'
 
@@ -78,14 +79,14 @@ def analyse(query: str) -> QueryAnalysis:
     if kind in PROSE_SHAPES:
         # websearch_to_tsquery ANDs words; long prose would then match nothing, so OR them and let
         # ts_rank_cd reward the chunks that cover most of them.
-        fts_text = " or ".join(words)
+        fts_text = tsquery_text.prose_text(words)
     else:
-        fts_text = text
+        fts_text = tsquery_text.keyword_text(text, words)
     idents = set(identifier_variants(text))
     idents.update(w.lower() for w in words if any(ch.isdigit() for ch in w) or "." in w.strip("."))
     if kind in IDENTIFIER_TYPES:
         idents.add(text.lower())
-    ident_text = " or ".join(sorted(i for i in idents if i not in {"or", "and"})[:32])
+    ident_text = tsquery_text.identifier_text(idents, 32)
     exact = _exact_forms(text, kind) if kind in IDENTIFIER_TYPES else ()
     return QueryAnalysis(query_type=kind, fts_text=fts_text, ident_text=ident_text, exact_forms=exact)
 
