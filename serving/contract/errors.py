@@ -140,19 +140,21 @@ def public_error(exc: BaseException) -> PublicError:
     if isinstance(exc, UnknownApiKey):
         return PublicError(401, "unknown API key", {"WWW-Authenticate": "Bearer"}, kind="unknown_api_key")
     if isinstance(exc, psycopg.errors.QueryCanceled):
-        log.warning("statement timeout", extra={"error": type(exc).__name__})
+        log.warning("statement timeout", extra={"kind": "statement_timeout", "error": type(exc).__name__})
         return PublicError(504, "the query took too long and was cancelled", kind="statement_timeout")
     if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
-        log.warning("database unavailable", extra={"error": type(exc).__name__})
+        log.warning("database unavailable", extra={"kind": "database_unavailable", "error": type(exc).__name__})
         return _UNAVAILABLE
     if isinstance(exc, psycopg.Error):
-        log.error("database error", extra={"error": type(exc).__name__, "sqlstate": exc.sqlstate})
+        log.error(
+            "database error", extra={"kind": "database_error", "sqlstate": exc.sqlstate, "error": type(exc).__name__}
+        )
         return PublicError(500, _INTERNAL.detail, kind="database_error")
     if isinstance(exc, StarletteHTTPException):
         detail = exc.detail if isinstance(exc.detail, str) else "error"
         kind = _HTTP_KINDS.get(exc.status_code, "bad_request" if exc.status_code < 500 else "internal")
         return PublicError(exc.status_code, detail, dict(exc.headers or {}), kind=kind)
-    log.error("unhandled error", exc_info=exc)
+    log.error("unhandled error", exc_info=exc, extra={"kind": "internal", "error": type(exc).__name__})
     return _INTERNAL
 
 

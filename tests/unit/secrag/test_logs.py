@@ -51,3 +51,22 @@ def test_the_command_line_takes_the_format_from_the_environment() -> None:
     assert result.returncode == 0, result.stderr
     for line in result.stderr.strip().splitlines():
         assert isinstance(json.loads(line), dict)
+
+
+def test_text_ends_in_the_structured_fields(restore_logging: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """An operator reading the plain text sees the cause of an error (issue 43): its kind, SQLSTATE, class."""
+    logs.configure("text")
+    log = logging.getLogger("secrag.test")
+    log.error("database error", extra={"kind": "database_error", "sqlstate": "XX000", "error": "InternalError_"})
+    log.info("published", extra={"source": "sigma", "documents": 3120, "path": "/a b", "note": ""})
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        log.exception("unhandled error", extra={"kind": "internal"})
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].endswith(
+        "ERROR secrag.test: database error kind=database_error sqlstate=XX000 error=InternalError_"
+    )
+    assert lines[1].endswith('INFO secrag.test: published source=sigma documents=3120 path="/a b" note=""')
+    assert lines[2].endswith("ERROR secrag.test: unhandled error kind=internal")  # the fields before the traceback
+    assert lines[-1] == "ValueError: boom"

@@ -63,3 +63,16 @@ def test_validation_errors_drop_the_input_and_name_the_field() -> None:
 
 def test_unavailable_asks_to_retry() -> None:
     assert public_error(PoolTimeout("x")).headers == {"Retry-After": "2"}
+
+
+def test_a_database_error_is_logged_with_its_kind_and_sqlstate(caplog: pytest.LogCaptureFixture) -> None:
+    """What the plain-text log line ends in (secrag/logs.py): the cause, without the caller's text."""
+    with caplog.at_level("ERROR", logger="serving.contract.errors"):
+        assert public_error(psycopg.errors.InternalError_("tsquery stack too small")).kind == "database_error"
+    record = caplog.records[-1]
+    assert (record.getMessage(), record.kind, record.sqlstate, record.error) == (  # type: ignore[attr-defined]
+        "database error",
+        "database_error",
+        "XX000",
+        "InternalError_",
+    )
