@@ -67,3 +67,13 @@ def test_the_searcher_looks_at_the_active_model_in_a_thread_only_when_due() -> N
     assert idle.looks == 0
     assert asyncio.run(deps.get_searcher(due)) is due.searcher  # type: ignore[arg-type]
     assert due.looks == 1 and threading.main_thread().name not in due.threads
+
+
+def test_every_route_that_reads_or_computes_runs_in_the_thread_pool() -> None:
+    """Route functions are plain `def`: FastAPI runs them in its thread pool, so a map's splitting, encoding
+    and voting (or any read of the store) never holds the event loop that answers /healthz."""
+    for info in pkgutil.iter_modules(routes.__path__):
+        router = importlib.import_module(f"{routes.__name__}.{info.name}").router
+        for route in router.routes:
+            if isinstance(route, APIRoute):
+                assert not inspect.iscoroutinefunction(route.endpoint), f"{route.path} runs on the event loop"
