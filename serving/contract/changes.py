@@ -3,15 +3,42 @@ removed, newest first."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from serving.contract.requests import NO_NUL, SInt, SourceName, Strict
 
 MAX_CHANGES = 1000  # entries per page
-CURSOR_PATTERN = r"^[1-9][0-9]{0,18}$"
+MAX_CURSOR = 2**63 - 1  # change ids are PostgreSQL bigints: a larger cursor overflowed (SQLSTATE 22003, a 500)
+
+
+def decimal_pattern(maximum: int) -> str:
+    """The pattern of the decimal numbers from 1 to `maximum` (no sign, no leading zero): those of fewer digits,
+    then of as many, by the first digit where one is under the maximum's."""
+    digits = str(maximum)
+    shorter = [f"[1-9][0-9]{{0,{len(digits) - 2}}}"] if len(digits) > 1 else []
+    lower = []
+    for i, digit in enumerate(digits):
+        least = 0 if i else 1
+        if int(digit) > least:
+            below = f"[{least}-{int(digit) - 1}]" if int(digit) - 1 > least else str(least)
+            rest = len(digits) - i - 1
+            lower.append(digits[:i] + below + (f"[0-9]{{{rest}}}" if rest else ""))
+    return "^(?:" + "|".join([*shorter, *lower, digits]) + ")$"
+
+
+CURSOR_PATTERN = decimal_pattern(MAX_CURSOR)
+_CURSOR = re.compile(CURSOR_PATTERN)
+
+
+def check_cursor(value: str) -> str:
+    """A cursor CURSOR_PATTERN takes (the schema states the pattern; this says it in words)."""
+    if not _CURSOR.fullmatch(value):
+        raise ValueError(f"cursor must be a next_cursor: a number from 1 to {MAX_CURSOR}")
+    return value
 
 
 class ChangesQuery(Strict):
@@ -29,8 +56,12 @@ class ChangesQuery(Strict):
         "source version (a commit SHA, release tag or feed version): the changes published after it.",
     )
     limit: SInt = Field(default=100, ge=1, le=MAX_CHANGES, description="Entries per page.")
-    cursor: Annotated[str, Field(pattern=CURSOR_PATTERN)] | None = Field(
-        default=None, description="The `next_cursor` of the previous page, for the next (older) one."
+    cursor: (
+        Annotated[str, Field(json_schema_extra={"pattern": CURSOR_PATTERN}), AfterValidator(check_cursor)] | None
+    ) = Field(
+        default=None,
+        description="The `next_cursor` of the previous page, for the next (older) one: a number from 1 to "
+        f"{MAX_CURSOR}.",
     )
 
 

@@ -32,7 +32,10 @@ MAX_ID_CHARS = 1000
 # Constraints the OpenAPI document states as patterns (JSON Schema patterns are unanchored unless
 # written with ^...$; the validators below say the same in words).
 NO_NUL = r"^[^\x00]*$"
-QUERY_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"  # not blank, no NUL
+# Blank: the characters Python's `\s` matches, written out. JSON Schema's `\s` (ECMA-262) leaves out \x1c-\x1f and
+# \x85 and adds \ufeff, pydantic's (Rust) differs again: a text the schema accepts must not be refused as blank.
+BLANK = r"\t\n\x0b\x0c\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+QUERY_PATTERN = rf"^[^\x00]*[^{BLANK}\x00][^\x00]*$"  # not blank, no NUL
 TECHNIQUE_PATTERN = r"^[Tt]\d{4}(\.\d{3})?$"
 
 SCORE_SCALES = (
@@ -76,13 +79,21 @@ SBool = Annotated[bool, PydanticStrict()]
 IsoDatetime = Annotated[datetime, BeforeValidator(_iso_only)]
 
 
+_NOT_BLANK = re.compile(rf"[^{BLANK}]")
+
+
+def not_blank(value: str, name: str) -> str:
+    """A text with no NUL and a character that is not blank: QUERY_PATTERN in words (`name` in the message)."""
+    if "\x00" in value:
+        raise ValueError(f"{name} must not contain NUL characters")
+    if not _NOT_BLANK.search(value):
+        raise ValueError(f"{name} must not be blank")
+    return value
+
+
 def check_query(value: str) -> str:
     """A query that is not blank and has no NUL (QUERY_PATTERN in words; shared by search and plan)."""
-    if "\x00" in value:
-        raise ValueError("query must not contain NUL characters")
-    if not re.search(r"\S", value):
-        raise ValueError("query must not be blank")
-    return value
+    return not_blank(value, "query")
 
 
 def query_field(description: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
@@ -98,7 +109,17 @@ def query_field(description: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo
 
 # List items whose shape the schema states: no NUL, bounded length, and the pattern where one exists.
 Text = Annotated[str, Field(max_length=MAX_ID_CHARS, json_schema_extra={"pattern": NO_NUL})]
-Column = Annotated[str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": NO_NUL})]
+
+
+def _column_without_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("columns must not contain NUL characters")
+    return value
+
+
+Column = Annotated[
+    str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": NO_NUL}), AfterValidator(_column_without_nul)
+]
 SourceName = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": NO_NUL})]
 TechniqueId = Annotated[str, Field(pattern=TECHNIQUE_PATTERN)]
 PlatformName = Annotated[str, Field(max_length=64, json_schema_extra={"enum": list(platform_names())})]

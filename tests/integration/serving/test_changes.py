@@ -3,6 +3,7 @@ the documents the caller may see (on the access an entry recorded and on its doc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
@@ -17,7 +18,7 @@ from secrag.db import database
 from secrag.files.package_data import sql_dir
 from serving.api.app import create_app
 from serving.settings import ServingSettings
-from tests.integration.serving.test_mcp import call
+from tests.integration.serving.test_mcp import call, rpc
 
 
 def rule(source: str, i: int, body: str = "") -> Record:
@@ -123,6 +124,8 @@ def test_pages_follow_the_cursor(feed) -> None:
     [
         ({"sources": "sigma,nope"}, ["query", "sources", 1]),
         ({"cursor": "-3"}, ["query", "cursor"]),
+        ({"cursor": "9999999999999999999"}, ["query", "cursor"]),  # past bigint: was a 500 (SQLSTATE 22003)
+        ({"cursor": str(2**63)}, ["query", "cursor"]),
         ({"limit": 1001}, ["query", "limit"]),
     ],
 )
@@ -132,6 +135,18 @@ def test_bad_parameters_are_422_with_a_kind(feed, params: dict, loc: list) -> No
     body = response.json()
     assert response.status_code == 422 and set(body) == {"detail", "kind"}
     assert body["detail"][0]["loc"] == loc
+
+
+def test_the_largest_cursor_is_a_page(feed) -> None:
+    client, _ = feed
+    assert client.get("/v1/changes", params={"cursor": str(2**63 - 1)}).status_code == 200
+
+
+def test_the_mcp_tool_refuses_a_cursor_past_bigint(feed) -> None:
+    client, _ = feed
+    result = rpc(client, "tools/call", {"name": "changes", "arguments": {"cursor": "9999999999999999999"}})["result"]
+    body = json.loads(result["content"][0]["text"])
+    assert result["isError"] and body["kind"] == "validation" and "9223372036854775807" in body["detail"][0]["msg"]
 
 
 def test_a_version_never_published_is_404_with_a_kind(feed) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -75,8 +77,9 @@ def test_search_never_fails_on_any_input(client: TestClient, body: dict[str, Any
         assert all("acme" not in r["source"] and "globex" not in r["source"] for r in payload["results"])
 
 
-# Cases per operation and generation mode (a bounded budget; SECRAG_CONTRACT_EXAMPLES=200 for a deep run).
-EXAMPLES = int(os.environ.get("SECRAG_CONTRACT_EXAMPLES", "8"))
+# Random cases per operation and generation mode (a bounded budget; SECRAG_CONTRACT_EXAMPLES=200 for a deep run),
+# after schemathesis's coverage cases (every boundary: minimum, maximum and one past each, lengths, each enum).
+EXAMPLES = int(os.environ.get("SECRAG_CONTRACT_EXAMPLES", "40"))
 CONTRACT_CHECKS = [
     schemathesis.checks.not_a_server_error,
     schemathesis.checks.status_code_conformance,
@@ -154,6 +157,77 @@ def _with_store_names(document: dict[str, Any], names: list[str]) -> dict[str, A
     return out
 
 
+# A number sent as text (a cursor): the boundaries of the integer types behind it, and the longest run of nines.
+BIG_NUMBERS = sorted({str(2**bits + d) for bits in (15, 16, 31, 32, 53, 63, 64) for d in (-1, 0, 1)}, key=int)
+NINES = ["9" * n for n in range(1, 41)]
+
+
+def _schemas(node: Any) -> Iterator[dict[str, Any]]:  # noqa: ANN401 - JSON
+    """Every schema object under a node of the document, the node included."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _schemas(item)
+    elif isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _schemas(value)
+
+
+def _digits_only(schema: dict[str, Any]) -> list[str] | None:
+    """The boundary numbers a string schema whose pattern takes only digits accepts (None for other schemas)."""
+    pattern = schema.get("pattern")
+    if schema.get("type") != "string" or not isinstance(pattern, str) or re.search(pattern, "a"):
+        return None
+    fits = [n for n in (*BIG_NUMBERS, *NINES) if re.search(pattern, n) and len(n) <= schema.get("maxLength", len(n))]
+    return fits or None
+
+
+def _with_number_examples(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with, on each string a pattern keeps to digits, the largest numbers it accepts as examples,
+    largest first: the coverage phase sends each (with the other parameters at their first value) and the first
+    alone, the integer boundaries of a number carried as text."""
+
+    def copy(node: Any) -> Any:  # noqa: ANN401 - JSON
+        if isinstance(node, list):
+            return [copy(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out = {key: copy(value) for key, value in node.items()}
+        fits = _digits_only(node)
+        if fits:
+            nines = [n for n in fits if set(n) == {"9"}]
+            out["examples"] = sorted({*nines[-1:], *[n for n in fits if n in BIG_NUMBERS][-3:]}, key=int, reverse=True)
+        return out
+
+    result: dict[str, Any] = copy(document)
+    return result
+
+
+def _request_parts(document: dict[str, Any]) -> list[Any]:
+    """What requests send: every operation's parameters and body, and the component schemas they use."""
+    components = document.get("components", {}).get("schemas", {})
+    operations = [op for item in document["paths"].values() for op in item.values() if isinstance(op, dict)]
+    parts: list[Any] = [[op.get("parameters", []), op.get("requestBody", {})] for op in operations]
+    used = _refs(parts, components, set())
+    return [*parts, *(components[name] for name in sorted(used))]
+
+
+def test_every_number_a_request_takes_is_bounded(client: TestClient) -> None:
+    """Each integer and number of a request has a minimum and a maximum, and a number sent as text (a cursor)
+    stops within PostgreSQL's bigint: a larger one was a 500 (SQLSTATE 22003) instead of a 422."""
+    document = client.get("/openapi.json").json()
+    unbounded, as_text, too_big = [], [], []
+    for schema in _schemas(_request_parts(document)):
+        if schema.get("type") in ("integer", "number") and not ("minimum" in schema and "maximum" in schema):
+            unbounded.append(schema)
+        fits = _digits_only(schema)
+        if fits:
+            as_text.append(schema["pattern"])
+            if max(map(int, fits)) > 2**63 - 1:
+                too_big.append(schema["pattern"])
+    assert as_text and (unbounded, too_big) == ([], [])  # as_text: the cursor (GET /v1/changes) at least
+
+
 def _query_shapes(op: Any) -> dict[str, bool]:  # noqa: ANN401 - a schemathesis operation
     """Each query parameter, and whether it is a list (`sources`, `columns`, the lookup's `value`)."""
     shapes = {}
@@ -182,11 +256,12 @@ def _unsendable_negative(case: Any, shapes: dict[str, bool]) -> bool:  # noqa: A
 def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN401 - a GenerationMode
     """A bounded schemathesis run per operation, positive and negative data: no server error, no
     undocumented status, responses as declared, and schema-invalid requests refused."""
-    document = client.get("/openapi.json").json()
+    document = _with_number_examples(client.get("/openapi.json").json())
     if mode == schemathesis.GenerationMode.POSITIVE:  # negative data of a source is any name (unknown: a 422)
         document = _with_store_names(document, sorted(s["name"] for s in client.get("/v1/sources").json()["sources"]))
     schema = schemathesis.openapi.from_dict(document)
     failures: list[str] = []
+    counts: dict[str, int] = {}  # cases sent per operation
     checks = [*CONTRACT_CHECKS]
     if mode == schemathesis.GenerationMode.POSITIVE:
         checks.append(schemathesis.checks.positive_data_acceptance)
@@ -200,9 +275,7 @@ def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN40
             # a 502 there is the upstream's failure (declared; the test upstream lacks most records)
             op_checks = [c for c in checks if c is not schemathesis.checks.not_a_server_error]
 
-        @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-        @given(case=op.as_strategy(generation_mode=mode))
-        def check(case: Any) -> None:  # noqa: ANN401 - called at once, inside the loop
+        def send(case: Any) -> None:  # noqa: ANN401 - a schemathesis case
             case_checks = op_checks  # noqa: B023
             if mode == schemathesis.GenerationMode.NEGATIVE and _unsendable_negative(case, shapes):  # noqa: B023
                 # every other check still holds for it: no server error, a documented status, a valid body
@@ -220,8 +293,30 @@ def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN40
             except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported together below
                 failures.append(f"{op.label}: {response.status_code} {type(exc).__name__}: {str(exc)[:300]}")  # noqa: B023
 
+        boundaries = list(_coverage_cases(schema, op, mode))
+        for case in boundaries:
+            send(case)
+        counts[op.label] = len(boundaries)
+
+        @settings(max_examples=EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(case=op.as_strategy(generation_mode=mode))
+        def check(case: Any) -> None:  # noqa: ANN401 - called at once, inside the loop
+            send(case)
+            counts[op.label] += 1  # noqa: B023
+
         try:
             check()
         except Unsatisfiable:  # nothing to vary (an operation without parameters has no negative data)
             continue
+    print(f"{mode.value}: {len(counts)} operations, {sum(counts.values())} cases")  # noqa: T201 - pytest -s shows it
     assert failures == [], "\n".join(failures[:20])
+
+
+def _coverage_cases(schema: Any, op: Any, mode: Any) -> Iterator[Any]:  # noqa: ANN401 - schemathesis objects
+    """Schemathesis's coverage phase for one operation in one mode: its deterministic boundary cases (the
+    minimum, the maximum and one past each, lengths, each enum value and example), minus the probes of HTTP
+    methods the operation does not declare (FastAPI's 405s, the framework's and not the contract's)."""
+    config = schema.config.generation_for(operation=op, phase="coverage")
+    for case in schema.iter_coverage_cases(op, generation_modes=[mode], generation_config=config):
+        if case.method.upper() == op.method.upper():
+            yield case
