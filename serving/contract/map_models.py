@@ -3,14 +3,13 @@ and the passages behind it, and the Navigator layer of the whole text."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
 from serving.contract.navigator_layer import NavigatorLayer
 from serving.contract.plan_models import Citation
-from serving.contract.requests import NUMBER, QUERY_PATTERN, SBool, SInt, Strict
+from serving.contract.requests import NUMBER, QUERY_PATTERN, SBool, SInt, Strict, not_blank
 
 # Hard caps of the request model; each deployment's own (SECRAG_MAP_MAX_CHARS, SECRAG_MAP_MAX_TECHNIQUES, at
 # most these) are what the OpenAPI document states and what a request is checked against.
@@ -46,11 +45,7 @@ class MapRequest(Strict):
     @field_validator("text")
     @classmethod
     def _text(cls, value: str) -> str:
-        if "\x00" in value:
-            raise ValueError("text must not contain NUL characters")
-        if not re.search(r"\S", value):
-            raise ValueError("text must not be blank")
-        return value
+        return not_blank(value, "text")
 
 
 class SupportingSentence(BaseModel):
