@@ -128,6 +128,20 @@ _UNAVAILABLE = PublicError(
 _INTERNAL = PublicError(500, "internal error")
 
 
+_STATEMENT = "secrag_statement"  # the attribute a failed statement's name is kept in
+
+
+def name_statement(exc: BaseException, name: str) -> None:
+    """Keep the name of the statement that failed on its exception, for the error log."""
+    setattr(exc, _STATEMENT, name)
+
+
+def statement_of(exc: BaseException) -> dict[str, str]:
+    """The failed statement's name as a log field (none when it was not named)."""
+    name = getattr(exc, _STATEMENT, None)
+    return {"statement": name} if isinstance(name, str) else {}
+
+
 def public_error(exc: BaseException) -> PublicError:
     """The one mapping from an exception to its public form; no traceback, SQL or file path gets out.
 
@@ -140,14 +154,26 @@ def public_error(exc: BaseException) -> PublicError:
     if isinstance(exc, UnknownApiKey):
         return PublicError(401, "unknown API key", {"WWW-Authenticate": "Bearer"}, kind="unknown_api_key")
     if isinstance(exc, psycopg.errors.QueryCanceled):
-        log.warning("statement timeout", extra={"kind": "statement_timeout", "error": type(exc).__name__})
+        log.warning(
+            "statement timeout",
+            extra={"kind": "statement_timeout", "error": type(exc).__name__, **statement_of(exc)},
+        )
         return PublicError(504, "the query took too long and was cancelled", kind="statement_timeout")
     if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
-        log.warning("database unavailable", extra={"kind": "database_unavailable", "error": type(exc).__name__})
+        log.warning(
+            "database unavailable",
+            extra={"kind": "database_unavailable", "error": type(exc).__name__, **statement_of(exc)},
+        )
         return _UNAVAILABLE
     if isinstance(exc, psycopg.Error):
         log.error(
-            "database error", extra={"kind": "database_error", "sqlstate": exc.sqlstate, "error": type(exc).__name__}
+            "database error",
+            extra={
+                "kind": "database_error",
+                "sqlstate": exc.sqlstate,
+                "error": type(exc).__name__,
+                **statement_of(exc),
+            },
         )
         return PublicError(500, _INTERNAL.detail, kind="database_error")
     if isinstance(exc, StarletteHTTPException):

@@ -13,6 +13,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from serving.access.sessions import ReaderSessions
+from serving.contract.errors import name_statement
 from serving.search.side_legs import SideLegs
 from serving.search.statements import VOTER_LEGS, Statements
 
@@ -43,16 +44,20 @@ class LegRuns:
 
             def voters(spare: psycopg.Connection) -> list[dict[str, Any]]:
                 self.sessions.ef_search(spare, ef_search)
-                return fetch(spare, self.statements.search(aside), params)
+                return fetch(spare, self.statements.search(aside), params, _name(aside))
 
             pending = self.side.start(voters)
             if pending is not None:
-                own = fetch(conn, self.statements.search(kept, **walk, pooled=pooled), params)
+                own = fetch(conn, self.statements.search(kept, **walk, pooled=pooled), params, _name(kept))
                 theirs = pending.result()
                 if theirs is None:  # no spare connection came: run them here
-                    theirs = fetch(conn, self.statements.search(aside), params)
+                    theirs = fetch(conn, self.statements.search(aside), params, _name(aside))
                 return own + theirs
-        return fetch(conn, self.statements.search(legs, **walk, pooled=pooled), params)
+        return fetch(conn, self.statements.search(legs, **walk, pooled=pooled), params, _name(legs))
+
+
+def _name(legs: list[str]) -> str:
+    return "search:" + "+".join(legs)
 
 
 def unnarrowed(params: dict[str, Any]) -> bool:
@@ -66,13 +71,18 @@ def unnarrowed(params: dict[str, Any]) -> bool:
     )
 
 
-def fetch(conn: psycopg.Connection, statement: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+def fetch(conn: psycopg.Connection, statement: str, params: dict[str, Any], name: str) -> list[dict[str, Any]]:
     """The statement's rows as dicts. It is sent with PostgreSQL's own placeholders, converted once per
     statement (`native`): psycopg parses a query's placeholders on every execution once it is longer than
-    4,096 bytes, and a search's statement is 2 to 33 KB (0.22 ms of Python a run of a 19 KB one)."""
+    4,096 bytes, and a search's statement is 2 to 33 KB (0.22 ms of Python a run of a 19 KB one). A failure
+    carries the statement's `name` for the error log (serving.contract.errors.statement_of)."""
     text, names = native(statement)
     with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
-        cur.execute(text, [params[name] for name in names])
+        try:
+            cur.execute(text, [params[name] for name in names])
+        except psycopg.Error as exc:
+            name_statement(exc, name)
+            raise
         return cur.fetchall()
 
 

@@ -345,7 +345,9 @@ class Searcher:
             "max_text_chars": req.return_.max_text_chars,
             "with_snippets": req.return_.snippets,
         }
-        display = {r["chunk_id"]: r for r in fetch(conn, self.statements.result_rows, display_params)}
+        display = {
+            r["chunk_id"]: r for r in fetch(conn, self.statements.result_rows, display_params, "search:result_rows")
+        }
         return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
 
 

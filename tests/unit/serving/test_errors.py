@@ -8,7 +8,7 @@ from psycopg_pool import PoolTimeout
 from pydantic import BaseModel, ValidationError
 
 from serving.access.keys import UnknownApiKey
-from serving.contract.errors import InvalidField, NotFound, UpstreamTooLarge, public_error
+from serving.contract.errors import InvalidField, NotFound, UpstreamTooLarge, name_statement, public_error, statement_of
 
 
 class _Model(BaseModel):
@@ -76,3 +76,12 @@ def test_a_database_error_is_logged_with_its_kind_and_sqlstate(caplog: pytest.Lo
         "XX000",
         "InternalError_",
     )
+
+
+def test_a_failed_statement_is_logged_by_its_name(caplog: pytest.LogCaptureFixture) -> None:
+    exc = psycopg.errors.QueryCanceled("canceling statement due to statement timeout")
+    name_statement(exc, "search:fts+vec")
+    with caplog.at_level("WARNING", logger="serving.contract.errors"):
+        assert public_error(exc).kind == "statement_timeout"
+    assert caplog.records[-1].statement == "search:fts+vec"  # type: ignore[attr-defined]
+    assert statement_of(psycopg.errors.InternalError_("x")) == {}
