@@ -49,9 +49,9 @@ def test_a_one_source_search_walks_the_sources_own_index(
     ran: list[str] = []
     fetch = leg_runs.fetch
 
-    def recorded(conn: psycopg.Connection, statement: Any, params: dict[str, Any]) -> list[dict[str, Any]]:  # noqa: ANN401
+    def recorded(conn: psycopg.Connection, statement: Any, params: dict[str, Any], name: str) -> list[dict[str, Any]]:  # noqa: ANN401
         ran.append(str(statement))
-        return fetch(conn, statement, params)
+        return fetch(conn, statement, params, name)
 
     monkeypatch.setattr(leg_runs, "fetch", recorded)
     body = {"query": "dump the memory of the lsass process", "k": 10, "filters": {"sources": [SOURCE]}}
