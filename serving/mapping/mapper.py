@@ -75,9 +75,7 @@ def map_text(
     tuning = searcher.config.map
     queries = list(dict.fromkeys(s.query for s in sentences))  # a repeated sentence is searched once
     with admit(len(queries), capacity.width) as width, capacity.maps.counting():
-        answers = _search_all(
-            searcher, queries, tuning.candidates, min(width, capacity.width), principal, capacity, deadline
-        )
+        answers = _search_all(searcher, queries, tuning.candidates, width, principal, capacity, deadline)
     votes = [
         vote
         for i, sentence in enumerate(sentences)

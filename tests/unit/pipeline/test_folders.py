@@ -6,8 +6,11 @@ import dataclasses
 import errno
 import io
 import os
+import pickle
 import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -294,13 +297,43 @@ def test_a_fifo_device_or_socket_is_skipped_never_opened(tree: Path, monkeypatch
     assert not [p for p in opened if p.endswith("pipe.md")] and read.kept == ()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file; the injected variant below covers it")
+def _read_as_another_user(spec: FolderSpec) -> Any:  # noqa: ANN401 - read_folder's result
+    """read_folder as this user, or, when the tests run as root (who reads any file), in a forked child that
+    dropped to `nobody` first; its result comes back pickled through a pipe."""
+    if os.geteuid() != 0:
+        return read_folder(spec)
+    readable, writable = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is not collected
+        try:
+            os.close(readable)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            with os.fdopen(writable, "wb") as out:
+                pickle.dump(read_folder(spec), out)
+        finally:
+            os._exit(0)
+    os.close(writable)
+    with os.fdopen(readable, "rb") as answer:
+        data = answer.read()
+    os.waitpid(child, 0)
+    return pickle.loads(data)
+
+
 def test_a_file_the_scanning_user_cannot_read_keeps_its_document(tree: Path):
-    (tree / "sub" / "b.md").chmod(0)
+    """A real permission fault: the scan runs as a user the file denies (as `nobody` under root)."""
+    shared = Path(tempfile.mkdtemp(prefix="secrag-folder-"))  # tmp_path's parents are root's own (0700)
     try:
-        read = read_folder(_spec(tree))
+        shared.chmod(0o755)
+        root = shared / "docs"
+        shutil.copytree(tree, root)
+        for path in [root, *root.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        (root / "sub" / "b.md").chmod(0)
+        read = _read_as_another_user(_spec(root))
     finally:
-        (tree / "sub" / "b.md").chmod(0o644)
+        shutil.rmtree(shared)
     assert [r.upstream_id for r in read.records] == ["a.md", "sub/deeper/c.md"]
     assert read.kept == ("sub/b.md",) and "Permission denied" in read.skipped[0].reason
 
