@@ -7,7 +7,6 @@ supported file is one record with doc id `<folder>:<relative path>`.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import re
@@ -23,7 +22,7 @@ from secrag.access import AccessField, access_problem
 from secrag.enrichment import technique_mentions
 from secrag.errors import ConfigError, FetchError, ParseError
 from secrag.files.config_files import ConfigModel, FieldError, Loc, located, read_mapping, validate
-from secrag.files.safe_files import FileGone, FileUnreadable, UnsafeFile, read_capped
+from secrag.files.safe_files import GONE, FileGone, FileUnreadable, UnsafeFile, read_capped
 from secrag.net import media_types
 
 from .folder_formats import extract
@@ -33,7 +32,6 @@ SUFFIXES = frozenset({".txt", ".md", ".json", ".jsonl", ".yaml", ".yml", ".html"
 DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_]{0,62}$")  # a source name and a Dagster name
 INGESTED_PREFIX = "ingested_"  # the sources of one-time documents (pipeline/ingested.py)
-_GONE = (errno.ENOENT, errno.ENOTDIR)  # no file at the path any more: its document goes
 
 
 class FolderUnreadable(FetchError):
@@ -213,13 +211,11 @@ def _entry(
     try:
         st = path.lstat()
     except OSError as exc:
-        return None if exc.errno in _GONE else Unreadable(rel, f"unreadable: {exc.strerror or exc}")
+        return None if exc.errno in GONE else Unreadable(rel, f"unreadable: {exc.strerror or exc}")
     if stat.S_ISLNK(st.st_mode):
         return Skipped(rel, "symlinks are refused")
     if not stat.S_ISREG(st.st_mode):
         return Skipped(rel, "not a regular file (FIFO, device or socket)")
-    if not path.resolve().is_relative_to(spec.path.resolve()):
-        return Skipped(rel, "path escapes the folder")
     if st.st_size > spec.max_file_bytes:
         return Skipped(rel, f"file of {st.st_size} bytes exceeds the {spec.max_file_bytes}-byte limit")
     old = (previous or {}).get(rel)
@@ -242,7 +238,7 @@ def _read(path: Path, rel: str, spec: FolderSpec) -> bytes | Skipped | None:
     except UnsafeFile as exc:  # swapped for a symlink or a FIFO, or grown past the cap, since its lstat
         return Skipped(rel, exc.reason)
     except OSError as exc:  # an I/O error while reading
-        return None if exc.errno in _GONE else Unreadable(rel, f"unreadable: {exc.strerror or exc}")
+        return None if exc.errno in GONE else Unreadable(rel, f"unreadable: {exc.strerror or exc}")
 
 
 def _listed_root(spec: FolderSpec) -> Path:
@@ -251,7 +247,7 @@ def _listed_root(spec: FolderSpec) -> Path:
         if stat.S_ISDIR(os.stat(spec.path).st_mode):
             return spec.path
     except OSError as exc:
-        if exc.errno not in _GONE:
+        if exc.errno not in GONE:
             raise FolderUnreadable(spec.name, {".": exc.strerror or str(exc)}) from exc
     raise ConfigError(f"folder {spec.name}: its directory does not exist (or is not a directory)")
 

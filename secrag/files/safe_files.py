@@ -15,6 +15,8 @@ from pathlib import Path
 
 from secrag.errors import SecragError
 
+GONE = (errno.ENOENT, errno.ENOTDIR)  # errnos of a path with no file any more
+
 
 class UnsafeFile(SecragError):
     """A file that must not be read; `reason` says why in a few words."""
@@ -48,7 +50,7 @@ def _open(path: Path) -> int:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafeFile("symlinks are refused") from exc
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        if exc.errno in GONE:
             raise FileGone("no such file") from exc
         raise FileUnreadable(f"unreadable: {exc.strerror or exc}") from exc
 

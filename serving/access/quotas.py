@@ -91,12 +91,14 @@ class Gate:
             principal = ANONYMOUS
         anonymous = not key
         bucket = f"anon:{address or '?'}" if anonymous else f"key:{principal.tenant}/{principal.user or ''}"
-        limit = self._windows[anonymous]
+        refusal = f"more than {self._rates[anonymous]} requests a minute; slow down"
+        limit, minute = self._windows[anonymous], self._minutes[anonymous]
+        if minute is not None and not self._limiter.test(minute, bucket):  # a refusal takes no burst place
+            self._refuse(minute, bucket, refusal)
         if limit is not None and not self._limiter.hit(limit, bucket):
-            self._refuse(limit, bucket, f"more than {self._rates[anonymous]} requests a minute; slow down")
-        minute = self._minutes[anonymous]
-        if minute is not None and not self._limiter.hit(minute, bucket):
-            self._refuse(minute, bucket, f"more than {self._rates[anonymous]} requests a minute; slow down")
+            self._refuse(limit, bucket, refusal)
+        if minute is not None:
+            self._limiter.hit(minute, bucket)
         return Caller(principal, bucket, anonymous)
 
     def _resolve(self, key: str, address: str) -> Principal:
@@ -119,40 +121,42 @@ class Gate:
     @contextmanager
     def slot(self, caller: Caller) -> Iterator[None]:
         """A slot for one operation; TooManyRequests when the caller's slots are all taken."""
-        limit = self._slots[caller.anonymous]
-        pool = "anon" if caller.anonymous else caller.bucket  # all anonymous callers share one pool
-        with self._lock:
-            if limit > 0 and self._busy.get(pool, 0) >= limit:
-                raise TooManyRequests(f"more than {limit} requests at once; wait for one to finish", retry_after=1)
-            self._busy[pool] = self._busy.get(pool, 0) + 1
-        try:
+        with self._taken(caller, wanted=1, required=1):
             yield
-        finally:
-            with self._lock:
-                self._busy[pool] -= 1
 
     @contextmanager
     def searches(self, caller: Caller, count: int, width: int) -> Iterator[int]:
         """A map's admission: its `count` searches charged to the caller's requests a minute (the map's own
         request counted as its first search), and up to `width - 1` more of the caller's slots for its
         concurrent searches, as many as are free (a map never waits for them). Yields the searches it may run
-        at once (one at least: the map's own slot); TooManyRequests when the minute has no room for them."""
+        at once (one at least: the map's own slot); TooManyRequests when the minute has no room for them
+        (Retry-After: the window's minute, since a map needs many places, not the next one)."""
         minute, rate = self._minutes[caller.anonymous], self._rates[caller.anonymous]
         if minute is not None and count > 1 and not self._limiter.hit(minute, caller.bucket, cost=count - 1):
-            if count > rate:
-                raise TooManyRequests(
-                    f"a map of {count} sentences runs {count} searches, more than this caller's {rate} requests "
-                    "a minute: send the text in parts",
-                    retry_after=60,
-                )
-            self._refuse(minute, caller.bucket, f"a map of {count} searches would pass {rate} requests a minute")
+            refusal = (
+                f"a map of {count} sentences runs {count} searches, more than this caller's {rate} requests a "
+                "minute: send the text in parts"
+                if count > rate
+                else f"a map of {count} searches would pass {rate} requests a minute"
+            )
+            raise TooManyRequests(refusal, retry_after=60)
+        with self._taken(caller, wanted=width - 1, required=0) as extra:
+            yield 1 + extra
+
+    @contextmanager
+    def _taken(self, caller: Caller, *, wanted: int, required: int) -> Iterator[int]:
+        """Up to `wanted` of the caller's slots (all anonymous callers share one pool), as many as are free,
+        held while in the block; TooManyRequests when fewer than `required` are."""
         limit = self._slots[caller.anonymous]
         pool = "anon" if caller.anonymous else caller.bucket
         with self._lock:
-            free = width - 1 if limit <= 0 else max(0, min(width - 1, limit - self._busy.get(pool, 0)))
-            self._busy[pool] = self._busy.get(pool, 0) + free
+            free = wanted if limit <= 0 else min(wanted, limit - self._busy.get(pool, 0))
+            if free < required:
+                raise TooManyRequests(f"more than {limit} requests at once; wait for one to finish", retry_after=1)
+            taken = max(0, free)
+            self._busy[pool] = self._busy.get(pool, 0) + taken
         try:
-            yield 1 + free
+            yield taken
         finally:
             with self._lock:
-                self._busy[pool] -= free
+                self._busy[pool] -= taken

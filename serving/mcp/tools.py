@@ -11,6 +11,7 @@ budget, `max_chars` (serving/mcp/budget.py). `search` also has one alias per mod
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -167,7 +168,7 @@ def build_mcp(
             service.map_capacity,
             req,
             caller.principal,
-            admit=lambda count, width: gate.searches(caller, count, width),
+            admit=functools.partial(gate.searches, caller),
         )
 
     def stats(caller: Caller) -> Any:  # noqa: ANN401

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from fastapi import APIRouter
 
 from serving.api.deps import CallerDep, GateDep, LimitsDep, SearcherDep, ServiceDep
@@ -35,5 +37,5 @@ def map_text(
         service.map_capacity,
         body,
         caller.principal,
-        admit=lambda count, width: gate.searches(caller, count, width),
+        admit=functools.partial(gate.searches, caller),
     )
