@@ -53,15 +53,20 @@ async def get_gate(request: Request) -> Gate:
     return request.app.state.gate  # type: ignore[no-any-return]
 
 
-async def get_caller(
-    request: Request,
-    gate: Annotated[Gate, Depends(get_gate)],
+async def presented_key(
     api_key: Annotated[str | None, Security(_api_key_header)] = None,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
+) -> str | None:
+    """The key a request presents: X-API-Key, else Authorization: Bearer (the API's and /metrics')."""
+    return api_key or (bearer.credentials if bearer else None)
+
+
+async def get_caller(
+    request: Request, gate: Annotated[Gate, Depends(get_gate)], key: Annotated[str | None, Depends(presented_key)]
 ) -> Caller:
     """The caller from X-API-Key or Authorization: Bearer, admitted by its request rate."""
     address = request.client.host if request.client else None
-    return gate.caller(api_key or (bearer.credentials if bearer else None), address)
+    return gate.caller(key, address)
 
 
 async def get_principal(caller: Annotated[Caller, Depends(get_caller)]) -> Principal:

@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
@@ -54,7 +54,7 @@ class _Tools:
         self.server = server
 
     def _call(
-        self, name: str, ctx: Context | None, run: Callable[[Caller], Any], max_chars: int | None = None
+        self, name: str, run: Callable[[Caller], Any], max_chars: int | None = None
     ) -> dict[str, Any] | CallToolResult:
         def call() -> dict[str, Any]:
             return as_json(run(current_caller()))  # admitted, with its slot, by serving/mcp/gate.py
@@ -81,11 +81,10 @@ class _Tools:
         ] + _budget()
 
         def tool(**arguments: Any) -> dict[str, Any] | CallToolResult:  # noqa: ANN401
-            ctx, max_chars = arguments.pop("ctx", None), arguments.pop(BUDGET, None)
+            arguments.pop("ctx", None)  # FastMCP's context: the caller comes from the gate
+            max_chars = arguments.pop(BUDGET, None)
             values = {k: v.model_dump() if isinstance(v, BaseModel) else v for k, v in arguments.items()}
-            return self._call(
-                name, ctx, lambda caller: run(model.model_validate({**values, **fixed}), caller), max_chars
-            )
+            return self._call(name, lambda caller: run(model.model_validate({**values, **fixed}), caller), max_chars)
 
         tool.__signature__, tool.__annotations__ = tool_signature(params)  # type: ignore[attr-defined]
         tool.__name__ = name
@@ -95,8 +94,9 @@ class _Tools:
         """A tool taking one identifier (the REST path parameter)."""
 
         def tool(**arguments: Any) -> dict[str, Any] | CallToolResult:  # noqa: ANN401
-            ctx, value, max_chars = arguments.pop("ctx", None), arguments[param], arguments.pop(BUDGET, None)
-            return self._call(name, ctx, lambda caller: run(value, caller), max_chars)
+            arguments.pop("ctx", None)
+            value, max_chars = arguments[param], arguments.pop(BUDGET, None)
+            return self._call(name, lambda caller: run(value, caller), max_chars)
 
         annotation = Annotated[str, Field(min_length=1, max_length=512, description=f"the {param.replace('_', ' ')}")]
         tool.__signature__, tool.__annotations__ = tool_signature(  # type: ignore[attr-defined]
@@ -109,7 +109,8 @@ class _Tools:
         """A tool without parameters."""
 
         def tool(**arguments: Any) -> dict[str, Any] | CallToolResult:  # noqa: ANN401
-            return self._call(name, arguments.pop("ctx", None), run, arguments.pop(BUDGET, None))
+            arguments.pop("ctx", None)
+            return self._call(name, run, arguments.pop(BUDGET, None))
 
         tool.__signature__, tool.__annotations__ = tool_signature(_budget())  # type: ignore[attr-defined]
         tool.__name__ = name

@@ -9,15 +9,15 @@ import hmac
 import logging
 from typing import Annotated
 
-from fastapi import APIRouter, Request, Security
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import SecretStr
 
 from secrag.errors import ConfigError
 from serving.access.key_strength import weakness
 from serving.access.replica import pooled_lag
+from serving.api.deps import presented_key
 from serving.contract.errors import KeyRequired, UnknownApiKey
 from serving.observability.prometheus import Exposition
 from serving.reads.stats import store_sizes
@@ -26,8 +26,6 @@ from serving.service import Service
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["health"])
 POOL_STATS = ("pool_size", "pool_available", "requests_waiting", "requests_num", "requests_errors")
-_header = APIKeyHeader(name="X-API-Key", auto_error=False)
-_bearer = HTTPBearer(auto_error=False)
 
 
 def metrics_digest(key: SecretStr | None) -> str | None:
@@ -64,12 +62,8 @@ def _read_store(service: Service, exposition: Exposition) -> None:
 
 
 @router.get("/metrics", include_in_schema=False)
-def metrics(
-    request: Request,
-    api_key: Annotated[str | None, Security(_header)] = None,
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
-) -> Response:
-    keyed = _keyed(request, api_key or (bearer.credentials if bearer else None))
+def metrics(request: Request, key: Annotated[str | None, Depends(presented_key)]) -> Response:
+    keyed = _keyed(request, key)
     exposition = request.app.state.metrics
     service = getattr(request.app.state, "service", None)
     if service is None:  # not started yet: requests only
