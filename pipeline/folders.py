@@ -102,7 +102,10 @@ class FolderRead:
     skipped: tuple[Skipped, ...]
     files_seen: int
     scan: FolderScan = field(default_factory=lambda: FolderScan({}))
-    kept: tuple[str, ...] = ()
+
+    @property
+    def kept(self) -> tuple[str, ...]:
+        return tuple(sorted(s.path for s in self.skipped if isinstance(s, Unreadable)))
 
 
 class Acl(ConfigModel):
@@ -339,7 +342,4 @@ def read_folder(spec: FolderSpec, previous: Mapping[str, FileEntry] | None = Non
                 records.append(record_for(spec.name, rel, data, hashlib.sha256(data).hexdigest()))
             except ParseError as exc:
                 skipped.append(Skipped(rel, exc.reason))
-    kept = tuple(sorted(s.path for s in skipped if isinstance(s, Unreadable)))
-    return FolderRead(
-        tuple(records), tuple(skipped), len(scan.files) + len(scan.refused) + len(scan.unreadable), scan, kept
-    )
+    return FolderRead(tuple(records), tuple(skipped), len(scan.files) + len(scan.refused) + len(scan.unreadable), scan)

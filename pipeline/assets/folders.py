@@ -19,6 +19,7 @@ from secrag.errors import ConfigError
 from ..automation import on_new_inputs
 from ..folders import FolderSpec, FolderUnreadable, read_folder
 from ..resources import StoreResource
+from ..sources.records import doc_id
 from ..store import Access, SourceRow
 from .keys import OWNERS, folder_key
 from .publishing import publish_check_specs, publish_checks, publish_metadata, skipped_sample
@@ -108,7 +109,7 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                 access=Access(spec.tenant, spec.users, spec.groups),
                 force=True,
                 details={"files_seen": read.files_seen},
-                kept=[f"{spec.name}:{rel}" for rel in read.kept],  # doc ids, as records name them
+                kept=[doc_id(spec.name, rel) for rel in read.kept],
             )
         # An empty folder is the user's choice: its non-empty check warns instead of blocking.
         checks = publish_checks(result, previous=previous, max_shrink=1.0, forced=True)

@@ -72,7 +72,7 @@ class Record:
 
     @property
     def doc_id(self) -> str:
-        return f"{self.source}:{self.upstream_id}"
+        return doc_id(self.source, self.upstream_id)
 
     @property
     def content_hash(self) -> str:
@@ -121,3 +121,8 @@ class ParseOutcome:
     @property
     def with_techniques(self) -> int:
         return sum(1 for r in self.records if r.techniques)
+
+
+def doc_id(source: str, upstream_id: str) -> str:
+    """A document's primary key: its source's name and its upstream id."""
+    return f"{source}:{upstream_id}"
