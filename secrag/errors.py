@@ -67,6 +67,11 @@ class PublishRefused(SecragError):
         self.kind: Literal["empty", "shrank", "config_error"] = kind
 
 
+class PromotionRefused(SecragError):
+    """A trained model was not promoted (or rolled back): unknown, not covering the chunks it would serve, or
+    below its quality gate; the sentence path keeps the model it had."""
+
+
 class FetchRateLimited(FetchError):
     """An upstream API refused a request because the caller's rate limit is used up, until `reset_at`."""
 

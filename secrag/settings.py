@@ -198,7 +198,7 @@ class ModelSettings(BaseSettings):
         default=None,
         json_schema_extra=doc_default("`<data dir>/models`"),
         description="Where the ONNX exports of the models are kept (pipeline and API; `secrag models export` "
-        "fills it, the image bakes it in).",
+        "fills it, the image bakes it in), and the trained models (`trained/<id>/`, registered from there).",
     )
 
 

@@ -1,13 +1,17 @@
 """`secrag models ...`: the embedding models in the store, pruning those no longer configured, fetching a hub
-model's weights once, and exporting models to ONNX."""
+model's weights once, exporting models to ONNX, and the trained sentence models (listing, promoting, rolling
+back)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from pipeline.model_store import prunable, prune_model, stored_models
 from secrag.db import database
-from secrag.models.registry import model_info, registry
+from secrag.models.registry import TRAINED_DIR, model_info, registry, trained_folders
 from serving.settings import ServingSettings
 
 from .errors import SecragGroup
@@ -16,7 +20,7 @@ from .errors import SecragGroup
 @click.group(cls=SecragGroup)
 def models() -> None:
     """Embedding models: their vectors in the store, removing the ones no longer configured, fetching and
-    exporting weights."""
+    exporting weights, and promoting a trained sentence model."""
 
 
 def _kept(settings: ServingSettings) -> set[str]:
@@ -145,3 +149,77 @@ def index_source(sources: tuple[str, ...], min_chunks: int | None, drop: bool, m
                 click.echo(
                     f"{source}: {'indexed' if done else 'already indexed'} ({chunks[source]} chunks, {model.model_id})"
                 )
+
+
+def _figure(validation: Mapping[str, Any], baseline: Mapping[str, Any], key: str) -> str:
+    mine, theirs = validation.get(key), baseline.get(key)
+    if mine is None:
+        return "-"
+    return f"{mine:.3f} vs {theirs:.3f}" if theirs is not None else f"{mine:.3f}"
+
+
+@models.command("trained")
+def list_trained() -> None:
+    """The trained sentence models in the store: status, quality gate, base model, ATT&CK version, the vote's
+    nDCG@10 and P@1 on the validation examples against the model each was compared with, and when trained."""
+    from pipeline.training.promotion import trained
+
+    settings = ServingSettings()
+    url = database.database_url(settings)
+    with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        rows = trained(conn, settings.sql_dir)
+    header = (
+        f"{'model':28} {'status':9} {'passed':6} {'base':22} {'ATT&CK':8} {'vote nDCG@10':15} {'vote P@1':15} trained"
+    )
+    click.echo(header)
+    for m in rows:
+        click.echo(
+            f"{m.model_id:28} {m.status:9} {'yes' if m.passed else 'no':6} {m.base_model:22} "
+            f"{m.attack_version or '-':8} {_figure(m.validation, m.baseline, 'vote_ndcg10'):15} "
+            f"{_figure(m.validation, m.baseline, 'vote_p1'):15} "
+            f"{m.trained_at:%Y-%m-%d %H:%M}"
+        )
+    serving = next((m for m in rows if m.status == "promoted"), None)
+    if serving is None:
+        click.echo("the sentence path: the general model (no trained model is promoted)")
+    else:
+        click.echo(f"the sentence path: {serving.served_model} (promoted {serving.promoted_at:%Y-%m-%d %H:%M})")
+    on_disk = sorted({f.name for f in trained_folders(settings.models_dir)} - {m.model_id for m in rows})
+    if on_disk:
+        click.echo(f"in {settings.models_dir / TRAINED_DIR}, not recorded in the store: {', '.join(on_disk)}")
+
+
+@models.command()
+@click.argument("model_id")
+@click.option("--force", is_flag=True, help="Promote a model that did not pass its quality gate.")
+def promote(model_id: str, force: bool) -> None:
+    """Make the trained model MODEL_ID serve the sentence path (the one promoted before it is retired). Refused
+    unless its served model's vectors cover every ATT&CK chunk, and, without --force, unless it passed its
+    quality gate."""
+    from pipeline.training.promotion import promote as promote_model
+
+    settings = ServingSettings()
+    url = database.database_url(settings)
+    with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        done = promote_model(conn, settings.sql_dir, model_id, force=force)
+    if not done.changed:
+        click.echo(f"{model_id} is already promoted: the sentence path serves {done.served_model}")
+        return
+    click.echo(
+        f"promoted {model_id}: the sentence path serves {done.served_model} "
+        f"(was {done.previous or 'the general model'})"
+    )
+
+
+@models.command()
+def rollback() -> None:
+    """Retire the promoted trained model: the one promoted before it serves the sentence path again, or, when
+    there is none, the general model."""
+    from pipeline.training.promotion import rollback as roll_back
+
+    settings = ServingSettings()
+    url = database.database_url(settings)
+    with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        done = roll_back(conn, settings.sql_dir)
+    now = f"{done.promoted} ({done.served_model})" if done.promoted else "the general model"
+    click.echo(f"rolled back {done.previous}: the sentence path serves {now}")

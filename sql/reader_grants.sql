@@ -53,3 +53,6 @@ GRANT SELECT (model_id, dimensions, active, vectors) ON embedding_models TO secr
 GRANT SELECT (id, full_name, tactics, revoked, deprecated) ON mitre_techniques TO secrag_reader;
 GRANT SELECT (setting, query_type, value) ON tuned_value TO secrag_reader;
 GRANT SELECT (version) ON schema_migrations TO secrag_reader;
+-- The trained sentence model in force (migration 0026; serving.sql promoted_sentence_model); not its lineage
+-- or figures, the operators' (`secrag models trained`).
+GRANT SELECT (model_id, served_model, status, promoted_at) ON trained_models TO secrag_reader;

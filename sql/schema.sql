@@ -389,6 +389,25 @@ CREATE TABLE public.technique_documents (
     techniques text[] NOT NULL
 );
 
+CREATE TABLE public.trained_models (
+    model_id text NOT NULL,
+    served_model text NOT NULL,
+    base_model text NOT NULL,
+    replaces text,
+    attack_version text,
+    data_digest text NOT NULL,
+    recipe jsonb NOT NULL,
+    validation jsonb NOT NULL,
+    baseline jsonb NOT NULL,
+    passed boolean NOT NULL,
+    status text NOT NULL,
+    trained_at timestamp with time zone DEFAULT now() NOT NULL,
+    promoted_at timestamp with time zone,
+    train_seconds double precision,
+    CONSTRAINT trained_models_promoted_at CHECK (((status <> 'promoted'::text) OR (promoted_at IS NOT NULL))),
+    CONSTRAINT trained_models_status_check CHECK ((status = ANY (ARRAY['candidate'::text, 'promoted'::text, 'retired'::text, 'rejected'::text])))
+);
+
 CREATE TABLE public.tuned_value (
     setting text NOT NULL,
     query_type text NOT NULL,
@@ -481,6 +500,9 @@ ALTER TABLE ONLY public.sources
 ALTER TABLE ONLY public.technique_documents
     ADD CONSTRAINT technique_documents_pkey PRIMARY KEY (technique, labels, doc_id) INCLUDE (source, tenant, techniques);
 
+ALTER TABLE ONLY public.trained_models
+    ADD CONSTRAINT trained_models_pkey PRIMARY KEY (model_id);
+
 ALTER TABLE ONLY public.tuned_value
     ADD CONSTRAINT tuned_value_pkey PRIMARY KEY (setting, query_type);
 
@@ -538,6 +560,8 @@ CREATE INDEX source_versions_source_started_idx ON public.source_versions USING 
 CREATE INDEX source_versions_unchanged_idx ON public.source_versions USING btree (finished_at) WHERE (status = 'unchanged'::text);
 
 CREATE INDEX technique_documents_doc_idx ON public.technique_documents USING btree (doc_id);
+
+CREATE UNIQUE INDEX trained_models_one_promoted ON public.trained_models USING btree ((true)) WHERE (status = 'promoted'::text);
 
 CREATE STATISTICS public.document_changes_access ON tenant, cardinality(acl_users), cardinality(acl_groups) FROM public.document_changes;
 
@@ -855,6 +879,14 @@ GRANT SELECT(tenant) ON TABLE public.technique_documents TO secrag_reader;
 GRANT SELECT(labels) ON TABLE public.technique_documents TO secrag_reader;
 
 GRANT SELECT(techniques) ON TABLE public.technique_documents TO secrag_reader;
+
+GRANT SELECT(model_id) ON TABLE public.trained_models TO secrag_reader;
+
+GRANT SELECT(served_model) ON TABLE public.trained_models TO secrag_reader;
+
+GRANT SELECT(status) ON TABLE public.trained_models TO secrag_reader;
+
+GRANT SELECT(promoted_at) ON TABLE public.trained_models TO secrag_reader;
 
 GRANT SELECT(setting) ON TABLE public.tuned_value TO secrag_reader;
 

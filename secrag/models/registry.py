@@ -1,9 +1,10 @@
-"""The embedding models secrag may use, as data: the packaged registry (secrag/models/models.yaml) and the
-operator's models file (SECRAG_MODELS_FILE), one entry per model id (the id stored with its vectors)."""
+"""The embedding models secrag may use, as data: the packaged registry (secrag/models/models.yaml), the models
+the pipeline trained (`<models dir>/trained/<id>/models.yaml`, secrag/models/trained.py) and the operator's
+models file (SECRAG_MODELS_FILE), one entry per model id (the id stored with its vectors)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
@@ -24,6 +25,10 @@ Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 # What the ONNX export and the encoders read of a hub model's files.
 REQUIRED_HUB_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 MAX_DIMENSIONS = 2000  # pgvector's HNSW index on `vector` takes at most 2,000 dimensions
+MODELS_FILE = "models.yaml"  # the name of a models file in a model's folder
+TRAINED_DIR = "trained"  # <models dir>/trained/<model id>/: a trained model's folder (secrag/models/trained.py)
+PARTIAL = ".partial"  # the suffix of a folder still being written (renamed to its id when complete)
+_TRAINED_HINT = "a trained model's folder: mend its models.yaml or move {folder} out of the trained models' folder"
 
 
 class PackageSource(ConfigModel):
@@ -213,34 +218,61 @@ def _merge(files: list[_Read]) -> ModelRegistry:
 
 def packaged_models_file() -> Path:
     """secrag/models/models.yaml, shipped in the package."""
-    return package_path("secrag.models", "models.yaml")
+    return package_path("secrag.models", MODELS_FILE)
+
+
+def trained_folders(models_dir: Path) -> list[Path]:
+    """The trained models' folders, `<models_dir>/trained/<id>/`, sorted by name: those holding a models.yaml
+    (a `.partial` folder is one still being written)."""
+    root = Path(models_dir) / TRAINED_DIR
+    try:
+        entries = list(root.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise ConfigError(f"{root}: cannot list the trained models: {exc.strerror or exc}") from exc
+    kept = [p for p in entries if not p.name.endswith(PARTIAL) and (p / MODELS_FILE).is_file()]
+    return sorted(kept, key=lambda p: p.name)
 
 
 @lru_cache(maxsize=4)
-def _load(models_file: Path | None, _stamp: tuple[int, int]) -> ModelRegistry:
-    files = [_read(packaged_models_file())]
+def _load(models_file: Path | None, trained: tuple[Path, ...], _stamps: tuple[tuple[int, int], ...]) -> ModelRegistry:
+    files = [_read(packaged_models_file()), *(_read_trained(path) for path in trained)]
     if models_file is not None:
         files.append(_read(models_file))
     return _merge(files)
 
 
-def load_registry(models_file: Path | None) -> ModelRegistry:
-    """The packaged models plus those of `models_file` (read again when the file changes)."""
-    stamp = (0, 0)
+def _read_trained(path: Path) -> _Read:
+    try:
+        return _read(path)
+    except ConfigError as exc:
+        raise ConfigError(str(exc), hint=_TRAINED_HINT.format(folder=path.parent)) from exc
+
+
+def _stamp(path: Path, hint: str) -> tuple[int, int]:
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the models file: {exc.strerror or exc}", hint=hint) from exc
+    return (info.st_mtime_ns, info.st_size)
+
+
+def load_registry(models_file: Path | None, trained: Sequence[Path] = ()) -> ModelRegistry:
+    """The packaged models, those of the `trained` folders' models files (in this order) and those of
+    `models_file`; read again when any of these files changes, or the folders do."""
+    files = tuple(Path(folder) / MODELS_FILE for folder in trained)
+    stamps = [_stamp(path, _TRAINED_HINT.format(folder=path.parent)) for path in files]
     if models_file is not None:
-        try:
-            info = models_file.stat()
-        except OSError as exc:
-            raise ConfigError(
-                f"{models_file}: cannot read the models file: {exc.strerror or exc}", hint="check SECRAG_MODELS_FILE"
-            ) from exc
-        stamp = (info.st_mtime_ns, info.st_size)
-    return _load(models_file, stamp)
+        stamps.append(_stamp(models_file, "check SECRAG_MODELS_FILE"))
+    return _load(models_file, files, tuple(stamps))
 
 
 def registry() -> ModelRegistry:
-    """The process's registry: the packaged models and SECRAG_MODELS_FILE's."""
-    return load_registry(get_settings().models_file)
+    """The process's registry: the packaged models, the trained ones in the models folder
+    (SECRAG_MODEL_CACHE_DIR) and SECRAG_MODELS_FILE's."""
+    settings = get_settings()
+    return load_registry(settings.models_file, trained_folders(settings.models_dir))
 
 
 def model_info(model_id: str) -> ModelInfo:

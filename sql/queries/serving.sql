@@ -507,6 +507,11 @@ SELECT id FROM mitre_techniques ORDER BY id
 -- name: active_model
 SELECT model_id, dimensions FROM embedding_models WHERE active
 
+-- name: promoted_sentence_model
+-- The model whose vectors serve the sentence path when a trained one is promoted (migration 0026); no row: the
+-- general model serves it.
+SELECT served_model FROM trained_models WHERE status = 'promoted'
+
 -- name: schema_version
 SELECT coalesce(max(version), 0) FROM schema_migrations
 

@@ -84,3 +84,49 @@ def test_fetch_refuses_what_it_cannot_verify_and_keeps_what_is_there(tiny_bert: 
     assert unpinned.exit_code == 1 and "the registry pins no sha256 for 1_Pooling/config.json" in unpinned.output
     assert packaged.exit_code == 1 and "its weights come from a package: nothing to fetch" in packaged.output
     assert unknown.exit_code == 1 and "'bert-huge' is not in the model registry" in unknown.output
+
+
+def test_trained_models_are_listed_promoted_and_rolled_back(
+    db: psycopg.Connection, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.training.promotion import SOURCES, record_trained
+    from secrag.models.registry import load_registry
+    from secrag.models.trained import trained_folder, write_models_file
+    from tests.integration.pipeline.training.test_promotion import A, B, _embed, _publish, _row
+
+    hashes = _publish(db)
+    _embed(db, f"{A}-int8", [h for source in SOURCES for h in hashes[source]])
+    record_trained(db, SQL_DIR, _row(A))
+    record_trained(db, SQL_DIR, _row(B, passed=False))
+    unrecorded = trained_folder(tmp_path, "attack-minilm-dddddddddd")
+    unrecorded.mkdir(parents=True)
+    write_models_file(unrecorded, unrecorded.name, load_registry(None).get(FP32))
+    monkeypatch.setenv("SECRAG_DATABASE_URL", db_url)
+    monkeypatch.setenv("SECRAG_MODEL_CACHE_DIR", str(tmp_path))
+    listed = CliRunner().invoke(models, ["trained"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert lines[0].split()[:3] == ["model", "status", "passed"]
+    row = next(line for line in lines if line.startswith(B))
+    assert (
+        row.split()[:5] == [B, "rejected", "no", FP32, "v18.1"] and "0.550 vs 0.600" in row and "0.600 vs 0.500" in row
+    )
+    assert "the sentence path: the general model (no trained model is promoted)" in listed.output
+    assert f"not recorded in the store: {unrecorded.name}" in listed.output
+
+    refused = CliRunner().invoke(models, ["promote", B])
+    assert refused.exit_code == 1
+    assert (
+        f"error: 4 of the 4 chunks of mitre_attack_procedures, mitre_attack have no vector of {B}-int8"
+        in refused.output
+    )
+    done = CliRunner().invoke(models, ["promote", A])
+    assert done.exit_code == 0, done.output
+    assert f"promoted {A}: the sentence path serves {A}-int8 (was the general model)" in done.output
+    again = CliRunner().invoke(models, ["promote", A])
+    assert f"{A} is already promoted" in again.output
+    assert f"the sentence path: {A}-int8 (promoted " in CliRunner().invoke(models, ["trained"]).output
+    back = CliRunner().invoke(models, ["rollback"])
+    assert back.exit_code == 0 and f"rolled back {A}: the sentence path serves the general model" in back.output
+    nothing = CliRunner().invoke(models, ["rollback"])
+    assert nothing.exit_code == 1 and "error: no trained model is promoted" in nothing.output
