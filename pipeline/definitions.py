@@ -64,7 +64,13 @@ def build_definitions(
     model_info(settings.embedding_model)  # an unknown model fails the load, naming the known ones
     folders = list(folders)
     specs = with_poll_intervals(specs, settings.poll_interval)
-    graph = build_graph(specs, folders, model=settings.embedding_model, chunking=ChunkConfig.from_settings(settings))
+    graph = build_graph(
+        specs,
+        folders,
+        model=settings.embedding_model,
+        chunking=ChunkConfig.from_settings(settings),
+        training_steps=settings.sentence_training_steps if settings.sentence_training else None,
+    )
     schedules = [build_freshness_schedule(graph.freshness_checks)] if graph.freshness_checks else []
     return dg.Definitions(
         assets=graph.assets,

@@ -12,6 +12,7 @@ from .assets.folders import build_folder_asset
 from .assets.ingested import build_ingested_assets, ingested_sensor
 from .assets.keys import ATTACK_SOURCE, FRESHNESS, REFRESH_OK, folder_key, source_key
 from .assets.lookups import build_lookup_asset
+from .assets.sentence_model import build_sentence_model_asset
 from .assets.sources import build_source_asset
 from .assets.upstream import build_upstream_asset
 from .checks import build_embedding_checks, build_freshness_check, build_refresh_check, build_technique_check
@@ -19,6 +20,7 @@ from .chunking import ChunkConfig
 from .folders import FolderSpec
 from .sensors import build_folder_sensor, build_source_sensor
 from .sources.registry import SourceSpec
+from .training.promotion import SOURCES as TRAINING_SOURCES
 
 
 @dataclass
@@ -32,7 +34,12 @@ class Graph:
 
 
 def build_graph(
-    specs: Mapping[str, SourceSpec], folders: Iterable[FolderSpec], *, model: str, chunking: ChunkConfig
+    specs: Mapping[str, SourceSpec],
+    folders: Iterable[FolderSpec],
+    *,
+    model: str,
+    chunking: ChunkConfig,
+    training_steps: int | None = None,
 ) -> Graph:
     """upstream/<s> -> sources/<s> -> embeddings/<s> per source, the ATT&CK lookup, and per folder
     folders/<f> -> embeddings/<f>; with their checks and sensors. An embeddings asset's code version is
@@ -64,6 +71,8 @@ def build_graph(
         ]
     if ATTACK_SOURCE in {s.name for s in enabled}:
         graph.assets.append(build_lookup_asset(specs[ATTACK_SOURCE]))
+    if training_steps and set(TRAINING_SOURCES) <= {s.name for s in enabled}:  # None or 0: no training
+        graph.assets.append(build_sentence_model_asset(training_steps))
     graph.assets += build_ingested_assets(chunker_version=chunking.version, embed_code=embed_code)  # `secrag ingest`
     graph.sensors.append(ingested_sensor)
     for folder in folders:

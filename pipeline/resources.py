@@ -160,5 +160,10 @@ class EmbedderResource(dg.ConfigurableResource):
         model_info(self.model)  # ConfigError naming the known models
         return _embedder(self.model, self.batch_size, self.threads, get_settings().models_dir)
 
+    def for_model(self, model_id: str) -> TextModel:
+        """Another registered model's encoder with this one's batch size and threads (the sentence model)."""
+        model_info(model_id)
+        return _embedder(model_id, self.batch_size, self.threads, get_settings().models_dir)
+
     def dimensions(self) -> int:
         return model_info(self.model).dimensions

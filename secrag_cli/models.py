@@ -51,8 +51,11 @@ def prune(yes: bool) -> None:
     """Remove the vectors, index and row of every model that is neither active nor configured."""
     settings = ServingSettings()
     url = database.database_url(settings)
+    from pipeline.training.promotion import kept_models
+
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
-        doomed = prunable(stored_models(conn, settings.sql_dir), _kept(settings))
+        kept = _kept(settings) | kept_models(conn, settings.sql_dir)  # the sentence model's, and its rollback's
+        doomed = prunable(stored_models(conn, settings.sql_dir), kept)
         if not doomed:
             click.echo("nothing to prune: every model in the store is active or configured")
             return

@@ -1,11 +1,17 @@
 """`embeddings/<source>`: vectors for the chunks of a source lacking one for the configured model."""
 
+from collections.abc import Callable
+from typing import Any
+
 import dagster as dg
+import psycopg
 
 from ..activation import activate_model_if_complete
 from ..automation import on_new_inputs
 from ..embedding import embed_pending
 from ..resources import EmbedderResource, StoreResource
+from ..training.promotion import SOURCES as TRAINING_SOURCES
+from ..training.promotion import promoted
 from .keys import OWNERS, embeddings_key
 from .stages import run_times, stage_metadata
 
@@ -60,6 +66,7 @@ def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code
                 progress=progress,
             )
             activation = activate_model_if_complete(conn, store.sql_path(), model.model_id)
+            sentence = sentence_model_vectors(conn, store, embedder, source, progress)
         if activation.switched:
             context.log.info(f"embedding model {model.model_id} now serves every chunk: activated")
         return dg.MaterializeResult(
@@ -73,8 +80,34 @@ def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code
                 "active_model": activation.active or "",
                 "model_switched": activation.switched,
                 "chunks_missing_model_all_sources": max(activation.missing, 0),
+                **sentence,
                 **stage_metadata(run_times(context), "embedded"),
             }
         )
 
     return _embed
+
+
+def sentence_model_vectors(
+    conn: psycopg.Connection,
+    store: StoreResource,
+    embedder: EmbedderResource,
+    source: str,
+    progress: Callable[[int, int], None],
+) -> dict[str, Any]:
+    """A source whose chunks the promoted sentence model serves (pipeline/training) gets that model's vectors of
+    its new chunks too, so the sentence path stays whole between a publish and the next training."""
+    if source not in TRAINING_SOURCES:
+        return {}
+    current = promoted(conn, store.sql_path())
+    if current is None:
+        return {}
+    stats = embed_pending(
+        conn,
+        embedder.for_model(current.served_model),
+        store.sql_path(),
+        source=source,
+        batch_size=embedder.write_batch,
+        progress=progress,
+    )
+    return {"sentence_model": current.served_model, "sentence_model_embedded": stats.embedded}

@@ -33,3 +33,8 @@ def folder_key(folder: str) -> dg.AssetKey:
 
 def embeddings_key(source: str) -> dg.AssetKey:
     return dg.AssetKey(["embeddings", source])
+
+
+# The sentence model (pipeline/assets/sentence_model.py) and its quality gate.
+SENTENCE_MODEL_KEY = dg.AssetKey(["models", "sentence_model"])
+SENTENCE_QUALITY = "beats_served_model"

@@ -162,6 +162,17 @@ def trained(conn: psycopg.Connection, sql_dir: Path) -> list[TrainedModel]:
     return _all(conn, Queries(sql_dir, "training"))
 
 
+def kept_models(conn: psycopg.Connection, sql_dir: Path) -> set[str]:
+    """The trained models whose vectors `secrag models prune` keeps: the promoted one and the one a rollback
+    would promote again (the latest retired one that was promoted)."""
+    rows = trained(conn, sql_dir)
+    kept = {r.served_model for r in rows if r.status == "promoted"}
+    retired = [r for r in rows if r.status == "retired" and r.promoted_at is not None]
+    if retired:
+        kept.add(max(retired, key=lambda r: r.promoted_at or datetime.min).served_model)
+    return kept
+
+
 def gate_figures(row: TrainedModel) -> str:
     """The gate's figures of a trained model against its baseline: the vote's nDCG@10 and P@1."""
     parts = []

@@ -67,11 +67,22 @@ def ranked(scores: dict[str, float]) -> list[str]:
 
 
 def validate(encode: Encode, data: LabelledData, *, voters: int = VOTERS) -> dict[str, float]:
-    """The encoder's figures on the validation examples: the vote of the nearest training examples, the nearest
-    technique documents, and both (the vote plus the technique documents' similarity)."""
-    queries = encode([e.text for e in data.validation])
-    voter_rows = encode([e.chunk for e in data.train])
-    technique_rows = encode([t.chunk for t in data.techniques])
+    """The encoder's figures on the validation examples, every text encoded here (bench/train.py)."""
+    return score(
+        encode([e.text for e in data.validation]),
+        encode([e.chunk for e in data.train]),
+        encode([t.chunk for t in data.techniques]),
+        data,
+        voters=voters,
+    )
+
+
+def score(
+    queries: np.ndarray, voter_rows: np.ndarray, technique_rows: np.ndarray, data: LabelledData, *, voters: int = VOTERS
+) -> dict[str, float]:
+    """The figures of the validation examples' vectors (`queries`) against the training examples' (`voter_rows`)
+    and the techniques' (`technique_rows`), unit rows in `data`'s order: the vote of the nearest training
+    examples, the nearest technique documents, and both (the vote plus the technique documents' similarity)."""
     labels = [e.technique for e in data.validation]
     votes = vote_scores(queries @ voter_rows.T, [e.technique for e in data.train], voters)
     tech_sims = queries @ technique_rows.T

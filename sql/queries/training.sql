@@ -91,3 +91,10 @@ SELECT model_id FROM trained_models
 WHERE status = 'retired' AND promoted_at < %(before)s
 ORDER BY promoted_at DESC, model_id
 LIMIT 1
+
+-- name: first_chunk_vectors
+-- The vectors of one model of the documents' first chunks (the validation reads the stored vectors).
+SELECT c.doc_id, e.vector
+FROM chunks c
+JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = %(model)s
+WHERE c.doc_id = ANY(%(doc_ids)s) AND c.ordinal = 0
