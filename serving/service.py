@@ -31,6 +31,7 @@ from serving.search.encoder import QueryEncoder
 from serving.search.result_cache import ResultCache
 from serving.search.search_file import SearchConfig
 from serving.search.searcher import Searcher
+from serving.search.sentence_model import SentenceModel
 from serving.search.serving_model import ServingModel
 from serving.search.side_legs import SideLegs
 from serving.search.source_vectors import SourceVectors, reader
@@ -60,6 +61,7 @@ class Service:
     limits: RequestLimits = field(init=False)
     map_capacity: MapCapacity = field(init=False)
     model: ServingModel = field(init=False)
+    sentence: SentenceModel | None = field(init=False)
     reads: Reads = field(init=False)
     change_feed: ChangeFeed = field(init=False)
     artefacts: ArtefactLookup = field(init=False)
@@ -80,6 +82,11 @@ class Service:
         )
         self.limits = RequestLimits.from_settings(settings)
         self.map_capacity = MapCapacity.from_settings(settings, busy=self.metrics.in_flight)
+        self.sentence = (
+            SentenceModel(self._read_promoted, self.make_encoder, pinned=settings.sentence_model)
+            if self.make_encoder is not None
+            else None
+        )
         self.model = ServingModel(
             searcher=self._searcher(encoder, statements),
             searcher_for=lambda e: self._searcher(e, compose(self.queries, e.model_id, e.dimensions)),
@@ -117,7 +124,13 @@ class Service:
             results=self.results,
             side=self.side_legs,
             vectors=self.source_vectors,
+            sentence=self.sentence,
         )
+
+    def _read_promoted(self) -> str:
+        with self.pool.connection() as conn:
+            row = conn.execute(self.queries.promoted_sentence_model).fetchone()
+        return str(row[0]) if row else ""
 
     def _read_active(self) -> str:
         with self.pool.connection() as conn:

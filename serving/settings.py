@@ -195,6 +195,14 @@ class SearchSettings(BaseSettings):
         description="The embedding model searches use (in the model registry, its vectors complete); unset: the model "
         "the pipeline last activated, followed within a minute when the pipeline switches.",
     )
+    sentence_model: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+        description="The model of the sentence path (hybrid queries of one sentence, and /v1/map): the encoder "
+        "trained on ATT&CK's procedure examples, whose vectors of the ATT&CK sources the procedures voter leg "
+        "and a vector leg filtered to them read. Unset: the trained model last promoted (`secrag models "
+        "promote`), followed within 30 s; `none`: off, the serving model everywhere.",
+    )
     query_encoder: str = Field(
         default="onnx",
         pattern="^(onnx|torch)$",

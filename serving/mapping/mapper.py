@@ -32,6 +32,7 @@ from serving.contract.requests import ReturnOptions, SearchFilters, SearchReques
 from serving.contract.responses import SearchResponse
 from serving.mapping.capacity import MapCapacity
 from serving.mapping.evidence import ATTACK_SOURCE, Evidence, Vote, combine, named_techniques, votes_of
+from serving.mapping.held_path import held_votes
 from serving.mapping.layer import navigator_layer
 from serving.mapping.sentences import Sentence, split
 from serving.search.searcher import Searcher
@@ -74,16 +75,27 @@ def map_text(
     limits.check_sentences(len(sentences))
     tuning = searcher.config.map
     queries = list(dict.fromkeys(s.query for s in sentences))  # a repeated sentence is searched once
+    held = None
+    answers = _Answers({}, {})
     with admit(len(queries), capacity.width) as width, capacity.maps.counting():
-        answers = _search_all(searcher, queries, tuning.candidates, width, principal, capacity, deadline)
-    votes = [
-        vote
-        for i, sentence in enumerate(sentences)
-        if sentence.query in answers.found
-        for vote in votes_of(
-            i, answers.found[sentence.query].results, tuning.rank_precision, named_techniques(sentence.text)
-        )
-    ]
+        if tuning.selector is not None:
+            held = held_votes(
+                searcher, sentences, tuning.selector, principal, lambda: capacity.turn(deadline), deadline
+            )
+        if held is None:
+            answers = _search_all(searcher, queries, tuning.candidates, width, principal, capacity, deadline)
+    votes = (
+        held
+        if held is not None
+        else [
+            vote
+            for i, sentence in enumerate(sentences)
+            if sentence.query in answers.found
+            for vote in votes_of(
+                i, answers.found[sentence.query].results, tuning.rank_precision, named_techniques(sentence.text)
+            )
+        ]
+    )
     min_score = tuning.min_score if req.min_score is None else req.min_score
     kept = [e for e in combine(votes) if e.score >= min_score]
     names = searcher.catalog.technique_lookup()
@@ -94,6 +106,8 @@ def map_text(
         _technique(e, number, sentences, names, tactics, version) for number, e in enumerate(kept[: req.limit], start=1)
     ]
     model = searcher.encoder.model_id
+    if held is not None and searcher.sentence is not None and (encoder := searcher.sentence.encoder()) is not None:
+        model = encoder.model_id
     layer = (
         navigator_layer(techniques, sentences=len(sentences), min_score=min_score, model=model, source_version=version)
         if req.layer
@@ -153,15 +167,23 @@ def _search_all(
         }
     )
 
-    def search(query: str, vector: NDArray[Any]) -> SearchResponse:
+    def search(query: str, vector: NDArray[Any], sentence: tuple[str, NDArray[Any]] | None) -> SearchResponse:
         with capacity.turn(deadline) as had:
             if not had or time.monotonic() >= deadline:
                 raise _OutOfTime
-            return searcher.search(base.model_copy(update={"query": query}), principal, vector=vector)
+            request = base.model_copy(update={"query": query})
+            return searcher.search(request, principal, vector=vector, sentence_vector=sentence)
 
-    def encode(batch: Sequence[str]) -> list[NDArray[Any]] | None:
+    def encode(batch: Sequence[str]) -> list[tuple[NDArray[Any], tuple[str, NDArray[Any]] | None]] | None:
+        """The batch's vectors of the serving model, and of the sentence model while one serves."""
         with capacity.turn(deadline) as had:
-            return list(searcher.query_vectors(batch)) if had and time.monotonic() < deadline else None
+            if not had or time.monotonic() >= deadline:
+                return None
+            general = list(searcher.query_vectors(batch))
+            trained = searcher.sentence_vectors(batch)
+            if trained is None:
+                return [(v, None) for v in general]
+            return [(v, (trained.model_id, t)) for v, t in zip(general, trained.vectors, strict=True)]
 
     size = searcher.encoder.max_batch
     pool = ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="map")
@@ -174,8 +196,8 @@ def _search_all(
             vectors = encode(batch)
             if vectors is None:
                 break
-            for query, vector in zip(batch, vectors, strict=True):
-                searches[pool.submit(search, query, vector)] = query
+            for query, (vector, sentence) in zip(batch, vectors, strict=True):
+                searches[pool.submit(search, query, vector, sentence)] = query
         done, _ = wait(searches, timeout=max(0.0, deadline - time.monotonic()))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)

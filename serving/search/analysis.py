@@ -138,6 +138,7 @@ class Plan:
     w_label: float = 0.0  # the label leg's weight: set when the query names a technique (hybrid only)
     w_neighbours: float = 0.0  # the neighbours leg's weight: techniques of the nearest documents (hybrid only)
     w_procedures: float = 0.0  # the procedures leg's: techniques of the nearest procedure examples (hybrid only)
+    scored: tuple[tuple[str, float], ...] = ()  # voter legs whose votes also count as scores (search.yaml `scored`)
 
 
 def plan_for(
@@ -189,7 +190,8 @@ def rrf_max(plan: Plan, k0: int) -> float:
         + plan.w_neighbours
         + plan.w_procedures
     )
-    return total / (k0 + 1) if total > 0 else 1.0
+    scored = sum(w for _, w in plan.scored)
+    return total / (k0 + 1) + scored if total + scored > 0 else 1.0
 
 
 def rescore(

@@ -31,8 +31,9 @@ def fuse(
 ) -> list[dict[str, Any]]:
     """One item per chunk: leg scores and 1-based ranks, exact/child tier, and the mode's score.
 
-    Hybrid scores are sum(w_leg / (rrf_k0 + rank_leg)) / rrf_max; a single-leg mode keeps the
-    leg's own score (fts rank, cosine similarity or trigram similarity).
+    Hybrid scores are sum(w_leg / (rrf_k0 + rank_leg)) / rrf_max, plus for the voter legs in `plan.scored`
+    w x vote / the leg's best vote (inside rrf_max too); a single-leg mode keeps the leg's own score (fts rank,
+    cosine similarity or trigram similarity).
     """
     weights = {
         "fts": plan.w_fts,
@@ -80,6 +81,11 @@ def fuse(
             entry[score_field] = float(row["score"])
             entry[rank_field] = rank
             entry["rrf"] += weights[leg] / (rrf_k0 + rank)
+    for leg, weight in plan.scored:
+        best = max((float(row["score"]) for row in legs.get(leg, ())), default=0.0)
+        if best > 0:
+            for row in legs[leg]:
+                items[row["chunk_id"]]["rrf"] += weight * float(row["score"]) / best
     for row in exact:
         entry = item(row)
         if row["is_exact"]:

@@ -7,12 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 
 from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
 from serving.search.catalog import Catalog
+from serving.search.sentence_model import SENTENCE_SOURCES
 from serving.search.source_vectors import Nearest, SourceVectors
 from serving.search.statements import VOTER_LEGS
 
@@ -126,39 +128,49 @@ class LegShaper:
         voters: list[str],
         *,
         fresh: bool = False,
-    ) -> dict[str, bool]:
+        sentence: tuple[str, np.ndarray] | None = None,
+    ) -> tuple[dict[str, bool], str | None]:
         """The nearest chunks taken in the API's memory (serving/search/source_vectors.py) wherever a leg reads
         only named online sources of at most HELD_MAX_CHUNKS, held at their current version: the vector leg
         filtered by source alone (`vec_ids`, `vec_sims`; the returned walk reads them) and the `voters` legs
         whose voting sources are named (`<prefix>_near_docs`, `<prefix>_near_sims`). Exact distances, as
         PostgreSQL takes them over a few sources; elsewhere the walk stays as it was. The sources' versions are
         the catalog's (at most a second old), or read on `conn` now when `fresh` (a response the result cache
-        keeps under the data version `conn` read must not come from older vectors)."""
+        keeps under the data version `conn` read must not come from older vectors).
+
+        `sentence` is the sentence model's (id, query vector) (serving/search/sentence_model.py): a leg whose
+        sources it embeds takes its nearest from that model's held vectors instead. Returns the walk and the
+        model whose vectors the vector leg read when it is not the general one (its floor is that model's)."""
         if self.vectors is None or not self.vectors.enabled or params["qvec"] is None:
-            return walk
+            return walk, None
         public = self.catalog.public_sources(conn)
         versions = self.catalog.source_versions(conn, fresh=fresh)
         vectors = self.vectors
 
-        def nearest(sources: list[str] | None, k: int) -> Nearest | None:
+        def nearest(sources: list[str] | None, k: int) -> tuple[Nearest | None, str | None]:
             if not sources or not set(sources) <= public:
-                return None
+                return None, None
             if self.catalog.lexeme_stats(conn).chunks_in(sources) > HELD_MAX_CHUNKS:
-                return None
-            return vectors.nearest(model_id, sources, versions, params["qvec"], k)
+                return None, None
+            if sentence is not None and set(sources) <= SENTENCE_SOURCES:
+                found = vectors.nearest(sentence[0], sources, versions, sentence[1], k, complete=True)
+                if found is not None:
+                    return found, sentence[0]
+            return vectors.nearest(model_id, sources, versions, params["qvec"], k), None
 
+        vec_model = None
         if params["doc_ids"] is None and not params["doc_filters"]:
-            found = nearest(params["sources"], params["vec_k"])
+            found, vec_model = nearest(params["sources"], params["vec_k"])
             if found is not None:
                 params["vec_ids"], params["vec_sims"] = found.chunk_ids, found.sims
                 walk = {"exact_vectors": False, "source_index": False, "given_vectors": True}
         for leg in voters:
             prefix = VOTER_LEGS[leg]
-            found = nearest(params[f"{prefix}_sources"], params[f"{prefix}_chunks"])
+            found, _ = nearest(params[f"{prefix}_sources"], params[f"{prefix}_chunks"])
             if found is not None:
                 params[f"{prefix}_own"] = True
                 params[f"{prefix}_near_docs"], params[f"{prefix}_near_sims"] = found.doc_ids, found.sims
-        return walk
+        return walk, vec_model
 
     def exact_vectors(self, conn: psycopg.Connection, filters: SearchFilters) -> bool:
         """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""

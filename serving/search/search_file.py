@@ -54,6 +54,42 @@ class Attention(ConfigModel):
     )
 
 
+# The evidence of a map's candidate technique that the selector weighs (serving/mapping/selector.py).
+MAP_FEATURES = (
+    "share",
+    "share_margin",
+    "example_sim",
+    "near_sim",
+    "doc_sim",
+    "doc_margin",
+    "vote_top",
+    "doc_top",
+    "named",
+    "name_found",
+    "sub_technique",
+)
+
+
+class MapSelector(ConfigModel):
+    """The map's selector: each sentence's candidates from the held vectors, scored by a logistic model."""
+
+    voters: int = Field(ge=1, le=200, description="The nearest procedure examples that vote.")
+    top: int = Field(ge=1, le=50, description="Candidates per sentence: the best by vote and by document.")
+    intercept: float
+    weights: dict[str, float] = Field(description="Coefficient per feature (MAP_FEATURES).")
+    floor: float = Field(
+        default=0.05, ge=0, le=1, description="A sentence's candidates under this probability are not evidence."
+    )
+
+    @field_validator("weights")
+    @classmethod
+    def _known(cls, weights: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(weights) - set(MAP_FEATURES))
+        if unknown:
+            raise ValueError(f"unknown features {unknown}; known: {', '.join(MAP_FEATURES)}")
+        return weights
+
+
 class MapTuning(ConfigModel):
     """How POST /v1/map reads the search of each sentence of a text (serving/mapping)."""
 
@@ -71,6 +107,11 @@ class MapTuning(ConfigModel):
         le=50,
         description="Results each sentence's search reads; groups, software and mitigations among them do not vote.",
     )
+    selector: MapSelector | None = Field(
+        default=None,
+        description="The sentence model's path (serving/mapping/votes.py, selector.py); without it, or while no "
+        "sentence model serves, each sentence is searched and votes by rank_precision.",
+    )
 
 
 class LegWeights(ConfigModel):
@@ -83,6 +124,12 @@ class LegWeights(ConfigModel):
     label: float | None = Field(default=None, ge=0, le=10)
     neighbours: float | None = Field(default=None, ge=0, le=10)
     procedures: float | None = Field(default=None, ge=0, le=10)
+    scored: dict[Literal["procedures", "neighbours"], Annotated[float, Field(ge=0, le=10)]] = Field(
+        default_factory=dict,
+        description="Voter legs whose votes count as scores too: each document adds weight x its vote divided "
+        "by the leg's best vote in this search, beside its reciprocal rank (a vote of 15 of 20 nearest "
+        "examples is not a rank).",
+    )
 
 
 @dataclass(frozen=True)

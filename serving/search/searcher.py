@@ -33,10 +33,13 @@ from serving.search.parameters import statement_params
 from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
 from serving.search.search_file import SearchConfig
+from serving.search.sentence_model import SentenceModel, SentenceVectors
 from serving.search.side_legs import SideLegs
 from serving.search.source_vectors import SourceVectors
 from serving.search.statements import VOTER_LEGS, Statements
 
+# The query shapes whose legs read the sentence model's vectors where it has them (a line of a threat report).
+SENTENCE_SHAPES = frozenset({"sentence"})
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
 LABEL_WEIGHT = 1.0
 
@@ -55,6 +58,7 @@ class Searcher:
     results: ResultCache = field(default_factory=lambda: ResultCache(0))
     side: SideLegs | None = None  # runs the voter legs on a second connection while a core is idle
     vectors: SourceVectors | None = None  # online sources' vectors held in memory (exact nearest in the API)
+    sentence: SentenceModel | None = None  # the trained model of the sentence path (serving/search/sentence_model.py)
 
     @property
     def legs(self) -> LegRuns:
@@ -70,28 +74,50 @@ class Searcher:
         lookup = self.catalog.technique_lookup()
         return self.encoder.encode_many([enrich(query.strip(), lookup) for query in queries])
 
+    def sentence_vectors(self, queries: Sequence[str]) -> SentenceVectors | None:
+        """The sentence model's vectors of these queries (as query_vectors()), None when no sentence model
+        serves: to pass back as search()'s `sentence_vector`."""
+        if self.sentence is None:
+            return None
+        lookup = self.catalog.technique_lookup()
+        return self.sentence.encode([enrich(query.strip(), lookup) for query in queries])
+
     def search(
-        self, req: SearchRequest, principal: Principal, *, cache: bool = True, vector: np.ndarray | None = None
+        self,
+        req: SearchRequest,
+        principal: Principal,
+        *,
+        cache: bool = True,
+        vector: np.ndarray | None = None,
+        sentence_vector: tuple[str, np.ndarray] | None = None,
     ) -> SearchResponse:
         """The response from the result cache when the store has not changed since, else a fresh one
         (`cache=False`: always fresh, and not kept). `vector` is the query's from query_vectors(), so the
-        query is not encoded again (a `query_embedding` in the request still comes first).
+        query is not encoded again (a `query_embedding` in the request still comes first); `sentence_vector`
+        likewise, the sentence model's (id, vector) from sentence_vectors().
 
         A fresh response is kept under the data version read on its own connection before its legs ran,
         so an entry is never older than its key, even when the reader URL spreads connections over
         replicas at different points of their replay."""
         started = time.perf_counter()
         keyed = cache and self.results.max_size > 0
+        models = self._models()
         if keyed:
-            key = cache_key(self.catalog.data_version(), self.encoder.model_id, principal, req)
+            key = cache_key(self.catalog.data_version(), models, principal, req)
             cached = self.results.get(key)
             if cached is not None:
                 return cached.model_copy(update={"took_ms": round((time.perf_counter() - started) * 1000, 2)})
         with self.side.search() if self.side is not None else nullcontext():
-            response, version = self._search(req, principal, started, vector, versioned=keyed)
+            response, version = self._search(req, principal, started, vector, sentence_vector, versioned=keyed)
         if version is not None:
-            self.results.put(cache_key(version, self.encoder.model_id, principal, req), response)
+            self.results.put(cache_key(version, models, principal, req), response)
         return response
+
+    def _models(self) -> str:
+        """The models a response depends on, for the result cache's key: the serving model, and the sentence
+        model while one serves."""
+        encoder = self.sentence.encoder() if self.sentence is not None else None
+        return self.encoder.model_id if encoder is None else f"{self.encoder.model_id}+{encoder.model_id}"
 
     def _search(
         self,
@@ -99,6 +125,7 @@ class Searcher:
         principal: Principal,
         started: float,
         vector: np.ndarray | None = None,
+        sentence_vector: tuple[str, np.ndarray] | None = None,
         *,
         versioned: bool = False,
     ) -> tuple[SearchResponse, str | None]:
@@ -120,10 +147,10 @@ class Searcher:
             group_by_doc=req.group_by_doc,
             query_type=analysis.query_type,
         )
-        given = self._given_vector(req)  # checked in every mode
-        if given is None:
-            given = vector
+        own = self._given_vector(req)  # checked in every mode
+        given = own if own is not None else vector
         qvec = (given if given is not None else self.encoder.encode(enriched)) if plan.needs_vector else None
+        sentence = self._sentence_vector(req, analysis, enriched, sentence_vector, own) if plan.vec_k else None
         params = statement_params(req, analysis, plan, qvec, principal, self.catalog)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
@@ -136,15 +163,19 @@ class Searcher:
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             resolved = req.filters.model_copy(update={"sources": params["sources"]})
             walk: dict[str, bool] = {}
+            vec_model = self.encoder.model_id
             if plan.vec_k:
                 walk = self.shaper.vector_walk(conn, resolved, self.encoder.model_id)
                 self.shaper.voter_walks(conn, params, self.encoder.model_id)
                 voters = [leg for leg, w in (("neighbours", plan.w_neighbours), ("procedures", plan.w_procedures)) if w]
-                walk = self.shaper.held_nearest(conn, params, walk, self.encoder.model_id, voters, fresh=versioned)
+                walk, sentence_model = self.shaper.held_nearest(
+                    conn, params, walk, self.encoder.model_id, voters, fresh=versioned, sentence=sentence
+                )
+                vec_model = sentence_model or vec_model
             ef_search = max(self.config.ef_search_for(self.catalog.lexeme_stats(conn).chunks), plan.vec_k)
             if plan.vec_k:
                 self.sessions.ef_search(conn, ef_search)
-            floor = self.config.vector_threshold(self.encoder.model_id, analysis.query_type) if plan.vec_k else None
+            floor = self.config.vector_threshold(vec_model, analysis.query_type) if plan.vec_k else None
             window_rows, below = self._fused(
                 conn, req, plan, params, walk, floor, ef_search=ef_search, then_vec=then_vec
             )
@@ -203,6 +234,26 @@ class Searcher:
             return float(getattr(req, name)) if name in req.model_fields_set or configured is None else configured
 
         return pick("w_fts", chosen.fts), pick("w_vec", chosen.vec), pick("w_fuzzy", chosen.fuzzy)
+
+    def _sentence_vector(
+        self,
+        req: SearchRequest,
+        analysis: logic.QueryAnalysis,
+        enriched: str,
+        given: tuple[str, np.ndarray] | None,
+        query_embedding: np.ndarray | None,
+    ) -> tuple[str, np.ndarray] | None:
+        """The sentence model's (id, vector) of a hybrid query of sentence shape, while one serves (`given`:
+        encoded already, by the map); None for other queries, and for one whose vector the caller gave
+        (`query_embedding` is the serving model's)."""
+        if self.sentence is None or req.mode != "hybrid" or analysis.query_type not in SENTENCE_SHAPES:
+            return None
+        if query_embedding is not None and given is None:
+            return None
+        if given is not None:
+            return given
+        found = self.sentence.encode([enriched])
+        return (found.model_id, found.vectors[0]) if found is not None else None
 
     def _sources(self, conn: psycopg.Connection, principal: Principal, filters: SearchFilters) -> list[str] | None:
         """The source names to search: `sources` as stored, narrowed to the names holding `source_contains`."""
@@ -263,10 +314,14 @@ class Searcher:
         # which technique it means, so its voters keep the default weights.
         neighbours = voters["neighbours"].weight if ids or chosen.neighbours is None else chosen.neighbours
         procedures = voters["procedures"].weight if ids or chosen.procedures is None else chosen.procedures
+        running = {"neighbours": neighbours, "procedures": procedures}  # a leg weighted 0 does not run
         plan = dataclasses.replace(
             plan,
             w_neighbours=neighbours if plan.vec_k else 0.0,
             w_procedures=procedures if plan.vec_k else 0.0,
+            scored=tuple(
+                (leg, w) for leg, w in sorted(chosen.scored.items()) if plan.vec_k and running[leg] and not ids
+            ),
         )
         if not ids:
             return plan

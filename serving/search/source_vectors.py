@@ -41,6 +41,8 @@ class Held:
     chunk_ids: list[str]
     doc_ids: list[str]
     matrix: np.ndarray  # float32, one unit row per chunk
+    complete: bool = True  # every chunk of the source has its vector of the model
+    labels: tuple[tuple[str, ...], ...] = ()  # each chunk's document's techniques
 
     @property
     def nbytes(self) -> int:
@@ -83,11 +85,20 @@ class SourceVectors:
         return self._max_bytes > 0
 
     def nearest(
-        self, model_id: str, sources: Sequence[str], versions: Mapping[str, str], qvec: np.ndarray, k: int
+        self,
+        model_id: str,
+        sources: Sequence[str],
+        versions: Mapping[str, str],
+        qvec: np.ndarray,
+        k: int,
+        *,
+        complete: bool = False,
     ) -> Nearest | None:
         """The k nearest chunks of `sources` by exact cosine similarity, or None when one of them is not held
         at its current version (`versions`, source to version): the caller then takes them in PostgreSQL, and
-        the missing sources are loaded in the background for the next search."""
+        the missing sources are loaded in the background for the next search. With `complete`, also None
+        while some chunk of a source lacks its vector of the model (a model embedding only some sources, the
+        sentence model, serves them only once they are whole)."""
         if not self.enabled or not sources or k <= 0:
             return None
         held: list[Held] = []
@@ -107,8 +118,36 @@ class SourceVectors:
             return None
         if len(held) != len(sources):  # a source too large to hold, or one without counts yet
             return None
+        if complete and not all(h.complete for h in held):
+            return None
         with self._blas.limit(limits=1, user_api="blas"):
             return _nearest(held, np.asarray(qvec, dtype=np.float32), k)
+
+    def held(
+        self, model_id: str, sources: Sequence[str], versions: Mapping[str, str], dimensions: int
+    ) -> list[Held] | None:
+        """The sources' vectors of the model, each whole and at its current version (`versions`), or None (the
+        missing ones are loaded in the background, as for nearest())."""
+        if not self.enabled or not sources:
+            return None
+        found: list[Held] = []
+        missing: list[str] = []
+        with self._lock:
+            for source in sources:
+                key = (model_id, source)
+                entry = self._held.get(key)
+                current = versions.get(source)
+                if entry is not None and current is not None and entry.version == current:
+                    self._held.move_to_end(key)
+                    found.append(entry)
+                elif current is not None and self._too_large.get(key) != current:
+                    missing.append(source)
+        if missing:
+            self._start_loads(model_id, missing, dimensions)
+            return None
+        if len(found) != len(sources) or not all(h.complete for h in found):
+            return None
+        return found
 
     def load(self, model_id: str, source: str, dimensions: int) -> bool:
         """Load one source now (start-up, tests); whether it is held."""
@@ -218,11 +257,14 @@ def reader(pool: ConnectionPool, statement: str, timeout_ms: int) -> Loader:
         if not rows:  # no counts yet: not published
             return None
         chunks = [r for r in rows if r[1] is not None]
+        version = str(rows[0][0])
         return Held(
-            version=str(rows[0][0]),
+            version=version,
             chunk_ids=[r[1] for r in chunks],
             doc_ids=[r[2] for r in chunks],
             matrix=unit_rows([r[3] for r in chunks], dimensions),
+            complete=len(chunks) >= int(version.rsplit("/", 1)[1]),
+            labels=tuple(tuple(r[4] or ()) for r in chunks),
         )
 
     return load

@@ -41,6 +41,7 @@ class Statements:
     result_rows: str
     documents_by_id: str
     chunks_by_id: str
+    map_chunks: str
     upstream_records: str
     known_sources: str
     absent_words: str
@@ -178,6 +179,7 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         result_rows=fill(queries.result_rows),
         documents_by_id=fill(queries.documents_by_id),
         chunks_by_id=fill(queries.chunks_by_id),
+        map_chunks=fill(queries.map_chunks),
         upstream_records=fill(queries.upstream_records),
         known_sources=fill(queries.known_sources),
         absent_words=fill(queries.absent_words),

@@ -543,6 +543,15 @@ FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
 WHERE c.chunk_id = ANY(%(ids)s::text[])
   AND {visible}
 
+-- name: map_chunks
+-- The technique documents' chunks a map cites (serving/mapping/held_path.py), with the display fields a
+-- search result has.
+SELECT c.chunk_id, c.doc_id, c.source, c.title, d.url, d.techniques, d.platforms,
+       c.char_start, c.char_end, c.heading, c.pages, d.media_type
+FROM chunks c JOIN documents d ON d.doc_id = c.doc_id
+WHERE c.chunk_id = ANY(%(ids)s::text[])
+  AND {visible}
+
 -- name: upstream_records
 -- The documents' upstream coordinates and their stored upstream form (migration 0013; none for user
 -- folders and documents published before it).
@@ -702,10 +711,12 @@ SELECT source, updated_at::text || '/' || chunks AS version FROM source_counts
 -- One online source's public vectors of one model in pgvector's binary form, with the source's data version
 -- (as source_data_versions reads it) in the same statement (serving/search/source_vectors.py). No row: the source has no counts yet; one row
 -- without a chunk: no vectors. At most max_rows (one more than the API holds tells it the source is too large).
-SELECT v.version, cv.chunk_id, cv.doc_id, vector_send(cv.vector) AS vector
+-- Each chunk comes with its document's techniques: the map's votes read them (serving/mapping/votes.py).
+SELECT v.version, cv.chunk_id, cv.doc_id, vector_send(cv.vector) AS vector, cv.techniques
 FROM (SELECT updated_at::text || '/' || chunks AS version FROM source_counts WHERE source = %(source)s) v
 LEFT JOIN LATERAL (
-    SELECT cv.chunk_id, cv.doc_id, cv.vector FROM chunk_vectors cv
+    SELECT cv.chunk_id, cv.doc_id, cv.vector, d.techniques FROM chunk_vectors cv
+    JOIN documents d ON d.doc_id = cv.doc_id
     WHERE cv.model_id = %(model)s AND cv.source = %(source)s AND cv.tenant IS NULL
     LIMIT %(max_rows)s
 ) cv ON true

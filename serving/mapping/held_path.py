@@ -1,0 +1,120 @@
+"""The map's sentence-model path: every sentence encoded in batches by the sentence model, its candidates taken
+from that model's vectors of ATT&CK held in the API's memory (serving/mapping/votes.py), scored by the selector
+(serving/mapping/selector.py), and the cited chunks read in one statement. Used while a sentence model serves and
+its vectors are held; otherwise (None) the map searches each sentence."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+
+import numpy as np
+
+from serving.access.keys import Principal
+from serving.contract.responses import LegScores, SearchResult
+from serving.mapping.evidence import Vote, named_techniques
+from serving.mapping.selector import probability
+from serving.mapping.sentences import Sentence
+from serving.mapping.votes import Candidate, HeldAttack, candidates
+from serving.search.leg_runs import fetch
+from serving.search.result_rows import location_of
+from serving.search.search_file import MapSelector
+from serving.search.searcher import Searcher
+
+PROCEDURES = "mitre_attack_procedures"
+ATTACK = "mitre_attack"
+
+Turn = Callable[[], AbstractContextManager[bool]]  # a turn of the process's map work (MapCapacity.turn)
+
+
+def held_votes(
+    searcher: Searcher,
+    sentences: Sequence[Sentence],
+    selector: MapSelector,
+    principal: Principal,
+    turn: Turn,
+    deadline: float,
+) -> list[Vote] | None:
+    """Every sentence's votes: its candidates at or over the selector's floor, each voting its probability; None
+    when no sentence model serves or its vectors are not held yet (the caller searches each sentence)."""
+    found = held_candidates(searcher, sentences, voters=selector.voters, top=selector.top, turn=turn, deadline=deadline)
+    if found is None:
+        return None
+    scored: dict[int, list[tuple[Candidate, float]]] = {}
+    for i, sentence_candidates in enumerate(found):
+        for candidate in sentence_candidates:
+            p = probability(candidate, selector.intercept, selector.weights)
+            if p >= selector.floor:
+                scored.setdefault(i, []).append((candidate, p))
+    hits = _hits(searcher, principal, sorted({c.chunk_id for picked in scored.values() for c, _ in picked}))
+    votes: list[Vote] = []
+    for i, picked in sorted(scored.items()):
+        picked.sort(key=lambda cp: (-cp[1], cp[0].technique))
+        for rank, (candidate, p) in enumerate(picked, start=1):
+            hit = hits.get(candidate.chunk_id)
+            if hit is not None:  # a document the caller may not see does not vote
+                votes.append(Vote(i, candidate.technique, round(p, 6), rank, hit.model_copy(update={"score": p})))
+    return votes
+
+
+def held_candidates(
+    searcher: Searcher,
+    sentences: Sequence[Sentence],
+    *,
+    voters: int,
+    top: int,
+    turn: Turn | None = None,
+    deadline: float = float("inf"),
+) -> list[list[Candidate]] | None:
+    """Each sentence's candidates from the sentence model's held vectors; None when no sentence model serves, its
+    vectors are not held yet, or the deadline came before every sentence was encoded."""
+    model = searcher.sentence.encoder() if searcher.sentence is not None else None
+    if model is None or searcher.vectors is None:
+        return None
+    with searcher.pool.connection() as conn:
+        versions = searcher.catalog.source_versions(conn)
+    procedures = searcher.vectors.held(model.model_id, [PROCEDURES], versions, model.dimensions)
+    attack = searcher.vectors.held(model.model_id, [ATTACK], versions, model.dimensions)
+    if procedures is None or attack is None:
+        return None
+    texts = [s.query for s in sentences]
+    rows: list[np.ndarray] = []
+    for start in range(0, len(texts), model.max_batch):
+        with turn() if turn is not None else nullcontext(True) as had:
+            if not had or time.monotonic() >= deadline:
+                return None
+            rows.extend(model.encode_many(texts[start : start + model.max_batch]))
+    names = searcher.catalog.technique_names()
+    return candidates(
+        np.asarray(rows, dtype=np.float32).reshape(len(rows), -1),
+        HeldAttack.of(procedures, attack),
+        voters=voters,
+        top=top,
+        named=[named_techniques(s.text) for s in sentences],
+        names_found=[frozenset(names.find(s.text)) for s in sentences],
+    )
+
+
+def _hits(searcher: Searcher, principal: Principal, chunk_ids: list[str]) -> dict[str, SearchResult]:
+    """The cited chunks as search results (display fields and location), in one statement."""
+    if not chunk_ids:
+        return {}
+    with searcher.pool.connection() as conn:
+        rows = fetch(conn, searcher.statements.map_chunks, {"ids": chunk_ids, **principal.params()}, "map:chunks")
+    return {
+        r["chunk_id"]: SearchResult(
+            doc_id=r["doc_id"],
+            chunk_id=r["chunk_id"],
+            source=r["source"],
+            title=r["title"],
+            url=r["url"],
+            score=0.0,
+            exact=False,
+            scores=LegScores(),
+            techniques=list(r["techniques"] or ()),
+            platforms=list(r["platforms"] or ()),
+            location=location_of(r),
+        )
+        for r in rows
+    }
