@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 
 # The sources whose chunks the trained model embeds (pipeline/training/examples.py reads the same ones).
 SENTENCE_SOURCES: frozenset[str] = frozenset({"mitre_attack", "mitre_attack_procedures"})
+# After a failed load, the model is not loaded again for this long (the general model serves meanwhile).
+RETRY_AFTER_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class SentenceModel:
     _promoted: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
     _encoder: QueryEncoder | None = None
     _loading: str | None = None
+    _failed: dict[str, float] = field(default_factory=dict)  # model id -> when its load last failed (monotonic)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def encoder(self) -> QueryEncoder | None:
@@ -58,7 +62,8 @@ class SentenceModel:
                 return None
             if current is not None and current.model_id == wanted:
                 return current
-            if self._loading != wanted:
+            failed = self._failed.get(wanted)
+            if self._loading != wanted and (failed is None or time.monotonic() - failed >= RETRY_AFTER_SECONDS):
                 self._loading = wanted
                 threading.Thread(target=self._load, args=(wanted,), name="secrag-sentence-model", daemon=True).start()
             return None  # the old model's vectors are no longer the promoted ones: the general model serves
@@ -87,7 +92,9 @@ class SentenceModel:
             log.exception("cannot load the sentence model %s; the general model serves sentences", model_id)
             with self._lock:
                 self._loading = None
+                self._failed[model_id] = time.monotonic()
             return
         with self._lock:
             self._encoder, self._loading = encoder, None
+            self._failed.pop(model_id, None)
         log.info("sentence model %s serves the sentence path", model_id)
