@@ -59,6 +59,12 @@ class Pair:
 def batches(pairs: Sequence[Pair], recipe: Recipe) -> list[list[Pair]]:
     """`recipe.steps` batches of distinct labels, drawn by a seeded shuffle of the pairs (each pass over the
     pairs in a new order; a pair whose label is already in the batch waits for the next batch)."""
+    if recipe.steps > 0 and (recipe.batch_size < 2 or len({p.label for p in pairs}) < 2):
+        # No batch could hold a negative, so no pass would ever end a batch: refuse instead of looping.
+        raise ValueError(
+            f"in-batch negatives need batches of at least two labels: {len({p.label for p in pairs})} labels "
+            f"in {len(pairs)} pairs, batch size {recipe.batch_size}"
+        )
     rng = random.Random(recipe.seed)
     order: list[Pair] = []
     out: list[list[Pair]] = []

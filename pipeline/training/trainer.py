@@ -178,7 +178,7 @@ def _stored(conn: psycopg.Connection, sql_dir: Path, model_id: str, doc_ids: Seq
     rows = conn.execute(
         Queries(sql_dir, "training").first_chunk_vectors, {"model": model_id, "doc_ids": list(doc_ids)}
     ).fetchall()
-    found: dict[str, Any] = {r[0]: r[1] for r in rows}
+    found: dict[str, Any] = {r[0]: r[1].to_numpy() for r in rows}  # pgvector loads a pgvector.Vector
     missing = [d for d in doc_ids if d not in found]
     if missing:
         raise ValueError(f"{len(missing)} documents have no vector of {model_id} (first: {missing[0]})")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from pipeline.assets.keys import SENTENCE_MODEL_KEY, SENTENCE_QUALITY
 from pipeline.definitions import build_definitions
 from pipeline.folders import FolderSpec
 from pipeline.sources.registry import default_registry
@@ -61,6 +63,59 @@ def test_every_source_has_the_same_shape(tmp_path: Path):
         embedding = graph.get(dg.AssetKey(["embeddings", name]))
         assert embedding.code_version.startswith("all-MiniLM-L6-v2-int8|chunker ")  # the default model
         assert embedding.pools == {"embedding"}  # one embedding step at a time (dagster.yaml)
+
+
+def test_the_sentence_model_is_trained_after_both_attack_sources_embeddings(tmp_path: Path):
+    graph = _defs(tmp_path).resolve_asset_graph()
+    node = graph.get(SENTENCE_MODEL_KEY)
+    assert set(node.parent_keys) == {
+        dg.AssetKey(["embeddings", "mitre_attack"]),
+        dg.AssetKey(["embeddings", "mitre_attack_procedures"]),
+    }
+    assert dg.AssetCheckKey(SENTENCE_MODEL_KEY, SENTENCE_QUALITY) in graph.asset_check_keys
+    assert node.pools == {"embedding"}  # never beside an embedding step (one CPU's worth each)
+    assert "('steps', 600)" in (node.code_version or "")  # the recipe is the code version: a new one retrains
+
+
+def _has_sentence_model(defs: dg.Definitions) -> bool:
+    return SENTENCE_MODEL_KEY in defs.resolve_asset_graph().get_all_asset_keys()
+
+
+@pytest.mark.parametrize(
+    ("settings", "sources", "present"),
+    [
+        ({}, None, True),  # the default: training on, both ATT&CK sources enabled
+        ({"sentence_training": False}, None, False),
+        ({"sentence_training_steps": 3}, None, True),
+        ({}, "mitre_attack_procedures", False),  # no procedure examples: nothing to train on
+        ({}, "mitre_attack", False),  # no technique documents: no labels' texts
+    ],
+    ids=["default", "training-off", "few-steps", "without-procedures", "without-techniques"],
+)
+def test_the_sentence_model_needs_training_on_and_both_attack_sources(
+    settings: dict[str, object], sources: str | None, present: bool
+):
+    specs = {name: spec for name, spec in default_registry().items() if name != sources}
+    defs = build_definitions(Settings(_env_file=None, **settings), specs, [])  # type: ignore[call-arg,arg-type]
+    assert _has_sentence_model(defs) is present
+
+
+def test_a_disabled_attack_source_leaves_the_sentence_model_out():
+    specs = {
+        name: replace(spec, enabled=False) if name == "mitre_attack_procedures" else spec
+        for name, spec in default_registry().items()
+    }
+    settings = Settings(_env_file=None)
+    assert not _has_sentence_model(build_definitions(settings, specs, []))
+
+
+def test_the_number_of_steps_is_the_sentence_models_code_version():
+    def version(steps: int) -> str | None:
+        settings = Settings(_env_file=None, sentence_training_steps=steps)  # type: ignore[call-arg]
+        defs = build_definitions(settings, default_registry(), [])
+        return defs.resolve_asset_graph().get(SENTENCE_MODEL_KEY).code_version
+
+    assert version(3) != version(600)
 
 
 def test_a_model_not_in_the_registry_fails_the_load():
