@@ -55,8 +55,6 @@ def build_sentence_model_asset(steps: int) -> dg.AssetsDefinition:
             base_model=embedder.model,
             models_dir=models_dir,
             recipe=recipe,
-            batch_size=embedder.batch_size,
-            threads=embedder.threads,
         )
 
         def encoders(model_id: str):  # noqa: ANN202 - a TextModel

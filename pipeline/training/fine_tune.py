@@ -136,7 +136,7 @@ def fine_tune(
             optimizer.step()
             scheduler.step()
             if progress is not None and (step % 25 == 0 or step == len(plan)):
-                progress(step, len(plan), float(loss))
+                progress(step, len(plan), loss.item())
         log.info("fine-tuned %d steps in %.0f s", len(plan), time.monotonic() - started)
         model.eval()
         _save(base, out, {k: v.contiguous() for k, v in model.state_dict().items()}, save_file)

@@ -46,8 +46,6 @@ class TrainingConfig:
     recipe: Recipe
     holdout: int = 8  # one actor in `holdout` is held back for validation
     min_examples: int = 1000  # fewer training examples: no training (a store without ATT&CK's examples)
-    batch_size: int = 64
-    threads: int = 0
 
 
 @dataclass(frozen=True)
