@@ -72,10 +72,11 @@ def give_neighbours(dimensions: int) -> dict[str, Any]:
         voters: list[str],  # noqa: ANN401
         *,
         fresh: bool = False,
+        sentence: Any = None,  # noqa: ANN401
     ) -> Any:  # noqa: ANN401
-        walk = original(self, conn, params, walk, model_id, voters, fresh=fresh)
+        shaped = original(self, conn, params, walk, model_id, voters, fresh=fresh, sentence=sentence)
         if "neighbours" not in voters or params.get("nb_own") or params["qvec"] is None or params["nb_sources"]:
-            return walk
+            return shaped
         if held["matrix"] is None:
             with conn.cursor(binary=True) as cur:
                 rows = cur.execute(PUBLIC_VECTORS, [model_id]).fetchall()
@@ -90,7 +91,7 @@ def give_neighbours(dimensions: int) -> dict[str, Any]:
         held["products"] += 1
         params["nb_own"] = True
         params["nb_near_docs"], params["nb_near_sims"] = list(held["docs"][top]), [float(s) for s in sims[top]]
-        return walk
+        return shaped
 
     leg_shapes.LegShaper.held_nearest = held_nearest  # type: ignore[method-assign]
     return held

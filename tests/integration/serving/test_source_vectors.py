@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from secrag.db import database
 from serving.api.app import create_app
 from serving.search.leg_runs import LegRuns
-from serving.search.source_vectors import Nearest, SourceVectors
+from serving.search.source_vectors import Nearest, SourceVectors, reader
 from serving.settings import ServingSettings
 
 from .conftest import search
@@ -165,3 +165,23 @@ def test_a_cached_response_never_comes_from_vectors_older_than_its_key(
             conn.execute("UPDATE source_counts SET updated_at = now() WHERE source = 'lolbas'")
         search(api, **{**body, "k": 9})  # not the cached request
         assert spy.calls == [(("lolbas",), True), (("lolbas",), False)]
+
+
+def test_the_loader_tells_whether_a_model_has_every_chunk_and_each_chunks_techniques(
+    apps: dict[str, TestClient], serving_db_url: str
+) -> None:
+    """Held.complete (a model serving only whole sources, the sentence model, reads it) and Held.labels (the map's
+    votes read them) as sql/queries/serving.sql's source_vectors gives them."""
+    service = apps["held"].app.state.service  # type: ignore[attr-defined]
+    load = reader(service.pool, service.queries.source_vectors, 30_000)
+    encoder = service.searcher.encoder
+    held = load(encoder.model_id, "mitre_attack", 100_000, encoder.dimensions)
+    assert held is not None and held.complete and held.chunk_ids
+    with database.connect(serving_db_url) as conn:
+        techniques = dict(conn.execute("SELECT doc_id, techniques FROM documents WHERE source = 'mitre_attack'"))
+    assert held.labels == tuple(tuple(techniques[doc]) for doc in held.doc_ids)
+    lsass = held.doc_ids.index("mitre_attack:T1003.001")
+    assert "T1003.001" in held.labels[lsass]  # a technique document is labelled with its technique
+    other = load("all-MiniLM-L6-v2-int8", "mitre_attack", 100_000, encoder.dimensions)  # the corpus has none of it
+    assert other is not None and not other.complete and other.chunk_ids == [] and other.version == held.version
+    assert load(encoder.model_id, "no_such_source", 100_000, encoder.dimensions) is None

@@ -16,7 +16,13 @@ from serving.access.keys import ANONYMOUS, Principal, load_api_keys
 from serving.contract.errors import UnknownApiKey
 from serving.contract.limits import cap
 from serving.observability.prometheus import Exposition, quantile
-from serving.search.search_file import SearchConfigFile, load_search_config, merged, shipped_search_config
+from serving.search.search_file import (
+    MAP_FEATURES,
+    SearchConfigFile,
+    load_search_config,
+    merged,
+    shipped_search_config,
+)
 
 
 def test_shipped_search_config_loads() -> None:
@@ -109,6 +115,43 @@ def test_the_map_tuning(tmp_path: Path) -> None:
     assert (config.min_score, len(config.rank_precision), config.candidates) == (0.3, 5, 10)
 
 
+SELECTOR = "map:\n  selector:\n    voters: 20\n    top: 5\n    intercept: -3.5\n    weights:\n"
+
+
+def test_the_map_selector(tmp_path: Path) -> None:
+    """map.selector turns the map's held path on; off in the shipped file (no sentence model is promoted yet)."""
+    assert load_search_config().map.selector is None
+    path = tmp_path / "search.yaml"
+    path.write_text(SELECTOR + "      share: 4.0\n      doc_top: 1.5\n      named: 2\n")
+    map_tuning = load_search_config(path).map
+    selector = map_tuning.selector
+    assert selector is not None
+    assert (selector.voters, selector.top, selector.intercept, selector.floor) == (20, 5, -3.5, 0.05)
+    assert selector.weights == {"share": 4.0, "doc_top": 1.5, "named": 2.0}
+    assert map_tuning.rank_precision == [0.35, 0.13, 0.10]  # the rest of map kept (the search path's votes)
+
+
+def test_an_unknown_selector_feature_is_named_with_the_known_ones(tmp_path: Path) -> None:
+    path = tmp_path / "search.yaml"
+    path.write_text(SELECTOR + "      share: 4.0\n      shares: 1.0\n")
+    with pytest.raises(ConfigError) as caught:
+        load_search_config(path)
+    message = str(caught.value)
+    # the line of `weights:`, the field at fault
+    assert message.startswith(f"{path}:6: map.selector.weights: unknown features ['shares']; known: share, "), message
+    assert message.rstrip().endswith(", ".join(MAP_FEATURES)), message
+
+
+def test_scored_voter_legs_per_query_shape(tmp_path: Path) -> None:
+    shipped = load_search_config()
+    assert shipped.weights("sentence").scored == {} and shipped.weights("keyword").scored == {}
+    path = tmp_path / "search.yaml"
+    path.write_text("class_weights: {sentence: {scored: {procedures: 1.5, neighbours: 0}}}\n")
+    weights = load_search_config(path).weights("sentence")
+    assert weights.scored == {"procedures": 1.5, "neighbours": 0.0}
+    assert (weights.neighbours, weights.procedures) == (2.0, 8.0)  # the shipped weights, kept
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -129,6 +172,14 @@ def test_the_map_tuning(tmp_path: Path) -> None:
         "class_weights: {natural: {vectors: 2}}",
         "class_weights: {natural: {fts: -1}}",
         "document_score: mean",
+        "class_weights: {sentence: {scored: {fts: 1}}}",
+        "class_weights: {sentence: {scored: {procedures: -1}}}",
+        "class_weights: {sentence: {scored: {procedures: 11}}}",
+        "map: {selector: {voters: 20, top: 5, weights: {share: 1}}}",
+        "map: {selector: {voters: 0, top: 5, intercept: 0, weights: {}}}",
+        "map: {selector: {voters: 20, top: 51, intercept: 0, weights: {}}}",
+        "map: {selector: {voters: 20, top: 5, intercept: 0, weights: {}, floor: 1.5}}",
+        "map: {selector: {voters: 20, top: 5, intercept: 0, weights: {share: high}}}",
     ],
 )
 def test_bad_search_config_is_refused(tmp_path: Path, text: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from serving.search import analysis as logic
@@ -129,3 +131,66 @@ def test_fts_then_vec_reranks_candidates_by_cosine_then_fills_from_the_vector_le
     assert items["x#0"]["exact"] and items["x#0"]["score"] == 1.0 and "y#0" not in items
     order = [i["chunk_id"] for i in fusion.window(list(items.values()), group_by_doc=True, size=10)]
     assert order == ["x#0", "b#0", "a#0", "c#0", "d#0"]  # exact, re-ranked candidates, then fill-ins
+
+
+def _voted(scored: tuple[tuple[str, float], ...]) -> logic.Plan:
+    """A sentence's plan: full text, vectors and the procedures voter leg (weight 8), some legs scored."""
+    return dataclasses.replace(
+        _plan(query="the actor dumped lsass memory with a tool"), w_procedures=8.0, scored=scored
+    )
+
+
+VOTED_LEGS = {
+    "fts": [_row("a#0", 0.9), _row("b#0", 0.5)],
+    "vec": [_row("a#0", 0.8), _row("b#0", 0.7), _row("c#0", 0.6)],
+    "procedures": [_row("a#0", 12.0), _row("c#0", 9.0), _row("b#0", 3.0)],  # votes of the nearest examples
+}
+
+
+def test_a_scored_voter_adds_its_weight_times_the_vote_over_the_best_vote() -> None:
+    plan = _voted((("procedures", 2.0),))
+    top = logic.rrf_max(plan, 60)
+    assert top == pytest.approx((1 + 1 + 8) / 61 + 2.0)  # a chunk first in every leg with the best vote
+    items = {i["chunk_id"]: i for i in fusion.fuse(VOTED_LEGS, [], plan, 60, top)}
+    assert items["a#0"]["score"] == pytest.approx(1.0)  # first everywhere: the maximum, not over it
+    assert items["b#0"]["score"] == pytest.approx((1 / 62 + 1 / 62 + 8 / 63 + 2.0 * 3 / 12) / top)
+    assert items["c#0"]["score"] == pytest.approx((1 / 63 + 8 / 62 + 2.0 * 9 / 12) / top)
+    assert (items["c#0"]["procedures_score"], items["c#0"]["procedures_rank"]) == (9.0, 2)
+    assert all(0 < i["score"] <= 1 for i in items.values())
+
+
+def test_the_vote_lifts_a_document_past_one_of_a_better_rank() -> None:
+    """b and c each have a rank the other lacks; c's vote (9 of 12) beats b's (3 of 12) only when it is scored."""
+    legs = {**VOTED_LEGS, "procedures": [_row("b#0", 10.0), _row("c#0", 9.9), _row("a#0", 0.1)]}
+
+    def order(plan: logic.Plan) -> list[str]:
+        items = fusion.fuse(legs, [], plan, 60, logic.rrf_max(plan, 60))
+        return [i["chunk_id"] for i in sorted(items, key=lambda i: -i["score"])]
+
+    assert order(_voted(())) == ["b#0", "a#0", "c#0"]
+    assert order(_voted((("procedures", 5.0),))) == ["b#0", "c#0", "a#0"]
+
+
+def test_without_scored_legs_the_fusion_is_reciprocal_ranks_alone() -> None:
+    plan = _voted(())
+    top = logic.rrf_max(plan, 60)
+    assert top == pytest.approx((1 + 1 + 8) / 61)
+    items = {i["chunk_id"]: i for i in fusion.fuse(VOTED_LEGS, [], plan, 60, top)}
+    assert items["a#0"]["score"] == pytest.approx(1.0)
+    assert items["c#0"]["score"] == pytest.approx((1 / 63 + 8 / 62) / top)
+
+
+def test_a_scored_leg_without_votes_adds_nothing() -> None:
+    plan = _voted((("procedures", 2.0), ("neighbours", 1.0)))  # neighbours did not run; procedures found none
+    legs = {**VOTED_LEGS, "procedures": [_row("a#0", 0.0)]}
+    top = logic.rrf_max(plan, 60)
+    items = {i["chunk_id"]: i for i in fusion.fuse(legs, [], plan, 60, top)}
+    assert items["a#0"]["score"] == pytest.approx((1 / 61 + 1 / 61 + 8 / 61) / top)
+    assert items["a#0"]["score"] < 1.0  # the unspent weights stay in the maximum: no score past it
+
+
+def test_scores_alone_stay_in_zero_one() -> None:
+    plan = dataclasses.replace(_voted((("procedures", 1.0),)), w_fts=0.0, w_vec=0.0, w_procedures=0.0)
+    assert logic.rrf_max(plan, 60) == pytest.approx(1.0)
+    items = {i["chunk_id"]: i for i in fusion.fuse(VOTED_LEGS, [], plan, 60, logic.rrf_max(plan, 60))}
+    assert items["c#0"]["score"] == pytest.approx(9 / 12)

@@ -3,6 +3,7 @@ order, used only at the source's current version, loaded in the background, neve
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import threading
 
@@ -40,7 +41,7 @@ class Store:
         held = self.sources.get(source)
         if held is None:
             return None
-        return Held(held.version, held.chunk_ids[: max_rows + 1], held.doc_ids[: max_rows + 1], held.matrix)
+        return dataclasses.replace(held, chunk_ids=held.chunk_ids[: max_rows + 1], doc_ids=held.doc_ids[: max_rows + 1])
 
 
 VERSIONS = {"sigma": "v1", "lolbas": "v1"}
@@ -157,3 +158,69 @@ def test_a_failed_load_is_not_tried_again_by_every_search(monkeypatch: pytest.Mo
 def test_info_tells_what_is_held_and_what_fails() -> None:
     vectors = _loaded(Store(), max_bytes=1 << 20)
     assert vectors.info() == {"bytes": 5 * DIM * 4, "sources": 2, "max_bytes": 1 << 20, "failed_loads": 0}
+
+
+def _partial(store: Store, source: str) -> None:
+    """The source as the sentence model's vectors are while the pipeline embeds it: some chunks lack theirs."""
+    store.sources[source] = dataclasses.replace(store.sources[source], complete=False)
+
+
+def _with_labels(store: Store) -> Store:
+    labels = (("T1003.001",), (), ("T1059", "T1059.001"))
+    store.sources["sigma"] = dataclasses.replace(store.sources["sigma"], labels=labels)
+    return store
+
+
+def test_a_source_still_being_embedded_is_not_nearest_for_a_model_that_must_be_whole() -> None:
+    store = Store()
+    _partial(store, "sigma")
+    vectors = _loaded(store)
+    assert vectors.nearest("m", ["sigma", "lolbas"], VERSIONS, QUERY, 2, complete=True) is None
+    assert vectors.nearest("m", ["lolbas"], VERSIONS, QUERY, 2, complete=True) is not None  # lolbas is whole
+    found = vectors.nearest("m", ["sigma"], VERSIONS, QUERY, 2)  # the general model serves what it has
+    assert found is not None and found.chunk_ids == ["s:a#0", "s:b#0"]
+
+
+def test_held_gives_the_sources_whole_and_at_their_version_with_labels() -> None:
+    store = _with_labels(Store())
+    vectors = _loaded(store)
+    found = vectors.held("m", ["sigma", "lolbas"], VERSIONS, DIM)
+    assert found is not None and [h.chunk_ids for h in found] == [["s:a#0", "s:b#0", "s:c#0"], ["l:a#0", "l:b#0"]]
+    assert found[0].labels == (("T1003.001",), (), ("T1059", "T1059.001"))
+    assert vectors.held("m", ["sigma"], {"sigma": "v0"}, DIM) is None  # another version than the one held
+    assert vectors.held("m", ["sigma"], VERSIONS, DIM) is not None  # the held one is kept meanwhile
+    assert vectors.held("m", [], VERSIONS, DIM) is None
+    vectors.close()
+
+
+def test_held_is_none_while_a_source_is_incomplete() -> None:
+    store = Store()
+    _partial(store, "lolbas")
+    vectors = _loaded(store)
+    assert vectors.held("m", ["sigma", "lolbas"], VERSIONS, DIM) is None
+    assert vectors.held("m", ["lolbas"], VERSIONS, DIM) is None
+    assert vectors.held("m", ["sigma"], VERSIONS, DIM) is not None
+
+
+def test_held_loads_a_missing_source_in_the_background() -> None:
+    store = Store()
+    store.gate.clear()
+    vectors = SourceVectors(store.load, max_bytes=1 << 20)
+    assert vectors.held("trained", ["lolbas"], VERSIONS, DIM) is None
+    assert vectors.held("trained", ["lolbas"], VERSIONS, DIM) is None  # one load, not two
+    store.gate.set()
+    vectors.close()  # waits for the load
+    assert store.reads == ["lolbas"]
+    found = vectors.held("trained", ["lolbas"], VERSIONS, DIM)
+    assert found is not None and found[0].chunk_ids == ["l:a#0", "l:b#0"]
+    assert vectors.nearest("m", ["lolbas"], VERSIONS, QUERY, 1) is None  # held per model: another one is not
+    vectors.close()
+
+
+def test_held_reads_nothing_without_counts_or_budget() -> None:
+    store = Store()
+    vectors = SourceVectors(store.load, max_bytes=1 << 20)
+    assert vectors.held("m", ["new"], VERSIONS, DIM) is None  # no counts yet: never read
+    assert SourceVectors(store.load, max_bytes=0).held("m", ["sigma"], VERSIONS, DIM) is None  # off
+    vectors.close()
+    assert store.reads == []
