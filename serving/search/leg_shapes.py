@@ -156,6 +156,7 @@ class LegShaper:
                 found = vectors.nearest(sentence[0], sources, versions, sentence[1], k, complete=True)
                 if found is not None:
                     return found, sentence[0]
+                params["sentence_fell_back"] = True  # not held whole yet: the general model's vectors serve
             return vectors.nearest(model_id, sources, versions, params["qvec"], k), None
 
         vec_model = None

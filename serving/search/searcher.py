@@ -202,6 +202,8 @@ class Searcher:
             vector_threshold=floor,
             below_vector_threshold=below,
         )
+        if params.get("sentence_fell_back"):
+            version = None  # not kept: the cache's key names the sentence model, whose vectors were not read
         return response, version
 
     def _given_vector(self, req: SearchRequest) -> np.ndarray | None:

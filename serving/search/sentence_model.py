@@ -95,6 +95,8 @@ class SentenceModel:
                 self._failed[model_id] = time.monotonic()
             return
         with self._lock:
+            if self._loading != model_id:
+                return  # another model was promoted meanwhile: its own load follows
             self._encoder, self._loading = encoder, None
             self._failed.pop(model_id, None)
         log.info("sentence model %s serves the sentence path", model_id)
