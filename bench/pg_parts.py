@@ -128,8 +128,10 @@ def main() -> None:
     statements = service.searcher.statements
     counting = [False]  # the second pass is counted
 
-    def explained(conn: psycopg.Connection[Any], statement: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        rows = fetch(conn, statement, params)
+    def explained(
+        conn: psycopg.Connection[Any], statement: str, params: dict[str, Any], name: str
+    ) -> list[dict[str, Any]]:
+        rows = fetch(conn, statement, params, name)
         if counting[0]:
             if statement is statements.result_rows:
                 parts.explain(conn, statement, params, "page")
