@@ -156,5 +156,6 @@ def _save(base: Path, out: Path, weights: dict[str, Any], save_file: Callable[..
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, work / name)
     save_file(weights, str(work / "model.safetensors"), metadata={"format": "pt"})
+    (work / "model.safetensors").chmod(0o644)  # safetensors writes 0600: the API may run as another user
     shutil.rmtree(out, ignore_errors=True)
     work.rename(out)
