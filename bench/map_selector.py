@@ -96,8 +96,11 @@ def probabilities(model: Any, rows: list[dict[str, Any]]) -> np.ndarray:  # noqa
     return np.where([r["named"] for r in rows], 1.0, p)
 
 
-def report_scores(rows: list[dict[str, Any]], p: np.ndarray, floor: float) -> dict[int, dict[str, float]]:
-    """Per report, each technique's noisy-or of its sentences' probabilities at or over the floor."""
+def report_scores(
+    rows: list[dict[str, Any]], p: np.ndarray, floor: float, top: int = 0
+) -> dict[int, dict[str, float]]:
+    """Per report, each technique's noisy-or of its sentences' probabilities at or over the floor (its `top`
+    best sentences only, when set)."""
     keep: dict[tuple[int, str], list[float]] = defaultdict(list)
     best: dict[tuple[int, int, str], float] = {}
     for row, prob in zip(rows, p, strict=True):
@@ -108,7 +111,8 @@ def report_scores(rows: list[dict[str, Any]], p: np.ndarray, floor: float) -> di
         keep[(r, t)].append(prob)
     out: dict[int, dict[str, float]] = defaultdict(dict)
     for (r, t), probs in keep.items():
-        out[r][t] = 1.0 - math.prod(1.0 - q for q in probs)
+        chosen = sorted(probs, reverse=True)[:top] if top else probs
+        out[r][t] = 1.0 - math.prod(1.0 - q for q in chosen)
     return out
 
 
@@ -163,17 +167,19 @@ def main() -> int:
     gold = {i: set(r["techniques"]) for i, r in enumerate(reports)}
     rows = report_rows(searcher, reports, args.voters, args.top)
     print(f"{len(rows)} candidates over {len(reports)} reports, {sum(r['y'] for r in rows)} annotated")  # noqa: T201
-    held_out: dict[int, dict[str, float]] = {}
+    predicted = np.zeros(len(rows))
     for fold in range(args.folds):
-        test = [r for r in range(len(reports)) if r % args.folds == fold]
+        test = {r for r in range(len(reports)) if r % args.folds == fold}
         model = fit([row for row in rows if row["report"] not in test])
-        part = [row for row in rows if row["report"] in test]
-        held_out.update(report_scores(part, probabilities(model, part), args.floor))
+        at = [i for i, row in enumerate(rows) if row["report"] in test]
+        predicted[at] = probabilities(model, [rows[i] for i in at])
     everyone = list(range(len(reports)))
-    print("cross-validated by report (each report scored by a model fitted on the others):")  # noqa: T201
-    for threshold in SWEEP:
-        f = prf(held_out, gold, everyone, threshold)
-        print(f"  min_score {threshold:.2f}: " + "  ".join(f"{k} {v:.3f}" for k, v in f.items()))  # noqa: T201
+    for floor, top in ((args.floor, 0), (args.floor, 1), (args.floor, 2), (0.1, 2), (0.2, 0), (0.2, 2)):
+        held_out = report_scores(rows, predicted, floor, top)
+        print(f"cross-validated by report, floor {floor}, best {top or 'all'} sentences:")  # noqa: T201
+        for threshold in (0.1, 0.15, *SWEEP):
+            f = prf(held_out, gold, everyone, threshold)
+            print(f"  min_score {threshold:.2f}: " + "  ".join(f"{k} {v:.3f}" for k, v in f.items()))  # noqa: T201
     model = fit(rows)
     p = probabilities(model, rows)
     print("fitted on every report (in-sample):")  # noqa: T201

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from serving.access.keys import ANONYMOUS
 from serving.contract.errors import InvalidField
 from serving.contract.requests import SearchRequest
+from serving.search.sentence_model import SENTENCE_SOURCES
 
 if TYPE_CHECKING:
     from serving.search.searcher import Searcher
@@ -40,6 +41,7 @@ REQUESTS: tuple[dict[str, object], ...] = (
 def warm_up(searcher: Searcher) -> float:
     """Run the warm-up searches (their results go nowhere); the milliseconds they took."""
     started = time.perf_counter()
+    _sentence_path(searcher)
     done = 0
     for body in REQUESTS:
         try:
@@ -52,3 +54,18 @@ def warm_up(searcher: Searcher) -> float:
     took = (time.perf_counter() - started) * 1000
     log.info("warmed up with %d of %d searches in %.0f ms", done, len(REQUESTS), took)
     return took
+
+
+def _sentence_path(searcher: Searcher) -> None:
+    """The sentence model's encoder and its held vectors of the ATT&CK sources, so that the first sentences
+    after a start read them (else the general model serves them until the background loads end)."""
+    if searcher.sentence is None or searcher.vectors is None or not searcher.vectors.enabled:
+        return
+    try:
+        encoder = searcher.sentence.load_now()
+        if encoder is None:
+            return
+        for source in sorted(SENTENCE_SOURCES):
+            searcher.vectors.load(encoder.model_id, source, encoder.dimensions)
+    except Exception as exc:  # noqa: BLE001 - warming up is best effort; the start goes on
+        log.warning("warm-up of the sentence path failed: %s", type(exc).__name__, exc_info=True)

@@ -68,6 +68,18 @@ class SentenceModel:
                 threading.Thread(target=self._load, args=(wanted,), name="secrag-sentence-model", daemon=True).start()
             return None  # the old model's vectors are no longer the promoted ones: the general model serves
 
+    def load_now(self) -> QueryEncoder | None:
+        """Load the wanted model in this thread (the API's warm-up), unless it is loaded or loading."""
+        wanted = self._wanted()
+        with self._lock:
+            if not wanted or (self._encoder is not None and self._encoder.model_id == wanted):
+                return self._encoder if wanted else None
+            if self._loading is not None:
+                return None
+            self._loading = wanted
+        self._load(wanted)
+        return self.encoder()
+
     def encode(self, queries: Sequence[str]) -> SentenceVectors | None:
         """The queries' vectors of the sentence model, or None when none serves."""
         encoder = self.encoder()
