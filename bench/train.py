@@ -2,7 +2,7 @@
 validation split (held-back actors), in fp32 through sentence-transformers.
 
     python bench/train.py --database-url postgresql://... [--steps 600] [--out .secrag/bench/trained]
-        [--base-only] [--json]
+        [--base-only] [--skip-base] [--no-validate] [--json]
 
 Prints the training time, peak memory and both models' validation figures (vote of the 20 nearest training
 examples, nearest technique documents, both).
@@ -47,6 +47,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path(".secrag/bench/trained"))
     ap.add_argument("--base-only", action="store_true")
     ap.add_argument("--skip-base", action="store_true")
+    ap.add_argument("--no-validate", action="store_true", help="train only (time and memory)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     settings = get_settings()
@@ -73,8 +74,9 @@ def main() -> int:
         )
         report["train_seconds"] = round(time.monotonic() - t, 1)
         report["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-        report["tuned"] = validate(encoder(args.out, info.max_tokens), data)  # type: ignore[arg-type]
-        print(json.dumps({"tuned": report["tuned"], "train_seconds": report["train_seconds"]}))  # noqa: T201
+        if not args.no_validate:
+            report["tuned"] = validate(encoder(args.out, info.max_tokens), data)  # type: ignore[arg-type]
+        print(json.dumps({k: report.get(k) for k in ("tuned", "train_seconds", "peak_rss_mib")}))  # noqa: T201
     if args.json:
         print(json.dumps(report, indent=2))  # noqa: T201
     return 0
