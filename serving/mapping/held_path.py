@@ -5,6 +5,7 @@ its vectors are held; otherwise (None) the map searches each sentence."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -21,6 +22,7 @@ from serving.search.leg_runs import fetch
 from serving.search.result_rows import location_of
 from serving.search.search_file import MapSelector
 from serving.search.searcher import Searcher
+from serving.search.source_vectors import Held
 
 PROCEDURES = "mitre_attack_procedures"
 ATTACK = "mitre_attack"
@@ -88,12 +90,29 @@ def held_candidates(
     names = searcher.catalog.technique_names()
     return candidates(
         np.asarray(rows, dtype=np.float32).reshape(len(rows), -1),
-        HeldAttack.of(procedures, attack),
+        _held_attack(model.model_id, procedures, attack),
         voters=voters,
         top=top,
         named=[named_techniques(s.text) for s in sentences],
         names_found=[frozenset(names.find(s.text)) for s in sentences],
     )
+
+
+_LAST: dict[tuple[str, tuple[str, ...]], HeldAttack] = {}
+_LAST_LOCK = threading.Lock()
+
+
+def _held_attack(model_id: str, procedures: Sequence[Held], attack: Sequence[Held]) -> HeldAttack:
+    """The held vectors grouped for the votes, made once per model and version of the sources (the last kept)."""
+    key = (model_id, tuple(h.version for h in (*procedures, *attack)))
+    with _LAST_LOCK:
+        found = _LAST.get(key)
+    if found is None:
+        found = HeldAttack.of(procedures, attack)
+        with _LAST_LOCK:
+            _LAST.clear()
+            _LAST[key] = found
+    return found
 
 
 def _hits(searcher: Searcher, principal: Principal, chunk_ids: list[str]) -> dict[str, SearchResult]:
