@@ -248,7 +248,7 @@ class Searcher:
         """The sentence model's (id, vector) of a hybrid query of sentence shape, while one serves (`given`:
         encoded already, by the map); None for other queries, and for one whose vector the caller gave
         (`query_embedding` is the serving model's)."""
-        if self.sentence is None or req.mode != "hybrid" or analysis.query_type not in SENTENCE_SHAPES:
+        if self.sentence is None or req.mode != "hybrid" or not _report_sentence(req.query, analysis):
             return None
         if query_embedding is not None and given is None:
             return None
@@ -322,7 +322,9 @@ class Searcher:
             w_neighbours=neighbours if plan.vec_k else 0.0,
             w_procedures=procedures if plan.vec_k else 0.0,
             scored=tuple(
-                (leg, w) for leg, w in sorted(chosen.scored.items()) if plan.vec_k and running[leg] and not ids
+                (leg, w)
+                for leg, w in sorted(chosen.scored.items())
+                if plan.vec_k and running[leg] and not ids and not logic.detection_register(req.query)
             ),
         )
         if not ids:
@@ -406,6 +408,11 @@ class Searcher:
             r["chunk_id"]: r for r in fetch(conn, self.statements.result_rows, display_params, "search:result_rows")
         }
         return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
+
+
+def _report_sentence(query: str, analysis: logic.QueryAnalysis) -> bool:
+    """A one-sentence query in a report's register (not a rule's description): the sentence path's."""
+    return analysis.query_type in SENTENCE_SHAPES and not logic.detection_register(query)
 
 
 def _best_first(row: dict[str, Any]) -> tuple[float, str]:

@@ -40,3 +40,30 @@ def test_logged_classes() -> None:
     assert type_of_logged("detection") == "detection"
     assert type_of_logged("cve") == "vulnerability"
     assert type_of_logged("natural") is None and type_of_logged("weather") is None and type_of_logged(None) is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Identifies abuse of the Windows Update Auto Update Client (wuauclt.exe) to load an arbitrary DLL.",
+        "Detects PowerShell scripts that use Set-MpPreference to weaken Defender.",
+        "This rule detects potential sudo token manipulation through process injection.",
+        "A machine learning job has identified a user performing privileged operations.",
+        "  looks for unusual parent processes of cmd.exe",
+    ],
+)
+def test_a_rule_description_is_in_the_detection_register(query: str) -> None:
+    assert search.detection_register(query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "creates a scheduled task on the system that provides persistence.",
+        "The actor identifies targets through spearphishing.",
+        "Detection of the implant was hampered by its packing.",
+        "Identifiers of the C2 servers were hard-coded.",
+    ],
+)
+def test_a_report_sentence_is_not(query: str) -> None:
+    assert not search.detection_register(query)
