@@ -148,6 +148,8 @@ def start_service(settings: ServingSettings, metrics: Exposition, url_policy: Ur
 
 def stop_service(service: Service) -> None:
     service.side_legs.close()
+    if service.sentence is not None:
+        service.sentence.close()
     service.source_vectors.close()
     service.pool.close()
     if service.query_log is not None:

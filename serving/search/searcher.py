@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,8 +149,9 @@ class Searcher:
         )
         own = self._given_vector(req)  # checked in every mode
         given = own if own is not None else vector
+        pending = self._sentence_vector(req, analysis, enriched, sentence_vector, own) if plan.vec_k else None
         qvec = (given if given is not None else self.encoder.encode(enriched)) if plan.needs_vector else None
-        sentence = self._sentence_vector(req, analysis, enriched, sentence_vector, own) if plan.vec_k else None
+        sentence = pending() if pending is not None else None
         params = statement_params(req, analysis, plan, qvec, principal, self.catalog)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
         with self.pool.connection() as conn:
@@ -244,18 +245,24 @@ class Searcher:
         enriched: str,
         given: tuple[str, np.ndarray] | None,
         query_embedding: np.ndarray | None,
-    ) -> tuple[str, np.ndarray] | None:
-        """The sentence model's (id, vector) of a hybrid query of sentence shape, while one serves (`given`:
-        encoded already, by the map); None for other queries, and for one whose vector the caller gave
-        (`query_embedding` is the serving model's)."""
+    ) -> Callable[[], tuple[str, np.ndarray] | None] | None:
+        """How to get the sentence model's (id, vector) of a hybrid query of sentence shape in a report's
+        register, while one serves (`given`: encoded already, by the map): its encoding starts now, beside the
+        general model's. None for other queries, and for one whose vector the caller gave (`query_embedding`
+        is the serving model's)."""
         if self.sentence is None or req.mode != "hybrid" or not _report_sentence(req.query, analysis):
             return None
         if query_embedding is not None and given is None:
             return None
         if given is not None:
-            return given
-        found = self.sentence.encode([enriched])
-        return (found.model_id, found.vectors[0]) if found is not None else None
+            return lambda: given
+        result = self.sentence.encode_soon([enriched])
+
+        def vector() -> tuple[str, np.ndarray] | None:
+            found = result()
+            return (found.model_id, found.vectors[0]) if found is not None else None
+
+        return vector
 
     def _sources(self, conn: psycopg.Connection, principal: Principal, filters: SearchFilters) -> list[str] | None:
         """The source names to search: `sources` as stored, narrowed to the names holding `source_contains`."""

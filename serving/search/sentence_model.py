@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ import psycopg
 
 from serving.search.catalog import SOURCES_TTL, Cached
 from serving.search.encoder import QueryEncoder
+from serving.search.side_legs import usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +52,7 @@ class SentenceModel:
     _encoder: QueryEncoder | None = None
     _loading: str | None = None
     _failed: dict[str, float] = field(default_factory=dict)  # model id -> when its load last failed (monotonic)
+    _executor: ThreadPoolExecutor | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def encoder(self) -> QueryEncoder | None:
@@ -80,12 +83,30 @@ class SentenceModel:
         self._load(wanted)
         return self.encoder()
 
+    def encode_soon(self, queries: Sequence[str]) -> Callable[[], SentenceVectors | None]:
+        """encode() started in another thread while the caller encodes with the general model (one query's two
+        encodes overlap on two cores): call the result for the vectors."""
+        if self.encoder() is None:
+            return lambda: None
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="secrag-sentence")
+            future = self._executor.submit(self.encode, list(queries))
+        return future.result
+
     def encode(self, queries: Sequence[str]) -> SentenceVectors | None:
         """The queries' vectors of the sentence model, or None when none serves."""
         encoder = self.encoder()
         if encoder is None:
             return None
         return SentenceVectors(encoder.model_id, encoder.encode_many(list(queries)))
+
+    def close(self) -> None:
+        """Stop the encoding threads (at the API's stop)."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
 
     def _wanted(self) -> str:
         if self.pinned is not None:
