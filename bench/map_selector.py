@@ -96,9 +96,7 @@ def probabilities(model: Any, rows: list[dict[str, Any]]) -> np.ndarray:  # noqa
     return np.where([r["named"] for r in rows], 1.0, p)
 
 
-def report_scores(
-    rows: list[dict[str, Any]], p: np.ndarray, floor: float, top: int = 0
-) -> dict[int, dict[str, float]]:
+def report_scores(rows: list[dict[str, Any]], p: np.ndarray, floor: float, top: int = 0) -> dict[int, dict[str, float]]:
     """Per report, each technique's noisy-or of its sentences' probabilities at or over the floor (its `top`
     best sentences only, when set)."""
     keep: dict[tuple[int, str], list[float]] = defaultdict(list)
