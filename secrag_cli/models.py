@@ -33,12 +33,16 @@ def list_models() -> None:
     """Each model in the store: dimensions, vectors, active (searched), configured."""
     settings = ServingSettings()
     url = database.database_url(settings)
+    from pipeline.training.promotion import kept_models
+
     kept = _kept(settings)
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
         stored = stored_models(conn, settings.sql_dir)
+        sentence = kept_models(conn, settings.sql_dir)  # the sentence model's, and its rollback's
     click.echo(f"{'model':28} {'dims':>5} {'vectors':>9}  state")
     for m in stored:
-        state = ", ".join(s for s, on in (("active", m.active), ("configured", m.model_id in kept)) if on)
+        states = (("active", m.active), ("configured", m.model_id in kept), ("sentence model", m.model_id in sentence))
+        state = ", ".join(s for s, on in states if on)
         click.echo(f"{m.model_id:28} {m.dimensions:>5} {m.vectors:>9}  {state or 'not configured (prunable)'}")
     others = sorted(set(registry().ids()) - {m.model_id for m in stored})
     if others:
