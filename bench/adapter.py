@@ -84,13 +84,13 @@ def train_adapter(
     if len(dev_labels) == 0:
         raise ValueError("no dev examples to stop early on")
     gen = torch.Generator().manual_seed(config.seed)
-    q, y = torch.from_numpy(np.ascontiguousarray(queries, np.float32)), torch.from_numpy(labels.astype(np.int64))
+    xq, y = torch.from_numpy(np.ascontiguousarray(queries, np.float32)), torch.from_numpy(labels.astype(np.int64))
     dq, dy = (
         torch.from_numpy(np.ascontiguousarray(dev_queries, np.float32)),
         torch.from_numpy(dev_labels.astype(np.int64)),
     )
     t = torch.from_numpy(np.ascontiguousarray(targets, np.float32))
-    d = q.shape[1]
+    d = xq.shape[1]
     eye = torch.eye(d)
     delta = torch.zeros(d, d, requires_grad=True)
     bias = torch.zeros(d, requires_grad=True) if config.bias else None
@@ -118,7 +118,7 @@ def train_adapter(
     for epoch in range(1, config.epochs + 1):
         for batch in torch.randperm(len(y), generator=gen).split(config.batch_size):
             opt.zero_grad()
-            torch.nn.functional.cross_entropy(logits(q[batch]), y[batch]).backward()
+            torch.nn.functional.cross_entropy(logits(xq[batch]), y[batch]).backward()
             opt.step()
         loss, top = dev()
         losses.append(loss)

@@ -119,16 +119,25 @@ SELECTOR = "map:\n  selector:\n    voters: 20\n    top: 5\n    intercept: -3.5\n
 
 
 def test_the_map_selector(tmp_path: Path) -> None:
-    """map.selector turns the map's held path on; off in the shipped file (no sentence model is promoted yet)."""
-    assert load_search_config().map.selector is None
+    """map.selector turns the map's held path on; the shipped one weighs only known features, and an operator's
+    file changes what it names (its weights merged key by key into the shipped ones)."""
+    shipped = load_search_config().map.selector
+    assert shipped is not None and set(shipped.weights) <= set(MAP_FEATURES) and shipped.intercept < 0
     path = tmp_path / "search.yaml"
     path.write_text(SELECTOR + "      share: 4.0\n      doc_top: 1.5\n      named: 2\n")
     map_tuning = load_search_config(path).map
     selector = map_tuning.selector
     assert selector is not None
     assert (selector.voters, selector.top, selector.intercept, selector.floor) == (20, 5, -3.5, 0.05)
-    assert selector.weights == {"share": 4.0, "doc_top": 1.5, "named": 2.0}
+    assert {k: selector.weights[k] for k in ("share", "doc_top", "named")} == {
+        "share": 4.0,
+        "doc_top": 1.5,
+        "named": 2.0,
+    }
+    assert selector.weights["near_sim"] == shipped.weights["near_sim"]  # the shipped weights it does not name
     assert map_tuning.rank_precision == [0.35, 0.13, 0.10]  # the rest of map kept (the search path's votes)
+    path.write_text("map: {selector: null}\n")
+    assert load_search_config(path).map.selector is None  # off: every sentence is searched
 
 
 def test_an_unknown_selector_feature_is_named_with_the_known_ones(tmp_path: Path) -> None:
@@ -144,7 +153,7 @@ def test_an_unknown_selector_feature_is_named_with_the_known_ones(tmp_path: Path
 
 def test_scored_voter_legs_per_query_shape(tmp_path: Path) -> None:
     shipped = load_search_config()
-    assert shipped.weights("sentence").scored == {} and shipped.weights("keyword").scored == {}
+    assert shipped.weights("sentence").scored == {"procedures": 1.0} and shipped.weights("keyword").scored == {}
     path = tmp_path / "search.yaml"
     path.write_text("class_weights: {sentence: {scored: {procedures: 1.5, neighbours: 0}}}\n")
     weights = load_search_config(path).weights("sentence")
@@ -175,7 +184,7 @@ def test_scored_voter_legs_per_query_shape(tmp_path: Path) -> None:
         "class_weights: {sentence: {scored: {fts: 1}}}",
         "class_weights: {sentence: {scored: {procedures: -1}}}",
         "class_weights: {sentence: {scored: {procedures: 11}}}",
-        "map: {selector: {voters: 20, top: 5, weights: {share: 1}}}",
+        "map: {selector: {voters: 0}}",
         "map: {selector: {voters: 0, top: 5, intercept: 0, weights: {}}}",
         "map: {selector: {voters: 20, top: 51, intercept: 0, weights: {}}}",
         "map: {selector: {voters: 20, top: 5, intercept: 0, weights: {}, floor: 1.5}}",

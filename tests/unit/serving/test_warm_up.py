@@ -14,6 +14,9 @@ from serving.contract.requests import SearchRequest
 
 
 class Searcher:
+    sentence = None  # no sentence model: nothing of the sentence path to load
+    vectors = None
+
     def __init__(self, fail: dict[str, BaseException]) -> None:
         self.fail = fail
         self.seen: list[tuple[str, bool]] = []
@@ -39,3 +42,49 @@ def test_failures_are_logged_and_the_rest_still_run(caplog: pytest.LogCaptureFix
     assert took >= 0 and len(searcher.seen) == len(REQUESTS)
     assert any(r.levelno == logging.WARNING and "RuntimeError" in r.getMessage() for r in caplog.records)
     assert any(f"warmed up with {len(REQUESTS) - 2} of {len(REQUESTS)}" in r.getMessage() for r in caplog.records)
+
+
+class SentenceModel:
+    def __init__(self, encoder: Any, fail: bool = False) -> None:  # noqa: ANN401
+        self._encoder, self.fail = encoder, fail
+
+    def load_now(self) -> Any:  # noqa: ANN401
+        if self.fail:
+            raise OSError("weights unreadable")
+        return self._encoder
+
+
+class Vectors:
+    enabled = True
+
+    def __init__(self) -> None:
+        self.loaded: list[tuple[str, str, int]] = []
+
+    def load(self, model_id: str, source: str, dimensions: int) -> bool:
+        self.loaded.append((model_id, source, dimensions))
+        return True
+
+
+class Encoder:
+    model_id = "attack-minilm-0123456789-int8"
+    dimensions = 384
+
+
+def test_the_sentence_model_and_its_vectors_load_before_the_first_request() -> None:
+    searcher = Searcher({})
+    searcher.sentence, searcher.vectors = SentenceModel(Encoder()), Vectors()  # type: ignore[assignment]
+    warm_up(searcher)  # type: ignore[arg-type]
+    assert searcher.vectors.loaded == [  # type: ignore[attr-defined]
+        (Encoder.model_id, "mitre_attack", 384),
+        (Encoder.model_id, "mitre_attack_procedures", 384),
+    ]
+    assert len(searcher.seen) == len(REQUESTS)
+
+
+def test_a_sentence_model_that_fails_to_load_does_not_stop_the_warm_up(caplog: pytest.LogCaptureFixture) -> None:
+    searcher = Searcher({})
+    searcher.sentence, searcher.vectors = SentenceModel(Encoder(), fail=True), Vectors()  # type: ignore[assignment]
+    with caplog.at_level(logging.INFO, logger="serving.api.warm_up"):
+        warm_up(searcher)  # type: ignore[arg-type]
+    assert searcher.vectors.loaded == [] and len(searcher.seen) == len(REQUESTS)  # type: ignore[attr-defined]
+    assert any("sentence path" in r.getMessage() for r in caplog.records)
