@@ -99,26 +99,10 @@ class SourceVectors:
         the missing sources are loaded in the background for the next search. With `complete`, also None
         while some chunk of a source lacks its vector of the model (a model embedding only some sources, the
         sentence model, serves them only once they are whole)."""
-        if not self.enabled or not sources or k <= 0:
+        if k <= 0:
             return None
-        held: list[Held] = []
-        missing: list[str] = []
-        with self._lock:
-            for source in sources:
-                key = (model_id, source)
-                entry = self._held.get(key)
-                current = versions.get(source)
-                if entry is not None and current is not None and entry.version == current:
-                    self._held.move_to_end(key)
-                    held.append(entry)
-                elif current is not None and self._too_large.get(key) != current:
-                    missing.append(source)
-        if missing:
-            self._start_loads(model_id, missing, len(qvec))
-            return None
-        if len(held) != len(sources):  # a source too large to hold, or one without counts yet
-            return None
-        if complete and not all(h.complete for h in held):
+        held = self._current(model_id, sources, versions, len(qvec))
+        if held is None or (complete and not all(h.complete for h in held)):
             return None
         with self._blas.limit(limits=1, user_api="blas"):
             return _nearest(held, np.asarray(qvec, dtype=np.float32), k)
@@ -128,6 +112,14 @@ class SourceVectors:
     ) -> list[Held] | None:
         """The sources' vectors of the model, each whole and at its current version (`versions`), or None (the
         missing ones are loaded in the background, as for nearest())."""
+        held = self._current(model_id, sources, versions, dimensions)
+        return held if held is not None and all(h.complete for h in held) else None
+
+    def _current(
+        self, model_id: str, sources: Sequence[str], versions: Mapping[str, str], dimensions: int
+    ) -> list[Held] | None:
+        """Every source's vectors held at its current version, or None: the missing ones start loading in the
+        background; a source too large to hold, or without counts yet, is None too."""
         if not self.enabled or not sources:
             return None
         found: list[Held] = []
@@ -145,9 +137,7 @@ class SourceVectors:
         if missing:
             self._start_loads(model_id, missing, dimensions)
             return None
-        if len(found) != len(sources) or not all(h.complete for h in found):
-            return None
-        return found
+        return found if len(found) == len(sources) else None
 
     def load(self, model_id: str, source: str, dimensions: int) -> bool:
         """Load one source now (start-up, tests); whether it is held."""
