@@ -42,6 +42,7 @@ class QueryAnalysis:
     fts_text: str  # websearch_to_tsquery('english', ...) input (serving/search/tsquery_text.py)
     ident_text: str  # websearch_to_tsquery('simple', ...) input: identifier forms ORed
     exact_forms: tuple[str, ...]  # upstream-id spellings to look up as '<source>:<id>'
+    report_sentence: bool = False  # one sentence in a report's register, not a rule's (the sentence path's)
 
     @property
     def is_identifier(self) -> bool:
@@ -104,7 +105,10 @@ def analyse(query: str) -> QueryAnalysis:
         idents.add(text.lower())
     ident_text = tsquery_text.identifier_text(idents, 32)
     exact = _exact_forms(text, kind) if kind in IDENTIFIER_TYPES else ()
-    return QueryAnalysis(query_type=kind, fts_text=fts_text, ident_text=ident_text, exact_forms=exact)
+    report = kind == "sentence" and not detection_register(text)
+    return QueryAnalysis(
+        query_type=kind, fts_text=fts_text, ident_text=ident_text, exact_forms=exact, report_sentence=report
+    )
 
 
 def exact_doc_ids(forms: Iterable[str], sources: Iterable[str]) -> list[str]:

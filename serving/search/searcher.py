@@ -38,8 +38,6 @@ from serving.search.side_legs import SideLegs
 from serving.search.source_vectors import SourceVectors
 from serving.search.statements import VOTER_LEGS, Statements
 
-# The query shapes whose legs read the sentence model's vectors where it has them (a line of a threat report).
-SENTENCE_SHAPES = frozenset({"sentence"})
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
 LABEL_WEIGHT = 1.0
 
@@ -246,23 +244,14 @@ class Searcher:
         given: tuple[str, np.ndarray] | None,
         query_embedding: np.ndarray | None,
     ) -> Callable[[], tuple[str, np.ndarray] | None] | None:
-        """How to get the sentence model's (id, vector) of a hybrid query of sentence shape in a report's
-        register, while one serves (`given`: encoded already, by the map): its encoding starts now, beside the
-        general model's. None for other queries, and for one whose vector the caller gave (`query_embedding`
-        is the serving model's)."""
-        if self.sentence is None or req.mode != "hybrid" or not _report_sentence(req.query, analysis):
-            return None
-        if query_embedding is not None and given is None:
+        """How to get the sentence model's (id, vector) of a hybrid report sentence while one serves (`given`:
+        encoded already, by the map): its encoding starts now, beside the general model's. None for other
+        queries, and for one whose vector the caller gave (`query_embedding` is the serving model's)."""
+        if self.sentence is None or req.mode != "hybrid" or not analysis.report_sentence:
             return None
         if given is not None:
             return lambda: given
-        result = self.sentence.encode_soon([enriched])
-
-        def vector() -> tuple[str, np.ndarray] | None:
-            found = result()
-            return (found.model_id, found.vectors[0]) if found is not None else None
-
-        return vector
+        return None if query_embedding is not None else self.sentence.encode_one_soon(enriched)
 
     def _sources(self, conn: psycopg.Connection, principal: Principal, filters: SearchFilters) -> list[str] | None:
         """The source names to search: `sources` as stored, narrowed to the names holding `source_contains`."""
@@ -331,7 +320,7 @@ class Searcher:
             scored=tuple(
                 (leg, w)
                 for leg, w in sorted(chosen.scored.items())
-                if plan.vec_k and running[leg] and not ids and not logic.detection_register(req.query)
+                if plan.vec_k and running[leg] and not ids and analysis.report_sentence
             ),
         )
         if not ids:
@@ -415,11 +404,6 @@ class Searcher:
             r["chunk_id"]: r for r in fetch(conn, self.statements.result_rows, display_params, "search:result_rows")
         }
         return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
-
-
-def _report_sentence(query: str, analysis: logic.QueryAnalysis) -> bool:
-    """A one-sentence query in a report's register (not a rule's description): the sentence path's."""
-    return analysis.query_type in SENTENCE_SHAPES and not logic.detection_register(query)
 
 
 def _best_first(row: dict[str, Any]) -> tuple[float, str]:

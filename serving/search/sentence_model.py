@@ -83,16 +83,17 @@ class SentenceModel:
         self._load(wanted)
         return self.encoder()
 
-    def encode_soon(self, queries: Sequence[str]) -> Callable[[], SentenceVectors | None]:
-        """encode() started in another thread while the caller encodes with the general model (one query's two
-        encodes overlap on two cores): call the result for the vectors."""
-        if self.encoder() is None:
+    def encode_one_soon(self, query: str) -> Callable[[], tuple[str, np.ndarray] | None]:
+        """The query's (model id, vector), encoded in another thread while the caller encodes it with the
+        general model (one query's two encodes overlap on two cores): call the result for them."""
+        encoder = self.encoder()
+        if encoder is None:
             return lambda: None
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="secrag-sentence")
-            future = self._executor.submit(self.encode, list(queries))
-        return future.result
+            future = self._executor.submit(encoder.encode, query)
+        return lambda: (encoder.model_id, future.result())
 
     def encode(self, queries: Sequence[str]) -> SentenceVectors | None:
         """The queries' vectors of the sentence model, or None when none serves."""
