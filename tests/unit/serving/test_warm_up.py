@@ -39,7 +39,7 @@ def test_failures_are_logged_and_the_rest_still_run(caplog: pytest.LogCaptureFix
     searcher = Searcher({first: RuntimeError("store down"), second: InvalidField(["body"], "unknown source")})
     with caplog.at_level(logging.INFO, logger="serving.api.warm_up"):
         took = warm_up(searcher)  # type: ignore[arg-type]
-    assert took >= 0 and len(searcher.seen) == len(REQUESTS)
+    assert isinstance(took, float) and len(searcher.seen) == len(REQUESTS)  # a figure, not asserted
     assert any(r.levelno == logging.WARNING and "RuntimeError" in r.getMessage() for r in caplog.records)
     assert any(f"warmed up with {len(REQUESTS) - 2} of {len(REQUESTS)}" in r.getMessage() for r in caplog.records)
 
