@@ -50,7 +50,8 @@ GRANT SELECT (source, model_id, vectors, chunks_embedded) ON source_model_counts
 
 -- Reference data and settings the API reads.
 GRANT SELECT (model_id, dimensions, active, vectors) ON embedding_models TO secrag_reader;
-GRANT SELECT (id, full_name, tactics, revoked, deprecated) ON mitre_techniques TO secrag_reader;
+-- The technique lookup, with each technique's ATT&CK domain (migration 0027).
+GRANT SELECT (id, full_name, tactics, revoked, deprecated, domain) ON mitre_techniques TO secrag_reader;
 GRANT SELECT (setting, query_type, value) ON tuned_value TO secrag_reader;
 GRANT SELECT (version) ON schema_migrations TO secrag_reader;
 -- The trained sentence model in force (migration 0026; serving.sql promoted_sentence_model); not its lineage

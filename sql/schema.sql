@@ -241,6 +241,8 @@ CREATE TABLE public.mitre_techniques (
     replaced_by text,
     version text,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    domain text DEFAULT 'enterprise'::text NOT NULL,
+    CONSTRAINT mitre_techniques_domain_check CHECK ((domain = ANY (ARRAY['enterprise'::text, 'mobile'::text, 'ics'::text]))),
     CONSTRAINT mitre_techniques_id_check CHECK ((id ~ '^T[0-9]{4}(\.[0-9]{3})?$'::text))
 );
 
@@ -781,6 +783,8 @@ GRANT SELECT(tactics) ON TABLE public.mitre_techniques TO secrag_reader;
 GRANT SELECT(revoked) ON TABLE public.mitre_techniques TO secrag_reader;
 
 GRANT SELECT(deprecated) ON TABLE public.mitre_techniques TO secrag_reader;
+
+GRANT SELECT(domain) ON TABLE public.mitre_techniques TO secrag_reader;
 
 GRANT INSERT ON TABLE public.query_log TO secrag_querylog;
 

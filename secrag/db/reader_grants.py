@@ -10,10 +10,10 @@ import psycopg
 log = logging.getLogger(__name__)
 
 GRANTS_FILE = "reader_grants.sql"
-# The schema this file describes: the newest migration that changed what the reader is granted (0026, the
-# table trained_models). Default privileges stopped at 0017; a schema older than this one names objects
+# The schema this file describes: the newest migration that changed what the reader is granted (0027, the
+# technique lookup's domain column). Default privileges stopped at 0017; a schema older than this one names objects
 # differently, so the file is applied from here on (only tests stop a store between the two).
-SINCE_VERSION = 26
+SINCE_VERSION = 27
 
 
 def apply(conn: psycopg.Connection, sql_dir: Path) -> None:
