@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from serving.contract.layer_models import LayerIn, LayerReport
 from serving.contract.navigator_layer import NavigatorLayer
 from serving.contract.requests import PlatformName, SBool, SInt, Strict, TechniqueId, canonical_platforms
 
@@ -34,9 +35,10 @@ class CoverageRequest(Strict):
     model_config = ConfigDict(
         json_schema_extra={
             "oneOf": [
-                _only("techniques", ("actor", "tactic", "platforms")),
-                _only("actor", ("techniques", "tactic", "platforms")),
-                _only("tactic", ("techniques", "actor")),
+                _only("techniques", ("actor", "tactic", "platforms", "technique_layer")),
+                _only("actor", ("techniques", "tactic", "platforms", "technique_layer")),
+                _only("tactic", ("techniques", "actor", "technique_layer")),
+                _only("technique_layer", ("techniques", "actor", "tactic", "platforms")),
             ]
         }
     )
@@ -56,6 +58,13 @@ class CoverageRequest(Strict):
         default=None,
         description="An ATT&CK tactic, by short name (credential-access) or name (Credential Access): its active "
         "techniques, narrowed by `platforms`. Give one of `techniques`, `actor` and `tactic`.",
+    )
+    technique_layer: LayerIn | None = Field(
+        default=None,
+        description="An ATT&CK Navigator layer (format 4.5 or 4.4, as the Navigator saves it): its enabled "
+        "techniques that the store's ATT&CK has are asked (the others are listed in `technique_layer`'s report); "
+        "at most this deployment's layer_max_techniques entries. Give one of `techniques`, `actor`, `tactic` and "
+        "`technique_layer`.",
     )
     platforms: list[PlatformName] | None = Field(
         default=None,
@@ -94,8 +103,8 @@ class CoverageRequest(Strict):
 
     @model_validator(mode="after")
     def _one_input(self) -> Self:
-        if sum(v is not None for v in (self.techniques, self.actor, self.tactic)) != 1:
-            raise ValueError("give one of techniques, actor and tactic")
+        if sum(v is not None for v in (self.techniques, self.actor, self.tactic, self.technique_layer)) != 1:
+            raise ValueError("give one of techniques, actor, tactic and technique_layer")
         if self.platforms is not None and self.tactic is None:
             raise ValueError("platforms go with tactic")
         return self
@@ -149,5 +158,9 @@ class CoverageResponse(BaseModel):
     tactic: str | None = Field(default=None, description="The tactic asked (short name), if any.")
     layer: NavigatorLayer | None = Field(
         default=None, description="The ATT&CK Navigator layer (format 4.5) of the coverage; null when not asked."
+    )
+    technique_layer: LayerReport | None = Field(
+        default=None,
+        description="What was read of the `technique_layer` asked, if one was: its techniques and those left out.",
     )
     took_ms: float

@@ -7,6 +7,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
+from serving.contract.layer_models import LayerIn, LayerReport
 from serving.contract.navigator_layer import NavigatorLayer
 from serving.contract.plan_models import Citation
 from serving.contract.requests import NUMBER, QUERY_PATTERN, SBool, SInt, Strict, not_blank
@@ -41,6 +42,12 @@ class MapRequest(Strict):
         description="Most techniques returned, best first (at most this deployment's map_max_techniques).",
     )
     layer: SBool = Field(default=True, description="Also return the ATT&CK Navigator layer of the techniques.")
+    technique_layer: LayerIn | None = Field(
+        default=None,
+        description="An ATT&CK Navigator layer (format 4.5 or 4.4): only its enabled techniques that the store's "
+        "ATT&CK has are candidates (the others are listed in the response's `technique_layer`); at most this "
+        "deployment's layer_max_techniques entries.",
+    )
 
     @field_validator("text")
     @classmethod
@@ -96,6 +103,10 @@ class MapResponse(BaseModel):
     model: str = Field(description="The embedding model of the searches (see /v1/stats).")
     layer: NavigatorLayer | None = Field(
         default=None, description="The ATT&CK Navigator layer (format 4.5) of the techniques; null when not asked."
+    )
+    technique_layer: LayerReport | None = Field(
+        default=None,
+        description="What was read of the `technique_layer` asked, if one was: its techniques and those left out.",
     )
     unanswered: list[UnansweredSentence] = Field(
         default_factory=list,

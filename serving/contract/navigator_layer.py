@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 LAYER_FORMAT: Literal["4.5"] = "4.5"
+LayerDomain = Literal["enterprise-attack", "mobile-attack", "ics-attack"]
 NAVIGATOR_VERSION = "5.1.0"  # the format asks for a Navigator of at least 4.9.0
 
 
@@ -28,8 +29,18 @@ class LayerMetadata(BaseModel):
 
 class LayerTechnique(BaseModel):
     techniqueID: str = Field(description="T#### or T####.###.")
-    score: int = Field(description="100 x the technique's map score, rounded.")
-    comment: str = Field(description="The supporting sentences with their offsets.")
+    tactic: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="The tactic (short name) the entry is under; absent: every tactic of the technique.",
+    )
+    score: int | float | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="A map's: 100 x the technique's map score, rounded; a coverage's: the kinds covering it (0-3); "
+        "a comparison's: its operands' (see docs/api.md). Absent: unscored.",
+    )
+    comment: str = Field(description="Why the technique is in the layer (a map's: its supporting sentences).")
     enabled: bool = True
     showSubtechniques: bool = Field(default=False, description="A mapped parent opens on its mapped sub-techniques.")
     metadata: list[LayerMetadata] = Field(default_factory=list)
@@ -58,7 +69,7 @@ class NavigatorLayer(BaseModel):
 
     name: str
     versions: LayerVersions = Field(default_factory=LayerVersions)
-    domain: Literal["enterprise-attack"] = "enterprise-attack"
+    domain: LayerDomain = "enterprise-attack"
     description: str = ""
     sorting: int = Field(default=3, description="3: by score, highest first.")
     layout: LayerLayout = Field(default_factory=LayerLayout)
