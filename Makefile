@@ -3,6 +3,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.secrag-installed
+# torch, pinned, CPU build: from PyTorch's CPU index, or from what pip is configured with when that index
+# does not answer within TORCH_PROBE_SECONDS (never the CUDA build on a machine without a GPU). Point
+# TORCH_INDEX_URL at a mirror, or at a CUDA index where one is wanted; empty: pip's own index, unchecked
+# (deploy/install-torch.sh). deploy/Dockerfile pins the same version and index.
+TORCH_VERSION       ?= 2.13.0
+TORCH_INDEX_URL     ?= https://download.pytorch.org/whl/cpu
+TORCH_PROBE_SECONDS ?= 5
+export TORCH_VERSION TORCH_INDEX_URL TORCH_PROBE_SECONDS
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -10,11 +18,11 @@ export TRANSFORMERS_OFFLINE := 1
 
 install: $(STAMP)
 
-# torch first, pinned: unpinned, pip would pull gigabytes of CUDA wheels.
+# torch first, pinned and CPU-only: unpinned, pip would pull gigabytes of CUDA wheels.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	deploy/install-torch.sh $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
