@@ -35,10 +35,10 @@ class CoverageRequest(Strict):
     model_config = ConfigDict(
         json_schema_extra={
             "oneOf": [
-                _only("techniques", ("actor", "tactic", "platforms", "technique_layer")),
-                _only("actor", ("techniques", "tactic", "platforms", "technique_layer")),
+                _only("techniques", ("actor", "tactic", "technique_layer")),
+                _only("actor", ("techniques", "tactic", "technique_layer")),
                 _only("tactic", ("techniques", "actor", "technique_layer")),
-                _only("technique_layer", ("techniques", "actor", "tactic", "platforms")),
+                _only("technique_layer", ("techniques", "actor", "tactic")),
             ]
         }
     )
@@ -70,8 +70,8 @@ class CoverageRequest(Strict):
         default=None,
         min_length=1,
         max_length=50,
-        description="With `tactic` only: the techniques whose ATT&CK document names one of these platforms "
-        "(names or common aliases, in any case).",
+        description="With `tactic`: the techniques whose ATT&CK document names one of these platforms (names or "
+        "common aliases, in any case). With any input: the ATT&CK analytics listed are those for these platforms.",
     )
     fold_subtechniques: SBool = Field(
         default=False,
@@ -80,6 +80,11 @@ class CoverageRequest(Strict):
     )
     top: SInt = Field(default=DEFAULT_TOP, ge=1, le=MAX_COVERAGE_TOP, description="Items listed per kind.")
     layer: SBool = Field(default=True, description="Also return the ATT&CK Navigator layer of the coverage.")
+    analytics: SBool = Field(
+        default=True,
+        description="Also list ATT&CK's analytics of each technique per platform, the log sources they need and "
+        "what the store holds for each (the `analytics` of a technique, `log_sources`, and two gaps).",
+    )
 
     @field_validator("techniques")
     @classmethod
@@ -105,8 +110,6 @@ class CoverageRequest(Strict):
     def _one_input(self) -> Self:
         if sum(v is not None for v in (self.techniques, self.actor, self.tactic, self.technique_layer)) != 1:
             raise ValueError("give one of techniques, actor, tactic and technique_layer")
-        if self.platforms is not None and self.tactic is None:
-            raise ValueError("platforms go with tactic")
         return self
 
 
@@ -133,6 +136,65 @@ class TelemetryNeed(BaseModel):
     )
 
 
+class LogSourceRef(BaseModel):
+    name: str = Field(description="ATT&CK's log-source name (WinEventLog:Sysmon, auditd:SYSCALL, AWS:CloudTrail).")
+    channel: str | None = Field(default=None, description="Its channel as ATT&CK writes it (EventCode=1, execve).")
+    data_component: str | None = Field(default=None, description="The ATT&CK data component it belongs to.")
+
+
+class AnalyticNeed(BaseModel):
+    analytic_id: str = Field(description="The ATT&CK analytic (AN####).")
+    doc_id: str = Field(description="Its document (GET /v1/docs/{doc_id}).")
+    strategy: str | None = Field(default=None, description="Its detection strategy (DET####).")
+    log_sources: list[LogSourceRef] = Field(description="The log sources it needs (details in `log_sources`).")
+    schema_held: bool = Field(
+        description="Whether a telemetry schema the store holds describes at least one of its log sources."
+    )
+
+
+class PlatformAnalytics(BaseModel):
+    platform: str = Field(description="ATT&CK's platform name (Windows, Linux, macOS, IaaS, ...).")
+    analytics: list[AnalyticNeed]
+
+
+class SigmaHeld(BaseModel):
+    logsource: dict[str, str] = Field(description="A Sigma logsource (product, category, service).")
+    rules: dict[str, int] = Field(description="The store's rules with this logsource, per source (sigma, hayabusa).")
+
+
+class IndexHeld(BaseModel):
+    index: str = Field(description="An Elastic index pattern prefix (logs-windows.sysmon_operational).")
+    rules: int = Field(description="The store's Elastic rules reading an index that starts with it.")
+
+
+class DataSourceHeld(BaseModel):
+    data_source: str = Field(description="A Splunk data source (Sysmon EventID 1).")
+    rules: int = Field(description="The store's Splunk detections naming it.")
+
+
+class SchemaHeld(BaseModel):
+    doc_id: str = Field(description="A telemetry schema's doc id (an OSSEM data-dictionary event, an ECS field set).")
+    held: bool = Field(description="Whether the store holds it.")
+
+
+class LogSourceCoverage(BaseModel):
+    name: str
+    channel: str | None = None
+    data_component: str | None = None
+    analytics: int = Field(description="How many of the answer's analytics need it.")
+    resolved: bool = Field(description="Whether the shipped mapping table knows it (else the lists are empty).")
+    sigma: list[SigmaHeld] = Field(default_factory=list)
+    elastic: list[IndexHeld] = Field(default_factory=list)
+    splunk: list[DataSourceHeld] = Field(default_factory=list)
+    event_categories: list[str] = Field(default_factory=list, description="ECS `event.category` values.")
+    schemas: list[SchemaHeld] = Field(default_factory=list)
+    rules_held: bool = Field(
+        description="Whether the store holds a rule reading one of its Sigma logsources, "
+        "Elastic indices or Splunk data sources."
+    )
+    schema_held: bool = Field(description="Whether the store holds one of its schemas.")
+
+
 class TechniqueCoverage(BaseModel):
     technique_id: str
     name: str | None = Field(description="The technique's full name; null for an id the store does not know.")
@@ -143,12 +205,25 @@ class TechniqueCoverage(BaseModel):
     telemetry: list[TelemetryNeed] = Field(
         description="The log sources its detections read (Sigma rules state theirs), most read first."
     )
+    analytics: list[PlatformAnalytics] | None = Field(
+        default=None,
+        description="ATT&CK's analytics of the technique per platform (narrowed by `platforms`), with the log "
+        "sources each needs; null when not asked.",
+    )
 
 
 class CoverageGaps(BaseModel):
     no_detection: list[str] = Field(description="Techniques with no detection.")
     test_no_detection: list[str] = Field(description="Techniques with a test but no detection.")
     detection_no_test: list[str] = Field(description="Techniques with a detection but no test.")
+    analytic_no_detection: list[str] = Field(
+        default_factory=list,
+        description="Techniques with an ATT&CK analytic (for the asked platforms, if any) but no detection.",
+    )
+    analytic_no_schema: list[str] = Field(
+        default_factory=list,
+        description="ATT&CK analytics (AN ids) none of whose log sources a schema the store holds describes.",
+    )
 
 
 class CoverageResponse(BaseModel):
@@ -158,6 +233,13 @@ class CoverageResponse(BaseModel):
     tactic: str | None = Field(default=None, description="The tactic asked (short name), if any.")
     layer: NavigatorLayer | None = Field(
         default=None, description="The ATT&CK Navigator layer (format 4.5) of the coverage; null when not asked."
+    )
+    log_sources: list[LogSourceCoverage] | None = Field(
+        default=None,
+        description="Each log source the answer's analytics need, most needed first: the Sigma logsources, Elastic "
+        "indices, Splunk data sources, ECS event categories and schemas that correspond "
+        "(serving/coverage/log_sources.yaml) and how many of the store's rules and schemas have them; null when "
+        "analytics are not asked.",
     )
     technique_layer: LayerReport | None = Field(
         default=None,

@@ -242,7 +242,6 @@ def test_attack_mitigations_count_as_countermeasures_and_its_techniques_do_not(
         ({"techniques": ["T1003"], "top": 11}, "top"),
         ({"techniques": ["T1003"], "fold_subtechniques": "yes"}, "fold_subtechniques"),
         ({"tactic": "execution", "actor": "G0007"}, "one of techniques, actor and tactic"),
-        ({"techniques": ["T1003"], "platforms": ["windows"]}, "platforms go with tactic"),
         ({"tactic": "execution", "platforms": ["amiga"]}, "unknown platforms"),
     ],
 )
