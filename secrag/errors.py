@@ -78,3 +78,8 @@ class FetchRateLimited(FetchError):
     def __init__(self, message: str, *, reset_at: float | None = None) -> None:
         super().__init__(message, hint="set GITHUB_TOKEN for a higher limit, or lengthen the poll intervals")
         self.reset_at = reset_at  # epoch seconds, when the upstream said
+
+
+class SnapshotRefused(SecragError):
+    """A store snapshot was not exported or imported: damaged, unsigned where a signature is required, of
+    another schema or model, or a store it may not go into; the target store is unchanged."""

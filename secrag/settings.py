@@ -214,7 +214,29 @@ class ModelSettings(BaseSettings):
     )
 
 
-class Settings(DatabaseSettings, UpstreamSettings, PipelineSettings, ModelSettings):
+class SnapshotSettings(BaseSettings):
+    """Store snapshots: the one a new store starts from, and whose signature it trusts."""
+
+    model_config = SETTINGS_CONFIG
+
+    start_from: str | None = Field(
+        default=None,
+        description="A snapshot file (path) or https URL `secrag run` imports before anything else starts, once: "
+        "only into a store without public documents (a fresh one); on any other store it is left aside.",
+    )
+    snapshot_public_key: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9+/]{43}=$",
+        description="The ed25519 public key (32 bytes, base64) whose signature a snapshot must carry to be "
+        "imported; unset: a snapshot's signature is not checked (its checksums always are). Needs the "
+        "`cryptography` package.",
+    )
+    snapshot_max_bytes: int = Field(
+        default=8 * 1024**3, ge=1024, description="Size cap of a snapshot downloaded from a URL."
+    )
+
+
+class Settings(DatabaseSettings, UpstreamSettings, PipelineSettings, ModelSettings, SnapshotSettings):
     """Every knob the pipeline and the command line read from the environment, by concern (the groups
     above); docs/configuration.md's tables are generated from these models (secrag/settings_docs.py)."""
 
@@ -230,7 +252,13 @@ class Settings(DatabaseSettings, UpstreamSettings, PipelineSettings, ModelSettin
         return self.model_cache_dir or self.data_dir / "models"
 
 
-SETTINGS_GROUPS: tuple[type[BaseSettings], ...] = (DatabaseSettings, UpstreamSettings, PipelineSettings, ModelSettings)
+SETTINGS_GROUPS: tuple[type[BaseSettings], ...] = (
+    DatabaseSettings,
+    UpstreamSettings,
+    PipelineSettings,
+    ModelSettings,
+    SnapshotSettings,
+)
 
 
 @lru_cache(maxsize=1)

@@ -1,4 +1,5 @@
-"""STIX 2.0/2.1 bundles (ATT&CK, its procedure examples, CAPEC, MBC) to records; `options.scheme` picks the scheme."""
+"""STIX 2.0/2.1 bundles (ATT&CK, its procedure examples, its detection strategies and analytics, CAPEC, MBC) to
+records; `options.scheme` picks the scheme."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from secrag.errors import ParseError
 
 from ...mitre_lookup import bundle_objects
 from ...records import JSON, Record, SourceFile, with_raw
-from . import attack, capec, mbc, procedures
+from . import attack, capec, detections, mbc, procedures
 from .index import BundleIndex, StixObject, skipped
 
 _SCHEMES: dict[str, Callable[[StixObject, BundleIndex, SourceFile], Record | None]] = {
     "attack": attack.record,
     "attack_procedures": procedures.record,
+    "attack_detections": detections.record,
     "capec": capec.record,
     "mbc": mbc.record,
 }
@@ -21,6 +23,7 @@ _SCHEMES: dict[str, Callable[[StixObject, BundleIndex, SourceFile], Record | Non
 _DEFAULT_TYPES = {
     "attack": tuple(attack.KINDS),
     "attack_procedures": ("relationship",),
+    "attack_detections": detections.TYPES,
     "capec": ("attack-pattern", "course-of-action"),
     "mbc": tuple(mbc.KINDS),
 }

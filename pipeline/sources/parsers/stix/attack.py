@@ -9,6 +9,7 @@ from typing import Any
 from ... import normalize
 from ...mitre_lookup import ATTACK_SOURCE, attack_platforms, external_id, external_ref, tactics_of
 from ...records import Record, SourceFile
+from .detections import technique_links
 from .index import BundleIndex, StixObject
 from .procedures import actor_label, example
 from .text import clean, compact, section
@@ -37,6 +38,9 @@ class _Shape:
     # A technique's procedure examples (the records of mitre_attack_procedures) and their actors.
     procedures: int = 0
     used_by: tuple[str, ...] = ()
+    # Its detection strategies ({id, name}) and their analytics' ids (the records of mitre_attack_detections).
+    strategies: tuple[dict[str, str], ...] = ()
+    analytics: tuple[str, ...] = ()
 
 
 def _parent(obj: StixObject, ix: BundleIndex, aid: str, name: str) -> tuple[str | None, str]:
@@ -56,18 +60,28 @@ def _technique(obj: StixObject, ix: BundleIndex, aid: str, name: str, tactics: t
     mitigations = sorted(
         {f"{external_id(m)} {m.get('name')}" for m in ix.sources(obj["id"], "mitigates") if external_id(m)}
     )
-    strategies = sorted({str(s.get("name")) for s in ix.sources(obj["id"], "detects")})
+    strategies, analytics = technique_links(obj, ix)
     parts = [
         section("Tactics", ", ".join(tactics)),
         section("Platforms", ", ".join(obj.get("x_mitre_platforms") or ())),
         clean(obj.get("description")),
         section("Detection", obj.get("x_mitre_detection")),
         section("Mitigations", mitigations),
-        section("Detection strategies", strategies),
+        section("Detection strategies", [f"{s['id']} {s['name']}" for s in strategies]),
     ]
     examples = [pair for pair in (example(rel, ix) for rel in ix.into.get(obj["id"], ())) if pair is not None]
     used_by = tuple(sorted({actor_label(actor) for actor, _ in examples}))
-    return _Shape(kind, title, normalize.technique_ids(aid), parts, parent, len(examples), used_by)
+    return _Shape(
+        kind,
+        title,
+        normalize.technique_ids(aid),
+        parts,
+        parent,
+        len(examples),
+        used_by,
+        tuple(strategies),
+        tuple(analytics),
+    )
 
 
 def _related(obj: StixObject, ix: BundleIndex, limit: int) -> tuple[str, ...]:
@@ -108,6 +122,8 @@ def _metadata(obj: StixObject, shape: _Shape, tactics: tuple[str, ...], aliases:
         # labelled with this technique (a search filtered on that source and technique lists them).
         metadata["procedure_examples"] = {"source": PROCEDURES_SOURCE, "count": shape.procedures}
         metadata["used_by"] = list(shape.used_by)
+    metadata["detection_strategies"] = list(shape.strategies)
+    metadata["analytics"] = list(shape.analytics)
     return compact(metadata)
 
 

@@ -1,4 +1,5 @@
-"""A bundle's objects by id, its active relationships in both directions, and which objects are kept."""
+"""A bundle's objects by id, its active relationships in both directions, each analytic's detection strategy,
+and which objects are kept."""
 
 from __future__ import annotations
 
@@ -30,8 +31,18 @@ def _newest_by_name(objects: list[StixObject]) -> dict[str, StixObject]:
     return newest
 
 
+def _strategies_of(objects: list[StixObject]) -> dict[str, StixObject]:
+    """Analytic STIX id -> the active detection strategy that lists it (`x_mitre_analytic_refs`; first wins)."""
+    found: dict[str, StixObject] = {}
+    for obj in objects:
+        if obj.get("type") == "x-mitre-detection-strategy" and not is_retired(obj):
+            for ref in obj.get("x_mitre_analytic_refs") or ():
+                found.setdefault(str(ref), obj)
+    return found
+
+
 class BundleIndex:
-    """Objects by id and active relationships in both directions."""
+    """Objects by id, active relationships in both directions, and analytics' strategies."""
 
     def __init__(self, objects: list[StixObject]) -> None:
         self.by_id = {o["id"]: o for o in objects}
@@ -39,6 +50,7 @@ class BundleIndex:
             external_id(o): str(o.get("name", "")) for o in objects if o.get("type") == "attack-pattern"
         }
         self.newest_by_name = _newest_by_name(objects)
+        self.strategy_of = _strategies_of(objects)
         self.out: dict[str, list[StixObject]] = defaultdict(list)
         self.into: dict[str, list[StixObject]] = defaultdict(list)
         for obj in objects:

@@ -1,6 +1,6 @@
 """The source registry: all 24 sources of SOURCES.md (22 knowledge sources, 2 telemetry schemas), ATT&CK's
-procedure examples (a second source on ATT&CK's file) and the clarifications bundled with secrag; valid
-specs, importable parsers."""
+procedure examples (a second source on ATT&CK's file), its detection strategies and analytics (a third, on its
+three bundles) and the clarifications bundled with secrag; valid specs, importable parsers."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ EXPECTED = {
     "sigma",
     "mitre_attack",
     "mitre_attack_procedures",  # same upstream file and release as mitre_attack
+    "mitre_attack_detections",  # the same release's three bundles (strategies and analytics)
     "atomic",
     "elastic",
     "cisa_kev",
