@@ -16,7 +16,7 @@ from ...mitre_lookup import ATTACK_SOURCE, attack_platforms, external_id, extern
 from ...records import Record, SourceFile
 from .index import BundleIndex, StixObject
 from .procedures import technique_title
-from .text import clean, compact, section
+from .text import clean, compact, plain_links, section
 
 STRATEGY = "x-mitre-detection-strategy"
 ANALYTIC = "x-mitre-analytic"
@@ -91,7 +91,7 @@ def _analytic_parts(analytic: StixObject, ix: BundleIndex) -> list[str]:
     elements = [": ".join(e.values()) for e in _mutable_elements(analytic)]  # field, then description
     return [
         section("Platform", _platform_text(_platforms(analytic))),
-        clean(analytic.get("description")),
+        plain_links(clean(analytic.get("description"))),  # linked techniques' URLs would read as labels
         section("Log sources", [_log_source_line(s) for s in _log_sources(analytic, ix)]),
         section("Mutable elements", elements),
     ]
