@@ -144,7 +144,7 @@ def test_whole_snapshot_mirror(snapshot_dir: Path, source_specs: Mapping[str, So
     sharing = {
         n for n in source_specs if n not in manifest["sources"] and snapshot_folder(n, source_specs, snapshot_dir)
     }
-    assert "mitre_attack_procedures" in sharing
+    assert {"mitre_attack_procedures", "mitre_attack_detections"} <= sharing
     assert set(mirror.repos) == set(manifest["sources"]) | sharing
     cfg = UpstreamConfig().with_mirror(mirror.repos, mirror.feeds, mirror.api_base)
     for name, spec in source_specs.items():
@@ -173,3 +173,23 @@ def test_a_source_on_another_s_repository_shares_its_mirror_and_release(
     assert procedures.version == attack.version and procedures.commit == attack.commit
     fetched = upstream.fetch(specs["mitre_attack_procedures"], procedures, tmp_path / "work")
     assert (fetched.root / specs["mitre_attack_procedures"].paths[0]).read_bytes() == bundle.read_bytes()
+
+
+def test_a_source_of_several_bundles_reads_them_from_the_shared_mirror(
+    source_specs: Mapping[str, SourceSpec], tmp_path: Path
+) -> None:
+    """mitre_attack_detections reads ATT&CK's three bundles from mitre_attack's folder, at its release."""
+    snapshot = tmp_path / "snapshot"
+    spec = source_specs["mitre_attack_detections"]
+    for path in spec.paths:
+        bundle = snapshot / "mitre_attack" / path
+        bundle.parent.mkdir(parents=True)
+        bundle.write_text(json.dumps({"type": "bundle", "id": f"bundle--{bundle.stem}", "objects": []}), "utf-8")
+    specs = {n: source_specs[n] for n in ("mitre_attack", "mitre_attack_detections")}
+    mirror = build_mirror(snapshot, tmp_path / "mirror", specs=specs)
+    upstream = SnapshotUpstream(mirror, UpstreamConfig())
+    seen = upstream.probe(spec)
+    assert seen.version == upstream.probe(specs["mitre_attack"]).version
+    fetched = upstream.fetch(spec, seen, tmp_path / "work")
+    for path in spec.paths:
+        assert (fetched.root / path).read_bytes() == (snapshot / "mitre_attack" / path).read_bytes()
