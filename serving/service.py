@@ -1,8 +1,8 @@
 """The service composed of its parts, once per process (the app's lifespan, `secrag mcp`, `secrag map`): the
 catalog (serving/search/catalog.py), the serving model's searcher (serving/search/serving_model.py), document
 reads (serving/reads/documents.py), artefact lookups, the change feed, sources and statistics (serving/reads),
-coverage (serving/coverage), the request log (serving/feedback/request_log.py) and the request limits. Routes
-and MCP tools take the parts they use (serving/api/deps.py), never the whole."""
+coverage (serving/coverage), Navigator layers (serving/layers), the request log (serving/feedback/request_log.py)
+and the request limits. Routes and MCP tools take the parts they use (serving/api/deps.py), never the whole."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from serving.access.sessions import ReaderSessions
 from serving.coverage.counts import CoverageReads
 from serving.feedback.querylog import QueryLog
 from serving.feedback.request_log import RequestLog
+from serving.layers.screen import LayerReads
 from serving.mapping.capacity import MapCapacity
 from serving.observability.prometheus import Exposition
 from serving.plans.reads import PlanReads
@@ -67,6 +68,7 @@ class Service:
     artefacts: ArtefactLookup = field(init=False)
     source_reads: SourceReads = field(init=False)
     coverage: CoverageReads = field(init=False)
+    layers: LayerReads = field(init=False)
     request_log: RequestLog = field(init=False)
 
     def __post_init__(self, encoder: QueryEncoder, statements: Statements) -> None:
@@ -100,7 +102,8 @@ class Service:
         self.change_feed = ChangeFeed(self.pool, self.queries, self.catalog)
         self.artefacts = ArtefactLookup(self.pool, statements)
         self.source_reads = SourceReads(self.pool, self.queries, statements, self.catalog)
-        self.coverage = CoverageReads(self.pool, statements, self.catalog, shipped_telemetry().schemas_for)
+        self.layers = LayerReads(self.catalog, self.limits)
+        self.coverage = CoverageReads(self.pool, statements, self.catalog, shipped_telemetry().schemas_for, self.layers)
         self.request_log = RequestLog(self.query_log, self.catalog, self.search_config.attention)
 
     @property

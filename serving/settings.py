@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings
 
 from secrag.files.package_data import package_path
 from secrag.settings import SETTINGS_CONFIG, Settings, doc_default
+from serving.contract.layer_models import HARD_MAX_LAYER_TECHNIQUES
 from serving.contract.map_models import DEFAULT_LIMIT, HARD_MAX_MAP_CHARS, HARD_MAX_MAP_TECHNIQUES
 from serving.contract.requests import HARD_MAX_CANDIDATES, HARD_MAX_K, HARD_MAX_QUERY_CHARS
 
@@ -182,6 +183,13 @@ class LimitSettings(BaseSettings):
         ge=DEFAULT_LIMIT,
         le=HARD_MAX_MAP_TECHNIQUES,
         description="Largest `limit` (techniques returned) of a map; more is a 422.",
+    )
+    layer_max_techniques: int = Field(
+        default=2000,
+        ge=100,
+        le=HARD_MAX_LAYER_TECHNIQUES,
+        description="Most technique entries of an ATT&CK Navigator layer a request sends (coverage, map, layer "
+        "comparison; a whole matrix with an entry per technique and tactic has about 1,300); more is a 422.",
     )
 
 

@@ -1,8 +1,8 @@
-"""The request limits a deployment configures (ServingSettings: max_k, max_candidates, max_query_chars and
-the map's text, sentences and techniques; today's values are the defaults): checked on every search, plan and
-map request, and stated in the OpenAPI document as the maxima of the fields they bound. The request models
-carry wider hard caps (HARD_* in serving/contract/requests.py and map_models.py) that no configuration
-exceeds."""
+"""The request limits a deployment configures (ServingSettings: max_k, max_candidates, max_query_chars, the
+map's text, sentences and techniques, a Navigator layer's entries; today's values are the defaults): checked on
+every search, plan, map, coverage and layer request, and stated in the OpenAPI document as the maxima of the
+fields they bound. The request models carry wider hard caps (HARD_* in serving/contract/requests.py,
+map_models.py and layer_models.py) that no configuration exceeds."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from serving.contract.errors import InvalidField
+from serving.contract.layer_models import LayerIn
 from serving.contract.map_models import MapRequest
 from serving.contract.requests import SearchRequest
 from serving.settings import ServingSettings
@@ -33,6 +34,7 @@ class RequestLimits:
     max_map_chars: int = 131072
     max_map_sentences: int = 600
     max_map_techniques: int = 100
+    max_layer_techniques: int = 2000
 
     @classmethod
     def from_settings(cls, settings: ServingSettings) -> RequestLimits:
@@ -43,6 +45,7 @@ class RequestLimits:
             settings.map_max_chars,
             settings.map_max_sentences,
             settings.map_max_techniques,
+            settings.layer_max_techniques,
         )
 
     def check_query(self, query: str) -> None:
@@ -64,6 +67,16 @@ class RequestLimits:
         if req.limit > self.max_map_techniques:
             raise exceeded("limit", self.max_map_techniques, "SECRAG_MAP_MAX_TECHNIQUES")
 
+    def check_layer(self, field: str, layer: LayerIn | None) -> None:
+        """A layer of more technique entries than this deployment reads: a 422 that says how many it has."""
+        if layer is not None and len(layer.techniques) > self.max_layer_techniques:
+            raise InvalidField(
+                ["body", field, "techniques"],
+                f"{field} has {len(layer.techniques)} technique entries; a layer may have at most "
+                f"{self.max_layer_techniques} (this deployment's SECRAG_LAYER_MAX_TECHNIQUES)",
+                "too_long",
+            )
+
     def check_sentences(self, count: int) -> None:
         """A text of more sentences than a map searches: a 422 that says how many it has."""
         if count > self.max_map_sentences:
@@ -81,6 +94,7 @@ class RequestLimits:
         for model in ("SearchRequest", "PlanRequest"):
             self._state_query(schemas.get(model, {}).get("properties", {}))
         self._state_map(schemas.get("MapRequest", {}).get("properties", {}))
+        self._state_layer(schemas.get("LayerIn", {}).get("properties", {}))
 
     def state_tool(self, parameters: dict[str, Any]) -> None:
         """Write the limits into an MCP tool's input schema (its properties are the request's fields)."""
@@ -88,6 +102,7 @@ class RequestLimits:
         self._state_search(properties)
         self._state_query(properties)
         self._state_map(properties)
+        self._state_layer(parameters.get("$defs", {}).get("LayerIn", {}).get("properties", {}))
 
     def _state_search(self, properties: dict[str, Any]) -> None:
         if "k" in properties:
@@ -108,3 +123,7 @@ class RequestLimits:
             return
         properties["text"]["maxLength"] = self.max_map_chars
         properties["limit"]["maximum"] = self.max_map_techniques
+
+    def _state_layer(self, properties: dict[str, Any]) -> None:
+        if "techniques" in properties:
+            properties["techniques"]["maxItems"] = self.max_layer_techniques

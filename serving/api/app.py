@@ -29,6 +29,7 @@ from serving.api.routes import (
     coverage,
     docs,
     health,
+    layers,
     lookup,
     mapping,
     plans,
@@ -220,7 +221,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
     openapi.install(app)
     # Every operation: a known (or allowed anonymous) caller within its rate, holding one of its slots;
     # the probes outside /v1 take none, so a flood of requests cannot make /readyz fail.
-    for module in (search, plans, mapping, coverage, lookup, docs, sources, stats, changes):
+    for module in (search, plans, mapping, coverage, layers, lookup, docs, sources, stats, changes):
         app.include_router(module.router, dependencies=[Slot], responses=_GATED)
     app.include_router(health.router)
     if settings.metrics_enabled:

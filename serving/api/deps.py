@@ -21,6 +21,7 @@ from serving.access.quotas import Caller, Gate
 from serving.access.request_limits import RequestLimits
 from serving.coverage.counts import CoverageReads
 from serving.feedback.request_log import RequestLog
+from serving.layers.screen import LayerReads
 from serving.observability.prometheus import Exposition
 from serving.plans.reads import PlanReads
 from serving.reads.artefacts import ArtefactLookup
@@ -135,6 +136,10 @@ async def get_coverage(service: ServiceDep) -> CoverageReads:
     return service.coverage
 
 
+async def get_layers(service: ServiceDep) -> LayerReads:
+    return service.layers
+
+
 async def get_request_log(service: ServiceDep) -> RequestLog:
     return service.request_log
 
@@ -147,6 +152,7 @@ ChangeFeedDep = Annotated[ChangeFeed, Depends(get_change_feed)]
 ArtefactsDep = Annotated[ArtefactLookup, Depends(get_artefacts)]
 SourceReadsDep = Annotated[SourceReads, Depends(get_source_reads)]
 CoverageDep = Annotated[CoverageReads, Depends(get_coverage)]
+LayersDep = Annotated[LayerReads, Depends(get_layers)]
 RequestLogDep = Annotated[RequestLog, Depends(get_request_log)]
 
 

@@ -24,7 +24,8 @@ from serving.contract.coverage_models import (
 )
 from serving.contract.errors import NotFound
 from serving.coverage.kinds import ATTACK_SOURCE, KINDS, PROCEDURES_SOURCE, source_kinds
-from serving.coverage.layer import coverage_layer
+from serving.coverage.layer import coverage_layer, coverage_of_layer
+from serving.layers.screen import LayerReads
 from serving.search.catalog import Catalog
 from serving.search.statements import Statements
 
@@ -53,10 +54,15 @@ class CoverageReads:
     statements: Statements
     catalog: Catalog
     schemas_for: SchemasFor
+    layers: LayerReads
 
     def coverage(self, req: CoverageRequest, principal: Principal) -> CoverageResponse:
         """What the store holds for ATT&CK techniques, by kind: one statement per request."""
-        return coverage(self.pool, self.statements, self.catalog, self.schemas_for, req, principal)
+        return coverage_of_layer(
+            lambda asked: coverage(self.pool, self.statements, self.catalog, self.schemas_for, asked, principal),
+            self.layers,
+            req,
+        )
 
 
 def coverage(

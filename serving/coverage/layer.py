@@ -1,12 +1,15 @@
 """The ATT&CK Navigator layer (format 4.5) of a coverage: each technique scored by how many of the kinds
-detections, tests and countermeasures cover it (0-3), red to green, its counts per source as the comment."""
+detections, tests and countermeasures cover it (0-3), red to green, its counts per source as the comment; and
+the coverage of a layer's techniques (a request's `technique_layer`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from serving.contract.coverage_models import KindCoverage, TechniqueCoverage
+from serving.contract.coverage_models import CoverageRequest, CoverageResponse, KindCoverage, TechniqueCoverage
+from serving.contract.errors import NotFound
 from serving.contract.navigator_layer import Gradient, LayerMetadata, LayerTechnique, LegendItem, NavigatorLayer
+from serving.layers.screen import LayerReads
 
 LAYER_NAME = "secrag coverage"
 SCORED = ("detections", "tests", "countermeasures")
@@ -55,3 +58,29 @@ def comment(technique: TechniqueCoverage) -> str:
 def _line(kind: str, coverage: KindCoverage) -> str:
     sources = ", ".join(f"{source} {n}" for source, n in sorted(coverage.by_source.items()))
     return f"{kind} {coverage.count}" + (f" ({sources})" if sources else "")
+
+
+def coverage_of_layer(
+    run: Callable[[CoverageRequest], CoverageResponse], layers: LayerReads, req: CoverageRequest
+) -> CoverageResponse:
+    """The coverage of the request's layer's techniques (its enabled ones the store's ATT&CK has), its layer
+    named after it and in its domain, with the report of what was read; 404 when none is left."""
+    if req.technique_layer is None:
+        return run(req)
+    screened = layers.technique_set(req.technique_layer, "technique_layer")
+    ids = screened.techniques.ids()
+    if not ids:
+        report = screened.report
+        raise NotFound(
+            f"no technique of layer {report.name[:100]!r} is an active ATT&CK technique the store has "
+            f"({report.entries} entries: {len(report.unknown)} unknown, {len(report.revoked)} revoked, "
+            f"{len(report.deprecated)} deprecated, {len(report.disabled)} disabled)"
+        )
+    # The layer's techniques are bounded by the deployment's layer limit, not the `techniques` field's.
+    response = run(req.model_copy(update={"techniques": ids, "technique_layer": None}))
+    layer = response.layer
+    if layer is not None:
+        layer = layer.model_copy(
+            update={"name": f"{LAYER_NAME} of {req.technique_layer.name}", "domain": req.technique_layer.domain}
+        )
+    return response.model_copy(update={"layer": layer, "technique_layer": screened.report})

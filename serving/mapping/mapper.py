@@ -30,6 +30,7 @@ from serving.contract.map_models import (
 from serving.contract.plan_models import Citation, Passage
 from serving.contract.requests import ReturnOptions, SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
+from serving.layers.screen import LayerReads
 from serving.mapping.capacity import MapCapacity
 from serving.mapping.evidence import ATTACK_SOURCE, Evidence, Vote, combine, named_techniques, votes_of
 from serving.mapping.held_path import held_votes
@@ -67,10 +68,16 @@ def map_text(
 ) -> MapResponse:
     """The techniques the text describes, best first, at or over min_score, at most `limit` of them. The map
     runs within capacity's deadline; a sentence whose search failed or did not run in time is reported in
-    `unanswered` and the others still count."""
+    `unanswered` and the others still count. With a technique_layer only its techniques are kept (each scored
+    on the same votes, ranks among all ATT&CK techniques)."""
     started = time.perf_counter()
     deadline = time.monotonic() + capacity.timeout
     limits.check_map(req)
+    within = (
+        LayerReads(searcher.catalog, limits).technique_set(req.technique_layer, "technique_layer")
+        if req.technique_layer is not None
+        else None
+    )
     sentences = split(req.text)
     limits.check_sentences(len(sentences))
     tuning = searcher.config.map
@@ -97,7 +104,11 @@ def map_text(
         ]
     )
     min_score = tuning.min_score if req.min_score is None else req.min_score
-    kept = [e for e in combine(votes) if e.score >= min_score]
+    kept = [
+        e
+        for e in combine(votes)
+        if e.score >= min_score and (within is None or e.technique in within.techniques.techniques)
+    ]
     names = searcher.catalog.technique_lookup()
     tactics = searcher.catalog.technique_tactics()
     facts = searcher.catalog.source_facts().get(ATTACK_SOURCE)
@@ -130,6 +141,7 @@ def map_text(
         omitted=max(0, len(kept) - req.limit),
         model=model,
         layer=layer,
+        technique_layer=within.report if within is not None else None,
         unanswered=unanswered,
         took_ms=round((time.perf_counter() - started) * 1000, 2),
     )

@@ -123,6 +123,17 @@ PLANS = Priority(
 
 CHANGES = Priority((shorten("changes[].title"), trim("changes")))
 
+LAYERS = Priority(
+    (
+        omit("layer.description"),
+        shorten("layer.techniques[].comment"),
+        trim("layer.techniques"),
+        trim("left.unknown"),
+        trim("right.unknown"),
+        trim("techniques"),
+    )
+)
+
 LOOKUP = Priority(
     (
         shorten("results[].records[].matches[].field"),
@@ -142,6 +153,7 @@ PRIORITIES: dict[str, Priority] = {
     "explain": EXPLAIN,
     "map": MAP,
     "coverage": COVERAGE,
+    "compare_layers": LAYERS,
     "lookup": LOOKUP,
     "list_plans": PLANS,
     "get_documents": DOCUMENTS,

@@ -1,5 +1,6 @@
 """MCP prompts for the common workflows: map a report to techniques, triage an artefact, check coverage
-for a group. Each names the tools to call; the triage prompt names `lookup` only on a server that has it."""
+for a group (as a Navigator layer, against a layer of your rules if given). Each names the tools to call; the
+triage prompt names `lookup` only on a server that has it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ Artefact = Annotated[
 ]
 Group = Annotated[
     str, Field(description="An ATT&CK group, software or campaign: its id (G0016) or a name or alias (APT29).")
+]
+MyLayer = Annotated[
+    str,
+    Field(
+        description="Optional: an ATT&CK Navigator layer (JSON, format 4.5 or 4.4) of your own rules' techniques; "
+        "the group's techniques none of them detect are then worked out."
+    ),
 ]
 SeenIn = Annotated[str, Field(description="Optional: where it was seen (host, process tree, alert).")]
 
@@ -71,17 +79,36 @@ def add_prompts(server: SecragMCP) -> None:
         )
 
     @server.prompt(name="coverage_for_group", title="Check coverage for a group")
-    def coverage_for_group(group: Group) -> str:
-        """Check detection and test coverage for an ATT&CK group's techniques with the `coverage` tool."""
+    def coverage_for_group(group: Group, my_layer: MyLayer = "") -> str:
+        """A group's techniques as a Navigator layer, what the store covers of them, and the gaps (with
+        `coverage`, and `compare_layers` against a layer of your own rules when you give one)."""
+        if my_layer.strip():
+            mine = (
+                "3. Call `compare_layers` with left = the `layer` of that answer, right = the layer below (your "
+                "rules), operation=minus (add right_min_score=1 if the layer lists undetected techniques with score "
+                "0): the result is the group's techniques none of your rules detect, each with a comment saying "
+                "where it came from. Its `right` report lists the layer's techniques ATT&CK no longer has "
+                "(unknown, revoked, deprecated): name them, they need new ids.\n"
+            )
+            given = f"\n\nMy rules' layer:\n<<<\n{my_layer}\n>>>"
+        else:
+            mine = (
+                "3. If the user has a Navigator layer of their own rules, call `compare_layers` with left = the "
+                "`layer` of that answer, right = their layer, operation=minus: the group's techniques none of their "
+                "rules detect. Without one, the store's gaps stand for it.\n"
+            )
+            given = ""
         return (
             f"Check what we cover against the techniques of {group}.\n"
             "1. `coverage` takes the ATT&CK id (G####, S#### or C####): if you only have a name or alias, find the "
             "id first with `search` (mode=fts, the name) among the mitre_attack results.\n"
-            "2. Call `coverage` with actor=<the id> (layer=false unless a Navigator layer is wanted). It gives per "
-            "technique the counts and first items of detections (per rule set), tests and countermeasures, and the "
-            "gaps.\n"
-            "3. Summarise: how many techniques have a detection, the techniques with no detection (first those with "
-            "a test but no detection: the test can validate a new rule), and those with a detection but no test.\n"
-            "4. For the most important gaps, call `search` for detections or tests of that technique.\n"
-            f"{BUDGET_NOTE}\n\nGroup: {group}"
+            "2. Call `coverage` with actor=<the id> and layer=true: the group's techniques with, per technique, the "
+            "counts and first items of detections (per rule set), tests and countermeasures, the gaps, and "
+            "`layer`: the group's techniques as an ATT&CK Navigator layer scored by coverage (0-3).\n"
+            f"{mine}"
+            "4. Summarise: how many techniques have a detection, the techniques with no detection (first those with "
+            "a test but no detection: the test can validate a new rule), and those with a detection but no test; "
+            "offer the layer (JSON) for the ATT&CK Navigator.\n"
+            "5. For the most important gaps, call `search` for detections or tests of that technique.\n"
+            f"{BUDGET_NOTE}\n\nGroup: {group}{given}"
         )

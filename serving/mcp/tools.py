@@ -25,11 +25,13 @@ from serving.access.quotas import Caller, Gate
 from serving.access.request_limits import RequestLimits
 from serving.contract.changes import ChangesQuery
 from serving.contract.coverage_models import CoverageRequest
+from serving.contract.layer_models import CompareRequest
 from serving.contract.lookup_models import LookupQuery
 from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
 from serving.contract.responses import StatsResponse
+from serving.layers.compare import compare_layers
 from serving.mcp.calls import MaxChars, as_json, field_annotation, run_safely, tool_signature, within
 from serving.mcp.gate import GateMiddleware, current_caller
 from serving.mcp.prompts import add_prompts
@@ -140,7 +142,8 @@ def build_mcp(
             "Search security knowledge (ATT&CK, Sigma, Atomic Red Team, CISA KEV, LOLBAS, ...). "
             "Use `search` (or `plan` for a balanced, cited context) first, then `get_documents` for full bodies; "
             "`map` gives the ATT&CK techniques of a whole text (a threat report), `coverage` what the store holds "
-            "for techniques or a group, `lookup` which records hold a hash, file name or path. Every tool takes "
+            "for techniques, a group or a Navigator layer, `compare_layers` one layer minus, plus or intersected "
+            "with another, `lookup` which records hold a hash, file name or path. Every tool takes "
             "`max_chars` to bound its answer (a `budget` field says what was cut). Resources: secrag://sources "
             "(versions, freshness), secrag://plans. Prompts: map_report, triage_artefact, coverage_for_group."
         ),
@@ -215,6 +218,15 @@ def build_mcp(
         "ATT&CK Navigator layer.",
         CoverageRequest,
         lambda req, caller: get_service().coverage.coverage(req, caller.principal),
+    )
+    tools.from_model(
+        "compare_layers",
+        "Two ATT&CK Navigator layers (format 4.5 or 4.4) compared as technique sets (POST /v1/layers/compare): "
+        "`left` minus, plus (union) or intersected with `right`, as a layer whose comments say which layer each "
+        "technique came from; scores kept as `scores` says; unknown, revoked and deprecated techniques reported. "
+        "E.g. a group's coverage layer minus a layer of your rules: the group's techniques your rules miss.",
+        CompareRequest,
+        lambda req, caller: compare_layers(get_service().layers, req),
     )
     tools.from_model(
         "lookup",

@@ -494,12 +494,56 @@ FROM asked a LEFT JOIN counted c ON c.technique = a.technique
 GROUP BY a.technique, c.kind, c.source, c.logsource
 ORDER BY a.technique, c.kind, c.source, c.logsource
 
+-- name: coverage_analytics
+-- POST /v1/coverage's second statement: ATT&CK's analytics of the asked techniques (as the coverage statement
+-- gave them; a folded parent gathers its sub-techniques'), on the asked platforms (any when none), with the
+-- log sources each needs. Analytics are documents of %(detections_source)s of kind analytic.
+WITH asked AS (
+    SELECT unnest(%(techniques)s::text[]) AS technique
+),
+labels AS (
+    SELECT technique AS label, technique FROM asked
+    UNION
+    SELECT m.id, a.technique FROM mitre_techniques m JOIN asked a
+      ON %(fold)s AND m.id LIKE a.technique || '.%%'
+)
+SELECT DISTINCT l.technique, d.doc_id, d.metadata->>'strategy' AS strategy, d.metadata->'platforms' AS platforms,
+       d.metadata->'log_sources' AS log_sources
+FROM documents d
+CROSS JOIN LATERAL unnest(d.techniques) AS dt(label)
+JOIN labels l ON l.label = dt.label
+WHERE d.source = %(detections_source)s AND d.metadata->>'kind' = 'analytic'
+  AND d.techniques && (SELECT array_agg(label) FROM labels)
+  AND (%(platforms)s::text[] IS NULL OR d.platforms && %(platforms)s::text[])
+  AND {visible}
+ORDER BY l.technique, d.doc_id
+
+-- name: coverage_holdings
+-- What the store's public rule sets and telemetry schemas hold, as the log-source mapping names it
+-- (serving/coverage/log_sources.yaml): the detections of %(detection_sources)s grouped by their Sigma logsource,
+-- Elastic index patterns and Splunk data sources, and the doc ids of the schemas of %(schema_sources)s.
+-- Store-wide: read once per data version (serving/coverage/holdings.py).
+SELECT d.source, NULL AS doc_id, d.metadata->'logsource' AS logsource, d.metadata->'index' AS index,
+       d.metadata->'data_source' AS data_sources, count(*) AS n
+FROM documents d
+WHERE d.source = ANY(%(detection_sources)s::text[]) AND d.tenant IS NULL
+  AND (d.metadata ? 'logsource' OR d.metadata ? 'index' OR d.metadata ? 'data_source')
+GROUP BY d.source, d.metadata->'logsource', d.metadata->'index', d.metadata->'data_source'
+UNION ALL
+SELECT d.source, d.doc_id, NULL, NULL, NULL, 1
+FROM documents d
+WHERE d.source = ANY(%(schema_sources)s::text[]) AND d.tenant IS NULL
+
 -- name: technique_names
 SELECT id, full_name FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
 
 -- name: technique_tactics
 -- Each active technique's tactics (short names), which a map reports beside its techniques.
 SELECT id, tactics FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
+
+-- name: layer_technique_states
+-- Which of a Navigator layer's technique ids the store's ATT&CK has, and whether each is revoked or deprecated.
+SELECT id, revoked, deprecated FROM mitre_techniques WHERE id = ANY(%(ids)s::text[])
 
 -- name: technique_ids
 SELECT id FROM mitre_techniques ORDER BY id

@@ -6,6 +6,7 @@ import pytest
 
 from serving.access.request_limits import RequestLimits
 from serving.contract.errors import InvalidField
+from serving.contract.layer_models import LayerIn
 from serving.contract.map_models import MapRequest
 from serving.contract.requests import SearchRequest
 
@@ -64,3 +65,19 @@ def test_a_map_over_its_limits_fails_naming_the_setting() -> None:
         "text": {"maxLength": 30},
         "limit": {"maximum": 20},
     }
+
+
+def test_a_layer_over_its_entry_limit_fails_naming_the_setting_and_the_limit_is_stated() -> None:
+    limits = RequestLimits(max_layer_techniques=2)
+    entries = [{"techniqueID": "T1003"}, {"techniqueID": "T1059", "tactic": "execution"}]
+    layer = {"name": "x", "domain": "enterprise-attack"}
+    limits.check_layer("left", LayerIn.model_validate({**layer, "techniques": entries}))
+    limits.check_layer("left", None)
+    over = LayerIn.model_validate({**layer, "techniques": entries * 2})
+    with pytest.raises(InvalidField) as raised:
+        limits.check_layer("technique_layer", over)
+    assert raised.value.detail[0]["loc"] == ["body", "technique_layer", "techniques"]
+    assert "has 4 technique entries" in str(raised.value) and "SECRAG_LAYER_MAX_TECHNIQUES" in str(raised.value)
+    document = {"components": {"schemas": {"LayerIn": {"properties": {"techniques": {"maxItems": 10000}}}}}}
+    limits.state(document)
+    assert document["components"]["schemas"]["LayerIn"]["properties"]["techniques"]["maxItems"] == 2

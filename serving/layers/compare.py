@@ -1,0 +1,40 @@
+"""POST /v1/layers/compare's implementation: both layers read against the store, combined, laid out."""
+
+from __future__ import annotations
+
+import time
+
+from serving.contract.errors import InvalidField
+from serving.contract.layer_models import CompareRequest, CompareResponse
+from serving.layers.algebra import compare
+from serving.layers.result_layer import result_layer
+from serving.layers.screen import LayerReads
+
+
+def compare_layers(reads: LayerReads, req: CompareRequest) -> CompareResponse:
+    """`left <operation> right` as a layer in their domain; layers of two domains are a 422."""
+    started = time.perf_counter()
+    if req.left.domain != req.right.domain:
+        raise InvalidField(
+            ["body", "right", "domain"],
+            f"the layers are of two domains ({req.left.domain}, {req.right.domain}): compare layers of one",
+        )
+    left = reads.technique_set(req.left, "left", req.left_min_score)
+    right = reads.technique_set(req.right, "right", req.right_min_score)
+    combined = compare(left.techniques, right.techniques, req.operation, req.scores)
+    layer = result_layer(
+        combined,
+        left=req.left.name,
+        right=req.right.name,
+        domain=req.left.domain,
+        operation=req.operation,
+        scores=req.scores,
+        name=req.name,
+    )
+    return CompareResponse(
+        layer=layer,
+        techniques=[c.technique for c in combined],
+        left=left.report,
+        right=right.report,
+        took_ms=round((time.perf_counter() - started) * 1000, 2),
+    )
