@@ -14,7 +14,7 @@ export TORCH_VERSION TORCH_INDEX_URL TORCH_PROBE_SECONDS
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install browser run test test-fast lint schema image image-check clean
+.PHONY: install browser run status test test-fast lint schema image image-check clean
 
 install: $(STAMP)
 
@@ -28,6 +28,10 @@ $(STAMP): pyproject.toml
 
 run: install
 	$(BIN)/secrag run
+
+# In a second terminal while `make run` holds the first: sources, documents, chunks, embeddings.
+status:
+	$(BIN)/secrag status
 
 test: install browser
 	$(BIN)/python -m pytest
