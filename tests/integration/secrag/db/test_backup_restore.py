@@ -37,7 +37,8 @@ def _run(script: str, url: str, cwd: Path) -> None:
 def _tuning(url: str) -> list[tuple[object, ...]]:
     with database.connect(url, autocommit=True) as conn:
         return conn.execute(
-            "SELECT t.setting, t.query_type, t.value, a.reason FROM tuned_value t JOIN tuning_audit a ON a.id = t.audit_id"
+            "SELECT t.setting, t.query_type, t.value, a.reason"
+            " FROM tuned_value t JOIN tuning_audit a ON a.id = t.audit_id"
         ).fetchall()
 
 
@@ -45,11 +46,13 @@ def test_the_documented_dump_and_restore(db_url: str, empty_db_url: str, tmp_pat
     with psycopg.connect(db_url, autocommit=True) as conn:
         audit = conn.execute(
             "INSERT INTO tuning_audit (who, action, setting, query_type, old, old_tuned, new, new_tuned, reason) "
-            "VALUES ('test', 'apply', 'score_threshold', 'keyword', 0.3, false, 0.25, true, 'restore test') RETURNING id"
+            "VALUES ('test', 'apply', 'score_threshold', 'keyword', 0.3, false, 0.25, true, 'restore test')"
+            " RETURNING id"
         ).fetchone()
         assert audit is not None
         conn.execute(
-            "INSERT INTO tuned_value (setting, query_type, value, audit_id) VALUES ('score_threshold', 'keyword', 0.25, %s)",
+            "INSERT INTO tuned_value (setting, query_type, value, audit_id)"
+            " VALUES ('score_threshold', 'keyword', 0.25, %s)",
             [audit[0]],
         )
     _run(_lines("Back up"), db_url, tmp_path)
