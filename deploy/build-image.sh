@@ -5,7 +5,7 @@
 # Settings (environment; unset means the Dockerfile's production default):
 #   SECRAG_IMAGE     the tag (default secrag:latest)
 #   PYTHON_IMAGE     the base image (python:3.11-slim-bookworm; deploy/base-image.sh makes a local one)
-#   TORCH_INDEX_URL  torch's CPU index
+#   TORCH_INDEX_URL  torch's CPU index (https://download.pytorch.org/whl/cpu; `make install` uses the same)
 #   TORCH_WHEELS     a folder holding torch's CPU wheel: linked into deploy/wheels/, used instead of the index
 #   SECRAG_BUILD_CA  a CA bundle pip should trust during the build (podman/buildah only; mounted in the
 #                    RUN steps, never copied into a layer): for networks that re-sign TLS
