@@ -201,7 +201,8 @@ class SearchSettings(BaseSettings):
     serving_model: str | None = Field(
         default=None,
         description="The embedding model searches use (in the model registry, its vectors complete); unset: the model "
-        "the pipeline last activated, followed within a minute when the pipeline switches.",
+        "the pipeline last activated, followed within 30 s when the pipeline switches (the catalog's refresh, "
+        "`serving/search/catalog.py` SOURCES_TTL).",
     )
     sentence_model: str | None = Field(
         default=None,
