@@ -1,4 +1,4 @@
-"""The bundle index: relationships in both directions, retired objects left out, newest duplicates."""
+"""The bundle index: relationships both ways, retired objects left out, newest duplicates, analytics' strategies."""
 
 from __future__ import annotations
 
@@ -42,6 +42,17 @@ def test_courses_of_action_with_one_name_keep_the_newest() -> None:
         {"type": "course-of-action", "id": "coa--c", "name": "coa-1-0", "modified": "2021-01-01"},
     ]
     assert BundleIndex(objects).newest_by_name["coa-1-0"]["id"] == "coa--b"
+
+
+def test_an_analytic_s_strategy_is_the_first_active_one_listing_it() -> None:
+    strategy = "x-mitre-detection-strategy"
+    objects: list[dict[str, Any]] = [
+        {"type": strategy, "id": f"{strategy}--gone", "revoked": True, "x_mitre_analytic_refs": ["an--1", "an--2"]},
+        {"type": strategy, "id": f"{strategy}--a", "x_mitre_analytic_refs": ["an--1"]},
+        {"type": strategy, "id": f"{strategy}--b", "x_mitre_analytic_refs": ["an--1", "an--3"]},
+    ]
+    found = {an: s["id"] for an, s in BundleIndex(objects).strategy_of.items()}
+    assert found == {"an--1": f"{strategy}--a", "an--3": f"{strategy}--b"}  # an--2: only a revoked one lists it
 
 
 def test_skipped_objects() -> None:
