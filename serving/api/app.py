@@ -43,6 +43,7 @@ from serving.api.warm_up import warm_up
 from serving.contract import errors
 from serving.contract.limits import BodySizeLimit
 from serving.contract.requests import GATED_STATUSES, error_responses
+from serving.coverage.log_sources import shipped_log_sources
 from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import TunedPlans, stored_thresholds
 from serving.observability.metrics import MetricsMiddleware
@@ -171,6 +172,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         plans_config, read=lambda: stored_thresholds(app.state.service.pool, app.state.service.queries)
     )
     shipped_telemetry()  # the logsource -> schema table of the query-writing plan, likewise
+    shipped_log_sources()  # coverage's ATT&CK log source -> rule sets and schemas table, likewise
     mcp_server = None
     mcp_app = None
     if settings.mcp_enabled:

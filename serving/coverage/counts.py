@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from psycopg.rows import dict_row
@@ -23,6 +23,7 @@ from serving.contract.coverage_models import (
     TelemetryNeed,
 )
 from serving.contract.errors import NotFound
+from serving.coverage.analytics_reads import AnalyticsReads, analytic_gaps, with_analytics
 from serving.coverage.kinds import ATTACK_SOURCE, KINDS, PROCEDURES_SOURCE, source_kinds
 from serving.coverage.layer import coverage_layer, coverage_of_layer
 from serving.layers.screen import LayerReads
@@ -55,11 +56,14 @@ class CoverageReads:
     catalog: Catalog
     schemas_for: SchemasFor
     layers: LayerReads
+    analytics: AnalyticsReads = field(default_factory=AnalyticsReads)
 
     def coverage(self, req: CoverageRequest, principal: Principal) -> CoverageResponse:
         """What the store holds for ATT&CK techniques, by kind: one statement per request."""
         return coverage_of_layer(
-            lambda asked: coverage(self.pool, self.statements, self.catalog, self.schemas_for, asked, principal),
+            lambda asked: coverage(
+                self.pool, self.statements, self.catalog, self.schemas_for, asked, principal, self.analytics
+            ),
             self.layers,
             req,
         )
@@ -72,6 +76,7 @@ def coverage(
     schemas_for: SchemasFor,
     req: CoverageRequest,
     principal: Principal,
+    analytics: AnalyticsReads | None = None,
 ) -> CoverageResponse:
     started = time.perf_counter()
     kinds = source_kinds(catalog.source_facts())
@@ -88,16 +93,27 @@ def coverage(
         "procedures_source": PROCEDURES_SOURCE,
         **principal.params(),
     }
+    version = catalog.data_version() if analytics and req.analytics else ""  # the holdings' key (cached)
     with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         rows = [_row(r) for r in cur.execute(statements.coverage, params).fetchall()]
+        asked_ids = sorted({r.technique for r in rows})
+        part = (
+            analytics.read(conn, statements, version, asked_ids, req, kinds, principal)
+            if analytics and req.analytics and rows
+            else None
+        )
     if not rows:
         asked = f"actor {req.actor!r}" if req.actor else f"tactic {req.tactic!r} on platforms {req.platforms}"
         raise NotFound(f"no ATT&CK techniques known for {asked}")
     techniques = assemble(rows, catalog.technique_lookup(), req.top, schemas_for)
     layer = coverage_layer(techniques, asked=req.actor or req.tactic) if req.layer else None
+    found = gaps(techniques)
+    if part is not None:
+        techniques, found = with_analytics(techniques, part), analytic_gaps(found, techniques, part)
     return CoverageResponse(
         techniques=techniques,
-        gaps=gaps(techniques),
+        gaps=found,
+        log_sources=part.log_sources if part is not None else None,
         actor=req.actor,
         tactic=req.tactic,
         layer=layer,

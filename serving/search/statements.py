@@ -50,6 +50,8 @@ class Statements:
     stats_embeddings: str
     stats_embedded_chunks: str
     coverage: str  # POST /v1/coverage: every count of a request in one statement
+    coverage_analytics: str  # and ATT&CK's analytics of its techniques
+    coverage_holdings: str  # what the store's rule sets and schemas hold (store-wide, cached)
     lookup: str  # GET /v1/lookup and the artefacts a search pins: the records holding a hash, name or path
     _searches: dict[tuple[str, ...], str] = field(default_factory=dict, repr=False)
 
@@ -188,6 +190,8 @@ def compose(queries: Queries, model_id: str, dimensions: int) -> Statements:
         stats_embeddings=fill(queries.stats_embeddings),
         stats_embedded_chunks=fill(queries.stats_embedded_chunks),
         coverage=fill(queries.coverage),
+        coverage_analytics=fill(queries.coverage_analytics),
+        coverage_holdings=fill(queries.coverage_holdings),
         lookup=fill(queries.lookup),
         _searches=searches,
     )
