@@ -128,7 +128,8 @@ def _read_elsewhere() -> set[str]:
     deploy = REPO_ROOT / "deploy"
     for example in {*deploy.glob("*.env.example"), deploy / ".env.example"}:
         names.update(_ASSIGNED.findall(example.read_text(encoding="utf-8")))
-    names.update(_DAGSTER_ENV.findall((deploy / "dagster.yaml").read_text(encoding="utf-8")))
+    for dagster_yaml in (deploy / "dagster.yaml", REPO_ROOT / "workspace.yaml"):
+        names.update(_DAGSTER_ENV.findall(dagster_yaml.read_text(encoding="utf-8")))
     for script in deploy.glob("*.sh"):  # the image's build and check scripts (SECRAG_IMAGE, SECRAG_BUILD_CA)
         names.update(re.findall(r"\$\{?(SECRAG_[A-Z0-9_]+)", script.read_text(encoding="utf-8")))
     return names

@@ -7,7 +7,8 @@ from click.testing import CliRunner
 from pydantic import BaseModel
 
 from secrag.settings import REPO_ROOT, SETTINGS_GROUPS, Settings
-from secrag_cli.settings_docs import DOCS_FILE, settings, settings_tables
+from secrag_cli.main import cli
+from secrag_cli.settings_docs import DOCS_FILE, settings_tables
 from serving.settings import SERVING_GROUPS, ServingSettings
 
 GROUPS = (*SETTINGS_GROUPS, *SERVING_GROUPS)
@@ -36,7 +37,7 @@ def test_every_setting_says_what_it_means_and_a_computed_default_says_how() -> N
 
 
 def test_the_configuration_docs_hold_the_generated_tables() -> None:
-    result = CliRunner().invoke(settings, ["docs", "--check", "--file", str(REPO_ROOT / DOCS_FILE)])
+    result = CliRunner().invoke(cli, ["settings", "docs", "--check", "--file", str(REPO_ROOT / DOCS_FILE)])
     assert result.exit_code == 0, result.output
     for name in ServingSettings.model_fields:
-        assert f"SECRAG_{name.upper()}" in settings_tables() or name in ("database_url", "github_token")
+        assert f"SECRAG_{name.upper()}" in settings_tables(cli) or name in ("database_url", "github_token")
