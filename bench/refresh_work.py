@@ -53,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, 
 from pipeline.activation import activate_model_if_complete  # noqa: E402
 from pipeline.embedding import embed_pending  # noqa: E402
 from pipeline.refresh import RefreshLimits, refresh_source  # noqa: E402
-from pipeline.refresh_inputs import ATTACK_SOURCE, pinned_version, publish_fingerprint  # noqa: E402
+from pipeline.refresh_inputs import ATTACK_SOURCE, LOOKUP_SOURCES, pinned_version, publish_fingerprint  # noqa: E402
 from pipeline.resources import EmbedderResource, StoreResource, UpstreamResource  # noqa: E402
 from pipeline.sources.interface import Upstream  # noqa: E402
 from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
@@ -260,7 +260,7 @@ def settles_unchanged(bench: Bench, spec: SourceSpec, version: str) -> bool:
     q = Queries(bench.store.sql_path(), "pipeline")
     names = bench.store.store().technique_names(bench.conn)
     chunker = bench.limits().chunking.with_overrides(spec.chunking).version
-    fingerprint = publish_fingerprint(spec, version, chunker, None if spec.name == ATTACK_SOURCE else names)
+    fingerprint = publish_fingerprint(spec, version, chunker, None if spec.name in LOOKUP_SOURCES else names)
     last = bench.conn.execute(q.last_published_fingerprint, {"source": spec.name}).fetchone()
     return last is not None and last[0] == fingerprint
 

@@ -10,7 +10,7 @@ import dagster as dg
 from .assets.embeddings import build_embeddings_asset, embeddings_code_version
 from .assets.folders import build_folder_asset
 from .assets.ingested import build_ingested_assets, ingested_sensor
-from .assets.keys import ATTACK_SOURCE, FRESHNESS, REFRESH_OK, folder_key, source_key
+from .assets.keys import FRESHNESS, LOOKUP_SOURCES, REFRESH_OK, folder_key, source_key
 from .assets.lookups import build_lookup_asset
 from .assets.sentence_model import build_sentence_model_asset
 from .assets.sources import build_source_asset
@@ -69,8 +69,9 @@ def build_graph(
             dg.AssetCheckKey(source_key(spec.name), FRESHNESS),
             dg.AssetCheckKey(source_key(spec.name), REFRESH_OK),
         ]
-    if ATTACK_SOURCE in {s.name for s in enabled}:
-        graph.assets.append(build_lookup_asset(specs[ATTACK_SOURCE]))
+    lookup_sources = [spec for spec in enabled if spec.name in LOOKUP_SOURCES]
+    if lookup_sources:
+        graph.assets.append(build_lookup_asset(lookup_sources))
     if training_steps and set(TRAINING_SOURCES) <= {s.name for s in enabled}:  # None or 0: no training
         graph.assets.append(build_sentence_model_asset(training_steps))
     graph.assets += build_ingested_assets(chunker_version=chunking.version, embed_code=embed_code)  # `secrag ingest`

@@ -25,7 +25,7 @@ from secrag.error_kinds import kind_of
 from secrag.errors import SecragError
 
 from .chunking import ChunkConfig
-from .refresh_inputs import ATTACK_SOURCE, enrichment_lookup, pinned_version, publish_fingerprint, source_row
+from .refresh_inputs import LOOKUP_SOURCES, enrichment_lookup, pinned_version, publish_fingerprint, source_row
 from .sources.interface import FetchResult, Upstream, UpstreamVersion
 from .sources.parsing import parse_source
 from .sources.records import ParseOutcome
@@ -189,7 +189,7 @@ def _refresh(attempt: _Attempt) -> Refreshed:
     seen = attempt.probe()
     attempt.seconds["probe"] = time.monotonic() - attempt.started
     published = store.technique_names(conn)
-    own = None if spec.name == ATTACK_SOURCE else published
+    own = None if spec.name in LOOKUP_SOURCES else published
     chunking = limits.chunking.with_overrides(spec.chunking)
     fingerprint = publish_fingerprint(spec, seen.version, chunking.version, own)
     done = attempt.unchanged(seen.version, fingerprint)

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from secrag.attack_domains import TECHNIQUE_SOURCES
+
 from .sources.interface import UpstreamVersion
 from .sources.mitre_lookup import techniques_from_bundle
 from .sources.records import RECORD_FORMAT
@@ -17,6 +19,8 @@ from .sources.registry import SourceSpec
 from .store import SourceRow
 
 ATTACK_SOURCE = "mitre_attack"
+# The sources of each ATT&CK domain's techniques: the lookup is read from them, and they enrich from their own bundle.
+LOOKUP_SOURCES = frozenset(TECHNIQUE_SOURCES.values())
 
 
 def source_row(spec: SourceSpec) -> SourceRow:
@@ -42,10 +46,10 @@ def pinned_version(spec: SourceSpec, pin: str) -> UpstreamVersion:
 def enrichment_lookup(spec: SourceSpec, root: Path, published: Mapping[str, str]) -> Mapping[str, str]:
     """Technique names used to enrich chunks.
 
-    ATT&CK is enriched from its own bundle, so its chunks are the same on a first build (empty
-    lookup table) as on any refresh; every other source uses the published lookup table.
+    ATT&CK (each domain's technique source) is enriched from its own bundle, so its chunks are the same on a
+    first build (empty lookup table) as on any refresh; every other source uses the published lookup table.
     """
-    if spec.name != ATTACK_SOURCE:
+    if spec.name not in LOOKUP_SOURCES:
         return published
     bundle = root / spec.paths[0]
     return {t.id: t.full_name for t in techniques_from_bundle(bundle) if t.active}

@@ -17,7 +17,7 @@ import psycopg
 from secrag.db.queries import Queries
 from secrag.errors import FetchRateLimited
 
-from .assets.keys import ATTACK_SOURCE, FRESHNESS, LOOKUP_KEY, embeddings_key, folder_key, source_key, upstream_key
+from .assets.keys import FRESHNESS, LOOKUP_KEY, LOOKUP_SOURCES, embeddings_key, folder_key, source_key, upstream_key
 from .assets.sources import REQUESTED_VERSION_TAG
 from .assets.upstream import observation
 from .checks import freshness_evaluation, freshness_verdict
@@ -34,9 +34,9 @@ log = logging.getLogger(__name__)
 
 
 def source_targets(source: str) -> list[dg.AssetKey]:
-    """What one upstream change re-materializes (ATT&CK also refreshes the technique lookup)."""
+    """What one upstream change re-materializes (an ATT&CK domain's techniques also refresh the technique lookup)."""
     keys = [source_key(source), embeddings_key(source)]
-    return keys + [LOOKUP_KEY] if source == ATTACK_SOURCE else keys
+    return keys + [LOOKUP_KEY] if source in LOOKUP_SOURCES else keys
 
 
 def refresh_request(spec: SourceSpec, seen: UpstreamVersion) -> dg.RunRequest:

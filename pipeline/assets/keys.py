@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import dagster as dg
 
+from secrag.attack_domains import TECHNIQUE_SOURCES
+
 LOOKUP_KEY = dg.AssetKey(["lookups", "mitre_techniques"])
 ATTACK_SOURCE = "mitre_attack"
+# The sources the lookup is read from (each domain's technique documents): they enrich from their own bundle,
+# so they do not depend on the lookup.
+LOOKUP_SOURCES = tuple(TECHNIQUE_SOURCES.values())
 
 # Blocking checks reported by the publishing asset itself (a refused version fails the run).
 NON_EMPTY = "non_empty"

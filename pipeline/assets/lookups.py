@@ -1,7 +1,7 @@
-"""`lookups/mitre_techniques`: the ATT&CK technique table, rebuilt whenever ATT&CK is published."""
+"""`lookups/mitre_techniques`: the ATT&CK technique table of every domain, rebuilt whenever ATT&CK is published."""
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -11,17 +11,19 @@ from secrag.db.queries import Queries
 from ..automation import on_new_inputs
 from ..refresh_inputs import pinned_version
 from ..resources import StoreResource, UpstreamResource
-from ..sources.mitre_lookup import techniques_from_bundle
+from ..sources.mitre_lookup import MitreTechnique, techniques_from_bundle
 from ..sources.registry import SourceSpec
-from .keys import ATTACK_SOURCE, LOOKUP_KEY, NON_EMPTY, OWNERS, source_key
+from .keys import LOOKUP_KEY, NON_EMPTY, OWNERS, source_key
 
 
-def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:
-    """The technique lookup, read from exactly the ATT&CK version that sources/mitre_attack published."""
+def build_lookup_asset(specs: Sequence[SourceSpec]) -> dg.AssetsDefinition:
+    """The technique lookup, read from exactly the ATT&CK versions that the domains' sources (sources/mitre_attack,
+    sources/mitre_attack_mobile, sources/mitre_attack_ics: those enabled) published."""
+    names = ", ".join(f"sources/{s.name}" for s in specs)
 
     @dg.asset(
         key=LOOKUP_KEY,
-        deps=[source_key(ATTACK_SOURCE)],
+        deps=[source_key(s.name) for s in specs],
         group_name="lookups",
         kinds={"postgres"},
         owners=OWNERS,
@@ -31,33 +33,44 @@ def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 NON_EMPTY,
                 asset=LOOKUP_KEY,
                 blocking=True,
-                description="The bundle yielded techniques (else the table is kept).",
+                description="The bundles yielded techniques (else the table is kept).",
             )
         ],
-        description="ATT&CK technique id -> name, tactics, platforms, parent and redirects, used to enrich "
-        "chunks of every source and to resolve technique ids. Rebuilt automatically (eager) "
-        "after sources/mitre_attack publishes.",
+        description="ATT&CK technique id -> name, tactics, platforms, parent, redirects and domain (Enterprise, "
+        "Mobile, ICS), used to enrich chunks of every source and to resolve technique ids. Rebuilt automatically "
+        f"(eager) after {names} publish.",
     )
     def mitre_techniques(
         context: dg.AssetExecutionContext, upstream: UpstreamResource, store: StoreResource
     ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
         q = Queries(store.sql_path(), "pipeline")
+        techniques: list[MitreTechnique] = []
+        versions: dict[str, str] = {}  # source -> the version read
+        by_domain: dict[str, str] = {}  # domain -> the version its techniques come from
         with store.connect() as conn:
-            row = conn.execute(q.source_state, {"source": ATTACK_SOURCE}).fetchone()
-            version = row[0] if row else None
-            if not version:
-                raise dg.Failure("sources/mitre_attack has no published version yet; materialize it first")
-            with tempfile.TemporaryDirectory(prefix="mitre-lookup-", dir=store.work_path()) as tmp:
-                fetched = upstream.upstream().fetch(
-                    spec, pinned_version(spec, version), Path(tmp) / "checkout", pin=version
-                )
-                techniques = techniques_from_bundle(fetched.root / spec.paths[0])
+            for spec in specs:
+                row = conn.execute(q.source_state, {"source": spec.name}).fetchone()
+                version = row[0] if row else None
+                if not version:
+                    context.log.warning(f"sources/{spec.name} has no published version yet; its domain waits")
+                    continue
+                with tempfile.TemporaryDirectory(prefix="mitre-lookup-", dir=store.work_path()) as tmp:
+                    fetched = upstream.upstream().fetch(
+                        spec, pinned_version(spec, version), Path(tmp) / "checkout", pin=version
+                    )
+                    read = techniques_from_bundle(fetched.root / spec.paths[0])
+                versions[spec.name] = version
+                by_domain.update({t.domain: version for t in read})
+                techniques += read
+            if not versions:
+                raise dg.Failure(f"none of {names} has a published version yet; materialize them first")
             if not techniques:
-                yield dg.AssetCheckResult(check_name=NON_EMPTY, passed=False, metadata={"version": version})
-                raise dg.Failure(f"ATT&CK {version} holds no techniques; the lookup table is kept")
-            written = store.store().replace_techniques(conn, techniques, version)
+                yield dg.AssetCheckResult(check_name=NON_EMPTY, passed=False, metadata=dict(versions))
+                raise dg.Failure(f"ATT&CK {versions} holds no techniques; the lookup table is kept")
+            written = store.store().replace_techniques(conn, techniques, by_domain)
         active = sum(1 for t in techniques if t.active)
-        context.log.info(f"MITRE lookup: {written} techniques ({active} active) from ATT&CK {version}")
+        version = ",".join(sorted(set(versions.values())))  # one release normally: the sources share ATT&CK's
+        context.log.info(f"MITRE lookup: {written} techniques ({active} active) from ATT&CK {versions}")
         yield dg.MaterializeResult(
             data_version=dg.DataVersion(version),
             check_results=[dg.AssetCheckResult(check_name=NON_EMPTY, passed=True, metadata={"techniques": written})],
@@ -66,6 +79,7 @@ def build_lookup_asset(spec: SourceSpec) -> dg.AssetsDefinition:
                 "techniques": written,
                 "active": active,
                 "sub_techniques": sum(1 for t in techniques if t.parent),
+                **{f"active_{d}": sum(1 for t in techniques if t.active and t.domain == d) for d in sorted(by_domain)},
             },
         )
 

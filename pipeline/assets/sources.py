@@ -13,7 +13,7 @@ from ..refresh import Refreshed, RefreshFailed, RefreshLimits, refresh_source
 from ..resources import StoreResource, UpstreamResource
 from ..sources.interface import FetchResult
 from ..sources.registry import SourceSpec
-from .keys import ATTACK_SOURCE, LOOKUP_KEY, NO_SHRINK, NON_EMPTY, OWNERS, source_key, upstream_key
+from .keys import LOOKUP_KEY, LOOKUP_SOURCES, NO_SHRINK, NON_EMPTY, OWNERS, source_key, upstream_key
 from .publishing import publish_check_specs, publish_checks, publish_metadata
 from .stages import published_stages
 
@@ -70,7 +70,7 @@ def _unchanged(done: Refreshed) -> Iterator[dg.AssetCheckResult | dg.Materialize
 def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
     """The publishing asset of one online source."""
     key = source_key(spec.name)
-    deps = [upstream_key(spec.name)] + ([] if spec.name == ATTACK_SOURCE else [LOOKUP_KEY])
+    deps = [upstream_key(spec.name)] + ([] if spec.name in LOOKUP_SOURCES else [LOOKUP_KEY])
 
     @dg.asset(
         key=key,

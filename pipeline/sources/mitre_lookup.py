@@ -1,18 +1,24 @@
-"""ATT&CK technique table from a STIX bundle: names, "Parent: Child" names, tactics, redirects."""
+"""ATT&CK technique table from a STIX bundle: names, "Parent: Child" names, tactics, redirects, domains."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from secrag.attack_domains import DEFAULT_DOMAIN, domain_names
 from secrag.errors import ParseError
 
 from . import normalize
 
 ATTACK_SOURCE = "mitre-attack"
+# Mobile techniques revoked long ago and ICS techniques deprecated long ago carry their id under their matrix's old
+# name only (T1425, T0850, ...; ids no other domain uses).
+_OLD_SOURCES = ("mitre-mobile-attack", "mitre-ics-attack")
+_KILL_CHAINS = (ATTACK_SOURCE, *_OLD_SOURCES)  # each domain's kill chain, by the name its techniques give it
 # ATT&CK platform names the shared vocabulary does not know, mapped onto its terms; PRE has no term.
 _PLATFORM_ALIASES = {"office suite": "office365", "identity provider": "entra_id", "pre": None}
 _MAX_REDIRECT_HOPS = 10
@@ -31,6 +37,7 @@ class MitreTechnique:
     revoked: bool
     deprecated: bool
     replaced_by: str | None
+    domain: str = DEFAULT_DOMAIN  # enterprise, mobile or ics (secrag/attack_domains.py)
 
     @property
     def active(self) -> bool:
@@ -64,6 +71,11 @@ def external_id(obj: Mapping[str, Any], source_name: str = ATTACK_SOURCE) -> str
     return str(ref["external_id"]).strip() if ref else None
 
 
+def technique_id(obj: Mapping[str, Any]) -> str | None:
+    """An attack-pattern's ATT&CK id (under its matrix's old name for techniques retired long ago)."""
+    return external_id(obj) or next((i for name in _OLD_SOURCES if (i := external_id(obj, name))), None)
+
+
 def is_retired(obj: Mapping[str, Any]) -> bool:
     """Revoked or deprecated objects are kept upstream only as history."""
     return bool(obj.get("revoked")) or bool(obj.get("x_mitre_deprecated"))
@@ -78,12 +90,38 @@ def attack_platforms(values: Iterable[object]) -> tuple[str, ...]:
     return normalize.platforms(v for v in mapped if v is not None)
 
 
+def _own_domains(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    values = obj.get("x_mitre_domains") or ()
+    return domain_names([values] if isinstance(values, str) else values)
+
+
+def bundle_domain(objects: Iterable[Mapping[str, Any]]) -> str:
+    """The domain of a bundle: the one its single-domain objects name most often (Enterprise when none does)."""
+    counts = Counter(own[0] for own in map(_own_domains, objects) if len(own) == 1)
+    return counts.most_common(1)[0][0] if counts else DEFAULT_DOMAIN
+
+
+def domain_of(obj: Mapping[str, Any], bundle: str) -> str:
+    """The domain an object of a bundle is recorded in: the bundle's when the object names it (a group shared by
+    Enterprise and Mobile is in both bundles, a document in each), else the first it names, else the bundle's."""
+    own = _own_domains(obj)
+    return bundle if bundle in own or not own else own[0]
+
+
+def domain_platforms(values: Iterable[object], domain: str) -> tuple[str, ...]:
+    """ATT&CK platform names onto the shared vocabulary; ICS's own (Control Server, Field Controller/RTU/PLC/IED,
+    None, ...) have no term there, so everything of the ICS domain is on the platform `ics`."""
+    mapped = attack_platforms(values)
+    return tuple(sorted({*mapped, "ics"})) if domain == "ics" else mapped
+
+
 def tactics_of(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """The tactics (short names) of a technique's ATT&CK kill-chain phases; Mobile and ICS name their own chains."""
     phases = obj.get("kill_chain_phases") or ()
     return tuple(
         p["phase_name"]
         for p in phases
-        if isinstance(p, Mapping) and p.get("kill_chain_name") == ATTACK_SOURCE and p.get("phase_name")
+        if isinstance(p, Mapping) and p.get("kill_chain_name") in _KILL_CHAINS and p.get("phase_name")
     )
 
 
@@ -104,7 +142,7 @@ def _replacement(stix_id: str, revoked_by: Mapping[str, str], patterns: Mapping[
         if target is None:
             return None
         if not target.get("revoked") or current not in revoked_by:
-            return external_id(target)
+            return technique_id(target)
         current, hops = revoked_by[current], hops + 1
     return None
 
@@ -120,16 +158,17 @@ def _parent(
     if "." not in tid and not obj.get("x_mitre_is_subtechnique"):
         return None
     linked = patterns.get(parent_of.get(stix_id, ""))
-    return external_id(linked) if linked else tid.split(".", 1)[0]
+    return technique_id(linked) if linked else tid.split(".", 1)[0]
 
 
 def techniques_from_objects(objects: list[dict[str, Any]]) -> list[MitreTechnique]:
-    """Every attack-pattern with an ATT&CK id, active and retired, sorted by id."""
-    patterns = {o["id"]: o for o in objects if o.get("type") == "attack-pattern" and external_id(o)}
-    names = {external_id(o): str(o.get("name", "")) for o in patterns.values()}
+    """Every attack-pattern with an ATT&CK id, active and retired, sorted by id, each with its domain."""
+    patterns = {o["id"]: o for o in objects if o.get("type") == "attack-pattern" and technique_id(o)}
+    names = {technique_id(o): str(o.get("name", "")) for o in patterns.values()}
     parent_of = relationship_map(objects, "subtechnique-of")
     revoked_by = relationship_map(objects, "revoked-by")
-    out = [_technique(stix_id, patterns, names, parent_of, revoked_by) for stix_id in patterns]
+    bundle = bundle_domain(objects)
+    out = [_technique(stix_id, patterns, names, parent_of, revoked_by, bundle) for stix_id in patterns]
     return sorted(out, key=lambda t: t.id)
 
 
@@ -139,9 +178,11 @@ def _technique(
     names: Mapping[str | None, str],
     parent_of: Mapping[str, str],
     revoked_by: Mapping[str, str],
+    bundle: str,
 ) -> MitreTechnique:
     obj = patterns[stix_id]
-    tid = str(external_id(obj))
+    domain = domain_of(obj, bundle)
+    tid = str(technique_id(obj))
     name = str(obj.get("name", "")).strip()
     parent = _parent(stix_id, obj, tid, patterns, parent_of)
     parent_name = names.get(parent) if parent else None
@@ -150,11 +191,12 @@ def _technique(
         name=name,
         full_name=f"{parent_name}: {name}" if parent_name else name,
         tactics=tactics_of(obj),
-        platforms=attack_platforms(obj.get("x_mitre_platforms") or ()),
+        platforms=domain_platforms(obj.get("x_mitre_platforms") or (), domain),
         parent=parent if parent != tid else None,
         revoked=bool(obj.get("revoked")),
         deprecated=bool(obj.get("x_mitre_deprecated")),
         replaced_by=_replacement(stix_id, revoked_by, patterns) if obj.get("revoked") else None,
+        domain=domain,
     )
 
 

@@ -107,7 +107,7 @@ def artefact_copy_row(doc_id: str, source: str, a: Artefact) -> list[Any]:
     return [doc_id, source, a.kind, a.field, a.value, a.key, a.folded, a.pattern]
 
 
-def technique_copy_row(t: MitreTechnique, version: str) -> list[Any]:
+def technique_copy_row(t: MitreTechnique, version: str | None) -> list[Any]:
     """A `techniques` row for `copy_techniques`."""
     return [
         t.id,
@@ -120,4 +120,5 @@ def technique_copy_row(t: MitreTechnique, version: str) -> list[Any]:
         t.deprecated,
         t.replaced_by,
         version,
+        t.domain,
     ]

@@ -106,13 +106,16 @@ class Store:
         """Active ATT&CK technique id -> full name, the enrichment lookup."""
         return dict(conn.execute(self.q.technique_names).fetchall())
 
-    def replace_techniques(self, conn: psycopg.Connection, techniques: Sequence[MitreTechnique], version: str) -> int:
-        """Swap the whole MITRE lookup in one transaction."""
+    def replace_techniques(
+        self, conn: psycopg.Connection, techniques: Sequence[MitreTechnique], version: str | Mapping[str, str]
+    ) -> int:
+        """Swap the whole MITRE lookup in one transaction; `version` is the ATT&CK version, or one per domain."""
         with conn.transaction(), conn.cursor() as cur:
             cur.execute(self.q.replace_techniques_delete)
             with cur.copy(self.q.copy_techniques) as copy:
                 for t in techniques:
-                    copy.write_row(technique_copy_row(t, version))
+                    at = version if isinstance(version, str) else version.get(t.domain)
+                    copy.write_row(technique_copy_row(t, at))
         return len(techniques)
 
     def publish(

@@ -195,7 +195,8 @@ SELECT id, full_name FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
 DELETE FROM mitre_techniques
 
 -- name: copy_techniques
-COPY mitre_techniques (id, name, full_name, tactics, platforms, parent, revoked, deprecated, replaced_by, version)
+COPY mitre_techniques (id, name, full_name, tactics, platforms, parent, revoked, deprecated, replaced_by, version,
+                      domain)
 FROM STDIN
 
 -- name: chunks_without_vectors

@@ -1,4 +1,4 @@
-"""ATT&CK objects (techniques, groups, software, mitigations, campaigns) as records."""
+"""ATT&CK objects (techniques, tactics, groups, software, mitigations, campaigns) as records."""
 
 from __future__ import annotations
 
@@ -6,8 +6,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from secrag.attack_domains import PROCEDURE_SOURCES
+
 from ... import normalize
-from ...mitre_lookup import ATTACK_SOURCE, attack_platforms, external_id, external_ref, tactics_of
+from ...mitre_lookup import (
+    ATTACK_SOURCE,
+    domain_of,
+    domain_platforms,
+    external_id,
+    external_ref,
+    is_retired,
+    tactics_of,
+)
 from ...records import Record, SourceFile
 from .detections import technique_links
 from .index import BundleIndex, StixObject
@@ -21,9 +31,9 @@ KINDS = {
     "tool": "software",
     "course-of-action": "mitigation",
     "campaign": "campaign",
+    "x-mitre-tactic": "tactic",
 }
 _DEFAULT_RELATED_LIMIT = 250
-PROCEDURES_SOURCE = "mitre_attack_procedures"
 
 
 @dataclass(frozen=True)
@@ -105,9 +115,27 @@ def _user(obj: StixObject, ix: BundleIndex, name: str, aliases: list[Any], limit
     return _Shape(kind, name, _related(obj, ix, limit), parts)
 
 
-def _metadata(obj: StixObject, shape: _Shape, tactics: tuple[str, ...], aliases: list[Any]) -> dict[str, Any]:
+def _tactic(obj: StixObject, ix: BundleIndex, name: str) -> tuple[_Shape, tuple[str, ...]]:
+    """A tactic (its short name is what techniques' kill-chain phases say): its description and active techniques."""
+    shortname = str(obj.get("x_mitre_shortname") or "").strip()
+    techniques = sorted(
+        f"{tid} {technique.get('name')}"
+        for technique in ix.by_id.values()
+        if technique.get("type") == "attack-pattern"
+        and not is_retired(technique)
+        and shortname in tactics_of(technique)
+        and (tid := external_id(technique))
+    )
+    parts = [section("Short name", shortname), clean(obj.get("description")), section("Techniques", techniques)]
+    return _Shape("tactic", name, (), parts), (shortname,) if shortname else ()
+
+
+def _metadata(
+    obj: StixObject, shape: _Shape, tactics: tuple[str, ...], aliases: list[Any], domain: str
+) -> dict[str, Any]:
     metadata = {
         "kind": shape.kind,
+        "domain": domain,
         "stix_id": obj["id"],
         "version": obj.get("x_mitre_version"),
         "modified": obj.get("modified"),
@@ -120,7 +148,7 @@ def _metadata(obj: StixObject, shape: _Shape, tactics: tuple[str, ...], aliases:
     if shape.procedures:
         # Who used it; how is told by the procedure examples, the documents of mitre_attack_procedures
         # labelled with this technique (a search filtered on that source and technique lists them).
-        metadata["procedure_examples"] = {"source": PROCEDURES_SOURCE, "count": shape.procedures}
+        metadata["procedure_examples"] = {"source": PROCEDURE_SOURCES[domain], "count": shape.procedures}
         metadata["used_by"] = list(shape.used_by)
     metadata["detection_strategies"] = list(shape.strategies)
     metadata["analytics"] = list(shape.analytics)
@@ -135,8 +163,11 @@ def record(obj: StixObject, ix: BundleIndex, file: SourceFile) -> Record | None:
     aid, name = str(ref["external_id"]).strip(), str(obj.get("name", ""))
     aliases = [a for a in (obj.get("aliases") or obj.get("x_mitre_aliases") or ()) if a != name]
     tactics = tactics_of(obj)
+    domain = domain_of(obj, ix.domain)
     if KINDS[obj["type"]] == "technique":
         shape = _technique(obj, ix, aid, name, tactics)
+    elif KINDS[obj["type"]] == "tactic":
+        shape, tactics = _tactic(obj, ix, name)
     else:
         shape = _user(obj, ix, name, aliases, int(file.options.get("related_limit", _DEFAULT_RELATED_LIMIT)))
     return Record(
@@ -146,8 +177,8 @@ def record(obj: StixObject, ix: BundleIndex, file: SourceFile) -> Record | None:
         body=normalize.join_text(*shape.parts),
         url=str(ref.get("url") or file.url_for()),
         techniques=shape.techniques,
-        platforms=attack_platforms(obj.get("x_mitre_platforms") or ()),
+        platforms=domain_platforms(obj.get("x_mitre_platforms") or (), domain),
         tags=normalize.tags([shape.kind, *tactics]),
-        metadata=_metadata(obj, shape, tactics, aliases),
+        metadata=_metadata(obj, shape, tactics, aliases, domain),
         path=file.rel,
     )

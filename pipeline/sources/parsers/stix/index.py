@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from ...mitre_lookup import external_id, is_retired
+from ...mitre_lookup import bundle_domain, external_id, is_retired
 
 StixObject = dict[str, Any]
 
@@ -46,6 +46,7 @@ class BundleIndex:
 
     def __init__(self, objects: list[StixObject]) -> None:
         self.by_id = {o["id"]: o for o in objects}
+        self.domain = bundle_domain(objects)  # enterprise, mobile or ics: what the bundle is the matrix of
         self.attack_names = {
             external_id(o): str(o.get("name", "")) for o in objects if o.get("type") == "attack-pattern"
         }

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import normalize
-from ...mitre_lookup import ATTACK_SOURCE, attack_platforms, external_id, external_ref, is_retired
+from ...mitre_lookup import ATTACK_SOURCE, domain_of, domain_platforms, external_id, external_ref, is_retired
 from ...records import Record, SourceFile
 from .index import BundleIndex, StixObject
 from .text import clean, compact, plain_links
@@ -38,10 +38,10 @@ def _active(ix: BundleIndex, stix_id: object) -> StixObject | None:
     return None if obj is None or is_retired(obj) else obj
 
 
-def _platforms(actor: StixObject, target: StixObject) -> tuple[str, ...]:
+def _platforms(actor: StixObject, target: StixObject, domain: str) -> tuple[str, ...]:
     """The technique's platforms, narrowed to the software's own when it names some (groups name none)."""
-    technique = attack_platforms(target.get("x_mitre_platforms") or ())
-    own = set(attack_platforms(actor.get("x_mitre_platforms") or ()))
+    technique = domain_platforms(target.get("x_mitre_platforms") or (), domain)
+    own = set(domain_platforms(actor.get("x_mitre_platforms") or (), domain))
     narrowed = tuple(p for p in technique if p in own)
     return narrowed or technique
 
@@ -74,8 +74,10 @@ def record(rel: StixObject, ix: BundleIndex, file: SourceFile) -> Record | None:
     actor_name, technique = str(actor.get("name", "")).strip(), technique_title(target, ix, tid)
     actor_type = ACTORS[str(actor["type"])]
     ref = external_ref(target, ATTACK_SOURCE) or {}
+    domain = domain_of(target, ix.domain)  # the technique's: the example is of its matrix
     metadata: dict[str, Any] = {
         "kind": "procedure",
+        "domain": domain,
         "stix_id": rel["id"],
         "actor_id": actor_id,
         "actor_name": actor_name,
@@ -93,7 +95,7 @@ def record(rel: StixObject, ix: BundleIndex, file: SourceFile) -> Record | None:
         body=plain_links(clean(rel.get("description"))),
         url=str(ref.get("url") or file.url_for()),
         techniques=normalize.technique_ids(tid),
-        platforms=_platforms(actor, target),
+        platforms=_platforms(actor, target, domain),
         tags=normalize.tags(["procedure", actor_type]),
         metadata=compact(metadata),
         path=file.rel,

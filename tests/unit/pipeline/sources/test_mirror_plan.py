@@ -34,7 +34,15 @@ def test_a_source_without_a_folder_is_a_config_error(tmp_path: Path) -> None:
 def test_a_source_on_another_s_repository_reads_its_folder(tmp_path: Path) -> None:
     (tmp_path / "mitre_attack").mkdir()
     everything = {s.name: s for s in plan(tmp_path, default_registry(), None)}
-    assert sorted(everything) == ["mitre_attack", "mitre_attack_detections", "mitre_attack_procedures"]
+    assert sorted(everything) == [
+        "mitre_attack",
+        "mitre_attack_detections",
+        "mitre_attack_ics",
+        "mitre_attack_ics_procedures",
+        "mitre_attack_mobile",
+        "mitre_attack_mobile_procedures",
+        "mitre_attack_procedures",
+    ]
     procedures = everything["mitre_attack_procedures"]
     assert (procedures.folder, procedures.mirror_name, procedures.tracking) == (
         "mitre_attack",
@@ -46,3 +54,4 @@ def test_a_source_on_another_s_repository_reads_its_folder(tmp_path: Path) -> No
     alone = {s.name: s.folder for s in plan(tmp_path, default_registry(), ["mitre_attack_procedures"])}
     assert alone == {"mitre_attack": "", "mitre_attack_procedures": "mitre_attack"}
     assert everything["mitre_attack_detections"].folder == "mitre_attack"
+    assert {everything[f"mitre_attack_{d}"].folder for d in ("mobile", "ics")} == {"mitre_attack"}

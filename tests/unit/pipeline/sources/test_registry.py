@@ -17,6 +17,10 @@ EXPECTED = {
     "mitre_attack",
     "mitre_attack_procedures",  # same upstream file and release as mitre_attack
     "mitre_attack_detections",  # the same release's three bundles (strategies and analytics)
+    "mitre_attack_mobile",  # the same release's Mobile and ICS matrices, each with its procedure examples
+    "mitre_attack_mobile_procedures",
+    "mitre_attack_ics",
+    "mitre_attack_ics_procedures",
     "atomic",
     "elastic",
     "cisa_kev",
