@@ -145,3 +145,60 @@ def test_the_readme_states_the_two_commands() -> None:
     readme = _text(REPO_ROOT / "README.md")
     assert "make run" in readme and "make test" in readme
     assert len(readme.encode("utf-8")) <= 10_500
+
+
+# A measured figure: a number with a unit of time, size or rate, or a three-decimal score (nDCG@10, P@1).
+# Settings' defaults in seconds ("30 s") are configuration, not measurements, and are left out.
+_FIGURE = re.compile(
+    r"(?<![\w.,/-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)? ?(?:ms|chunks/s|req/s|GB|MB|KB|KiB|MiB|GiB|minutes|h)\b"
+    r"|(?<![\w.])[01]\.\d{3}\b"
+)
+# The generated settings reference states defaults, and the changelog history: neither is a figure's home.
+_NOT_FIGURE_PAGES = {"docs/configuration.md", "CHANGELOG.md"}
+
+
+# On a line that states another measure which happens to have the same value as a figure elsewhere.
+DISTINCT = "<!-- distinct figure -->"
+
+
+def _figure_lines(doc: Path) -> Iterator[tuple[str, str]]:
+    """(figure, line) for each figure in the prose and tables of a page (code blocks and spans left out)."""
+    for line in _FENCE.sub("", _text(doc)).splitlines():
+        if DISTINCT in line:
+            continue
+        for figure in _FIGURE.findall(_SPAN.sub("", line)):
+            yield figure, line
+
+
+def _links_to(line: str, doc: Path) -> set[str]:
+    found = set()
+    for target in _LINK.findall(line):
+        path = target.partition("#")[0]
+        if path and not re.match(r"[a-z]+:", path):
+            found.add(_where((doc.parent / path).resolve()))
+    return found
+
+
+def test_every_figure_has_one_home() -> None:
+    """A figure stands on one page, its home; another page may quote it only on a line that links to that
+    home. Two pages stating the same figure unlinked is the drift this catches. A line stating another
+    measure that shares a figure's value says so with DISTINCT."""
+    pages = [doc for doc in DOCS if doc.exists() and _where(doc) not in _NOT_FIGURE_PAGES]
+    where: dict[str, dict[str, list[str]]] = {}
+    for doc in pages:
+        for figure, line in _figure_lines(doc):
+            where.setdefault(figure, {}).setdefault(_where(doc), []).append(line)
+    twice = []
+    for figure, by_page in sorted(where.items()):
+        if len(by_page) < 2:
+            continue
+        homes = {
+            page
+            for page, lines in by_page.items()
+            if not all(_links_to(line, REPO_ROOT / page) & (set(by_page) - {page}) for line in lines)
+        }
+        if len(homes) > 1:
+            twice.append(f"{figure}: {', '.join(sorted(homes))}")
+    assert not twice, "figures stated on more than one page (keep one home, link to it from the others):\n" + (
+        "\n".join(twice)
+    )
