@@ -3,6 +3,7 @@ commands, `make` targets and SECRAG_* variables. Each test lists every offender 
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,3 +203,16 @@ def test_every_figure_has_one_home() -> None:
     assert not twice, "figures stated on more than one page (keep one home, link to it from the others):\n" + (
         "\n".join(twice)
     )
+
+
+def test_every_diagram_is_rendered() -> None:
+    """Each Graphviz source under docs/images has its SVG beside it, holding every node's first label line
+    (a node added to the source and not rendered fails)."""
+    stale = []
+    for source in sorted((REPO_ROOT / "docs" / "images").glob("*.dot")):
+        svg = source.with_suffix(".svg")
+        rendered = svg.read_text(encoding="utf-8") if svg.exists() else ""
+        for label in re.findall(r'\blabel="([^"\\]+)', source.read_text(encoding="utf-8")):
+            if label.strip() and html.escape(label.strip()).replace("-", "&#45;") not in rendered:
+                stale.append(f"{_where(svg)}: {label.strip()}")
+    assert not stale, "render with `dot -Tsvg SOURCE -o SVG`:\n" + "\n".join(stale)
