@@ -19,6 +19,7 @@ from .preflight import preflight
 from .run import run
 from .serve import serve
 from .settings_docs import settings
+from .snapshot import snapshot
 from .sources import sources
 from .status import status
 from .tune import tune
@@ -54,6 +55,7 @@ cli.add_command(preflight)
 cli.add_command(run)
 cli.add_command(serve)
 cli.add_command(settings)
+cli.add_command(snapshot)
 cli.add_command(sources)
 cli.add_command(status)
 cli.add_command(tune)

@@ -18,6 +18,7 @@ from secrag.errors import ConfigError
 from secrag.settings import REPO_ROOT, get_settings
 
 from .processes import spawn, stop_group
+from .snapshot import start_from
 
 
 def check_port_free(host: str, port: int, flag: str) -> None:
@@ -90,6 +91,7 @@ def run(
     # The embedded server is stopped on exit only when this command started it.
     started_db = not settings.database_url and not embedded.status(settings.pgdata).running
     url = prepare_database()
+    start_from(settings, url)  # SECRAG_START_FROM: once, into a store without public documents
     ctx.invoke(status)
     if not dagster and not api:
         return

@@ -28,6 +28,7 @@ MODULE_GROUPS = {
     "pipeline/model_store.py": "store",
     "pipeline/assets/ingested.py": "ingest",
     "pipeline/store/": "store",
+    "pipeline/snapshot/": "snapshot",
     "serving/": "serving",
     "bench/": "serving",
 }

@@ -1,0 +1,177 @@
+"""`secrag snapshot import`: a verified snapshot loaded into a store in one transaction, or nothing at all.
+
+Checked before a row is written: the signature (when the operator set a public key), the schema version and
+every part's columns, the model (the configured one, with the same weights), then every part's sha256. Then,
+in one transaction, into a store with no public documents (a fresh one; user folders are never touched):
+the parts by binary COPY, the store's triggers deriving chunk vectors, document accesses and technique
+documents; the counts, the model's HNSW index and its activation. Each source's last published attempt
+comes with its fingerprint, so the pipeline's next refresh of a source whose upstream has not moved finds it
+unchanged (pipeline/refresh.py) and only the others are fetched and published again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import psycopg
+from psycopg import sql
+
+from secrag.db import migrations
+from secrag.db.queries import Queries, one_row
+from secrag.errors import SnapshotRefused
+from secrag.models.onnx_export import model_digest
+from secrag.models.registry import model_info
+
+from ..activation import activate_model_if_complete
+from ..model_store import ensure_model_index
+from ..store.counts import refresh_all_counts
+from .manifest import Manifest, ModelFacts, Part
+from .parts import column_list, import_statement, table_columns
+from .reading import BLOCK, Header, part_streams, read_header, verify_parts
+
+log = logging.getLogger(__name__)
+INDEX_MEMORY = "512MB"
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import loaded."""
+
+    manifest: Manifest
+    rows: dict[str, int]
+    signed: bool
+    active_model: str | None
+    seconds: float
+
+
+def local_model(model_id: str, models_dir: Path) -> ModelFacts:
+    """The facts of a model as this machine has it (ConfigError when it is unknown or its weights are absent)."""
+    info = model_info(model_id)
+    return ModelFacts(model_id, model_digest(info, models_dir), info.dimensions)
+
+
+def check_compatible(conn: psycopg.Connection, sql_dir: Path, manifest: Manifest, model: ModelFacts) -> None:
+    """SnapshotRefused unless the store's schema, each part's columns and the model are the snapshot's."""
+    q = Queries(sql_dir, "snapshot")
+    store_version = migrations.current_version(conn, sql_dir)
+    if manifest.schema_version != store_version:
+        raise SnapshotRefused(
+            f"the snapshot is of schema version {manifest.schema_version}; this store is at {store_version}",
+            hint="import it with the secrag release that exported it, or export a snapshot with this one",
+        )
+    for part in manifest.parts:
+        if table_columns(conn, q, part.table) != part.columns:
+            raise SnapshotRefused(f"the snapshot's {part.table} columns differ from this store's")
+    theirs = manifest.model
+    if theirs.id != model.id:
+        raise SnapshotRefused(
+            f"the snapshot holds vectors of model {theirs.id}; this store embeds with {model.id}",
+            hint=f"set SECRAG_EMBEDDING_MODEL={theirs.id}, or use a snapshot of {model.id}",
+        )
+    if theirs.digest != model.digest or theirs.dimensions != model.dimensions:
+        raise SnapshotRefused(
+            f"the snapshot's model {theirs.id} has weights {theirs.digest} ({theirs.dimensions} dimensions); "
+            f"this machine's has {model.digest} ({model.dimensions}): its vectors would not match the queries'",
+            hint="install the same weights, or export a snapshot on a machine with these",
+        )
+    row = conn.execute(q.model_dimensions, {"model": model.id}).fetchone()
+    if row is not None and int(row[0]) != model.dimensions:
+        raise SnapshotRefused(f"this store records model {model.id} with {row[0]} dimensions, not {model.dimensions}")
+
+
+def _copy(cur: psycopg.Cursor, statement: sql.Composed, part: Part, stream: IO[bytes]) -> int:
+    """COPY the part's bytes in; its rows. The bytes are hashed again as they go (the file may have changed
+    since it was verified)."""
+    digest, done, started = hashlib.sha256(), 0, time.monotonic()
+    with cur.copy(statement) as copy:
+        for block in iter(lambda: stream.read(BLOCK), b""):
+            digest.update(block)
+            copy.write(block)
+            done += len(block)
+    if digest.hexdigest() != part.sha256:
+        raise SnapshotRefused(f"the snapshot's {part.member} changed while it was imported; nothing was imported")
+    log.info(
+        "snapshot import: %s, %d rows, %d bytes in %.1fs",
+        part.table,
+        cur.rowcount,
+        done,
+        time.monotonic() - started,
+        extra={"table": part.table, "rows": cur.rowcount},
+    )
+    return int(cur.rowcount)
+
+
+def _load_part(conn: psycopg.Connection, q: Queries, part: Part, stream: IO[bytes]) -> int:
+    with conn.cursor() as cur:
+        if part.table != "embeddings":
+            loaded = _copy(cur, import_statement(q, part.table, part.columns), part, stream)
+        else:
+            conn.execute(q.stage_embeddings)
+            _copy(cur, import_statement(q, "snapshot_embeddings", part.columns), part, stream)
+            columns = column_list(part.columns)
+            cur.execute(sql.SQL(q.insert_staged_embeddings).format(columns=columns))
+            loaded = part.rows  # texts already embedded in the store kept their vectors
+    if loaded != part.rows:
+        raise SnapshotRefused(f"the snapshot's {part.table} loaded {loaded} rows; its manifest says {part.rows}")
+    return loaded
+
+
+def _load(conn: psycopg.Connection, sql_dir: Path, path: Path, header: Header) -> dict[str, int]:
+    """Every part into the store, in one transaction (the caller's)."""
+    q = Queries(sql_dir, "snapshot")
+    manifest = header.manifest
+    conn.execute(q.lock_import)
+    public = int(one_row(conn.execute(q.public_documents))[0])
+    if public:
+        raise SnapshotRefused(
+            f"this store already holds {public} documents of public sources; a snapshot starts a fresh store",
+            hint="import into a new database (user folders may be there); a store with sources is kept current "
+            "by the pipeline",
+        )
+    conn.execute(q.drop_unpublished_public_sources)
+    conn.execute(q.clear_techniques)
+    store_q = Queries(sql_dir, "store")
+    conn.execute(store_q.ensure_model, {"model": manifest.model.id, "dimensions": manifest.model.dimensions})
+    conn.execute(q.import_maintenance_memory, {"memory": INDEX_MEMORY})
+    rows = {part.table: _load_part(conn, q, part, stream) for part, stream in part_streams(path, header)}
+    started = time.monotonic()
+    if ensure_model_index(conn, manifest.model.id, manifest.model.dimensions, store_q):
+        log.info("snapshot import: HNSW index of %s built in %.1fs", manifest.model.id, time.monotonic() - started)
+    refresh_all_counts(store_q, conn)
+    conn.execute(store_q.refresh_model_vectors, {"model": manifest.model.id})
+    return rows
+
+
+def import_snapshot(
+    conn: psycopg.Connection, sql_dir: Path, path: Path, model: ModelFacts, public_key: str | None = None
+) -> Imported:
+    """Verify the snapshot at `path` and load it into the store of `conn` (autocommit) in one transaction;
+    SnapshotRefused (the store unchanged) when any check fails."""
+    started = time.monotonic()
+    header = read_header(path, public_key)
+    check_compatible(conn, sql_dir, header.manifest, model)
+    verify_parts(path, header)
+    try:
+        with conn.transaction():
+            rows = _load(conn, sql_dir, path, header)
+            activation = activate_model_if_complete(conn, sql_dir, model.id)
+    except psycopg.Error as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SnapshotRefused(f"the snapshot could not be loaded ({first}); nothing was imported") from exc
+    conn.execute(Queries(sql_dir, "snapshot").analyze_imported)
+    seconds = time.monotonic() - started
+    log.info(
+        "snapshot %s imported in %.1fs: %d sources, %d chunks, model %s (active: %s)",
+        header.digest[:16],
+        seconds,
+        len(header.manifest.sources),
+        rows.get("chunks", 0),
+        model.id,
+        activation.active,
+    )
+    return Imported(header.manifest, rows, header.signed, activation.active, seconds)

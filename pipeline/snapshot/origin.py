@@ -1,0 +1,40 @@
+"""Where a snapshot comes from: a file on this machine, or an https URL downloaded first with the project's
+fetcher (its URL policy, time budget and retries) under SECRAG_SNAPSHOT_MAX_BYTES."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from secrag.net import downloads
+from secrag.net.download_limits import DownloadLimits
+from secrag.net.url_policy import UrlPolicy
+from secrag.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def is_url(location: str) -> bool:
+    return urlsplit(location).scheme.lower() in ("https", "http", "file")
+
+
+@contextmanager
+def local_copy(location: str, settings: Settings) -> Iterator[Path]:
+    """The snapshot as a local file: `location` itself, or its download (deleted afterwards). The URL's own
+    host is allowed: the operator named it (like SECRAG_MODELS_HUB_URL)."""
+    if not is_url(location):
+        yield Path(location).expanduser()
+        return
+    policy = UrlPolicy.from_settings(settings, extra_bases=(location,))
+    limits = DownloadLimits(max_bytes=settings.snapshot_max_bytes)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="snapshot-", dir=settings.data_dir) as tmp:
+        started = time.monotonic()
+        target = downloads.download(location, Path(tmp) / "snapshot.tar", policy, limits, settings.fetch_timeout)
+        log.info("snapshot downloaded: %d bytes in %.1fs", target.stat().st_size, time.monotonic() - started)
+        yield target

@@ -1,0 +1,128 @@
+"""Reading a snapshot file: its manifest (and signature), every part's size and sha256 checked in one streaming
+pass, then the parts handed out in load order; anything else is SnapshotRefused."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from secrag.errors import SnapshotRefused
+
+from . import signature
+from .manifest import MANIFEST, MAX_MANIFEST_BYTES, SIGNATURE, Manifest, Part, parse_manifest
+
+log = logging.getLogger(__name__)
+BLOCK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Header:
+    """The manifest as read, and whether a signature was checked."""
+
+    manifest: Manifest
+    digest: str  # sha256 of manifest.json's bytes
+    signed: bool
+
+
+@contextmanager
+def _open(path: Path) -> Iterator[tarfile.TarFile]:
+    try:
+        with tarfile.open(path, "r|*") as tar:  # a stream: one forward pass, gzip or not
+            yield tar
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise SnapshotRefused(f"{path}: no such snapshot file") from exc
+        raise SnapshotRefused(f"{path} is not a readable snapshot (a tar file): {exc}") from exc
+
+
+def _small(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes:
+    if not member.isreg() or member.size > limit:
+        raise SnapshotRefused(f"the snapshot's {member.name} is not a file of at most {limit} bytes")
+    fh = tar.extractfile(member)
+    assert fh is not None
+    return fh.read()
+
+
+def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    for member in tar:
+        if not member.isreg():
+            raise SnapshotRefused(f"the snapshot holds {member.name!r}, which is not a regular file")
+        yield member
+
+
+def _header(
+    tar: tarfile.TarFile, members: Iterator[tarfile.TarInfo], public_key: str | None
+) -> tuple[Header, tarfile.TarInfo | None]:
+    first = next(members, None)
+    if first is None or first.name != MANIFEST:
+        raise SnapshotRefused(f"the snapshot does not start with {MANIFEST}")
+    data = _small(tar, first, MAX_MANIFEST_BYTES)
+    manifest = parse_manifest(data)
+    following = next(members, None)
+    sig = None
+    if following is not None and following.name == SIGNATURE:
+        sig = _small(tar, following, 1024)
+        following = next(members, None)
+    if public_key:
+        signature.verify(data, sig, public_key)
+    elif sig is not None:
+        log.warning("the snapshot is signed, but SECRAG_SNAPSHOT_PUBLIC_KEY is unset: its signature is not checked")
+    return Header(manifest, hashlib.sha256(data).hexdigest(), public_key is not None), following
+
+
+def read_header(path: Path, public_key: str | None) -> Header:
+    """The snapshot's manifest, its signature checked against `public_key` when one is set."""
+    with _open(path) as tar:
+        return _header(tar, _members(tar), public_key)[0]
+
+
+def _parts(path: Path, header: Header) -> Iterator[tuple[Part, IO[bytes]]]:
+    """Each part with a stream of its bytes, in the manifest's (load) order; SnapshotRefused for a member
+    out of place, missing or unknown."""
+    expected = list(header.manifest.parts)
+    with _open(path) as tar:
+        members = _members(tar)
+        _, member = _header(tar, members, None)
+        while member is not None:
+            if not expected:
+                raise SnapshotRefused(f"the snapshot holds {member.name!r}, which its manifest does not list")
+            part = expected.pop(0)
+            if member.name != part.member:
+                raise SnapshotRefused(f"the snapshot holds {member.name!r} where its manifest lists {part.member!r}")
+            if member.size != part.bytes:
+                raise SnapshotRefused(
+                    f"the snapshot's {part.member} is {member.size} bytes; its manifest says {part.bytes}: "
+                    "the file is damaged"
+                )
+            fh = tar.extractfile(member)
+            assert fh is not None
+            yield part, fh
+            member = next(members, None)
+    if expected:
+        raise SnapshotRefused(f"the snapshot lacks {', '.join(p.member for p in expected)}: the file is truncated")
+
+
+def verify_parts(path: Path, header: Header) -> None:
+    """Every part's sha256 checked against the manifest, streaming (SnapshotRefused naming the first that differs)."""
+    for part, fh in _parts(path, header):
+        digest = hashlib.sha256()
+        for block in iter(lambda: fh.read(BLOCK), b""):  # noqa: B023 - read before the next part
+            digest.update(block)
+        if digest.hexdigest() != part.sha256:
+            raise SnapshotRefused(
+                f"the snapshot's {part.member} does not match its checksum (sha256 {digest.hexdigest()[:16]}..., "
+                f"the manifest says {part.sha256[:16]}...): the file is damaged or was changed",
+                hint="download or copy the snapshot again",
+            )
+        log.info("snapshot: %s verified (%d bytes)", part.member, part.bytes)
+
+
+def part_streams(path: Path, header: Header) -> Iterator[tuple[Part, IO[bytes]]]:
+    """The parts to load, in order (after verify_parts)."""
+    return _parts(path, header)
