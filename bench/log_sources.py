@@ -6,7 +6,8 @@ to Sigma logsources, Elastic indices, Splunk data sources, ECS event categories 
 Reads only the three bundles ({enterprise,mobile,ics}-attack/*.json, plain JSON) and the table: per domain and in
 all, the analytics (revoked and deprecated ones left out), their log-source references (name and channel), the
 share of references resolved, the share of analytics with at least one resolved log source and with all of them
-resolved, and the distinct names the table knows; then the commonest unresolved names.
+resolved, the distinct names the table knows, and the share of references mapped to a rule set's name (a Sigma
+logsource, an Elastic index or a Splunk data source) and to a schema; then the commonest unresolved names.
 """
 
 from __future__ import annotations
@@ -34,14 +35,17 @@ def analytics(bundle: Path) -> list[dict[str, Any]]:
 
 
 def measure(label: str, found: list[dict[str, Any]], table: LogSourceTable, missing: Counter[str]) -> None:
-    refs = resolved = any_resolved = all_resolved = 0
+    refs = resolved = any_resolved = all_resolved = to_rules = to_schemas = 0
     names: set[str] = set()
     known: set[str] = set()
     for analytic in found:
         hits = []
         for ref in analytic.get("x_mitre_log_source_references", []):
-            ok = table.resolve(ref["name"], ref.get("channel")).resolved
+            mapped = table.resolve(ref["name"], ref.get("channel"))
+            ok = mapped.resolved
             hits.append(ok)
+            to_rules += bool(mapped.sigma or mapped.elastic or mapped.splunk)
+            to_schemas += bool(mapped.schemas)
             names.add(ref["name"])
             if ok:
                 known.add(ref["name"])
@@ -55,7 +59,8 @@ def measure(label: str, found: list[dict[str, Any]], table: LogSourceTable, miss
     print(
         f"{label:<10} analytics {n:>5}  references {refs:>5}  resolved {resolved:>5} ({pct(resolved, refs)})  "
         f"analytics with one resolved {any_resolved:>5} ({pct(any_resolved, n)})  all resolved {all_resolved:>5} "
-        f"({pct(all_resolved, n)})  names {len(known)}/{len(names)}"
+        f"({pct(all_resolved, n)})  names {len(known)}/{len(names)}  references to a rule set's name "
+        f"{pct(to_rules, refs)}, to a schema {pct(to_schemas, refs)}"
     )
 
 

@@ -77,6 +77,7 @@ class LogSourceEntry(Targets):
     name: str = Field(min_length=1)
     aliases: list[str] = Field(default_factory=list)
     each_event: Targets | None = None  # {code} in a value is each event code of the channel
+    each_event_codes: list[int] | None = Field(default=None, min_length=2, max_length=2)  # lowest, highest
     events: dict[int, Targets] = Field(default_factory=dict)
     channels: list[ChannelTargets] = Field(default_factory=list)
 
@@ -127,7 +128,8 @@ class LogSourceTable(ConfigModel):
         text = channel or ""
         codes = event_codes(text)
         if entry.each_event is not None:
-            parts.extend(_fill(entry.each_event, code) for code in codes)
+            low, high = entry.each_event_codes or (0, 1 << 31)  # the codes each_event applies to
+            parts.extend(_fill(entry.each_event, code) for code in codes if low <= code <= high)
         parts.extend(entry.events[code] for code in codes if code in entry.events)
         parts.extend(c for c in entry.channels if re.search(c.match, text, re.IGNORECASE))
         return Resolution(
