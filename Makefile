@@ -14,7 +14,7 @@ export TORCH_VERSION TORCH_INDEX_URL TORCH_PROBE_SECONDS
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install browser run status test test-fast lint schema image image-check clean
+.PHONY: install browser run status test test-fast test-data upstream lint schema image image-check clean
 
 install: $(STAMP)
 
@@ -33,7 +33,7 @@ run: install
 status:
 	$(BIN)/secrag status
 
-test: install browser
+test: upstream install browser
 	$(BIN)/python -m pytest
 
 # The browser tests (Swagger UI at /docs, the Dagster UI) render pages in Debian's headless Chromium;
@@ -44,8 +44,18 @@ browser:
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || { \
 	  echo "make: the browser tests need Chromium: apt-get install chromium, or set SECRAG_TEST_CHROMIUM" >&2; exit 1; }
 
-test-fast: install
+test-fast: upstream install
 	$(BIN)/python -m pytest tests/unit
+
+# The tests read real upstream data from UPSTREAM (tests/plugins/upstream.py): a snapshot of every source
+# at pinned commits beside the clone. `make test-data` rebuilds it from the upstreams (GitHub; about 130 MB)
+# at the pins of tests/upstream.lock.yaml; `python -m tests.upstream_data --plan` prints what it fetches.
+UPSTREAM := ../shared/upstream
+upstream:
+	@test -f $(UPSTREAM)/MANIFEST.json || { echo "make: the tests need the upstream snapshot $(UPSTREAM), which is missing: \`make test-data\` fetches it (network, about 130 MB)" >&2; exit 1; }
+
+test-data: install
+	$(BIN)/python -m tests.upstream_data --target $(UPSTREAM)
 
 # Static checks: lint rules, the import layers of pyproject.toml ([tool.importlinter]) and types
 # ([tool.mypy]: strict on the core and the API, the default checks on the pipeline and the command line).

@@ -232,7 +232,7 @@ def http_server() -> Iterator[LoopbackServer]:
 def snapshot_dir() -> Path:
     """The real upstream snapshot (../shared/upstream)."""
     if not (SNAPSHOT / "MANIFEST.json").is_file():
-        pytest.fail(f"upstream snapshot not found at {SNAPSHOT}")
+        pytest.fail(f"upstream snapshot not found at {SNAPSHOT}: `make test-data` fetches it")
     return SNAPSHOT
 
 
