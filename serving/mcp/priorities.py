@@ -60,6 +60,8 @@ COVERAGE = Priority(
     (
         omit("layer"),
         omit("techniques[].telemetry"),
+        omit("log_sources"),
+        omit("techniques[].analytics"),
         trim("techniques[].*.top"),
         trim("techniques[].*.by_source"),
         trim("techniques"),

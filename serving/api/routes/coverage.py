@@ -20,9 +20,13 @@ router = APIRouter(prefix=API_PREFIX, tags=["coverage"])
         "What the store holds for ATT&CK techniques, given by id, as the techniques of an ATT&CK group, software "
         "or campaign (`actor`) or of a tactic on some platforms (`tactic`, `platforms`): per technique the count "
         "and first items of detections (per rule set), tests, countermeasures and the caller's own notes, the "
-        "log sources its detections read with their telemetry schemas, the gaps (no detection; a test but no "
-        "detection; a detection but no test) and an ATT&CK Navigator layer (format 4.5) coloured by coverage. "
-        "Counted from the documents' technique labels in one statement, over the documents the caller may see; "
+        "log sources its detections read with their telemetry schemas, ATT&CK's analytics per platform with the "
+        "log sources they need (`log_sources`: the Sigma logsources, Elastic indices, Splunk data sources, ECS "
+        "event categories and OSSEM/ECS schemas each corresponds to, and how many of them the store holds), the "
+        "gaps (no detection; a test but no detection; a detection but no test; an analytic but no detection; "
+        "analytics no held schema describes) and an ATT&CK Navigator layer (format 4.5) coloured by coverage. "
+        "Counted from the documents' technique labels in one statement (the analytics in a second), over the "
+        "documents the caller may see; "
         "how each kind is decided: docs/api.md."
     ),
 )
