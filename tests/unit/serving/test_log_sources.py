@@ -20,7 +20,7 @@ DOMAINS = ("enterprise", "mobile", "ics")
 
 def attack_log_sources() -> list[tuple[str, str | None]]:
     """Every log-source reference of the three bundles' analytics (read as plain JSON)."""
-    found = []
+    found: list[tuple[str, str | None]] = []
     for domain in DOMAINS:
         bundle = json.loads((SNAPSHOT / "mitre_attack" / f"{domain}-attack" / f"{domain}-attack.json").read_text())
         for o in bundle["objects"]:
