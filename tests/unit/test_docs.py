@@ -216,3 +216,17 @@ def test_every_diagram_is_rendered() -> None:
             if label.strip() and html.escape(label.strip()).replace("-", "&#45;") not in rendered:
                 stale.append(f"{_where(svg)}: {label.strip()}")
     assert not stale, "render with `dot -Tsvg SOURCE -o SVG`:\n" + "\n".join(stale)
+
+
+def test_the_command_line_page_lists_every_command() -> None:
+    """docs/cli.md names every `secrag` command and subcommand."""
+    page = _text(REPO_ROOT / "docs" / "cli.md")
+    found = _SECRAG_COMMAND.findall(page)
+    named = {f"{name} {sub}" for name, sub in found} | {name for name, _ in found}
+    missing = []
+    for name, command in _commands(cli).items():
+        subs = sorted(command.commands) if isinstance(command, click.Group) else []
+        missing += [f"secrag {name} {sub}" for sub in subs if f"{name} {sub}" not in named]
+        if not subs and name not in named:
+            missing.append(f"secrag {name}")
+    assert not missing, "add to docs/cli.md:\n" + "\n".join(missing)
