@@ -32,7 +32,7 @@ from ..model_store import ensure_model_index
 from ..store.counts import refresh_all_counts
 from .manifest import Manifest, ModelFacts, Part
 from .parts import column_list, import_statement, table_columns
-from .reading import BLOCK, Header, part_streams, read_header, verify_parts
+from .reading import BLOCK, UNREADABLE, Header, part_streams, read_header, verify_parts
 
 log = logging.getLogger(__name__)
 INDEX_MEMORY = "512MB"
@@ -160,7 +160,7 @@ def import_snapshot(
         with conn.transaction():
             rows = _load(conn, sql_dir, path, header)
             activation = activate_model_if_complete(conn, sql_dir, model.id)
-    except psycopg.Error as exc:
+    except (psycopg.Error, *UNREADABLE) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SnapshotRefused(f"the snapshot could not be loaded ({first}); nothing was imported") from exc
     conn.execute(Queries(sql_dir, "snapshot").analyze_imported)

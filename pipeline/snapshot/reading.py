@@ -19,6 +19,7 @@ from .manifest import MANIFEST, MAX_MANIFEST_BYTES, SIGNATURE, Manifest, Part, p
 
 log = logging.getLogger(__name__)
 BLOCK = 1024 * 1024
+UNREADABLE = (tarfile.TarError, EOFError, OSError)  # a damaged or truncated tar, gzip stream or file
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def _open(path: Path) -> Iterator[tarfile.TarFile]:
     try:
         with tarfile.open(path, "r|*") as tar:  # a stream: one forward pass, gzip or not
             yield tar
-    except (tarfile.TarError, EOFError, OSError) as exc:
+    except UNREADABLE as exc:
         if isinstance(exc, FileNotFoundError):
             raise SnapshotRefused(f"{path}: no such snapshot file") from exc
         raise SnapshotRefused(f"{path} is not a readable snapshot (a tar file): {exc}") from exc
@@ -112,8 +113,13 @@ def verify_parts(path: Path, header: Header) -> None:
     """Every part's sha256 checked against the manifest, streaming (SnapshotRefused naming the first that differs)."""
     for part, fh in _parts(path, header):
         digest = hashlib.sha256()
-        for block in iter(lambda: fh.read(BLOCK), b""):  # noqa: B023 - read before the next part
-            digest.update(block)
+        try:
+            for block in iter(lambda: fh.read(BLOCK), b""):  # noqa: B023 - read before the next part
+                digest.update(block)
+        except UNREADABLE as exc:
+            raise SnapshotRefused(
+                f"the snapshot's {part.member} cannot be read ({exc}): the file is truncated"
+            ) from exc
         if digest.hexdigest() != part.sha256:
             raise SnapshotRefused(
                 f"the snapshot's {part.member} does not match its checksum (sha256 {digest.hexdigest()[:16]}..., "

@@ -39,7 +39,7 @@ def answers(url: str, queries: list[dict[str, Any]]) -> list[list[dict[str, Any]
     with api(url) as client:
         out = []
         for body in queries:
-            response = client.post("/v1/search", json={**body, "top_k": 10})
+            response = client.post("/v1/search", json={**body, "k": 10})
             assert response.status_code == 200, response.text
             out.append(response.json()["results"])
         return out
