@@ -9,6 +9,7 @@ import click
 from secrag import logs
 
 from .backfill import backfill
+from .coverage import coverage
 from .db import db
 from .errors import SecragGroup
 from .ingest import ingest
@@ -46,6 +47,7 @@ def cli(ctx: click.Context, verbose: bool, log_format: logs.LogFormat) -> None:
 
 
 cli.add_command(backfill)
+cli.add_command(coverage)
 cli.add_command(db)
 cli.add_command(ingest)
 cli.add_command(map_file)

@@ -189,7 +189,8 @@ class LimitSettings(BaseSettings):
         ge=100,
         le=HARD_MAX_LAYER_TECHNIQUES,
         description="Most technique entries of an ATT&CK Navigator layer a request sends (coverage, map, layer "
-        "comparison; a whole matrix with an entry per technique and tactic has about 1,300); more is a 422.",
+        "comparison; ATT&CK v18's whole Enterprise matrix, an entry per technique and tactic, has 887); more is a "
+        "422.",
     )
 
 

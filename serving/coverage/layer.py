@@ -60,6 +60,14 @@ def _line(kind: str, coverage: KindCoverage) -> str:
     return f"{kind} {coverage.count}" + (f" ({sources})" if sources else "")
 
 
+def only_techniques(layer: NavigatorLayer, ids: Sequence[str], part: str) -> NavigatorLayer:
+    """The layer with only these techniques, `part` (e.g. gaps) added to its name."""
+    kept = set(ids)
+    return layer.model_copy(
+        update={"name": f"{layer.name}: {part}", "techniques": [t for t in layer.techniques if t.techniqueID in kept]}
+    )
+
+
 def coverage_of_layer(
     run: Callable[[CoverageRequest], CoverageResponse], layers: LayerReads, req: CoverageRequest
 ) -> CoverageResponse:

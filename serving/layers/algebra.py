@@ -64,7 +64,9 @@ def provenance(name: str, technique: Technique | None) -> str:
     if technique is None:
         return f"not in {name}"
     scored = f" (score {technique.score:g})" if technique.score is not None else ""
-    said = f": {COMMENT_JOIN.join(technique.comments)}" if technique.comments else ""
+    # One line per layer: a comment's own line breaks (a coverage layer's one line per kind) become "; ".
+    comments = ["; ".join(line for line in c.splitlines() if line.strip()) for c in technique.comments]
+    said = f": {COMMENT_JOIN.join(comments)}" if comments else ""
     return f"in {name}{scored}{said}"
 
 

@@ -108,3 +108,13 @@ def test_an_empty_result_is_still_a_valid_layer() -> None:
     written = layer.model_dump(mode="json")
     assert_valid_layer(written)
     assert written["techniques"] == [] and written["name"] == "nothing left" and written["domain"] == "mobile-attack"
+
+
+def test_a_multi_line_comment_stays_on_its_layers_line() -> None:
+    comment = "detections 2 (sigma 2)\ntests 0\n\nnotes 0"
+    left = {"name": "cov", "domain": "enterprise-attack", "techniques": [{"techniqueID": "T1003", "comment": comment}]}
+    right = {"name": "none", "domain": "enterprise-attack"}
+    [only] = compare(
+        read_layer(LayerIn.model_validate(left)), read_layer(LayerIn.model_validate(right)), "minus", "left"
+    )
+    assert only.comment == "in cov: detections 2 (sigma 2); tests 0; notes 0\nnot in none"

@@ -11,6 +11,7 @@ from serving.api.app import create_app
 from serving.api.openapi import load_examples
 from serving.contract.changes import ChangesResponse
 from serving.contract.coverage_models import CoverageRequest, CoverageResponse
+from serving.contract.layer_models import CompareRequest, CompareResponse
 from serving.contract.lookup_models import LookupQuery, LookupResponse
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
@@ -37,6 +38,7 @@ MODELS: dict[str, tuple[type[BaseModel] | None, type[BaseModel]]] = {
     "explain": (PlanRequest, ExplainResponse),
     "map_text": (MapRequest, MapResponse),
     "coverage": (CoverageRequest, CoverageResponse),
+    "compare_layers": (CompareRequest, CompareResponse),
     "lookup": (None, LookupResponse),
     "list_plans": (None, PlansResponse),
     "get_documents": (IdsRequest, DocumentsResponse),
