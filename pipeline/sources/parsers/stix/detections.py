@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import normalize
-from ...mitre_lookup import ATTACK_SOURCE, attack_platforms, external_id, external_ref, is_retired
+from ...mitre_lookup import ATTACK_SOURCE, domain_of, domain_platforms, external_id, external_ref, is_retired
 from ...records import Record, SourceFile
 from .index import BundleIndex, StixObject
 from .procedures import technique_title
@@ -21,13 +21,7 @@ from .text import clean, compact, plain_links, section
 STRATEGY = "x-mitre-detection-strategy"
 ANALYTIC = "x-mitre-analytic"
 TYPES = (STRATEGY, ANALYTIC)
-# The domain a record belongs to, from the object's `x_mitre_domains`.
-_DOMAINS = {"enterprise-attack": "enterprise", "mobile-attack": "mobile", "ics-attack": "ics"}
 _NO_PLATFORM = "None"  # ICS analytics name no platform this way
-
-
-def _domain(obj: StixObject) -> str | None:
-    return next((_DOMAINS[d] for d in obj.get("x_mitre_domains") or () if d in _DOMAINS), None)
 
 
 def _detected(strategy: StixObject, ix: BundleIndex) -> list[tuple[str, str]]:
@@ -101,10 +95,10 @@ def _detects_line(techniques: list[tuple[str, str]]) -> str:
     return section("Detects", ", ".join(f"{tid} {name}" for tid, name in techniques))
 
 
-def _common(obj: StixObject, kind: str) -> dict[str, Any]:
+def _common(obj: StixObject, kind: str, domain: str) -> dict[str, Any]:
     return {
         "kind": kind,
-        "domain": _domain(obj),
+        "domain": domain,
         "stix_id": obj["id"],
         "version": obj.get("x_mitre_version"),
         "modified": obj.get("modified"),
@@ -118,7 +112,8 @@ def _strategy(obj: StixObject, ix: BundleIndex, file: SourceFile, ref: Mapping[s
     parts = [_detects_line(techniques)]
     for analytic in analytics:
         parts.append(f"Analytic {external_id(analytic)}:\n" + normalize.join_text(*_analytic_parts(analytic, ix)))
-    metadata = _common(obj, "detection-strategy")
+    domain = domain_of(obj, ix.domain)
+    metadata = _common(obj, "detection-strategy", domain)
     metadata["analytics"] = [
         compact({"id": external_id(a), "platforms": _platforms(a), "log_sources": _log_sources(a, ix)})
         for a in analytics
@@ -130,7 +125,7 @@ def _strategy(obj: StixObject, ix: BundleIndex, file: SourceFile, ref: Mapping[s
         body=normalize.join_text(*parts),
         url=str(ref.get("url") or file.url_for()),
         techniques=normalize.technique_ids([tid for tid, _ in techniques]),
-        platforms=attack_platforms(p for a in analytics for p in _platforms(a)),
+        platforms=domain_platforms([p for a in analytics for p in _platforms(a)], domain),
         tags=normalize.tags(["detection-strategy"]),
         metadata=compact(metadata),
         path=file.rel,
@@ -146,7 +141,8 @@ def _analytic(obj: StixObject, ix: BundleIndex, file: SourceFile, ref: Mapping[s
     an, strategy_name = str(ref["external_id"]).strip(), str(strategy.get("name", "")).strip()
     techniques, platforms = _detected(strategy, ix), _platforms(obj)
     label = _platform_text(platforms)
-    metadata = _common(obj, "analytic")
+    domain = domain_of(obj, ix.domain)
+    metadata = _common(obj, "analytic", domain)
     metadata |= {
         "strategy": det,
         "strategy_name": strategy_name,
@@ -162,7 +158,7 @@ def _analytic(obj: StixObject, ix: BundleIndex, file: SourceFile, ref: Mapping[s
         body=normalize.join_text(*parts),
         url=str(ref.get("url") or file.url_for()),
         techniques=normalize.technique_ids([tid for tid, _ in techniques]),
-        platforms=attack_platforms(platforms),
+        platforms=domain_platforms(platforms, domain),
         tags=normalize.tags(["analytic"]),
         metadata=compact(metadata),
         path=file.rel,

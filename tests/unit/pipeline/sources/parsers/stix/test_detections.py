@@ -140,6 +140,9 @@ def test_mobile_and_ics(detections: dict[str, Record]) -> None:
     assert all(r.metadata["platforms"] == ["None"] for r in ics)
     assert all(r.title.endswith(f"({r.upstream_id})") and ": None" not in r.title for r in ics)
     assert not any("Platform: None" in r.body for r in ics)
+    # Everything of the ICS domain is on the shared platform `ics` (mitre_lookup.domain_platforms).
+    assert {r.platforms for r in detections.values() if r.metadata["domain"] == "ics"} == {("ics",)}
+    assert mobile.platforms in (("android",), ("ios",))
     # A strategy with no analytic is still one (ICS DET0748 lists none).
     lone = detections["DET0748"]
     assert lone.metadata["domain"] == "ics" and "analytics" not in lone.metadata and lone.techniques
