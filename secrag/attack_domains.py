@@ -13,6 +13,9 @@ PROCEDURE_SOURCES = {
     "mobile": "mitre_attack_mobile_procedures",
     "ics": "mitre_attack_ics_procedures",
 }
+# Every source whose documents say their domain (metadata.domain): the above and the detection strategies and
+# analytics of all three (one source).
+ATTACK_SOURCES = (*TECHNIQUE_SOURCES.values(), *PROCEDURE_SOURCES.values(), "mitre_attack_detections")
 
 
 def domain_name(stix_domain: object) -> str | None:

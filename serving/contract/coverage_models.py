@@ -10,7 +10,15 @@ from pydantic.config import JsonDict
 
 from serving.contract.layer_models import LayerIn, LayerReport
 from serving.contract.navigator_layer import NavigatorLayer
-from serving.contract.requests import PlatformName, SBool, SInt, Strict, TechniqueId, canonical_platforms
+from serving.contract.requests import (
+    AttackDomain,
+    PlatformName,
+    SBool,
+    SInt,
+    Strict,
+    TechniqueId,
+    canonical_platforms,
+)
 
 # Hard caps of the request model (no configuration widens them).
 MAX_COVERAGE_TECHNIQUES = 200
@@ -72,6 +80,13 @@ class CoverageRequest(Strict):
         max_length=50,
         description="With `tactic`: the techniques whose ATT&CK document names one of these platforms (names or "
         "common aliases, in any case). With any input: the ATT&CK analytics listed are those for these platforms.",
+    )
+    domain: AttackDomain = Field(
+        default="enterprise",
+        description="The ATT&CK domain (enterprise, mobile or ics) an `actor` or a `tactic` is read in: the "
+        "group's, software's or campaign's techniques in that domain, the tactic of that domain (Mobile and "
+        "Enterprise share tactic names), its mitigations as countermeasures. Technique ids name their domain "
+        "themselves (each technique's `domain` says it).",
     )
     fold_subtechniques: SBool = Field(
         default=False,
@@ -198,6 +213,9 @@ class LogSourceCoverage(BaseModel):
 class TechniqueCoverage(BaseModel):
     technique_id: str
     name: str | None = Field(description="The technique's full name; null for an id the store does not know.")
+    domain: AttackDomain | None = Field(
+        default=None, description="Its ATT&CK domain; null for an id the store does not know."
+    )
     detections: KindCoverage
     tests: KindCoverage
     countermeasures: KindCoverage

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 from serving.contract.layer_models import LayerIn, LayerReport
 from serving.contract.navigator_layer import NavigatorLayer
 from serving.contract.plan_models import Citation
-from serving.contract.requests import NUMBER, QUERY_PATTERN, SBool, SInt, Strict, not_blank
+from serving.contract.requests import NUMBER, QUERY_PATTERN, AttackDomain, SBool, SInt, Strict, not_blank
 
 # Hard caps of the request model; each deployment's own (SECRAG_MAP_MAX_CHARS, SECRAG_MAP_MAX_TECHNIQUES, at
 # most these) are what the OpenAPI document states and what a request is checked against.
@@ -42,6 +42,11 @@ class MapRequest(Strict):
         description="Most techniques returned, best first (at most this deployment's map_max_techniques).",
     )
     layer: SBool = Field(default=True, description="Also return the ATT&CK Navigator layer of the techniques.")
+    domain: AttackDomain = Field(
+        default="enterprise",
+        description="The ATT&CK domain whose techniques the text is mapped to (enterprise, mobile or ics): its "
+        "technique documents are the candidates and its procedure examples vote.",
+    )
     technique_layer: LayerIn | None = Field(
         default=None,
         description="An ATT&CK Navigator layer (format 4.5 or 4.4): only its enabled techniques that the store's "
@@ -70,6 +75,7 @@ class SupportingSentence(BaseModel):
 class MappedTechnique(BaseModel):
     technique_id: str = Field(description="T#### or T####.###.")
     name: str = Field(description="The technique's full name (Parent: Sub for a sub-technique).")
+    domain: AttackDomain | None = Field(default=None, description="Its ATT&CK domain (the map's).")
     score: float = Field(
         description="How likely the text describes the technique, in [0, 1]: 1 - prod(1 - vote) over its "
         "supporting sentences (noisy-or: each sentence is independent evidence)."

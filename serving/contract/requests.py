@@ -123,6 +123,8 @@ Column = Annotated[
 SourceName = Annotated[str, Field(max_length=64, json_schema_extra={"pattern": NO_NUL})]
 TechniqueId = Annotated[str, Field(pattern=TECHNIQUE_PATTERN)]
 PlatformName = Annotated[str, Field(max_length=64, json_schema_extra={"enum": list(platform_names())})]
+# ATT&CK's domains as secrag/attack_domains.py names them (a unit test keeps the two equal).
+AttackDomain = Literal["enterprise", "mobile", "ics"]
 
 
 def canonical_platforms(value: list[str] | None) -> list[str] | None:
@@ -162,6 +164,15 @@ class SearchFilters(Strict):
         default=None,
         max_length=50,
         description="Platforms or a common alias (Windows, macOS, Mac OS X, k8s, Azure AD), in any case.",
+    )
+    domains: list[AttackDomain] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=3,
+        description="ATT&CK domains (enterprise, mobile, ics): ATT&CK's own documents of these domains, and the "
+        "other documents labelled with a technique of one of them (a result's `domains`); a document with no "
+        "domain is left out. The procedures leg then votes with these domains' procedure examples. Default: "
+        "every document, whatever its domain.",
     )
     tags_any: list[Text] | None = Field(default=None, max_length=100)
     tags_all: list[Text] | None = Field(default=None, max_length=100)

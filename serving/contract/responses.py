@@ -63,6 +63,11 @@ class SearchResult(BaseModel):
     exact: bool = Field(description="The document id is the identifier queried.")
     scores: LegScores
     techniques: list[str]
+    domains: list[str] = Field(
+        default_factory=list,
+        description="Its ATT&CK domains (enterprise, mobile, ics): an ATT&CK document's own, else those of its "
+        "techniques; empty for a document with no technique.",
+    )
     platforms: list[str]
     snippet: str | None = None
     text: str | None = None

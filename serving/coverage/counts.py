@@ -11,6 +11,7 @@ from typing import Any
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from secrag.attack_domains import PROCEDURE_SOURCES, TECHNIQUE_SOURCES
 from serving.access.keys import Principal
 from serving.contract.coverage_models import (
     CoverageGaps,
@@ -24,7 +25,7 @@ from serving.contract.coverage_models import (
 )
 from serving.contract.errors import NotFound
 from serving.coverage.analytics_reads import AnalyticsReads, analytic_gaps, with_analytics
-from serving.coverage.kinds import ATTACK_SOURCE, KINDS, PROCEDURES_SOURCE, source_kinds
+from serving.coverage.kinds import source_kinds
 from serving.coverage.layer import coverage_layer, coverage_of_layer
 from serving.layers.screen import LayerReads
 from serving.search.catalog import Catalog
@@ -89,8 +90,9 @@ def coverage(
         "top": req.top,
         "kind_sources": list(kinds),
         "kinds": list(kinds.values()),
-        "attack_source": ATTACK_SOURCE,
-        "procedures_source": PROCEDURES_SOURCE,
+        "attack_source": TECHNIQUE_SOURCES[req.domain],  # the asked domain's, where actors and tactics are read
+        "procedures_source": PROCEDURE_SOURCES[req.domain],
+        "attack_sources": list(TECHNIQUE_SOURCES.values()),
         **principal.params(),
     }
     version = catalog.data_version() if analytics and req.analytics else ""  # the holdings' key (cached)
@@ -105,8 +107,16 @@ def coverage(
     if not rows:
         asked = f"actor {req.actor!r}" if req.actor else f"tactic {req.tactic!r} on platforms {req.platforms}"
         raise NotFound(f"no ATT&CK techniques known for {asked}")
-    techniques = assemble(rows, catalog.technique_lookup(), req.top, schemas_for)
-    layer = coverage_layer(techniques, asked=req.actor or req.tactic) if req.layer else None
+    domains = catalog.technique_domains()
+    techniques = [
+        t.model_copy(update={"domain": domains.get(t.technique_id)})
+        for t in assemble(rows, catalog.technique_lookup(), req.top, schemas_for)
+    ]
+    layer = (
+        coverage_layer(techniques, asked=req.actor or req.tactic).model_copy(update={"domain": f"{req.domain}-attack"})
+        if req.layer
+        else None
+    )
     found = gaps(techniques)
     if part is not None:
         techniques, found = with_analytics(techniques, part), analytic_gaps(found, techniques, part)
@@ -160,7 +170,15 @@ def assemble(
         return [TelemetryNeed(logsource=dict(k), detections=n, schemas=schemas_for(dict(k))) for k, n in ordered]
 
     return [
-        TechniqueCoverage(technique_id=t, name=names.get(t), telemetry=telemetry(t), **{k: kind(t, k) for k in KINDS})
+        TechniqueCoverage(
+            technique_id=t,
+            name=names.get(t),
+            telemetry=telemetry(t),
+            detections=kind(t, "detections"),
+            tests=kind(t, "tests"),
+            countermeasures=kind(t, "countermeasures"),
+            notes=kind(t, "notes"),
+        )
         for t in sorted(counts, key=technique_order)
     ]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from secrag.attack_domains import DEFAULT_DOMAIN, PROCEDURE_SOURCES, TECHNIQUE_SOURCES
 from serving.contract.coverage_models import Kind
 from serving.search.catalog import SourceFacts
 
@@ -15,11 +16,11 @@ KINDS: tuple[Kind, ...] = ("detections", "tests", "countermeasures", "notes")
 # Detections: rule sets (sigma, elastic, splunk_security, mitre_car, hayabusa, chainsaw are category
 # detection in pipeline/sources/registry); tests: attack simulations (atomic, stratus_red_team).
 BY_CATEGORY: dict[str, Kind] = {"detection": "detections", "test": "tests"}
-# Countermeasures: D3FEND's defensive techniques, and ATT&CK's mitigations (only its documents of kind
-# mitigation: the statement leaves ATT&CK's techniques, groups and software out).
-COUNTERMEASURE_SOURCES = ("mitre_d3fend", "mitre_attack")
-ATTACK_SOURCE = "mitre_attack"
-PROCEDURES_SOURCE = "mitre_attack_procedures"
+# Countermeasures: D3FEND's defensive techniques, and ATT&CK's mitigations of each domain (only its documents of
+# kind mitigation: the statement leaves ATT&CK's techniques, tactics, groups and software out).
+COUNTERMEASURE_SOURCES = ("mitre_d3fend", *TECHNIQUE_SOURCES.values())
+ATTACK_SOURCE = TECHNIQUE_SOURCES[DEFAULT_DOMAIN]
+PROCEDURES_SOURCE = PROCEDURE_SOURCES[DEFAULT_DOMAIN]
 USER_FOLDER = "user_folder"
 
 

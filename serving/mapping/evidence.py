@@ -15,10 +15,12 @@ import re
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 
+from secrag.attack_domains import TECHNIQUE_SOURCES
 from secrag.identifiers import SUB_TECHNIQUE, TECHNIQUE, is_technique_id
 from serving.contract.responses import SearchResult
 
-ATTACK_SOURCE = "mitre_attack"  # the source whose technique documents a text is mapped to
+# The sources whose technique documents a text is mapped to (one per ATT&CK domain; a map reads its domain's).
+ATTACK_SOURCES = frozenset(TECHNIQUE_SOURCES.values())
 _NAMED = re.compile(rf"(?<![\w.])(?:{SUB_TECHNIQUE}|{TECHNIQUE})(?![\w]|\.\d)")
 
 
@@ -43,10 +45,11 @@ class Evidence:
 
 
 def technique_of(hit: SearchResult) -> str | None:
-    """The ATT&CK id of a technique document (mitre_attack:T1003.001), else None (groups, software, ...)."""
-    if hit.source != ATTACK_SOURCE:
+    """The ATT&CK id of a technique document (mitre_attack:T1003.001, mitre_attack_mobile:T1624), else None
+    (groups, software, tactics, ...)."""
+    if hit.source not in ATTACK_SOURCES:
         return None
-    local = hit.doc_id.removeprefix(f"{ATTACK_SOURCE}:")
+    local = hit.doc_id.removeprefix(f"{hit.source}:")
     return local if is_technique_id(local) else None
 
 

@@ -15,9 +15,10 @@ from typing import Any, cast
 
 from numpy.typing import NDArray
 
+from secrag.attack_domains import DEFAULT_DOMAIN, TECHNIQUE_SOURCES
 from serving.access.keys import Principal
 from serving.access.request_limits import RequestLimits
-from serving.contract.errors import public_error
+from serving.contract.errors import InvalidField, public_error
 from serving.contract.map_models import (
     UNANSWERED_REASONS,
     MappedTechnique,
@@ -28,11 +29,11 @@ from serving.contract.map_models import (
     UnansweredSentence,
 )
 from serving.contract.plan_models import Citation, Passage
-from serving.contract.requests import ReturnOptions, SearchFilters, SearchRequest
+from serving.contract.requests import AttackDomain, ReturnOptions, SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
 from serving.layers.screen import LayerReads
 from serving.mapping.capacity import MapCapacity
-from serving.mapping.evidence import ATTACK_SOURCE, Evidence, Vote, combine, named_techniques, votes_of
+from serving.mapping.evidence import Evidence, Vote, combine, named_techniques, votes_of
 from serving.mapping.held_path import held_votes
 from serving.mapping.layer import navigator_layer
 from serving.mapping.sentences import Sentence, split
@@ -73,6 +74,9 @@ def map_text(
     started = time.perf_counter()
     deadline = time.monotonic() + capacity.timeout
     limits.check_map(req)
+    source = TECHNIQUE_SOURCES[req.domain]  # the domain's technique documents are the candidates
+    if req.domain != DEFAULT_DOMAIN and source not in searcher.catalog.source_facts():
+        raise InvalidField(["body", "domain"], f"the store holds no ATT&CK {req.domain} techniques ({source})")
     within = (
         LayerReads(searcher.catalog, limits).technique_set(req.technique_layer, "technique_layer")
         if req.technique_layer is not None
@@ -85,12 +89,14 @@ def map_text(
     held = None
     answers = _Answers({}, {})
     with admit(len(queries), capacity.width) as width, capacity.maps.counting():
-        if tuning.selector is not None:
+        if tuning.selector is not None and req.domain == DEFAULT_DOMAIN:  # the sentence model's are Enterprise's
             held = held_votes(
                 searcher, sentences, tuning.selector, principal, lambda: capacity.turn(deadline), deadline
             )
         if held is None:
-            answers = _search_all(searcher, queries, tuning.candidates, width, principal, capacity, deadline)
+            answers = _search_all(
+                searcher, queries, tuning.candidates, width, principal, capacity, deadline, _filters(req.domain)
+            )
     votes = (
         held
         if held is not None
@@ -111,16 +117,19 @@ def map_text(
     ]
     names = searcher.catalog.technique_lookup()
     tactics = searcher.catalog.technique_tactics()
-    facts = searcher.catalog.source_facts().get(ATTACK_SOURCE)
+    facts = searcher.catalog.source_facts().get(source)
     version = facts.version if facts else None
     techniques = [
-        _technique(e, number, sentences, names, tactics, version) for number, e in enumerate(kept[: req.limit], start=1)
+        _technique(e, number, sentences, names, tactics, version, req.domain)
+        for number, e in enumerate(kept[: req.limit], start=1)
     ]
     model = searcher.encoder.model_id
     if held is not None and searcher.sentence is not None and (encoder := searcher.sentence.encoder()) is not None:
         model = encoder.model_id
     layer = (
-        navigator_layer(techniques, sentences=len(sentences), min_score=min_score, model=model, source_version=version)
+        navigator_layer(
+            techniques, sentences=len(sentences), min_score=min_score, model=model, source_version=version
+        ).model_copy(update={"domain": f"{req.domain}-attack"})
         if req.layer
         else None
     )
@@ -152,6 +161,15 @@ def _counts(unanswered: Sequence[UnansweredSentence]) -> str:
     return ",".join(f"{reason}:{count}" for reason, count in sorted(reasons.items()))
 
 
+def _filters(domain: AttackDomain) -> SearchFilters:
+    """A sentence's search: the domain's technique documents; beyond Enterprise, that domain's procedure examples
+    vote too (an Enterprise map searches exactly as before domains were known)."""
+    source = TECHNIQUE_SOURCES[domain]
+    if domain == DEFAULT_DOMAIN:
+        return SearchFilters(sources=[source])
+    return SearchFilters(sources=[source], domains=[domain])
+
+
 def _search_all(
     searcher: Searcher,
     queries: Sequence[str],
@@ -160,6 +178,7 @@ def _search_all(
     principal: Principal,
     capacity: MapCapacity,
     deadline: float,
+    filters: SearchFilters,
 ) -> _Answers:
     """One hybrid search per query among the ATT&CK documents, `width` at a time. This thread encodes the
     queries a model batch at a time and hands each batch to the searches while it encodes the next; each batch
@@ -174,7 +193,7 @@ def _search_all(
         {
             "query": queries[0],
             "k": candidates,
-            "filters": SearchFilters(sources=[ATTACK_SOURCE]),
+            "filters": filters,
             "return": ReturnOptions(snippets=False),
         }
     )
@@ -243,11 +262,13 @@ def _technique(
     names: dict[str, str],
     tactics: dict[str, list[str]],
     source_version: str | None,
+    domain: AttackDomain,
 ) -> MappedTechnique:
     first = evidence.votes[0].hit
     return MappedTechnique(
         technique_id=evidence.technique,
         name=names.get(evidence.technique, first.title),
+        domain=domain,
         score=evidence.score,
         tactics=tactics.get(evidence.technique, []),
         sentences=[_sentence(v, sentences[v.sentence]) for v in evidence.votes],

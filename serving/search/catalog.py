@@ -123,6 +123,7 @@ class Catalog:
     _vocabulary: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_names: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_tactics: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _technique_domains: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _indexed_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
     _source_versions: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
 
@@ -161,6 +162,15 @@ class Catalog:
                 return {tid: list(tactics) for tid, tactics in conn.execute(self.queries.technique_tactics)}
 
         return self._technique_tactics.get(load)
+
+    def technique_domains(self) -> dict[str, str]:
+        """ATT&CK id -> its domain (enterprise, mobile, ics), retired ids too (cached like the lookup)."""
+
+        def load() -> dict[str, str]:
+            with self.pool.connection() as conn:
+                return dict(conn.execute(self.queries.technique_domains).fetchall())
+
+        return self._technique_domains.get(load)
 
     def technique_ids(self) -> list[str]:
         def load() -> list[str]:

@@ -3,8 +3,10 @@ and its plan."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from secrag.attack_domains import ATTACK_SOURCES, PROCEDURE_SOURCES
 from serving.access.keys import Principal
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
@@ -31,6 +33,9 @@ def statement_params(
         "doc_ids": filters.doc_ids,
         "techniques": logic.expand_techniques(filters.techniques, ids) if filters.techniques else None,
         "platforms": filters.platforms,
+        "domains": filters.domains,
+        "domain_techniques": domain_techniques(filters.domains, catalog) if filters.domains else None,
+        "attack_sources": list(ATTACK_SOURCES),
         "tags_any": filters.tags_any,
         "tags_all": filters.tags_all,
         "updated_after": filters.updated_after,
@@ -59,12 +64,13 @@ def statement_params(
 
 
 def document_filters(filters: SearchFilters) -> bool:
-    """Whether a filter reads the document (techniques, platforms, tags, dates), not only its chunks."""
+    """Whether a filter reads the document (techniques, platforms, domains, tags, dates), not only its chunks."""
     return any(
         value is not None
         for value in (
             filters.techniques,
             filters.platforms,
+            filters.domains,
             filters.tags_any,
             filters.tags_all,
             filters.updated_after,
@@ -73,3 +79,15 @@ def document_filters(filters: SearchFilters) -> bool:
             filters.created_before,
         )
     )
+
+
+def domain_techniques(domains: Sequence[str], catalog: Catalog) -> list[str]:
+    """The technique ids (retired ones too) of the given ATT&CK domains."""
+    wanted = set(domains)
+    return [tid for tid, domain in catalog.technique_domains().items() if domain in wanted]
+
+
+def procedure_sources(filters: SearchFilters) -> list[str] | None:
+    """The procedures leg's voting sources for a `domains` filter (those domains' procedure examples); None:
+    search.yaml's."""
+    return [PROCEDURE_SOURCES[d] for d in dict.fromkeys(filters.domains)] if filters.domains else None

@@ -32,6 +32,7 @@ def search_result(row: dict[str, Any]) -> SearchResult:
             procedures=_leg(row.get("procedures_score"), row.get("procedures_rank")),
         ),
         techniques=list(row["techniques"] or ()),
+        domains=list(row.get("domains") or ()),
         platforms=list(row["platforms"] or ()),
         snippet=row.get("snippet"),
         text=row.get("text"),

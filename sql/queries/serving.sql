@@ -87,6 +87,11 @@ AND {document_filters}
 -- The filters (and the access check) that read the document d: `filters` is these and the chunk's own.
     (%(techniques)s::text[] IS NULL OR d.techniques && %(techniques)s::text[])
 AND (%(platforms)s::text[] IS NULL OR d.platforms && %(platforms)s::text[])
+-- An ATT&CK document's domain is its own (metadata.domain); any other's, those of its techniques (domain_techniques:
+-- the ids of the asked domains).
+AND (%(domains)s::text[] IS NULL OR CASE WHEN d.source = ANY(%(attack_sources)s::text[])
+         THEN d.metadata->>'domain' = ANY(%(domains)s::text[])
+         ELSE d.techniques && %(domain_techniques)s::text[] END)
 AND (%(tags_any)s::text[] IS NULL OR d.tags && %(tags_any)s::text[])
 AND (%(tags_all)s::text[] IS NULL OR d.tags @> %(tags_all)s::text[])
 AND (%(updated_after)s::timestamptz IS NULL OR d.updated_at >= %(updated_after)s::timestamptz)
@@ -425,6 +430,9 @@ SELECT name FROM sources WHERE kind <> 'user_folder' ORDER BY name
 -- name: result_rows
 -- Display fields of one page of results (snippets are costly, so only for the page).
 SELECT c.chunk_id, d.url, d.techniques, d.platforms,
+       CASE WHEN d.source = ANY(%(attack_sources)s::text[]) THEN array_remove(ARRAY[d.metadata->>'domain'], NULL)
+            ELSE ARRAY(SELECT DISTINCT m.domain FROM mitre_techniques m WHERE m.id = ANY(d.techniques) ORDER BY 1)
+       END AS domains,
        c.char_start, c.char_end, c.heading, c.pages, d.media_type,
        CASE WHEN %(with_metadata)s THEN d.metadata END AS metadata,
        CASE WHEN %(with_text)s THEN left(c.text, %(max_text_chars)s) END AS text,
@@ -451,7 +459,8 @@ ORDER BY s.name
 -- source (and, for detections, Sigma logsource): how many documents the caller may see are labelled with it,
 -- and the first %(top)s of them by title.
 -- Which source fills which kind is serving/coverage/kinds.py's (%(kind_sources)s, %(kinds)s); of ATT&CK's own
--- documents only its mitigations count.
+-- documents only its mitigations count. An actor's and a tactic's techniques are the asked domain's: read in its
+-- technique and procedure sources (%(attack_source)s, %(procedures_source)s).
 WITH given AS (
     SELECT upper(t) AS technique FROM unnest(%(techniques)s::text[]) AS t
     UNION
@@ -484,7 +493,7 @@ counted AS (
     CROSS JOIN LATERAL unnest(d.techniques) AS dt(label)
     JOIN labels l ON l.label = dt.label
     WHERE d.techniques && (SELECT array_agg(label) FROM labels)
-      AND (d.source <> %(attack_source)s OR d.metadata->>'kind' = 'mitigation')
+      AND (d.source <> ALL(%(attack_sources)s::text[]) OR d.metadata->>'kind' = 'mitigation')
       AND {visible}
 )
 SELECT a.technique, c.kind, c.source, c.logsource, count(c.doc_id) AS n,
@@ -547,6 +556,11 @@ SELECT id, revoked, deprecated FROM mitre_techniques WHERE id = ANY(%(ids)s::tex
 
 -- name: technique_ids
 SELECT id FROM mitre_techniques ORDER BY id
+
+-- name: technique_domains
+-- Each technique's ATT&CK domain (migration 0027), retired ones too: what answers naming a technique say, and the
+-- techniques a search's `domains` filter keeps.
+SELECT id, domain FROM mitre_techniques ORDER BY id
 
 -- name: active_model
 SELECT model_id, dimensions FROM embedding_models WHERE active
