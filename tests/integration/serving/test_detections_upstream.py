@@ -8,6 +8,7 @@ log sources per analytic. Leaving one object out of the upstream count makes the
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from pipeline.sources.mitre_lookup import techniques_from_bundle
 from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
 from pipeline.store import Store
+from secrag.attack_domains import TECHNIQUE_SOURCES
 from secrag.db import database
 from secrag.files.package_data import sql_dir
 from serving.api.app import create_app
@@ -31,9 +33,9 @@ from . import upstream_detections
 from .upstream_detections import DOMAINS, Bundles, Detections
 
 SOURCE = "mitre_attack_detections"
-# Both read ATT&CK's snapshot folder (neither has one of its own). The Mobile and ICS technique sources
-# (issue 45 item 2) join here, with their domains' technique counts checked beside these.
-PUBLISHED = (SOURCE, "mitre_attack")
+# All read ATT&CK's snapshot folder. The technique sources of the three domains (whose documents link their
+# analytics); their own technique counts per domain (issue 45 item 2) are checked beside these.
+PUBLISHED = (SOURCE, *TECHNIQUE_SOURCES.values())
 ATTACK = SNAPSHOT / "mitre_attack"
 BATCH = 100  # POST /v1/docs takes at most 100 ids
 
@@ -48,6 +50,7 @@ def store_url(pg_server_url: str, template_db: str) -> Iterator[str]:
     with migrated_copy(pg_server_url, template_db, f"secrag_detections_upstream_{os.getpid()}") as url:
         registry, store = default_registry(), Store(sql_dir())
         with database.connect(url, autocommit=True) as conn:
+            # the technique lookup of the three domains, as lookups/mitre_techniques builds it
             techniques = [t for d in DOMAINS for t in techniques_from_bundle(ATTACK / f"{d}-attack/{d}-attack.json")]
             store.replace_techniques(conn, techniques, "test")
             for source in PUBLISHED:
@@ -161,17 +164,16 @@ def test_one_object_less_upstream_is_a_disagreement(answer: Detections, upstream
 
 
 def test_technique_documents_link_their_analytics(api: TestClient, upstream: Bundles) -> None:
-    """Each Enterprise technique's document lists the analytics the bundle gives it (metadata.analytics)."""
+    """Each technique's document, in its domain's source, lists the analytics the bundle gives it
+    (metadata.analytics) and its one strategy (metadata.detection_strategies)."""
     counted = upstream_detections.count(upstream)
-    enterprise = {
-        t: ans for t, ans in counted.by_technique.items() if all(counted.analytics[a] == "enterprise" for a in ans)
-    }
-    assert len(enterprise) == 691
-    docs = _documents(api, sorted(f"mitre_attack:{t}" for t in enterprise))
-    got = {_upstream_id(d): set(d["metadata"].get("analytics", ())) for d in docs}
-    assert got == enterprise
-    strategies = {_upstream_id(d): [s["id"] for s in d["metadata"]["detection_strategies"]] for d in docs}
-    assert all(len(s) == 1 and counted.strategies[s[0]] == "enterprise" for s in strategies.values())
+    domain_of = {t: counted.analytics[min(ans)] for t, ans in counted.by_technique.items()}
+    assert sorted(Counter(domain_of.values()).items()) == [("enterprise", 691), ("ics", 82), ("mobile", 124)]
+    docs = _documents(api, sorted(f"{TECHNIQUE_SOURCES[domain_of[t]]}:{t}" for t in counted.by_technique))
+    assert {_upstream_id(d): set(d["metadata"].get("analytics", ())) for d in docs} == counted.by_technique
+    assert {d["metadata"]["domain"] for d in docs} == set(DOMAINS)
+    strategies = [[s["id"] for s in d["metadata"]["detection_strategies"]] for d in docs]
+    assert all(len(s) == 1 and s[0] in counted.strategies for s in strategies)
 
 
 def test_a_strategy_s_document_shows_its_analytics(api: TestClient, documents: dict[str, dict[str, Any]]) -> None:
