@@ -96,9 +96,10 @@ class CoverageRequest(Strict):
     top: SInt = Field(default=DEFAULT_TOP, ge=1, le=MAX_COVERAGE_TOP, description="Items listed per kind.")
     layer: SBool = Field(default=True, description="Also return the ATT&CK Navigator layer of the coverage.")
     analytics: SBool = Field(
-        default=True,
+        default=False,
         description="Also list ATT&CK's analytics of each technique per platform, the log sources they need and "
-        "what the store holds for each (the `analytics` of a technique, `log_sources`, and two gaps).",
+        "what the store holds for each (the `analytics` of a technique, `log_sources`, and two gaps). Off by "
+        "default: a group's answer doubles in size with them.",
     )
 
     @field_validator("techniques")

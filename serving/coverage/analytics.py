@@ -73,7 +73,11 @@ def assemble_analytics(rows: Iterable[AnalyticRow], table: LogSourceTable, holdi
         for ref in row.log_sources:
             key = (ref.name, ref.channel)
             if key not in coverage:
-                coverage[key] = log_source_coverage(ref, table, holdings)
+                # the same for every request until the holdings change: kept with them
+                known = holdings.memo.get(key)
+                if known is None:
+                    known = holdings.memo[key] = log_source_coverage(ref, table, holdings)
+                coverage[key] = known
             needed.setdefault(key, set()).add(row.doc_id)
     schema_held = {
         row.doc_id: any(coverage[(ref.name, ref.channel)].schema_held for ref in row.log_sources) for row in listed

@@ -29,6 +29,7 @@ class Holdings:
     data_sources: Mapping[str, int]
     schemas: frozenset[str]
     _elastic: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    memo: dict[object, Any] = field(default_factory=dict, repr=False, compare=False)  # what readers derive from it
 
     def sigma_rules(self, logsource: SigmaLogsource) -> dict[str, int]:
         """Per source, the rules whose logsource has every key of `logsource` with its value (any case)."""

@@ -217,7 +217,7 @@ def build_mcp(
         "items of detections (per rule set), tests, countermeasures and the caller's own notes, ATT&CK's analytics "
         "per platform (`platforms` narrows them) with the log sources they need and, per log source, the Sigma "
         "logsources, Elastic indices, Splunk data sources and OSSEM/ECS schemas that correspond and how many the "
-        "store holds (analytics=false leaves them out), the gaps (among them techniques with an analytic but no "
+        "store holds (with analytics=true), the gaps (among them techniques with an analytic but no "
         "detection, and analytics no held schema describes), and an ATT&CK Navigator layer.",
         CoverageRequest,
         lambda req, caller: get_service().coverage.coverage(req, caller.principal),

@@ -233,15 +233,15 @@ def test_attack_mitigations_count_as_countermeasures_and_its_techniques_do_not(
 @pytest.mark.parametrize(
     ("body", "said"),
     [
-        ({}, "one of techniques, actor and tactic"),
-        ({"techniques": ["T1003"], "actor": "G0007"}, "one of techniques, actor and tactic"),
+        ({}, "one of techniques, actor, tactic and technique_layer"),
+        ({"techniques": ["T1003"], "actor": "G0007"}, "one of techniques, actor, tactic and technique_layer"),
         ({"techniques": []}, "techniques"),
         ({"techniques": ["T1003"] * 201}, "techniques"),
         ({"techniques": ["mimikatz"]}, "techniques"),
         ({"actor": "APT29"}, "actor"),
         ({"techniques": ["T1003"], "top": 11}, "top"),
         ({"techniques": ["T1003"], "fold_subtechniques": "yes"}, "fold_subtechniques"),
-        ({"tactic": "execution", "actor": "G0007"}, "one of techniques, actor and tactic"),
+        ({"tactic": "execution", "actor": "G0007"}, "one of techniques, actor, tactic and technique_layer"),
         ({"tactic": "execution", "platforms": ["amiga"]}, "unknown platforms"),
     ],
 )

@@ -31,9 +31,7 @@ PRIVATE = "AN9999"  # a copy of a public analytic in globex's reach only
 def analytic_records() -> list[Record]:
     spec = default_registry()[SOURCE]
     outcome = parse_source(spec, SNAPSHOT / "mitre_attack", version="test")
-    return [
-        r for r in outcome.records if r.metadata.get("kind") == "analytic" and set(r.techniques) & set(TECHNIQUES)
-    ]
+    return [r for r in outcome.records if r.metadata.get("kind") == "analytic" and set(r.techniques) & set(TECHNIQUES)]
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +104,7 @@ def expected_platforms(records: dict[str, Record], technique: str) -> dict[str, 
 def test_each_technique_lists_its_analytics_per_platform(
     client: TestClient, analytics: dict[str, Record], serving_db_url: str
 ) -> None:
-    answer = covered(client, techniques=list(TECHNIQUES), layer=False)
+    answer = covered(client, techniques=list(TECHNIQUES), layer=False, analytics=True)
     found = by_id(answer)
     for technique in TECHNIQUES:
         assert platforms_of(found[technique]) == expected_platforms(analytics, technique), technique
@@ -130,11 +128,15 @@ def test_each_technique_lists_its_analytics_per_platform(
 def test_a_log_source_says_what_corresponds_and_what_the_store_holds(
     client: TestClient, analytics: dict[str, Record], serving_db_url: str
 ) -> None:
-    sources = {(s["name"], s["channel"]): s for s in covered(client, techniques=["T1003.001"])["log_sources"]}
+    sources = {
+        (s["name"], s["channel"]): s for s in covered(client, techniques=["T1003.001"], analytics=True)["log_sources"]
+    }
     access = sources[("WinEventLog:Sysmon", "EventCode=10")]
     assert access["resolved"] and access["data_component"] == "Process Access"
     assert [s["logsource"] for s in access["sigma"]] == [{"product": "windows", "category": "process_access"}]
-    assert access["sigma"][0]["rules"] == sigma_rules(serving_db_url, {"product": "windows", "category": "process_access"})
+    assert access["sigma"][0]["rules"] == sigma_rules(
+        serving_db_url, {"product": "windows", "category": "process_access"}
+    )
     assert access["sigma"][0]["rules"].get("sigma", 0) > 0 and access["rules_held"]
     assert access["event_categories"] == ["process"]
     held = held_doc_ids(serving_db_url)
@@ -151,7 +153,7 @@ def test_a_log_source_says_what_corresponds_and_what_the_store_holds(
 
 
 def test_the_gaps_name_analytics_without_rules_or_schemas(client: TestClient, analytics: dict[str, Record]) -> None:
-    answer = covered(client, techniques=list(TECHNIQUES), layer=False)
+    answer = covered(client, techniques=list(TECHNIQUES), layer=False, analytics=True)
     found = by_id(answer)
     assert answer["gaps"]["analytic_no_detection"] == [
         t for t, c in found.items() if c["analytics"] and not c["detections"]["count"]
@@ -164,29 +166,31 @@ def test_the_gaps_name_analytics_without_rules_or_schemas(client: TestClient, an
         if r.metadata.get("log_sources") and {s["name"] for s in r.metadata["log_sources"]} == {"Application Vetting"}
     ]
     assert vetting and set(vetting) <= set(answer["gaps"]["analytic_no_schema"])
-    held = {a["analytic_id"] for t in found.values() for p in t["analytics"] for a in p["analytics"] if a["schema_held"]}
+    held = {
+        a["analytic_id"] for t in found.values() for p in t["analytics"] for a in p["analytics"] if a["schema_held"]
+    }
     assert not held & set(answer["gaps"]["analytic_no_schema"]) and "AN1030" in held
     unresolved = next(s for s in answer["log_sources"] if s["name"] == "Application Vetting")
     assert not unresolved["resolved"] and not unresolved["sigma"] and not unresolved["schema_held"]
 
 
 def test_platforms_narrow_the_analytics(client: TestClient, analytics: dict[str, Record]) -> None:
-    linux = by_id(covered(client, techniques=["T1087.002", "T1003.001"], platforms=["Linux"]))
+    linux = by_id(covered(client, techniques=["T1087.002", "T1003.001"], platforms=["Linux"], analytics=True))
     assert platforms_of(linux["T1087.002"]) == {"Linux": expected_platforms(analytics, "T1087.002")["Linux"]}
     assert linux["T1003.001"]["analytics"] == []
-    tactic = by_id(covered(client, tactic="credential-access", platforms=["windows"], layer=False))
+    tactic = by_id(covered(client, tactic="credential-access", platforms=["windows"], layer=False, analytics=True))
     assert set(platforms_of(tactic["T1003.001"])) == {"Windows"}
 
 
-def test_analytics_are_optional_and_private_ones_stay_private(
+def test_analytics_are_asked_for_and_private_ones_stay_private(
     client: TestClient, analytics: dict[str, Record]
 ) -> None:
-    bare = covered(client, techniques=["T1218.011"], analytics=False)
+    bare = covered(client, techniques=["T1218.011"])  # off by default
     assert bare["log_sources"] is None and bare["techniques"][0]["analytics"] is None
     assert bare["gaps"]["analytic_no_detection"] == [] and bare["gaps"]["analytic_no_schema"] == []
 
     def ids(key: str | None) -> list[str]:
-        technique = by_id(covered(client, key, techniques=["T1218.011"]))["T1218.011"]
+        technique = by_id(covered(client, key, techniques=["T1218.011"], analytics=True))["T1218.011"]
         return [a["analytic_id"] for p in technique["analytics"] for a in p["analytics"]]
 
     assert ids(None) == ["AN1308"]
@@ -194,7 +198,7 @@ def test_analytics_are_optional_and_private_ones_stay_private(
 
 
 def test_the_mcp_tool_lists_the_analytics_as_rest(client: TestClient, analytics: dict[str, Record]) -> None:
-    rest = covered(client, techniques=["T1003.001", "T1087.002"], platforms=["windows"])
-    tool = call(client, "coverage", techniques=["T1003.001", "T1087.002"], platforms=["windows"])
+    rest = covered(client, techniques=["T1003.001", "T1087.002"], platforms=["windows"], analytics=True)
+    tool = call(client, "coverage", techniques=["T1003.001", "T1087.002"], platforms=["windows"], analytics=True)
     assert tool["log_sources"] == rest["log_sources"] and tool["gaps"] == rest["gaps"]
     assert [t["analytics"] for t in tool["techniques"]] == [t["analytics"] for t in rest["techniques"]]
