@@ -8,6 +8,7 @@ import click
 
 from secrag.db import database
 from secrag.db.queries import Queries, one_row
+from secrag.errors import ConfigError
 from secrag.settings import Settings, get_settings
 
 from .errors import SecragGroup
@@ -61,29 +62,44 @@ def import_into_store(location: str, settings: Settings, url: str) -> None:
     )
 
 
-def start_from(settings: Settings, url: str) -> None:
-    """`secrag run`'s first step with SECRAG_START_FROM set: the snapshot imported into a store holding no
-    public documents yet (a fresh one), and left aside on any other, so it applies once."""
-    if not settings.start_from:
+def start_from(settings: Settings, url: str, location: str | None = None) -> None:
+    """Import the snapshot at `location` (default SECRAG_START_FROM; none: nothing to do) into a store holding
+    no public documents yet (a fresh one); on any other it is left aside, so a step run at every start applies
+    it once. `secrag run`'s first step, and `secrag snapshot import --once`."""
+    location = location or settings.start_from
+    if not location:
         return
     q = Queries(settings.sql_dir, "snapshot")
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
         public = int(one_row(conn.execute(q.public_documents))[0])
     if public:
-        click.echo(f"SECRAG_START_FROM left aside: the store already holds {public} public documents")
+        click.echo(f"snapshot {location} left aside: the store already holds {public} public documents")
         return
-    click.echo(f"starting the store from the snapshot {settings.start_from}")
-    import_into_store(settings.start_from, settings, url)
+    click.echo(f"starting the store from the snapshot {location}")
+    import_into_store(location, settings, url)
 
 
 @snapshot.command("import")
-@click.argument("location")
-def import_command(location: str) -> None:
-    """Verify LOCATION (a snapshot file or https URL) and load it into a fresh store in one transaction:
-    checksums, schema version, model (SECRAG_EMBEDDING_MODEL, same weights) and, with
+@click.argument("location", required=False)
+@click.option(
+    "--once",
+    is_flag=True,
+    help="Leave the snapshot aside (and exit 0) when the store already holds public documents: for a step run "
+    "at every start, as `secrag run` does with SECRAG_START_FROM.",
+)
+def import_command(location: str | None, once: bool) -> None:
+    """Verify LOCATION (a snapshot file or https URL; default SECRAG_START_FROM) and load it into a fresh store
+    in one transaction: checksums, schema version, model (SECRAG_EMBEDDING_MODEL, same weights) and, with
     SECRAG_SNAPSHOT_PUBLIC_KEY set, its signature; a store with public documents is refused."""
     settings = get_settings()
-    import_into_store(location, settings, database.database_url(settings))
+    location = location or settings.start_from
+    if not location:
+        raise ConfigError("no snapshot to import", hint="name a file or URL, or set SECRAG_START_FROM")
+    url = database.database_url(settings)
+    if once:
+        start_from(settings, url, location)
+    else:
+        import_into_store(location, settings, url)
 
 
 @snapshot.command("public-key")
