@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.unit.serving.test_layer_reading import layer_file
+
 HEADERS = {
     "accept": "application/json, text/event-stream",
     "content-type": "application/json",
@@ -50,6 +52,7 @@ MCP_TOOLS = {
     "explain",
     "map",
     "coverage",
+    "compare_layers",
     "lookup",
     "list_plans",
     "get_documents",
@@ -155,6 +158,11 @@ BUDGET_CASES: dict[str, dict[str, Any]] = {
     "explain": {"query": "T1003"},
     "map": {"text": "The actor dumped LSASS memory with Mimikatz. It ran PowerShell scripts to move laterally."},
     "coverage": {"techniques": ["T1003", "T1003.001", "T1059"]},
+    "compare_layers": {
+        "left": layer_file("apt28_4_4.json"),
+        "right": layer_file("my_rules_4_5.json"),
+        "operation": "union",
+    },
     "lookup": {"value": ["certutil.exe", "version.dll", "rundll32.exe", "lsass.exe"], "limit": 100},
     "list_plans": {},
     "get_documents": {"ids": ["mitre_attack:T1003", "capec:CAPEC-66", "cisa_kev:CVE-2021-44228"]},
