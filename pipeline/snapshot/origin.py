@@ -1,5 +1,5 @@
-"""Where a snapshot comes from: a file on this machine, or an https URL downloaded first with the project's
-fetcher (its URL policy, time budget and retries) under SECRAG_SNAPSHOT_MAX_BYTES."""
+"""Where a snapshot comes from: a file on this machine (a path or a file:// URL), or an https URL downloaded
+first with the project's fetcher (its URL policy, time budget and retries) under SECRAG_SNAPSHOT_MAX_BYTES."""
 
 from __future__ import annotations
 
@@ -13,14 +13,15 @@ from urllib.parse import urlsplit
 
 from secrag.net import downloads
 from secrag.net.download_limits import DownloadLimits
-from secrag.net.url_policy import UrlPolicy
+from secrag.net.url_policy import UrlPolicy, file_path
 from secrag.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
 def is_url(location: str) -> bool:
-    return urlsplit(location).scheme.lower() in ("https", "http", "file")
+    """An http(s) URL, fetched; anything else (a path, a file:// URL) is a file on this machine."""
+    return urlsplit(location).scheme.lower() in ("https", "http")
 
 
 @contextmanager
@@ -28,7 +29,7 @@ def local_copy(location: str, settings: Settings) -> Iterator[Path]:
     """The snapshot as a local file: `location` itself, or its download (deleted afterwards). The URL's own
     host is allowed: the operator named it (like SECRAG_MODELS_HUB_URL)."""
     if not is_url(location):
-        yield Path(location).expanduser()
+        yield file_path(location) if location.lower().startswith("file:") else Path(location).expanduser()
         return
     policy = UrlPolicy.from_settings(settings, extra_bases=(location,))
     limits = DownloadLimits(max_bytes=settings.snapshot_max_bytes)
