@@ -202,3 +202,12 @@ def test_the_mcp_tool_lists_the_analytics_as_rest(client: TestClient, analytics:
     tool = call(client, "coverage", techniques=["T1003.001", "T1087.002"], platforms=["windows"], analytics=True)
     assert tool["log_sources"] == rest["log_sources"] and tool["gaps"] == rest["gaps"]
     assert [t["analytics"] for t in tool["techniques"]] == [t["analytics"] for t in rest["techniques"]]
+
+
+def test_a_folded_parent_gathers_its_sub_techniques_analytics(client: TestClient, analytics: dict[str, Record]) -> None:
+    folded = by_id(covered(client, techniques=["T1003.001"], fold_subtechniques=True, analytics=True))
+    assert platforms_of(folded["T1003"]) == expected_platforms(analytics, "T1003.001")
+    group = covered(client, actor="G0007", analytics=True, layer=False)
+    listed = {a["analytic_id"] for t in group["techniques"] for p in t["analytics"] for a in p["analytics"]}
+    asked = {t["technique_id"] for t in group["techniques"]}
+    assert listed == {an for an, r in analytics.items() if set(r.techniques) & asked}
