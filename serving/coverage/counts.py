@@ -106,7 +106,7 @@ def coverage(
         )
     if not rows:
         asked = f"actor {req.actor!r}" if req.actor else f"tactic {req.tactic!r} on platforms {req.platforms}"
-        raise NotFound(f"no ATT&CK techniques known for {asked}")
+        raise NotFound(f"no ATT&CK {req.domain} techniques known for {asked}")
     domains = catalog.technique_domains()
     techniques = [
         t.model_copy(update={"domain": domains.get(t.technique_id)})

@@ -171,3 +171,11 @@ def test_a_coverage_layer_is_in_its_domain(api: TestClient) -> None:
     response = api.post("/v1/coverage", json={"tactic": "inhibit-response-function", "domain": "ics", "top": 1})
     assert response.status_code == 200, response.text
     assert response.json()["layer"]["domain"] == "ics-attack"
+
+
+def test_an_actor_of_another_domain_is_not_found(api: TestClient, upstream: dict[str, Matrix]) -> None:
+    """Bouncing Golf (G0097) is a Mobile group only: Enterprise knows no technique of it."""
+    assert "G0097" in upstream["mobile"].by_group
+    response = api.post("/v1/coverage", json={"actor": "G0097", "layer": False})
+    assert response.status_code == 404 and "enterprise" in response.json()["detail"], response.text
+    assert _coverage(api, actor="G0097", domain="mobile")["techniques"]
