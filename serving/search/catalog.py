@@ -14,6 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
+from secrag.attack_domains import DEFAULT_DOMAIN, DOMAINS
 from secrag.db.queries import Queries, one_row
 from serving.access.keys import Principal
 from serving.contract.errors import InvalidField
@@ -150,9 +151,22 @@ class Catalog:
 
         return self._lookup.get(load)
 
-    def technique_names(self) -> TechniqueNames:
-        """The technique names a query may name in full, for the label leg (cached with the lookup)."""
-        return self._technique_names.get(lambda: TechniqueNames.from_lookup(self.technique_lookup()))
+    def technique_names(self, domains: Sequence[str] = (DEFAULT_DOMAIN,)) -> TechniqueNames:
+        """The technique names a query may name in full, for the label leg: those of the given ATT&CK domains
+        (Enterprise's unless a search asks others: 91 names are in two or three matrices, Process Injection
+        among them, and an earlier domain's id wins), cached with the lookup."""
+        key = tuple(d for d in DOMAINS if d in domains)
+        table: dict[tuple[str, ...], TechniqueNames] = self._technique_names.get(dict)
+        found = table.get(key)
+        if found is None:
+            of = self.technique_domains()
+            names = self.technique_lookup()
+            ordered = sorted(
+                (tid for tid in names if of.get(tid, DEFAULT_DOMAIN) in key),
+                key=lambda tid: (key.index(of.get(tid, DEFAULT_DOMAIN)), tid),
+            )
+            found = table[key] = TechniqueNames.from_lookup({tid: names[tid] for tid in ordered})
+        return found
 
     def technique_tactics(self) -> dict[str, list[str]]:
         """Active ATT&CK id -> its tactics' short names (cached like the lookup)."""

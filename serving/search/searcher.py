@@ -14,6 +14,7 @@ import numpy as np
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from secrag.attack_domains import DEFAULT_DOMAIN
 from secrag.enrichment import enrich
 from serving.access.keys import Principal
 from serving.access.sessions import DEFAULT_EF_SEARCH, ReaderSessions
@@ -308,7 +309,8 @@ class Searcher:
             params[f"{VOTER_LEGS['procedures']}_sources"] = domain_procedures
         if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", *PROSE_SHAPES}:
             return plan
-        ids = self.catalog.technique_names().find(spelling.apply(req.query, fixes))
+        names = self.catalog.technique_names(req.filters.domains or (DEFAULT_DOMAIN,))  # the asked domains'
+        ids = names.find(spelling.apply(req.query, fixes))
         chosen = self.config.weights(analysis.query_type)
         # A query that names a technique is of the technique-name class whatever its shape: it says
         # which technique it means, so its voters keep the default weights.

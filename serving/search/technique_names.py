@@ -26,7 +26,11 @@ class TechniqueNames:
 
     @classmethod
     def from_lookup(cls, lookup: Mapping[str, str]) -> TechniqueNames:
-        pairs = {normalise(name): tid for tid, name in lookup.items() if len(name.strip()) >= MIN_NAME_CHARS}
+        """From id -> full name; a name two ids share (in two ATT&CK domains) is the first one's."""
+        pairs: dict[str, str] = {}
+        for tid, name in lookup.items():
+            if len(name.strip()) >= MIN_NAME_CHARS:
+                pairs.setdefault(normalise(name), tid)
         return cls(tuple(sorted(pairs.items(), key=lambda p: (-len(p[0]), p[1]))))
 
     def find(self, query: str) -> tuple[str, ...]:

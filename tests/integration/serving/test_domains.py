@@ -181,3 +181,14 @@ def test_a_map_defaults_to_enterprise(api: TestClient) -> None:
 def test_a_map_in_an_unknown_domain_is_refused(api: TestClient) -> None:
     response = api.post("/v1/map", json={"text": MOBILE_REPORT, "domain": "pre"})
     assert response.status_code == 422, response.text
+
+
+def test_the_label_leg_reads_the_asked_domains_names(api: TestClient) -> None:
+    """Enterprise and Mobile both name a technique Event Triggered Execution: a search reads Enterprise's names
+    (T1546) unless it asks for Mobile, whose full name of T1624.001 then labels its document."""
+    query = "Event Triggered Execution: Broadcast Receivers"
+    hit = "mitre_attack_mobile:T1624.001"
+    default = {r["doc_id"]: r for r in search(api, query)}
+    assert hit in default and not default[hit]["scores"]["label"]
+    mobile = {r["doc_id"]: r for r in search(api, query, filters={"domains": ["mobile"]})}
+    assert mobile[hit]["scores"]["label"]

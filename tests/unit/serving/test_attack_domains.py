@@ -61,3 +61,12 @@ def test_every_domain_s_technique_documents_are_map_evidence() -> None:
     assert technique_of(_hit("mitre_attack_ics:T0800", "mitre_attack_ics")) == "T0800"
     assert technique_of(_hit("mitre_attack_ics:TA0107", "mitre_attack_ics")) is None  # a tactic
     assert technique_of(_hit("sigma:abc", "sigma")) is None
+
+
+def test_a_name_of_two_domains_is_the_first_one_s() -> None:
+    from serving.search.technique_names import TechniqueNames
+
+    names = TechniqueNames.from_lookup({"T1055": "Process Injection", "T1631": "Process Injection"})
+    assert names.find("process injection into lsass") == ("T1055",)
+    mobile_first = TechniqueNames.from_lookup({"T1631": "Process Injection", "T1055": "Process Injection"})
+    assert mobile_first.find("process injection") == ("T1631",)
