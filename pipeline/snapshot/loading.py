@@ -36,6 +36,7 @@ from .reading import BLOCK, UNREADABLE, Header, part_streams, read_header, verif
 
 log = logging.getLogger(__name__)
 INDEX_MEMORY = "512MB"
+LOG_EVERY_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -87,12 +88,15 @@ def check_compatible(conn: psycopg.Connection, sql_dir: Path, manifest: Manifest
 def _copy(cur: psycopg.Cursor, statement: sql.Composed, part: Part, stream: IO[bytes]) -> int:
     """COPY the part's bytes in; its rows. The bytes are hashed again as they go (the file may have changed
     since it was verified)."""
-    digest, done, started = hashlib.sha256(), 0, time.monotonic()
+    digest, done, started, logged = hashlib.sha256(), 0, time.monotonic(), 0
     with cur.copy(statement) as copy:
         for block in iter(lambda: stream.read(BLOCK), b""):
             digest.update(block)
             copy.write(block)
             done += len(block)
+            if done - logged >= LOG_EVERY_BYTES:
+                logged = done
+                log.info("snapshot import: %s %d of %d MiB", part.table, done >> 20, part.bytes >> 20)
     if digest.hexdigest() != part.sha256:
         raise SnapshotRefused(f"the snapshot's {part.member} changed while it was imported; nothing was imported")
     log.info(
@@ -112,10 +116,9 @@ def _load_part(conn: psycopg.Connection, q: Queries, part: Part, stream: IO[byte
             loaded = _copy(cur, import_statement(q, part.table, part.columns), part, stream)
         else:
             conn.execute(q.stage_embeddings)
-            _copy(cur, import_statement(q, "snapshot_embeddings", part.columns), part, stream)
-            columns = column_list(part.columns)
-            cur.execute(sql.SQL(q.insert_staged_embeddings).format(columns=columns))
-            loaded = part.rows  # texts already embedded in the store kept their vectors
+            loaded = _copy(cur, import_statement(q, "snapshot_embeddings", part.columns), part, stream)
+            # Texts the store had embedded already (a user folder's) keep their vectors.
+            cur.execute(sql.SQL(q.insert_staged_embeddings).format(columns=column_list(part.columns)))
     if loaded != part.rows:
         raise SnapshotRefused(f"the snapshot's {part.table} loaded {loaded} rows; its manifest says {part.rows}")
     return loaded
