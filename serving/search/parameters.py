@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from secrag.attack_domains import ATTACK_SOURCES, PROCEDURE_SOURCES
+from secrag.attack_domains import ATTACK_SOURCES, DEFAULT_DOMAIN, DOMAINS, PROCEDURE_SOURCES, TECHNIQUE_SOURCES
 from serving.access.keys import Principal
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
@@ -85,6 +85,14 @@ def domain_techniques(domains: Sequence[str], catalog: Catalog) -> list[str]:
     """The technique ids (retired ones too) of the given ATT&CK domains."""
     wanted = set(domains)
     return [tid for tid, domain in catalog.technique_domains().items() if domain in wanted]
+
+
+def voter_exclusions(filters: SearchFilters) -> list[str]:
+    """The sources whose documents never vote in a voter leg's walk: the ATT&CK technique and procedure sources of
+    the domains not asked (`domains`; Enterprise's when none is), so a search's neighbours vote as before Mobile
+    and ICS were sources unless it asks for them."""
+    asked = set(filters.domains or (DEFAULT_DOMAIN,))
+    return [s for d in DOMAINS if d not in asked for s in (TECHNIQUE_SOURCES[d], PROCEDURE_SOURCES[d])]
 
 
 def procedure_sources(filters: SearchFilters) -> list[str] | None:

@@ -30,7 +30,7 @@ from serving.search.catalog import Catalog
 from serving.search.encoder import QueryEncoder
 from serving.search.leg_runs import LegRuns, fetch
 from serving.search.leg_shapes import LegShaper
-from serving.search.parameters import procedure_sources, statement_params
+from serving.search.parameters import procedure_sources, statement_params, voter_exclusions
 from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
 from serving.search.search_file import SearchConfig
@@ -304,6 +304,7 @@ class Searcher:
         for leg, prefix in VOTER_LEGS.items():
             params[f"{prefix}_chunks"], params[f"{prefix}_docs"] = voters[leg].chunks, voters[leg].documents
             params[f"{prefix}_sources"] = voters[leg].sources
+            params[f"{prefix}_exclude"] = voter_exclusions(req.filters)
             params[f"{prefix}_near_docs"] = params[f"{prefix}_near_sims"] = None  # serving/search/source_vectors.py
         if (domain_procedures := procedure_sources(req.filters)) is not None:  # the asked domains' examples vote
             params[f"{VOTER_LEGS['procedures']}_sources"] = domain_procedures

@@ -118,6 +118,7 @@ def voter_parts(leg: str) -> dict[str, sql.Composable]:
         "voter_chunks": sql.Placeholder(f"{prefix}_chunks"),
         "voter_docs": sql.Placeholder(f"{prefix}_docs"),
         "voter_sources": sql.Placeholder(f"{prefix}_sources"),
+        "voter_exclude": sql.Placeholder(f"{prefix}_exclude"),
         "voter_own": sql.Placeholder(f"{prefix}_own"),
         "voter_near_docs": sql.Placeholder(f"{prefix}_near_docs"),
         "voter_near_sims": sql.Placeholder(f"{prefix}_near_sims"),

@@ -192,3 +192,12 @@ def test_the_label_leg_reads_the_asked_domains_names(api: TestClient) -> None:
     assert hit in default and not default[hit]["scores"]["label"]
     mobile = {r["doc_id"]: r for r in search(api, query, filters={"domains": ["mobile"]})}
     assert mobile[hit]["scores"]["label"]
+
+
+def test_other_domains_documents_do_not_vote_as_neighbours_unless_asked(api: TestClient) -> None:
+    """The neighbours leg's nearest documents are of any source but the ATT&CK sources of the domains not asked
+    (Enterprise's by default): a Mobile query's Mobile neighbours vote only when the search asks for Mobile."""
+    query = "the app registers a broadcast receiver to start when the phone boots"
+    mobile = {"sources": ["mitre_attack_mobile"]}
+    assert not any(r["scores"]["neighbours"] for r in search(api, query, filters=mobile))
+    assert any(r["scores"]["neighbours"] for r in search(api, query, filters={**mobile, "domains": ["mobile"]}))

@@ -70,3 +70,17 @@ def test_a_name_of_two_domains_is_the_first_one_s() -> None:
     assert names.find("process injection into lsass") == ("T1055",)
     mobile_first = TechniqueNames.from_lookup({"T1631": "Process Injection", "T1055": "Process Injection"})
     assert mobile_first.find("process injection") == ("T1631",)
+
+
+def test_the_domains_not_asked_do_not_vote() -> None:
+    from serving.search.parameters import voter_exclusions
+
+    others = [
+        "mitre_attack_mobile",
+        "mitre_attack_mobile_procedures",
+        "mitre_attack_ics",
+        "mitre_attack_ics_procedures",
+    ]
+    assert voter_exclusions(SearchFilters()) == others
+    assert voter_exclusions(SearchFilters.model_validate({"domains": ["enterprise", "ics"]})) == others[:2]
+    assert voter_exclusions(SearchFilters.model_validate({"domains": ["enterprise", "mobile", "ics"]})) == []

@@ -235,9 +235,13 @@ def _read_by_the_legs(conn: psycopg.Connection, model: str, caller: Caller) -> s
     )
     tenant, user, groups = caller
     access = {"tenant": tenant, "user": user, "groups": groups, "qvec": "[1,0,0]"}
-    voter_params = {"nb_own": True, "nb_near_docs": None, "nb_near_sims": None, "nb_sources": ["team"], "nb_chunks": 10}
+    voter_params = {
+        **{"nb_own": True, "nb_near_docs": None, "nb_near_sims": None, "nb_sources": ["team"], "nb_chunks": 10},
+        "nb_exclude": [],
+    }
     leg_params = {
-        **dict.fromkeys(["doc_ids", "techniques", "platforms", "tags_any", "tags_all"]),
+        **dict.fromkeys(["doc_ids", "techniques", "platforms", "domains", "domain_techniques", "tags_any", "tags_all"]),
+        "attack_sources": [],
         **dict.fromkeys(["updated_after", "updated_before", "created_after", "created_before"]),
         "sources": ["team"], "doc_filters": False, "vec_k": 10, "pool_fts": False, "ident_tier": False,
         "has_ident": False, "fts_text": "x", "ident_text": "x",
