@@ -299,7 +299,7 @@ ORDER BY r.score DESC, c.chunk_id
 -- the parameters `<prefix>_near_docs` and `<prefix>_near_sims`, NULL otherwise). A whole-graph
 -- walk that keeps only a source holding 1.6 per cent of a million chunks read thousands of chunks (355 ms a
 -- search); exact distances over its 16,000 rows take a few (serving/search/leg_shapes.py: voter_walks).
--- {voter_exclude}: sources that never vote in the walk, the ATT&CK sources of the domains a search did not ask
+-- voter_exclude: sources that never vote in the walk, the ATT&CK sources of the domains a search did not ask
 -- (serving/search/parameters.py: voter_exclusions).
 (
 SELECT c.doc_id, (1 - ({vec} <=> %(qvec)s::vector))::float8 AS sim
@@ -346,7 +346,7 @@ ORDER BY p.distance
 LIMIT %(vec_k)s
 
 -- name: voter_nearest_pooled
--- The neighbours leg's nearest chunks from the shared vector_pool (but those of {voter_exclude}, as voter_nearest).
+-- The neighbours leg's nearest chunks from the shared vector_pool (but those of voter_exclude, as voter_nearest).
 SELECT p.doc_id, (1 - p.distance)::float8 AS sim FROM vector_pool p
 WHERE NOT p.source = ANY({voter_exclude}::text[]) ORDER BY p.distance LIMIT {voter_chunks}
 
