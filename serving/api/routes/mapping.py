@@ -9,6 +9,7 @@ from fastapi import APIRouter
 from serving.api.deps import CallerDep, GateDep, LimitsDep, SearcherDep, ServiceDep
 from serving.api.routes import API_PREFIX
 from serving.contract.map_models import MapRequest, MapResponse
+from serving.contract.requests import error_responses
 from serving.mapping import mapper
 
 router = APIRouter(prefix=API_PREFIX, tags=["map"])
@@ -17,6 +18,7 @@ router = APIRouter(prefix=API_PREFIX, tags=["map"])
 @router.post(
     "/map",
     response_model=MapResponse,
+    responses=error_responses(404),  # a domain whose techniques the store does not hold
     description=(
         "The ATT&CK techniques a text describes (a sentence, a paragraph or a whole report): the text is split "
         "into sentences, each is searched among the ATT&CK technique documents with the hybrid search of "

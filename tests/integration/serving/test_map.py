@@ -274,3 +274,10 @@ def test_the_command_prints_the_techniques_and_writes_the_layer(
     )
     assert as_json.returncode == 0, as_json.stderr
     assert stable(json.loads(as_json.stdout))["techniques"] == rest["techniques"]
+
+
+def test_a_domain_the_store_does_not_hold_is_not_found(client: TestClient) -> None:
+    """The serving corpus holds Enterprise's ATT&CK only: a Mobile map is a 404 naming the missing source."""
+    response = client.post("/v1/map", json={"text": "The app reads the victim's SMS messages.", "domain": "mobile"})
+    assert response.status_code == 404, response.text
+    assert response.json()["kind"] == "not_found" and "mitre_attack_mobile" in response.json()["detail"]
