@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from serving.contract.navigator_layer import LayerDomain, NavigatorLayer
 from serving.contract.requests import NO_NUL, NUMBER, TECHNIQUE_PATTERN, SBool, Strict
@@ -18,8 +18,23 @@ MAX_LAYER_COMMENT = 20_000  # a technique's comment, a layer's description
 READ_FORMATS = ("4.4", "4.5")
 TACTIC_SHORT_NAME = r"^[a-z][a-z0-9-]{0,63}$"
 
-LayerText = Annotated[str, Field(max_length=MAX_LAYER_TEXT, json_schema_extra={"pattern": NO_NUL})]
-Score = Annotated[int | float, Field(ge=-1e9, le=1e9), NUMBER]
+
+def _without_nul(value: str) -> str:
+    """NO_NUL in words: the schema states it, this checks it."""
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+LayerText = Annotated[
+    str, Field(max_length=MAX_LAYER_TEXT, json_schema_extra={"pattern": NO_NUL}), AfterValidator(_without_nul)
+]
+LayerComment = Annotated[
+    str, Field(max_length=MAX_LAYER_COMMENT, json_schema_extra={"pattern": NO_NUL}), AfterValidator(_without_nul)
+]
+_SCORE_RANGE = Field(ge=-1_000_000_000, le=1_000_000_000)
+# An integer stays one (a layer's score 3 is written back as 3); each variant states the bounds in the schema.
+Score = Annotated[Annotated[int, _SCORE_RANGE] | Annotated[float, _SCORE_RANGE], NUMBER]
 Operation = Literal["minus", "union", "intersect"]
 Combine = Literal["left", "right", "max", "min", "sum"]
 
@@ -56,7 +71,7 @@ class LayerTechniqueIn(Lenient):
         default=None, description="The tactic (short name) the entry is under; absent: every tactic of the technique."
     )
     score: Score | None = Field(default=None, description="Absent: unscored.")
-    comment: str = Field(default="", max_length=MAX_LAYER_COMMENT, json_schema_extra={"pattern": NO_NUL})
+    comment: LayerComment = ""
     enabled: SBool = Field(default=True, description="A disabled entry is not part of the layer's technique set.")
 
     @field_validator("techniqueID")
@@ -72,7 +87,7 @@ class LayerIn(Lenient):
     name: LayerText
     versions: LayerVersionsIn | None = Field(default=None, description="Absent: read as format 4.5.")
     domain: LayerDomain
-    description: str = Field(default="", max_length=MAX_LAYER_COMMENT, json_schema_extra={"pattern": NO_NUL})
+    description: LayerComment = ""
     techniques: list[LayerTechniqueIn] = Field(
         default_factory=list,
         max_length=HARD_MAX_LAYER_TECHNIQUES,

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from serving.contract.coverage_models import CoverageRequest, CoverageResponse, KindCoverage, TechniqueCoverage
 from serving.contract.errors import NotFound
 from serving.contract.navigator_layer import Gradient, LayerMetadata, LayerTechnique, LegendItem, NavigatorLayer
-from serving.layers.screen import LayerReads
+from serving.layers.screen import LayerReads, asked_domain
 
 LAYER_NAME = "secrag coverage"
 SCORED = ("detections", "tests", "countermeasures")
@@ -71,8 +71,9 @@ def only_techniques(layer: NavigatorLayer, ids: Sequence[str], part: str) -> Nav
 def coverage_of_layer(
     run: Callable[[CoverageRequest], CoverageResponse], layers: LayerReads, req: CoverageRequest
 ) -> CoverageResponse:
-    """The coverage of the request's layer's techniques (its enabled ones the store's ATT&CK has), its layer
-    named after it and in its domain, with the report of what was read; 404 when none is left."""
+    """The coverage of the request's layer's techniques (its enabled ones the store's ATT&CK has), read in the
+    layer's domain unless the request names one, its layer named after the input, with the report of what was
+    read; 404 when none is left."""
     if req.technique_layer is None:
         return run(req)
     screened = layers.technique_set(req.technique_layer, "technique_layer")
@@ -85,10 +86,11 @@ def coverage_of_layer(
             f"{len(report.deprecated)} deprecated, {len(report.disabled)} disabled)"
         )
     # The layer's techniques are bounded by the deployment's layer limit, not the `techniques` field's.
-    response = run(req.model_copy(update={"techniques": ids, "technique_layer": None}))
+    domain = asked_domain(req.technique_layer, req.domain if "domain" in req.model_fields_set else None)
+    response = run(req.model_copy(update={"techniques": ids, "technique_layer": None, "domain": domain}))
     layer = response.layer
     if layer is not None:
         layer = layer.model_copy(
-            update={"name": f"{LAYER_NAME} of {req.technique_layer.name}", "domain": req.technique_layer.domain}
+            update={"name": f"{LAYER_NAME} of {req.technique_layer.name}", "domain": f"{domain}-attack"}
         )
     return response.model_copy(update={"layer": layer, "technique_layer": screened.report})

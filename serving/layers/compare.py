@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-from serving.contract.errors import InvalidField
 from serving.contract.layer_models import CompareRequest, CompareResponse
 from serving.layers.algebra import compare
 from serving.layers.result_layer import result_layer
@@ -12,13 +11,9 @@ from serving.layers.screen import LayerReads
 
 
 def compare_layers(reads: LayerReads, req: CompareRequest) -> CompareResponse:
-    """`left <operation> right` as a layer in their domain; layers of two domains are a 422."""
+    """`left <operation> right` as a layer in the left's domain (technique ids are unique across domains, so
+    layers of two domains compare too: each report says its layer's)."""
     started = time.perf_counter()
-    if req.left.domain != req.right.domain:
-        raise InvalidField(
-            ["body", "right", "domain"],
-            f"the layers are of two domains ({req.left.domain}, {req.right.domain}): compare layers of one",
-        )
     left = reads.technique_set(req.left, "left", req.left_min_score)
     right = reads.technique_set(req.right, "right", req.right_min_score)
     combined = compare(left.techniques, right.techniques, req.operation, req.scores)

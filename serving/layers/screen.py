@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from serving.access.request_limits import RequestLimits
 from serving.contract.layer_models import LayerIn, LayerReport
+from serving.contract.requests import AttackDomain
 from serving.layers.technique_set import Number, TechniqueSet, read_layer
 from serving.search.catalog import Catalog
 
@@ -59,3 +60,11 @@ def report(read: TechniqueSet, *, unknown: list[str], revoked: list[str], deprec
         disabled=list(read.disabled),
         below_min_score=list(read.below_min_score),
     )
+
+
+def asked_domain(layer: LayerIn, given: AttackDomain | None) -> AttackDomain:
+    """The ATT&CK domain a request with this layer is read in: the one it names, else the layer's."""
+    return given if given is not None else DOMAINS[layer.domain]
+
+
+DOMAINS: dict[str, AttackDomain] = {"enterprise-attack": "enterprise", "mobile-attack": "mobile", "ics-attack": "ics"}

@@ -31,7 +31,7 @@ from serving.contract.map_models import (
 from serving.contract.plan_models import Citation, Passage
 from serving.contract.requests import AttackDomain, ReturnOptions, SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
-from serving.layers.screen import LayerReads
+from serving.layers.screen import LayerReads, asked_domain
 from serving.mapping.capacity import MapCapacity
 from serving.mapping.evidence import Evidence, Vote, combine, named_techniques, votes_of
 from serving.mapping.held_path import held_votes
@@ -74,6 +74,9 @@ def map_text(
     started = time.perf_counter()
     deadline = time.monotonic() + capacity.timeout
     limits.check_map(req)
+    if req.technique_layer is not None:  # the layer's domain, unless the request names one
+        given = req.domain if "domain" in req.model_fields_set else None
+        req = req.model_copy(update={"domain": asked_domain(req.technique_layer, given)})
     source = TECHNIQUE_SOURCES[req.domain]  # the domain's technique documents are the candidates
     if req.domain != DEFAULT_DOMAIN and source not in searcher.catalog.source_facts():
         raise NotFound(f"the store holds no ATT&CK {req.domain} techniques ({source} is not published)")

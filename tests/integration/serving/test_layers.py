@@ -72,6 +72,14 @@ def test_compare_with_a_min_score_union_and_intersect(client: TestClient) -> Non
     }
 
 
+def test_layers_of_two_domains_compare_in_the_lefts(client: TestClient) -> None:
+    ics = {"name": "plant", "domain": "ics-attack", "techniques": [{"techniqueID": "T0800"}, {"techniqueID": "T1003"}]}
+    body = {"left": layer_file("apt28_4_4.json"), "right": ics, "operation": "minus"}
+    answer = posted(client, "/v1/layers/compare", body)
+    assert answer["layer"]["domain"] == "enterprise-attack" and answer["right"]["domain"] == "ics-attack"
+    assert "T1003" not in answer["techniques"] and "T1003.001" in answer["techniques"]
+
+
 def test_an_actors_coverage_layer_minus_my_rules_is_one_call(client: TestClient) -> None:
     """The docs/api.md example: G0007's techniques none of my rules detect."""
     coverage = posted(client, "/v1/coverage", {"actor": "G0007", "analytics": False})
@@ -98,7 +106,6 @@ def test_an_actors_coverage_layer_minus_my_rules_is_one_call(client: TestClient)
 @pytest.mark.parametrize(
     ("change", "said"),
     [
-        ({"right": {**layer_file("my_rules_4_5.json"), "domain": "ics-attack"}}, "two domains"),
         ({"left": {**layer_file("apt28_4_4.json"), "versions": {"layer": "4.3"}}}, "layer format '4.3' is not read"),
         ({"operation": "xor"}, "operation"),
         ({"scores": "avg"}, "scores"),
@@ -164,6 +171,19 @@ def test_coverage_of_a_layer_of_nothing_known_is_a_404_saying_what_was_left_out(
     assert both.status_code == 422 and "technique_layer" in both.text
 
 
+def test_coverage_and_map_read_a_layer_in_its_domain_unless_asked_another(client: TestClient) -> None:
+    mobile = {"name": "phones", "domain": "mobile-attack", "techniques": [{"techniqueID": "T1003"}]}
+    answer = posted(client, "/v1/coverage", {"technique_layer": mobile, "analytics": False})
+    assert answer["layer"]["domain"] == "mobile-attack" and answer["technique_layer"]["domain"] == "mobile-attack"
+    asked = posted(client, "/v1/coverage", {"technique_layer": mobile, "domain": "enterprise", "analytics": False})
+    assert asked["layer"]["domain"] == "enterprise-attack" and asked["techniques"][0]["domain"] == "enterprise"
+    # The corpus holds no Mobile techniques: a map in the layer's domain says so, in Enterprise's it runs.
+    missing = client.post("/v1/map", json={"text": REPORT, "technique_layer": mobile})
+    assert missing.status_code == 422 and "no ATT&CK mobile techniques" in missing.text, missing.text
+    within = posted(client, "/v1/map", {"text": REPORT, "technique_layer": mobile, "domain": "enterprise"})
+    assert {t["technique_id"] for t in within["techniques"]} <= {"T1003"}
+
+
 def test_a_map_within_a_layer_keeps_only_the_layers_techniques_as_scored_without_it(client: TestClient) -> None:
     everything = posted(client, "/v1/map", {"text": REPORT, "min_score": 0, "limit": 100})
     found = [t["technique_id"] for t in everything["techniques"]]
@@ -172,6 +192,7 @@ def test_a_map_within_a_layer_keeps_only_the_layers_techniques_as_scored_without
     layer = {"name": "scope", "domain": "enterprise-attack", "techniques": [{"techniqueID": t} for t in keep]}
     within = posted(client, "/v1/map", {"text": REPORT, "min_score": 0, "limit": 100, "technique_layer": layer})
     assert [t["technique_id"] for t in within["techniques"]] == keep
+
     def scored(techniques: list[dict[str, Any]]) -> list[tuple[str, float, Any]]:
         return [(t["technique_id"], t["score"], t["sentences"]) for t in techniques if t["technique_id"] in keep]
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from serving.contract.coverage_models import CoverageRequest, KindCoverage, TechniqueCoverage
 from serving.contract.layer_models import LayerIn
 from serving.coverage.layer import coverage_layer
+from serving.layers.screen import asked_domain
 from serving.layers.technique_set import read_layer
 
 FILES = Path(__file__).parent / "layer_files"
@@ -84,6 +85,7 @@ def test_a_layer_without_versions_is_read_as_4_5_and_ids_in_any_case() -> None:
         ({"domain": "mitre-enterprise"}, "enterprise-attack"),
         ({"domain": None}, "domain"),
         ({"name": None}, "name"),
+        ({"name": "APT\x0028"}, "must not contain NUL characters"),
         ({"techniques": [{"techniqueID": "TA0001"}]}, "techniqueID"),
         ({"techniques": [{"techniqueID": "T1003", "score": "high"}]}, "score"),
         ({"techniques": [{"techniqueID": "T1003", "enabled": "yes"}]}, "enabled"),
@@ -98,3 +100,8 @@ def test_what_is_not_a_readable_layer_is_refused_naming_the_field(change: dict[s
     with pytest.raises(ValidationError) as raised:
         LayerIn.model_validate(layer)
     assert said in str(raised.value)
+
+
+def test_a_layer_is_read_in_its_own_domain_unless_the_request_names_one() -> None:
+    ics = LayerIn.model_validate({"name": "x", "domain": "ics-attack"})
+    assert asked_domain(ics, None) == "ics" and asked_domain(ics, "enterprise") == "enterprise"
