@@ -179,7 +179,7 @@ def test_coverage_and_map_read_a_layer_in_its_domain_unless_asked_another(client
     assert asked["layer"]["domain"] == "enterprise-attack" and asked["techniques"][0]["domain"] == "enterprise"
     # The corpus holds no Mobile techniques: a map in the layer's domain says so, in Enterprise's it runs.
     missing = client.post("/v1/map", json={"text": REPORT, "technique_layer": mobile})
-    assert missing.status_code == 422 and "no ATT&CK mobile techniques" in missing.text, missing.text
+    assert missing.status_code == 404 and "no ATT&CK mobile techniques" in missing.text, missing.text
     within = posted(client, "/v1/map", {"text": REPORT, "technique_layer": mobile, "domain": "enterprise"})
     assert {t["technique_id"] for t in within["techniques"]} <= {"T1003"}
 
