@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -52,12 +51,12 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for the tests' mirror helpers
 from pipeline.activation import activate_model_if_complete  # noqa: E402
 from pipeline.embedding import embed_pending  # noqa: E402
+from pipeline.lookup_read import read_lookup  # noqa: E402
 from pipeline.refresh import RefreshLimits, refresh_source  # noqa: E402
-from pipeline.refresh_inputs import ATTACK_SOURCE, LOOKUP_SOURCES, pinned_version, publish_fingerprint  # noqa: E402
+from pipeline.refresh_inputs import ATTACK_SOURCE, LOOKUP_SOURCES, publish_fingerprint  # noqa: E402
 from pipeline.resources import EmbedderResource, StoreResource, UpstreamResource  # noqa: E402
 from pipeline.sources.interface import Upstream  # noqa: E402
 from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
-from pipeline.sources.mitre_lookup import techniques_from_bundle  # noqa: E402
 from pipeline.sources.registry import SourceSpec, default_registry  # noqa: E402
 from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
 from secrag.db import database, embedded, migrations  # noqa: E402
@@ -131,17 +130,14 @@ class Row:
         return max(self.seconds.items(), key=lambda kv: kv[1])
 
 
-def rebuild_lookup(bench: Bench, spec: SourceSpec) -> int:
-    """What `lookups/mitre_techniques` does after an ATT&CK publish: the served version's techniques."""
+def rebuild_lookup(bench: Bench) -> int:
+    """What `lookups/mitre_techniques` does after an ATT&CK publish: every domain's served techniques."""
     q = Queries(bench.store.sql_path(), "pipeline")
-    state = bench.conn.execute(q.source_state, {"source": ATTACK_SOURCE}).fetchone()
-    version = state[0] if state else None
-    if not version:
+    specs = [default_registry()[name] for name in sorted(LOOKUP_SOURCES)]
+    read = read_lookup(specs, bench.upstream, bench.conn, q, bench.store.work_path())
+    if ATTACK_SOURCE not in read.versions:
         raise LookupError("sources/mitre_attack has no published version")
-    with tempfile.TemporaryDirectory(prefix="mitre-lookup-", dir=bench.store.work_path()) as tmp:
-        fetched = bench.upstream.fetch(spec, pinned_version(spec, version), Path(tmp) / "checkout", pin=version)
-        techniques = techniques_from_bundle(fetched.root / spec.paths[0])
-    return bench.store.store().replace_techniques(bench.conn, techniques, version)
+    return bench.store.store().replace_techniques(bench.conn, read.techniques, read.by_domain)
 
 
 def refresh_once(bench: Bench, spec: SourceSpec, step: str) -> Row:
@@ -152,9 +148,9 @@ def refresh_once(bench: Bench, spec: SourceSpec, step: str) -> Row:
     seconds = {phase: done.seconds.get(phase, 0.0) for phase in ("fetch", "parse", "publish")}
     probe = done.seconds.get("probe", 0.0)
     seconds["other"] = max(done.elapsed - probe - sum(seconds.values()), 0.0)
-    if done.status == "published" and spec.name == ATTACK_SOURCE:
+    if done.status == "published" and spec.name in LOOKUP_SOURCES:
         mark = time.monotonic()
-        rebuild_lookup(bench, spec)
+        rebuild_lookup(bench)
         seconds["lookup"] = time.monotonic() - mark
     mark = time.monotonic()
     stats = embed_pending(

@@ -1,17 +1,14 @@
 """`lookups/mitre_techniques`: the ATT&CK technique table of every domain, rebuilt whenever ATT&CK is published."""
 
-import tempfile
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 import dagster as dg
 
 from secrag.db.queries import Queries
 
 from ..automation import on_new_inputs
-from ..refresh_inputs import pinned_version
+from ..lookup_read import read_lookup
 from ..resources import StoreResource, UpstreamResource
-from ..sources.mitre_lookup import MitreTechnique, techniques_from_bundle
 from ..sources.registry import SourceSpec
 from .keys import LOOKUP_KEY, NON_EMPTY, OWNERS, source_key
 
@@ -44,30 +41,17 @@ def build_lookup_asset(specs: Sequence[SourceSpec]) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, upstream: UpstreamResource, store: StoreResource
     ) -> Iterator[dg.AssetCheckResult | dg.MaterializeResult]:
         q = Queries(store.sql_path(), "pipeline")
-        techniques: list[MitreTechnique] = []
-        versions: dict[str, str] = {}  # source -> the version read
-        by_domain: dict[str, str] = {}  # domain -> the version its techniques come from
         with store.connect() as conn:
-            for spec in specs:
-                row = conn.execute(q.source_state, {"source": spec.name}).fetchone()
-                version = row[0] if row else None
-                if not version:
-                    context.log.warning(f"sources/{spec.name} has no published version yet; its domain waits")
-                    continue
-                with tempfile.TemporaryDirectory(prefix="mitre-lookup-", dir=store.work_path()) as tmp:
-                    fetched = upstream.upstream().fetch(
-                        spec, pinned_version(spec, version), Path(tmp) / "checkout", pin=version
-                    )
-                    read = techniques_from_bundle(fetched.root / spec.paths[0])
-                versions[spec.name] = version
-                by_domain.update({t.domain: version for t in read})
-                techniques += read
+            read = read_lookup(specs, upstream.upstream(), conn, q, store.work_path())
+            for name in read.waiting:
+                context.log.warning(f"sources/{name} has no published version yet; its domain waits")
+            versions, techniques = read.versions, read.techniques
             if not versions:
                 raise dg.Failure(f"none of {names} has a published version yet; materialize them first")
             if not techniques:
                 yield dg.AssetCheckResult(check_name=NON_EMPTY, passed=False, metadata=dict(versions))
                 raise dg.Failure(f"ATT&CK {versions} holds no techniques; the lookup table is kept")
-            written = store.store().replace_techniques(conn, techniques, by_domain)
+            written = store.store().replace_techniques(conn, techniques, read.by_domain)
         active = sum(1 for t in techniques if t.active)
         version = ",".join(sorted(set(versions.values())))  # one release normally: the sources share ATT&CK's
         context.log.info(f"MITRE lookup: {written} techniques ({active} active) from ATT&CK {versions}")
@@ -79,7 +63,7 @@ def build_lookup_asset(specs: Sequence[SourceSpec]) -> dg.AssetsDefinition:
                 "techniques": written,
                 "active": active,
                 "sub_techniques": sum(1 for t in techniques if t.parent),
-                **{f"active_{d}": sum(1 for t in techniques if t.active and t.domain == d) for d in sorted(by_domain)},
+                **{f"active_{d}": sum(t.active and t.domain == d for t in techniques) for d in sorted(read.by_domain)},
             },
         )
 

@@ -10,8 +10,11 @@ import pytest
 
 from pipeline.assets.keys import LOOKUP_KEY, source_key
 from pipeline.definitions import build_definitions
+from pipeline.lookup_read import read_lookup
 from pipeline.sources.registry import default_registry
 from secrag.db import database
+from secrag.db.queries import Queries
+from secrag.files.package_data import sql_dir
 from secrag.settings import Settings
 from tests.plugins.graph import clone, drop, harness, make_mirror
 from tests.plugins.upstream import SNAPSHOT
@@ -69,3 +72,24 @@ def test_without_the_other_domains_the_lookup_reads_enterprise_alone() -> None:
     specs = {name: spec for name, spec in default_registry().items() if name not in SOURCES[1:]}
     defs = build_definitions(Settings(_env_file=None), specs, [])
     assert set(defs.resolve_asset_graph().get(LOOKUP_KEY).parent_keys) == {dg.AssetKey(["sources", "mitre_attack"])}
+
+
+def test_a_domain_not_published_yet_waits(
+    pg_server_url: str, template_db: str, small_snapshot: Path, tmp_path: Path
+) -> None:
+    """read_lookup (the asset's input) reads the published domains and names the others as waiting."""
+    specs = {name: default_registry()[name] for name in SOURCES}
+    name = clone(pg_server_url, template_db)
+    try:
+        mirror = make_mirror(_snapshot(small_snapshot, tmp_path / "snapshot"), tmp_path / "mirror", specs)
+        h = harness(database.with_database(pg_server_url, name), mirror, tmp_path / "work", specs)
+        assert h.materialize('key:"sources/mitre_attack"').success
+        with h.connect() as conn:
+            read = read_lookup(
+                list(specs.values()), h.resources["upstream"].upstream(), conn, Queries(sql_dir(), "pipeline"), tmp_path
+            )
+        assert read.waiting == ["mitre_attack_mobile", "mitre_attack_ics"]
+        assert list(read.versions) == ["mitre_attack"] and set(read.by_domain) == {"enterprise"}
+        assert read.techniques and {t.domain for t in read.techniques} == {"enterprise"}
+    finally:
+        drop(pg_server_url, name)
