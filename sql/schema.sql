@@ -535,6 +535,8 @@ CREATE INDEX document_changes_changed_at_idx ON public.document_changes USING bt
 
 CREATE INDEX document_changes_source_id_idx ON public.document_changes USING btree (source, id DESC);
 
+CREATE INDEX documents_actor_idx ON public.documents USING btree (((metadata ->> 'actor_id'::text)));
+
 CREATE INDEX documents_platforms_idx ON public.documents USING gin (platforms);
 
 CREATE INDEX documents_source_idx ON public.documents USING btree (source);

@@ -24,6 +24,7 @@ MODULE_GROUPS = {
     "secrag_cli/tuning_audit.py": "tuning",
     "pipeline/refresh.py": "pipeline",
     "pipeline/sensors.py": "pipeline",
+    "pipeline/lookup_read.py": "pipeline",
     "pipeline/assets/stages.py": "pipeline",
     "pipeline/model_store.py": "store",
     "pipeline/assets/ingested.py": "ingest",
