@@ -41,8 +41,10 @@ def _text(doc: Path) -> str:
 
 
 def _code(text: str) -> Iterator[str]:
-    """Fenced blocks without their shell comments, then the inline code spans of the prose around them."""
-    yield from (_SHELL_COMMENT.sub("", match.group(0)) for match in _FENCE.finditer(text))
+    """Fenced blocks without their shell comments, then the inline code spans of the prose around them. JSON
+    blocks are answers, not commands (a layer named "secrag coverage of G0007", a budget-shortened "secrag cover…")."""
+    blocks = (match.group(0) for match in _FENCE.finditer(text) if not match.group(0).startswith("```json"))
+    yield from (_SHELL_COMMENT.sub("", block) for block in blocks)
     yield from (match.group(1) for match in _SPAN.finditer(_FENCE.sub("", text)))
 
 
