@@ -38,6 +38,7 @@ from serving.search.sentence_model import SentenceModel, SentenceVectors
 from serving.search.side_legs import SideLegs
 from serving.search.source_vectors import SourceVectors
 from serving.search.statements import VOTER_LEGS, Statements
+from serving.search.technique_names import TechniqueNames
 
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
 LABEL_WEIGHT = 1.0
@@ -153,13 +154,15 @@ class Searcher:
         sentence = pending() if pending is not None else None
         params = statement_params(req, analysis, plan, qvec, principal, self.catalog)
         then_vec = req.mode == "hybrid" and req.strategy == "fts_then_vec"
+        # read before the connection is taken: loading the names takes a pooled connection of its own
+        names = self.catalog.technique_names(req.filters.domains or (DEFAULT_DOMAIN,))  # the asked domains'
         with self.pool.connection() as conn:
             version = self.catalog.read_data_version(conn) if versioned else None
             params["sources"] = self._sources(conn, principal, req.filters)
             holders = [] if req.mode == "vector" else pinned_holders(conn, self.statements.lookup, req.query, principal)
             params["exact_ids"] = [*params["exact_ids"], *holders]
             fixes = self._corrections(conn, req, analysis, plan, params)
-            plan = self._label(req, analysis, plan, params, fixes, then_vec=then_vec)
+            plan = self._label(req, analysis, plan, params, fixes, names, then_vec=then_vec)
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             resolved = req.filters.model_copy(update={"sources": params["sources"]})
             walk: dict[str, bool] = {}
@@ -292,6 +295,7 @@ class Searcher:
         plan: logic.Plan,
         params: dict[str, Any],
         fixes: dict[str, str],
+        names: TechniqueNames,
         *,
         then_vec: bool,
     ) -> logic.Plan:
@@ -310,7 +314,6 @@ class Searcher:
             params[f"{VOTER_LEGS['procedures']}_sources"] = domain_procedures
         if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", *PROSE_SHAPES}:
             return plan
-        names = self.catalog.technique_names(req.filters.domains or (DEFAULT_DOMAIN,))  # the asked domains'
         ids = names.find(spelling.apply(req.query, fixes))
         chosen = self.config.weights(analysis.query_type)
         # A query that names a technique is of the technique-name class whatever its shape: it says

@@ -108,6 +108,12 @@ def test_failed_keys_count_against_the_forwarded_client_only_behind_a_trusted_pr
         assert status("203.0.113.8", "guess-x") == (401 if trusted else 429)
 
 
+LAYER = {
+    "name": "a",
+    "domain": "enterprise-attack",
+    "versions": {"layer": "4.5"},
+    "techniques": [{"techniqueID": "T1003"}],
+}
 # Every /v1 operation, with a request that would succeed.
 OPERATIONS = [
     ("GET", "/v1/sources", None),
@@ -118,6 +124,7 @@ OPERATIONS = [
     ("POST", "/v1/plan/explain", {"query": "lsass"}),
     ("POST", "/v1/map", {"text": "The actor dumped LSASS memory with Mimikatz."}),
     ("POST", "/v1/coverage", {"techniques": ["T1003"]}),
+    ("POST", "/v1/layers/compare", {"left": LAYER, "right": LAYER, "operation": "minus"}),
     ("GET", "/v1/changes", None),
     ("GET", "/v1/lookup?value=certutil.exe", None),
     ("GET", "/v1/docs/mitre_attack:T1003", None),

@@ -86,16 +86,19 @@ def test_a_one_source_search_walks_the_sources_own_index(
 
 def _params(service: Any, body: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN401
     """The vector leg's parameters for an anonymous search of `body` (the encoder's vector)."""
+    from secrag.attack_domains import ATTACK_SOURCES
     from serving.access.keys import ANONYMOUS
 
     vector = service.searcher.encoder.encode(body["query"])
-    none = dict.fromkeys(["doc_ids", "techniques", "platforms", "tags_any", "tags_all", "updated_after"], None)
+    none = dict.fromkeys(["doc_ids", "techniques", "platforms", "domains", "domain_techniques", "tags_any"], None)
+    none |= dict.fromkeys(["tags_all", "updated_after"], None)
     none |= dict.fromkeys(["updated_before", "created_after", "created_before", "fts_text", "ident_text"], None)
     return {
         **ANONYMOUS.params(),
         **none,
         "sources": body["filters"]["sources"],
         "doc_filters": False,
+        "attack_sources": list(ATTACK_SOURCES),
         "qvec": vector,
         "vec_k": 10,
         "pool_fts": False,
