@@ -12,6 +12,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from secrag.attack_domains import PROCEDURE_SOURCES, TECHNIQUE_SOURCES
+from secrag.telemetry_refs import LOGSOURCE_KEYS
 from serving.access.keys import Principal
 from serving.contract.coverage_models import (
     CoverageGaps,
@@ -45,7 +46,6 @@ class Row:
 
 
 SchemasFor = Callable[[Mapping[str, object]], list[str]]  # a logsource -> its telemetry schemas' doc ids
-LOGSOURCE_KEYS = ("product", "category", "service")  # what decides a logsource's schemas
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from serving.coverage.log_sources import LOGSOURCE_KEYS, SCHEMA_SOURCES, SigmaLogsource
+from secrag.telemetry_refs import LOGSOURCE_KEYS, SCHEMA_SOURCES
+from serving.coverage.log_sources import SigmaLogsource
 
 KeySet = tuple[str, ...]  # some of LOGSOURCE_KEYS, in their order
 

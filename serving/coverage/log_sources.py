@@ -8,17 +8,14 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from pydantic import Field, PrivateAttr, field_validator
 
 from secrag.files.config_files import ConfigModel, FieldError, load_model
 from secrag.files.package_data import package_path
+from secrag.telemetry_refs import LOGSOURCE_KEYS, LogsourceKey, schema_ids
 
-LogsourceKey = Literal["product", "category", "service"]
-LOGSOURCE_KEYS: tuple[LogsourceKey, ...] = ("product", "category", "service")
-# The telemetry schemas' sources (serving/plans/telemetry.py says the same of its own table; a sibling room).
-SCHEMA_SOURCES = ("ossem_dd", "ecs")
 EVENT_CODES = re.compile(r"^\s*(?:EventCode|EventID|Event ID)\s*=", re.IGNORECASE)
 CODE = "{code}"
 H = TypeVar("H", bound=Hashable)
@@ -42,10 +39,7 @@ class Targets(ConfigModel):
     @field_validator("schemas")
     @classmethod
     def _schema_ids(cls, schemas: list[str]) -> list[str]:
-        for i, doc_id in enumerate(schemas):
-            if doc_id.split(":", 1)[0] not in SCHEMA_SOURCES:
-                raise FieldError((i,), f"{doc_id!r} is not a doc id of {' or '.join(SCHEMA_SOURCES)}")
-        return schemas
+        return schema_ids(schemas)
 
     @field_validator("sigma")
     @classmethod

@@ -7,15 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field, field_validator
 
-from secrag.files.config_files import ConfigModel, FieldError, load_model
+from secrag.files.config_files import ConfigModel, load_model
 from secrag.files.package_data import package_path
-
-LogsourceKey = Literal["product", "category", "service"]
-SCHEMA_SOURCES = ("ossem_dd", "ecs")
+from secrag.telemetry_refs import LogsourceKey, schema_ids
 
 
 def default_telemetry_file() -> Path:
@@ -31,10 +28,7 @@ class LogsourceSchemas(ConfigModel):
     @field_validator("schemas")
     @classmethod
     def _schema_ids(cls, schemas: list[str]) -> list[str]:
-        for i, doc_id in enumerate(schemas):
-            if doc_id.split(":", 1)[0] not in SCHEMA_SOURCES:
-                raise FieldError((i,), f"{doc_id!r} is not a doc id of {' or '.join(SCHEMA_SOURCES)}")
-        return schemas
+        return schema_ids(schemas)
 
 
 class TelemetryMap(ConfigModel):
