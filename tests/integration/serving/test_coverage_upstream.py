@@ -12,20 +12,14 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from pipeline.chunking import ChunkConfig
-from pipeline.refresh_inputs import source_row
-from pipeline.sources.mitre_lookup import techniques_from_bundle
-from pipeline.sources.parsing import parse_source
 from pipeline.sources.registry import default_registry
-from pipeline.store import Store
 from secrag.db import database
-from secrag.files.package_data import sql_dir
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 from tests.plugins.database import migrated_copy
 from tests.plugins.upstream import SNAPSHOT
 
-from . import upstream_labels
+from . import upstream_labels, upstream_store
 from .upstream_labels import Labels
 
 # What each published source counts as (docs/api.md#coverage, serving/coverage/kinds.py).
@@ -60,20 +54,10 @@ def labels() -> dict[str, Labels]:
 @pytest.fixture(scope="module")
 def store_url(pg_server_url: str, template_db: str) -> Iterator[str]:
     with migrated_copy(pg_server_url, template_db, f"secrag_coverage_upstream_{os.getpid()}") as url:
-        registry, store = default_registry(), Store(sql_dir())
         with database.connect(url, autocommit=True) as conn:
-            attack = SNAPSHOT / "mitre_attack"
-            # the technique table, as lookups/mitre_techniques builds it: names, and the sub-techniques a
-            # folded parent counts
-            store.replace_techniques(conn, techniques_from_bundle(attack / registry["mitre_attack"].paths[0]), "test")
-            for source in KIND_OF:
-                spec = registry[source]
-                parsed = parse_source(spec, SNAPSHOT / source, version="test")
-                store.register_source(conn, source_row(spec))
-                result = store.publish(
-                    conn, source=source, version="test", records=parsed.records, lookup={}, chunking=ChunkConfig()
-                )
-                assert result.status == "published", result
+            # the technique table: names, and the sub-techniques a folded parent counts
+            bundle = SNAPSHOT / "mitre_attack" / default_registry()["mitre_attack"].paths[0]
+            upstream_store.publish(conn, {source: SNAPSHOT / source for source in KIND_OF}, [bundle])
         yield url
 
 

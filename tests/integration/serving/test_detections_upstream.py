@@ -15,21 +15,14 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from pipeline.chunking import ChunkConfig
-from pipeline.refresh_inputs import source_row
-from pipeline.sources.mitre_lookup import techniques_from_bundle
-from pipeline.sources.parsing import parse_source
-from pipeline.sources.registry import default_registry
-from pipeline.store import Store
 from secrag.attack_domains import TECHNIQUE_SOURCES
 from secrag.db import database
-from secrag.files.package_data import sql_dir
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 from tests.plugins.database import migrated_copy
 from tests.plugins.upstream import SNAPSHOT
 
-from . import upstream_detections
+from . import upstream_detections, upstream_store
 from .upstream_detections import DOMAINS, Bundles, Detections
 
 SOURCE = "mitre_attack_detections"
@@ -37,7 +30,6 @@ SOURCE = "mitre_attack_detections"
 # analytics); their own technique counts per domain (issue 45 item 2) are checked beside these.
 PUBLISHED = (SOURCE, *TECHNIQUE_SOURCES.values())
 ATTACK = SNAPSHOT / "mitre_attack"
-BATCH = 100  # POST /v1/docs takes at most 100 ids
 
 
 @pytest.fixture(scope="module")
@@ -48,19 +40,9 @@ def upstream() -> Bundles:
 @pytest.fixture(scope="module")
 def store_url(pg_server_url: str, template_db: str) -> Iterator[str]:
     with migrated_copy(pg_server_url, template_db, f"secrag_detections_upstream_{os.getpid()}") as url:
-        registry, store = default_registry(), Store(sql_dir())
-        with database.connect(url, autocommit=True) as conn:
-            # the technique lookup of the three domains, as lookups/mitre_techniques builds it
-            techniques = [t for d in DOMAINS for t in techniques_from_bundle(ATTACK / f"{d}-attack/{d}-attack.json")]
-            store.replace_techniques(conn, techniques, "test")
-            for source in PUBLISHED:
-                spec = registry[source]
-                parsed = parse_source(spec, ATTACK, version="test")
-                store.register_source(conn, source_row(spec))
-                result = store.publish(
-                    conn, source=source, version="test", records=parsed.records, lookup={}, chunking=ChunkConfig()
-                )
-                assert result.status == "published", result
+        with database.connect(url, autocommit=True) as conn:  # the technique lookup of the three domains
+            bundles = [ATTACK / f"{d}-attack/{d}-attack.json" for d in DOMAINS]
+            upstream_store.publish(conn, dict.fromkeys(PUBLISHED, ATTACK), bundles)
         yield url
 
 
@@ -70,31 +52,6 @@ def api(store_url: str, settings_for: Callable[..., ServingSettings]) -> Iterato
         yield client
 
 
-def _doc_ids(api: TestClient, source: str) -> list[str]:
-    """Every document of the source, as the change feed lists what its publish added."""
-    ids, cursor = [], None
-    while True:
-        params: dict[str, Any] = {"sources": source, "limit": 1000, **({"cursor": cursor} if cursor else {})}
-        response = api.get("/v1/changes", params=params)
-        assert response.status_code == 200, response.text
-        page = response.json()
-        ids += [c["doc_id"] for c in page["changes"] if c["change"] == "added"]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return ids
-
-
-def _documents(api: TestClient, ids: list[str]) -> list[dict[str, Any]]:
-    found = []
-    for start in range(0, len(ids), BATCH):
-        response = api.post("/v1/docs", json={"ids": ids[start : start + BATCH]})
-        assert response.status_code == 200, response.text
-        body = response.json()
-        assert body["missing"] == [] and not body["truncated"]
-        found += body["documents"]
-    return found
-
-
 def _upstream_id(doc: dict[str, Any]) -> str:
     return str(doc["doc_id"]).split(":", 1)[1]
 
@@ -102,7 +59,7 @@ def _upstream_id(doc: dict[str, Any]) -> str:
 @pytest.fixture(scope="module")
 def documents(api: TestClient) -> dict[str, dict[str, Any]]:
     """The source's documents by upstream id (DET and AN ids), read through the API."""
-    return {_upstream_id(d): d for d in _documents(api, _doc_ids(api, SOURCE))}
+    return {_upstream_id(d): d for d in upstream_store.documents(api, upstream_store.doc_ids(api, SOURCE))}
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +126,7 @@ def test_technique_documents_link_their_analytics(api: TestClient, upstream: Bun
     counted = upstream_detections.count(upstream)
     domain_of = {t: counted.analytics[min(ans)] for t, ans in counted.by_technique.items()}
     assert sorted(Counter(domain_of.values()).items()) == [("enterprise", 691), ("ics", 82), ("mobile", 124)]
-    docs = _documents(api, sorted(f"{TECHNIQUE_SOURCES[domain_of[t]]}:{t}" for t in counted.by_technique))
+    docs = upstream_store.documents(api, sorted(f"{TECHNIQUE_SOURCES[domain_of[t]]}:{t}" for t in counted.by_technique))
     assert {_upstream_id(d): set(d["metadata"].get("analytics", ())) for d in docs} == counted.by_technique
     assert {d["metadata"]["domain"] for d in docs} == set(DOMAINS)
     strategies = [[s["id"] for s in d["metadata"]["detection_strategies"]] for d in docs]
@@ -187,7 +144,7 @@ def test_a_strategy_s_document_shows_its_analytics(api: TestClient, documents: d
     assert [s["data_component_id"] for s in analytics[0]["log_sources"]] == ["DC0067", "DC0032", "DC0064", "DC0085"]
     assert "Analytic AN0286:\nPlatform: Windows" in strategy["body"]
     # Each analytic is a document of its own, `<source>:<AN id>`, naming its strategy.
-    (analytic,) = _documents(api, [f"{SOURCE}:{a['id']}" for a in analytics])
+    (analytic,) = upstream_store.documents(api, [f"{SOURCE}:{a['id']}" for a in analytics])
     assert (analytic["metadata"]["strategy"], analytic["techniques"]) == ("DET0103", ["T1070.005"])
     # Every strategy's listed analytics are the analytics naming it.
     named: dict[str, list[str]] = {}

@@ -14,26 +14,18 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from pipeline.chunking import ChunkConfig
-from pipeline.refresh_inputs import source_row
-from pipeline.sources.mitre_lookup import techniques_from_bundle
-from pipeline.sources.parsing import parse_source
-from pipeline.sources.registry import default_registry
-from pipeline.store import Store
 from secrag.db import database
-from secrag.files.package_data import sql_dir
 from serving.api.app import create_app
 from serving.settings import ServingSettings
 from tests.plugins.database import migrated_copy
 from tests.plugins.upstream import SNAPSHOT
 
-from . import upstream_domains
+from . import upstream_domains, upstream_store
 from .upstream_domains import DOMAINS, Matrix
 
 ATTACK = SNAPSHOT / "mitre_attack"  # every ATT&CK source reads this folder
 SOURCES = {"enterprise": "mitre_attack", "mobile": "mitre_attack_mobile", "ics": "mitre_attack_ics"}
 PUBLISHED = (*SOURCES.values(), "mitre_attack_mobile_procedures", "mitre_attack_ics_procedures")
-BATCH = 100  # POST /v1/docs takes at most 100 ids
 
 
 @pytest.fixture(scope="module")
@@ -44,18 +36,9 @@ def upstream() -> dict[str, Matrix]:
 @pytest.fixture(scope="module")
 def store_url(pg_server_url: str, template_db: str) -> Iterator[str]:
     with migrated_copy(pg_server_url, template_db, f"secrag_domains_upstream_{os.getpid()}") as url:
-        registry, store = default_registry(), Store(sql_dir())
         with database.connect(url, autocommit=True) as conn:
-            techniques = [t for d in DOMAINS for t in techniques_from_bundle(ATTACK / f"{d}-attack/{d}-attack.json")]
-            store.replace_techniques(conn, techniques, "test")  # as lookups/mitre_techniques builds it
-            for source in PUBLISHED:
-                spec = registry[source]
-                parsed = parse_source(spec, ATTACK, version="test")
-                store.register_source(conn, source_row(spec))
-                result = store.publish(
-                    conn, source=source, version="test", records=parsed.records, lookup={}, chunking=ChunkConfig()
-                )
-                assert result.status == "published", result
+            bundles = [ATTACK / f"{d}-attack/{d}-attack.json" for d in DOMAINS]
+            upstream_store.publish(conn, dict.fromkeys(PUBLISHED, ATTACK), bundles)
         yield url
 
 
@@ -65,35 +48,12 @@ def api(store_url: str, settings_for: Callable[..., ServingSettings]) -> Iterato
         yield client
 
 
-def _doc_ids(api: TestClient, source: str) -> list[str]:
-    """Every document of the source, as the change feed lists what its publish added."""
-    ids, cursor = [], None
-    while True:
-        params: dict[str, Any] = {"sources": source, "limit": 1000, **({"cursor": cursor} if cursor else {})}
-        response = api.get("/v1/changes", params=params)
-        assert response.status_code == 200, response.text
-        page = response.json()
-        ids += [c["doc_id"] for c in page["changes"] if c["change"] == "added"]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return ids
-
-
-def _documents(api: TestClient, ids: list[str]) -> list[dict[str, Any]]:
-    found = []
-    for start in range(0, len(ids), BATCH):
-        response = api.post("/v1/docs", json={"ids": ids[start : start + BATCH]})
-        assert response.status_code == 200, response.text
-        found += response.json()["documents"]
-    return found
-
-
 @pytest.fixture(scope="module")
 def techniques(api: TestClient) -> dict[str, dict[str, str]]:
     """Domain -> the API's technique documents of that domain's source: ATT&CK id -> the domain they say."""
     out: dict[str, dict[str, str]] = {}
     for domain in ("mobile", "ics"):
-        docs = _documents(api, _doc_ids(api, SOURCES[domain]))
+        docs = upstream_store.documents(api, upstream_store.doc_ids(api, SOURCES[domain]))
         out[domain] = {
             d["doc_id"].split(":", 1)[1]: d["metadata"]["domain"]
             for d in docs
