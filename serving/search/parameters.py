@@ -3,7 +3,7 @@ and its plan."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from secrag.attack_domains import ATTACK_SOURCES, DEFAULT_DOMAIN, DOMAINS, PROCEDURE_SOURCES, TECHNIQUE_SOURCES
@@ -11,6 +11,8 @@ from serving.access.keys import Principal
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
 from serving.search.catalog import Catalog
+from serving.search.search_file import Voters
+from serving.search.statements import VOTER_LEGS
 
 
 def statement_params(
@@ -99,3 +101,18 @@ def procedure_sources(filters: SearchFilters) -> list[str] | None:
     """The procedures leg's voting sources for a `domains` filter (those domains' procedure examples); None:
     search.yaml's."""
     return [PROCEDURE_SOURCES[d] for d in dict.fromkeys(filters.domains)] if filters.domains else None
+
+
+def voter_params(filters: SearchFilters, voters: Mapping[str, Voters]) -> dict[str, Any]:
+    """The voter legs' parameters: search.yaml's walk sizes and sources per leg (the asked domains' procedure
+    examples under a `domains` filter), the sources that never vote, and no held nearest documents yet
+    (serving/search/source_vectors.py fills them)."""
+    params: dict[str, Any] = {}
+    for leg, prefix in VOTER_LEGS.items():
+        params[f"{prefix}_chunks"], params[f"{prefix}_docs"] = voters[leg].chunks, voters[leg].documents
+        params[f"{prefix}_sources"] = voters[leg].sources
+        params[f"{prefix}_exclude"] = voter_exclusions(filters)
+        params[f"{prefix}_near_docs"] = params[f"{prefix}_near_sims"] = None
+    if (domain_procedures := procedure_sources(filters)) is not None:
+        params[f"{VOTER_LEGS['procedures']}_sources"] = domain_procedures
+    return params

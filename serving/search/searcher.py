@@ -30,14 +30,14 @@ from serving.search.catalog import Catalog
 from serving.search.encoder import QueryEncoder
 from serving.search.leg_runs import LegRuns, fetch
 from serving.search.leg_shapes import LegShaper
-from serving.search.parameters import procedure_sources, statement_params, voter_exclusions
+from serving.search.parameters import statement_params, voter_params
 from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
 from serving.search.search_file import SearchConfig
 from serving.search.sentence_model import SentenceModel, SentenceVectors
 from serving.search.side_legs import SideLegs
 from serving.search.source_vectors import SourceVectors
-from serving.search.statements import VOTER_LEGS, Statements
+from serving.search.statements import Statements
 from serving.search.technique_names import TechniqueNames
 
 # The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
@@ -305,13 +305,7 @@ class Searcher:
         params["label_ids"] = []
         params["label_candidates"] = self.config.label_candidates
         voters = {"neighbours": self.config.neighbours, "procedures": self.config.procedures}  # search.yaml
-        for leg, prefix in VOTER_LEGS.items():
-            params[f"{prefix}_chunks"], params[f"{prefix}_docs"] = voters[leg].chunks, voters[leg].documents
-            params[f"{prefix}_sources"] = voters[leg].sources
-            params[f"{prefix}_exclude"] = voter_exclusions(req.filters)
-            params[f"{prefix}_near_docs"] = params[f"{prefix}_near_sims"] = None  # serving/search/source_vectors.py
-        if (domain_procedures := procedure_sources(req.filters)) is not None:  # the asked domains' examples vote
-            params[f"{VOTER_LEGS['procedures']}_sources"] = domain_procedures
+        params |= voter_params(req.filters, voters)
         if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", *PROSE_SHAPES}:
             return plan
         ids = names.find(spelling.apply(req.query, fixes))
