@@ -127,12 +127,22 @@ def ensure_database(base_url: str, dbname: str, *, timeout: int = 5) -> str:
 
 
 def database_url(settings: Settings, *, create: bool = False) -> str:
-    """URL of the secrag database: DATABASE_URL as given, or the embedded server's secrag database
-    (an existing data directory, unless create=True)."""
+    """URL of the secrag database: DATABASE_URL as given, or the embedded server's secrag database.
+    Only with create=True may that make a new data directory or database; otherwise a missing one is an
+    error with a hint, and nothing is created."""
     if settings.database_url:
         return settings.database_url
     server = embedded.start(settings.pgdata, settings.embedded_shared_buffers, create=create)
-    return ensure_database(server, settings.database_name, timeout=settings.connect_timeout)
+    if create:
+        return ensure_database(server, settings.database_name, timeout=settings.connect_timeout)
+    with connect(with_database(server, "postgres"), timeout=settings.connect_timeout, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [settings.database_name]).fetchone()
+    if not exists:
+        raise DatabaseError(
+            f"no database {settings.database_name!r} on the embedded PostgreSQL in {settings.pgdata}",
+            hint="`make run` or `secrag db start` creates it (SECRAG_DATABASE_NAME names another)",
+        )
+    return with_database(server, settings.database_name)
 
 
 def open_pool(

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,32 @@ def test_commands_in_a_foreign_directory_create_nothing(tmp_path: Path, command:
         assert result.returncode == 1
         [line] = result.stderr.strip().splitlines()
         assert line.startswith("error: no secrag database in") and "hint:" in line
+
+
+@pytest.mark.parametrize("command", [["status"], ["db", "migrate"], ["db", "url"]])
+def test_commands_on_a_server_without_the_database_create_nothing(
+    tmp_path: Path, pg_server_url: str, command: list[str]
+) -> None:
+    """A data directory whose server lacks the secrag database (dropped, or another SECRAG_DATABASE_NAME):
+    one error line naming it, and the database is still absent (only `secrag run` and `db start` create it)."""
+    from secrag.db import database
+
+    name = f"absent_{uuid.uuid4().hex[:12]}"
+    data_dir = Path(os.environ.get("SECRAG_TEST_DATA_DIR", Path(__file__).parents[3] / ".secrag" / "test")).resolve()
+    result = subprocess.run(
+        [*SECRAG, *command],
+        cwd=tmp_path,
+        env=_env(SECRAG_DATA_DIR=str(data_dir), SECRAG_DATABASE_NAME=name),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: no database '{name}' on the embedded PostgreSQL") and "secrag db start" in line
+    with database.connect(database.with_database(pg_server_url, "postgres"), autocommit=True) as conn:
+        assert conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None
 
 
 def test_with_a_database_url_no_embedded_server_starts(tmp_path: Path, db_url: str) -> None:
