@@ -9,6 +9,8 @@
 #   TORCH_WHEELS     a folder holding torch's CPU wheel: linked into deploy/wheels/, used instead of the index
 #   SECRAG_BUILD_CA  a CA bundle pip should trust during the build (podman/buildah only; mounted in the
 #                    RUN steps, never copied into a layer): for networks that re-sign TLS
+# A store snapshot in deploy/snapshot/store.tar (deploy/snapshot/README.md) is baked in: the build verifies it
+# and the image's SECRAG_START_FROM names it, so its migrate step loads it once into a fresh store.
 # Arguments go to the builder (e.g. --no-cache for a cold build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,7 @@ if [ -n "${TORCH_WHEELS:-}" ]; then
         [ -e "deploy/wheels/${wheel##*/}" ] || ln "$wheel" deploy/wheels/ 2>/dev/null || cp "$wheel" deploy/wheels/
     done
 fi
+[ ! -e deploy/snapshot/store.tar ] || args+=(--build-arg SNAPSHOT=store.tar)
 
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
     builder=(docker build)

@@ -1,4 +1,4 @@
-"""`secrag snapshot export|import`: a store to start from (docs/howto/start-from-snapshot.md)."""
+"""`secrag snapshot export|import|verify`: a store to start from (docs/howto/start-from-snapshot.md)."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def start_from(settings: Settings, url: str, location: str | None = None) -> Non
 @click.option(
     "--once",
     is_flag=True,
-    help="Leave the snapshot aside (and exit 0) when the store already holds public documents: for a step run "
-    "at every start, as `secrag run` does with SECRAG_START_FROM.",
+    help="Leave the snapshot aside (and exit 0) when the store already holds public documents, and do nothing "
+    "when no snapshot is named: for a step run at every start, as `secrag run` does with SECRAG_START_FROM.",
 )
 def import_command(location: str | None, once: bool) -> None:
     """Verify LOCATION (a snapshot file or https URL; default SECRAG_START_FROM) and load it into a fresh store
@@ -93,6 +93,9 @@ def import_command(location: str | None, once: bool) -> None:
     SECRAG_SNAPSHOT_PUBLIC_KEY set, its signature; a store with public documents is refused."""
     settings = get_settings()
     location = location or settings.start_from
+    if not location and once:  # a step run at every start (deploy/compose.yaml's migrate) with nothing to load
+        click.echo("no snapshot to start from: SECRAG_START_FROM is unset")
+        return
     if not location:
         raise ConfigError("no snapshot to import", hint="name a file or URL, or set SECRAG_START_FROM")
     url = database.database_url(settings)
@@ -100,6 +103,25 @@ def import_command(location: str | None, once: bool) -> None:
         start_from(settings, url, location)
     else:
         import_into_store(location, settings, url)
+
+
+@snapshot.command("verify")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+def verify_command(file: Path) -> None:
+    """Check FILE as an import would, without a store: its signature (with SECRAG_SNAPSHOT_PUBLIC_KEY set), this
+    release's schema version, the model (SECRAG_EMBEDDING_MODEL, same weights) and every part's sha256."""
+    from pipeline.snapshot.loading import local_model, verify_snapshot
+
+    settings = get_settings()
+    model = local_model(settings.embedding_model, settings.models_dir)
+    header = verify_snapshot(file, settings.sql_dir, model, settings.snapshot_public_key)
+    manifest = header.manifest
+    rows = manifest.rows()
+    click.echo(
+        f"snapshot {file} verified: schema version {manifest.schema_version}, model {model.id} ({model.digest}), "
+        f"{len(manifest.sources)} sources, {rows['documents']} documents, {rows['chunks']} chunks"
+        + (", signature verified" if header.signed else ", signature not checked (SECRAG_SNAPSHOT_PUBLIC_KEY unset)")
+    )
 
 
 @snapshot.command("public-key")

@@ -56,18 +56,17 @@ def local_model(model_id: str, models_dir: Path) -> ModelFacts:
     return ModelFacts(model_id, model_digest(info, models_dir), info.dimensions)
 
 
-def check_compatible(conn: psycopg.Connection, sql_dir: Path, manifest: Manifest, model: ModelFacts) -> None:
-    """SnapshotRefused unless the store's schema, each part's columns and the model are the snapshot's."""
-    q = Queries(sql_dir, "snapshot")
-    store_version = migrations.current_version(conn, sql_dir)
-    if manifest.schema_version != store_version:
+def check_schema(manifest: Manifest, version: int, holder: str) -> None:
+    """SnapshotRefused unless the snapshot is of schema `version` (that of `holder`: a store, or this release)."""
+    if manifest.schema_version != version:
         raise SnapshotRefused(
-            f"the snapshot is of schema version {manifest.schema_version}; this store is at {store_version}",
+            f"the snapshot is of schema version {manifest.schema_version}; {holder} is at {version}",
             hint="import it with the secrag release that exported it, or export a snapshot with this one",
         )
-    for part in manifest.parts:
-        if table_columns(conn, q, part.table) != part.columns:
-            raise SnapshotRefused(f"the snapshot's {part.table} columns differ from this store's")
+
+
+def check_model(manifest: Manifest, model: ModelFacts) -> None:
+    """SnapshotRefused unless the snapshot's vectors are of `model`, with the same weights and dimensions."""
     theirs = manifest.model
     if theirs.id != model.id:
         raise SnapshotRefused(
@@ -80,9 +79,30 @@ def check_compatible(conn: psycopg.Connection, sql_dir: Path, manifest: Manifest
             f"this machine's has {model.digest} ({model.dimensions}): its vectors would not match the queries'",
             hint="install the same weights, or export a snapshot on a machine with these",
         )
+
+
+def check_compatible(conn: psycopg.Connection, sql_dir: Path, manifest: Manifest, model: ModelFacts) -> None:
+    """SnapshotRefused unless the store's schema, each part's columns and the model are the snapshot's."""
+    q = Queries(sql_dir, "snapshot")
+    check_schema(manifest, migrations.current_version(conn, sql_dir), "this store")
+    for part in manifest.parts:
+        if table_columns(conn, q, part.table) != part.columns:
+            raise SnapshotRefused(f"the snapshot's {part.table} columns differ from this store's")
+    check_model(manifest, model)
     row = conn.execute(q.model_dimensions, {"model": model.id}).fetchone()
     if row is not None and int(row[0]) != model.dimensions:
         raise SnapshotRefused(f"this store records model {model.id} with {row[0]} dimensions, not {model.dimensions}")
+
+
+def verify_snapshot(path: Path, sql_dir: Path, model: ModelFacts, public_key: str | None = None) -> Header:
+    """Every check an import makes that needs no store (signature, this release's schema version, the model,
+    every part's sha256): SnapshotRefused at the first that fails. An image build bakes a snapshot in only
+    after this (deploy/Dockerfile)."""
+    header = read_header(path, public_key)
+    check_schema(header.manifest, migrations.latest_version(sql_dir), "this release")
+    check_model(header.manifest, model)
+    verify_parts(path, header)
+    return header
 
 
 def _copy(cur: psycopg.Cursor, statement: sql.Composed, part: Part, stream: IO[bytes]) -> int:

@@ -5,6 +5,7 @@ accepts its arguments (each is run with `--help` appended, which parses them fir
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -40,6 +41,14 @@ def _expand(arg: str) -> str:
     return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", arg)
 
 
+def _steps(command: list[str]) -> list[list[str]]:
+    """The commands of `sh -c "A && exec B"` (the migrate step), in order; any other command as it is."""
+    if command[:2] != ["sh", "-c"]:
+        return [command]
+    steps = [shlex.split(step) for step in command[2].split("&&")]
+    return [step[1:] if step[0] == "exec" else step for step in steps]
+
+
 def _commands() -> list[tuple[str, list[str]]]:
     found: list[tuple[str, list[str]]] = []
     for name, service in _compose()["services"].items():
@@ -50,13 +59,13 @@ def _commands() -> list[tuple[str, list[str]]]:
             if command[:2] == ["secrag", "preflight"]:  # secrag preflight ROLE -- COMMAND: both run
                 found.append((f"compose {name} preflight", command[:3]))
                 command = command[command.index("--") + 1 :]
-            found.append((f"compose {name}", command))
+            found += [(f"compose {name}", step) for step in _steps(command)]
         test = service.get("healthcheck", {}).get("test", [])
         if test[:1] == ["CMD"] and test[1] != "python":
             found.append((f"compose {name} healthcheck", test[1:]))
     for doc in _k8s_documents():
         for container in _containers(doc):
-            found.append((f"k8s {doc['metadata']['name']}", container["command"]))
+            found += [(f"k8s {doc['metadata']['name']}", step) for step in _steps(container["command"])]
     values = yaml.safe_load((DEPLOY / "helm" / "dagster-values.yaml").read_text())
     for deployment in values["dagster-user-deployments"]["deployments"]:
         found.append((f"helm {deployment['name']}", ["dagster", "code-server", "start", *deployment["codeServerArgs"]]))
@@ -132,7 +141,7 @@ def test_a_change_to_secrags_code_rebuilds_no_dependency_layer() -> None:
     assert not re.search(r"^COPY (secrag|secrag_cli|pipeline|serving|sql)\b", deps, re.M)
     runtime = dockerfile[dockerfile.index("AS runtime") :]
     copies = re.findall(r"^COPY --from=\w+ (\S+)", runtime, re.M)
-    assert copies == ["/opt/secrag/.venv", "/opt/secrag/models", "/opt/secrag/app"]
+    assert copies == ["/opt/secrag/.venv", "/opt/secrag/models", "/opt/secrag/snapshot", "/opt/secrag/app"]
     for arg in ("PYTHON_IMAGE=python:3.11-slim-bookworm", "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu"):
         assert f"ARG {arg}" in dockerfile
 
