@@ -1,0 +1,11 @@
+#!/bin/sh
+# Create the peer server's virtual environment at .secrag/peer-venv (run from the repository root):
+#     sh bench/peer/setup.sh
+# It uses the interpreter of secrag's .venv (or $PYTHON) and never touches .venv itself.
+set -eu
+cd "$(dirname "$0")/../.."
+python=${PYTHON:-$(readlink -f .venv/bin/python 2>/dev/null || command -v python3)}
+"$python" -m venv .secrag/peer-venv
+.secrag/peer-venv/bin/pip install --quiet --upgrade pip
+.secrag/peer-venv/bin/pip install --quiet -r bench/peer/requirements.txt
+.secrag/peer-venv/bin/python -c "import chromadb, onnxruntime; print('peer venv ready: chromadb', chromadb.__version__)"

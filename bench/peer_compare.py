@@ -1,0 +1,175 @@
+"""secrag's POST /v1/search side by side with the peer server (bench/peer/server.py: Chroma over the same stored
+vectors, MITRE augmentation, keyword boosts, the same HTTP stack), driven interleaved: p50/p99 and req/s of
+both per setting (filters off and on x 1, 4 and 8 clients) and their ratio, and each one's nDCG@10.
+
+Start both on the same store, secrag with its caches and anonymous quotas off (bench/search.py), then:
+
+    python bench/peer_compare.py --secrag-url http://127.0.0.1:8000 --peer-url http://127.0.0.1:8001 \\
+        --queries ../shared/eval/dev_queries.jsonl [--clients 1,4,8] [--passes 2] [--json]
+
+Each setting sends the query set (deduplicated as bench/search.py does; `filters on`: each query's own source
+filter, `off`: none) `--passes` times to each server, alternating servers in ABBA order (secrag, peer, then
+peer, secrag, ...) so that drift on the machine hits both alike; a server's figures are over all its passes of
+the setting (req/s: its requests over its wall time). Every request is a hybrid search of k results; each
+client is a thread with one keep-alive http.client connection (bench/search.py's Poster), taking the next query
+of the pass. ratio = secrag req/s / peer req/s. nDCG@10 (bench/quality.py's metric, over the queries' graded
+labels with their filters) is measured once per server, one client, before the timed runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from quality import evaluate, load_items, means
+from search import Poster, load_queries, percentile
+
+SERVERS = ("secrag", "peer")
+
+
+def one_pass(url: str, queries: list[dict[str, Any]], clients: int, k: int) -> tuple[list[float], int, float]:
+    """Every query once over `clients` keep-alive connections: latencies (ms), errors, wall seconds."""
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    order = iter(queries)
+
+    def worker() -> None:
+        nonlocal errors
+        poster = Poster(url, timeout=30)
+        try:
+            while True:
+                with lock:
+                    item = next(order, None)
+                if item is None:
+                    return
+                body = {"query": item["query"], "mode": "hybrid", "k": k, "filters": item["filters"]}
+                started = time.perf_counter()
+                status = poster.post("/v1/search", body)
+                elapsed = (time.perf_counter() - started) * 1000
+                with lock:
+                    latencies.append(elapsed)
+                    errors += status != 200
+        finally:
+            poster.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return latencies, errors, time.perf_counter() - started
+
+
+def setting(urls: dict[str, str], queries: list[dict[str, Any]], clients: int, passes: int, k: int) -> dict:
+    """Both servers over `passes` passes of the queries, ABBA-interleaved; figures per server."""
+    runs: dict[str, dict[str, Any]] = {name: {"latencies": [], "errors": 0, "wall": 0.0} for name in SERVERS}
+    for n in range(passes):
+        for name in SERVERS if n % 2 == 0 else tuple(reversed(SERVERS)):
+            latencies, errors, wall = one_pass(urls[name], queries, clients, k)
+            runs[name]["latencies"] += latencies
+            runs[name]["errors"] += errors
+            runs[name]["wall"] += wall
+    out: dict[str, Any] = {"clients": clients, "passes": passes, "queries": len(queries)}
+    for name, run in runs.items():
+        out[name] = {
+            "requests": len(run["latencies"]),
+            "errors": run["errors"],
+            "p50_ms": percentile(run["latencies"], 50),
+            "p99_ms": percentile(run["latencies"], 99),
+            "rps": len(run["latencies"]) / run["wall"],
+        }
+    out["ratio"] = out["secrag"]["rps"] / out["peer"]["rps"]
+    return out
+
+
+def quality(urls: dict[str, str], items: list[dict[str, Any]]) -> dict[str, Any]:
+    """nDCG@10 and MRR@10 of each server over the labelled queries (their filters), and per task."""
+    out: dict[str, Any] = {}
+    for name in SERVERS:
+        with httpx.Client(base_url=urls[name], timeout=60) as http:
+            scores, failures = evaluate(http, items, ["hybrid"], {})
+        out[name] = {
+            "failures": failures,
+            **{task: round(means(values)[0], 4) for (task, _), values in sorted(scores.items())},
+            "mrr@10": round(means(scores[("ALL", "hybrid")])[1], 4),
+        }
+    return out
+
+
+def warm_up(urls: dict[str, str], k: int) -> None:
+    """Open each server's pools and load its model, without warming any cache for the measured queries."""
+    for url in urls.values():
+        poster = Poster(url, timeout=60)
+        for i in range(10):
+            poster.post("/v1/search", {"query": f"warm-up query number {i}", "mode": "hybrid", "k": k})
+        poster.close()
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| filters | clients | secrag p50 / p99 | peer p50 / p99 | secrag req/s | peer req/s | ratio | errors |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        s, p = r["secrag"], r["peer"]
+        lines.append(
+            f"| {r['filters']} | {r['clients']} | {s['p50_ms']:.1f} / {s['p99_ms']:.1f} ms "
+            f"| {p['p50_ms']:.1f} / {p['p99_ms']:.1f} ms | {s['rps']:.1f} | {p['rps']:.1f} | {r['ratio']:.2f} "
+            f"| {s['errors']} / {p['errors']} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--secrag-url", default="http://127.0.0.1:8000")
+    parser.add_argument("--peer-url", default="http://127.0.0.1:8001")
+    parser.add_argument("--queries", type=Path, default=Path("../shared/eval/dev_queries.jsonl"))
+    parser.add_argument("--clients", default="1,4,8")
+    parser.add_argument("--filters", default="off,on", help="Settings of the queries' source filters: off, on.")
+    parser.add_argument("--passes", type=int, default=2, help="Passes of the query set per server and setting.")
+    parser.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all; for a quick check).")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--no-quality", action="store_true", help="Skip the nDCG@10 of both.")
+    parser.add_argument("--json", action="store_true", help="Print the figures as JSON, not a table.")
+    args = parser.parse_args()
+    urls = {"secrag": args.secrag_url, "peer": args.peer_url}
+    warm_up(urls, args.k)
+    report: dict[str, Any] = {"urls": urls, "settings": []}
+    if not args.no_quality:
+        items = load_items(args.queries, args.limit)
+        report["quality"] = {"queries": len(items), **quality(urls, items)}
+    for filters in args.filters.split(","):
+        queries = load_queries(args.queries, filters == "on")
+        queries = queries[: args.limit] if args.limit else queries
+        for clients in (int(c) for c in args.clients.split(",")):
+            result = setting(urls, queries, clients, args.passes, args.k)
+            report["settings"].append({"filters": filters, **result})
+            if not args.json:
+                print(f"filters {filters}, {clients} clients: done", flush=True)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    queries_used = report["settings"][0]["queries"] if report["settings"] else 0
+    print(f"\n{queries_used} distinct queries, {args.passes} passes per server and setting, hybrid, k={args.k}\n")
+    print(table(report["settings"]))
+    if "quality" in report:
+        q = report["quality"]
+        print(f"\nnDCG@10 over {q['queries']} labelled queries (their filters): ", end="")
+        print(", ".join(f"{name} {q[name]['ALL']:.3f} (MRR@10 {q[name]['mrr@10']:.3f})" for name in SERVERS))
+        tasks = sorted(t for t in q["secrag"] if t not in ("ALL", "failures", "mrr@10"))
+        for task in tasks:
+            print(f"  {task:<28} secrag {q['secrag'][task]:.3f}  peer {q['peer'].get(task, 0.0):.3f}")
+        if q["secrag"]["failures"] or q["peer"]["failures"]:
+            print(f"  failed requests: secrag {q['secrag']['failures']}, peer {q['peer']['failures']}")
+
+
+if __name__ == "__main__":
+    main()
