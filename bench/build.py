@@ -29,6 +29,7 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 from pipeline.definitions import build_definitions  # noqa: E402
+from pipeline.embedding import PHASES as EMBED_PHASES  # noqa: E402
 from pipeline.indexing import embedding_input  # noqa: E402
 from pipeline.resources import EmbedderResource, StoreResource, UpstreamResource  # noqa: E402
 from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
@@ -128,7 +129,20 @@ def phase_seconds(mats: dict[str, dict[str, Any]]) -> dict[str, float]:
                 totals[phase] += float(meta.get(f"seconds_{phase}", 0.0))
         elif key.startswith("embeddings/"):
             totals["embed"] += float(meta.get("seconds", 0.0))
+            for phase in EMBED_PHASES:
+                totals[f"embed_{phase}"] += float(meta.get(f"embed_seconds_{phase}", 0.0))
     return {k: round(v, 1) for k, v in totals.items()}
+
+
+def embedding_phases(mats: dict[str, dict[str, Any]], phases: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Each embedding phase's seconds over the build and the chunks per second it alone would allow
+    (`write` runs beside `encode`; `wait` is what the encoder waited for it)."""
+    embedded = sum(int(m.get("embedded", 0)) for k, m in mats.items() if k.startswith("embeddings/"))
+    out = {}
+    for phase in EMBED_PHASES:
+        seconds = phases.get(f"embed_{phase}", 0.0)
+        out[phase] = {"seconds": seconds, "chunks_per_second": round(embedded / seconds, 1) if seconds else 0.0}
+    return out
 
 
 def standalone_embedding(url: str, settings: Settings, sample: int) -> dict[str, float]:
@@ -209,6 +223,7 @@ def main() -> int:
         "mirror_seconds": round(mirror_seconds, 1),
         "graph_seconds": round(seconds, 1),
         "phases": phases,
+        "embedding_phases": embedding_phases(mats, phases),
         "pipeline_embedding_chunks_per_second": round(
             sum(m.get("embedded", 0) for k, m in mats.items() if k.startswith("embeddings/"))
             / max(phases.get("embed", 0.0), 1e-9),

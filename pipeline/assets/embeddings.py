@@ -77,6 +77,7 @@ def build_embeddings_asset(source: str, parent: dg.AssetKey, *, group: str, code
                 "reused": stats.reused,
                 "seconds": round(stats.seconds, 3),
                 "chunks_per_second": round(stats.chunks_per_second, 1),
+                **{f"embed_seconds_{phase}": seconds for phase, seconds in stats.phases.items()},
                 "active_model": activation.active or "",
                 "model_switched": activation.switched,
                 "chunks_missing_model_all_sources": max(activation.missing, 0),

@@ -40,6 +40,38 @@ def test_embeds_missing_chunks_once_and_reuses_identical_text(db: psycopg.Connec
     assert dims == 384 and float(norm) == pytest.approx(1.0, abs=0.01)
 
 
+def test_a_pass_times_its_phases_and_keeps_the_batches_written_before_a_failure(
+    db: psycopg.Connection, embedder: Embedder
+) -> None:
+    """Vectors are written by a thread beside the encoder: an encoder failing on the third batch leaves the two
+    batches before it committed (the second was still being written), the connection usable, and a retry
+    embeds only the rest."""
+    from pipeline.embedding import PHASES
+
+    store = Store(SQL)
+    store.register_source(db, SourceRow(name="demo", kind="online"))
+    records = [Record("demo", f"r{i}", f"Rule {i}", "Credential dumping " * (i + 1)) for i in range(6)]
+    store.publish(db, source="demo", version="v1", records=records, lookup={}, chunking=ChunkConfig())
+    calls = []
+
+    class FailsOnTheThirdBatch:
+        model_id, dimensions = embedder.model_id, embedder.dimensions
+
+        def encode_documents(self, texts: list[str]):  # noqa: ANN202 - a float32 matrix
+            calls.append(len(texts))
+            if len(calls) == 3:
+                raise RuntimeError("the encoder ran out of memory")
+            return embedder.encode_documents(texts)
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        embed_pending(db, FailsOnTheThirdBatch(), SQL, source="demo", batch_size=2)  # type: ignore[arg-type]
+    assert db.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 4
+    rest = embed_pending(db, embedder, SQL, source="demo", batch_size=2)
+    assert (rest.embedded, rest.reused) == (2, 4)
+    assert set(rest.phases) == set(PHASES) and all(v >= 0 for v in rest.phases.values())
+    assert rest.phases["encode"] > 0 and rest.phases["write"] > 0
+
+
 def test_a_model_not_in_the_registry_is_refused() -> None:
     from secrag.errors import ConfigError
 
