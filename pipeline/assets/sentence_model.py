@@ -20,6 +20,8 @@ from .keys import OWNERS, SENTENCE_MODEL_KEY, SENTENCE_QUALITY, embeddings_key
 
 # Part of the asset's code version: a change of the training's code or recipe retrains.
 TRAINING_VERSION = "1"
+# Dagster's step priority (higher first; 0 for every other step).
+TRAINING_PRIORITY = -10
 
 
 def build_sentence_model_asset(steps: int) -> dg.AssetsDefinition:
@@ -35,6 +37,9 @@ def build_sentence_model_asset(steps: int) -> dg.AssetsDefinition:
         owners=OWNERS,
         kinds={"pytorch", "onnx", "postgres"},
         pool=EMBEDDING_POOL,
+        # Last among the steps ready in a run: a first build embeds every source (vector search over the whole
+        # store) before the training's half hour, not after it.
+        op_tags={"dagster/priority": str(TRAINING_PRIORITY)},
         check_specs=[
             dg.AssetCheckSpec(
                 SENTENCE_QUALITY,

@@ -140,3 +140,16 @@ def test_dagster_validates_the_code_location_from_the_repository_root():
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Validation successful" in proc.stdout + proc.stderr
     assert set(REPO_ROOT.iterdir()) == before  # the temporary instance is gone
+
+
+def test_the_training_runs_after_every_other_ready_step(tmp_path: Path) -> None:
+    """A first build is one run: Dagster takes its ready steps highest priority first, so every source's vectors
+    come before the sentence model's training (which would otherwise hold the embedding pool for its half hour
+    while sources wait for vector search)."""
+    from dagster._core.storage.tags import PRIORITY_TAG
+
+    defs = _defs(tmp_path)
+    plan_steps = defs.resolve_implicit_global_asset_job_def().graph.node_dict
+    priority = {name: int(node.tags.get(PRIORITY_TAG, 0)) for name, node in plan_steps.items()}
+    training = priority.pop("models__sentence_model")
+    assert priority and training < min(priority.values())
