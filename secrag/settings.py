@@ -221,8 +221,9 @@ class SnapshotSettings(BaseSettings):
 
     start_from: str | None = Field(
         default=None,
-        description="A snapshot file (path) or https URL `secrag run` imports before anything else starts, once: "
-        "only into a store without public documents (a fresh one); on any other store it is left aside.",
+        description="A snapshot file (path) or https URL `secrag run` (and a deployment's migrate step, `secrag "
+        "snapshot import --once`) imports before anything else starts, once: only into a store without public "
+        "documents (a fresh one); on any other store it is left aside. Unset or empty: none.",
     )
     snapshot_public_key: str | None = Field(
         default=None,
