@@ -30,12 +30,13 @@ def status() -> None:
             f"embeddings {vectors} (active model {model})"
         )
         rows = conn.execute(q.sources).fetchall()
+        width = max([len("source"), *(len(row[0]) for row in rows)])  # the longest name sets the column
         if rows:
-            click.echo(f"\n{'source':<22} {'state':<9} {'records':>8}  {'version':<14} last sync")
+            click.echo(f"\n{'source':<{width}} {'state':<9} {'records':>8}  {'version':<14} last sync")
         for name, _kind, state, current, records, synced, error in rows:
             line = (
-                f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} {synced:%Y-%m-%d %H:%M}"
+                f"{name:<{width}} {state:<9} {records:>8}  {(current or '-')[:14]:<14} {synced:%Y-%m-%d %H:%M}"
                 if synced
-                else f"{name:<22} {state:<9} {records:>8}  {(current or '-')[:14]:<14} never"
+                else f"{name:<{width}} {state:<9} {records:>8}  {(current or '-')[:14]:<14} never"
             )
             click.echo(line + (f"  error: {error[:80]}" if error else ""))
