@@ -16,12 +16,21 @@ def _folder(package: str) -> Path:
 
 
 def test_every_package_folder_is_listed() -> None:
+    """Code packages, and the folders holding only package data (listed too: setuptools warns at every install
+    about a data folder it could import but was not told about)."""
     tops = ("secrag", "secrag_cli", "pipeline", "serving")
     on_disk = {
         ".".join(p.parent.relative_to(REPO_ROOT).parts) for top in tops for p in (REPO_ROOT / top).rglob("__init__.py")
     }
     on_disk.add("secrag.sql")  # the repository's sql/ folder, mapped by package-dir
-    assert set(_SETUPTOOLS["packages"]) == on_disk
+    data = {
+        ".".join(p.parent.relative_to(REPO_ROOT).parts)
+        for top in tops
+        for p in (REPO_ROOT / top).rglob("*")
+        if p.suffix in (".sql", ".yaml") and not (p.parent / "__init__.py").exists()
+    }
+    data |= {"secrag.sql." + p.parent.name for p in (REPO_ROOT / "sql").glob("*/*.sql")}
+    assert set(_SETUPTOOLS["packages"]) == on_disk | data
 
 
 def test_every_sql_and_yaml_file_is_package_data() -> None:
