@@ -118,6 +118,24 @@ class Encoder:
         return (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
 
 
+class SentenceTransformersEncoder:
+    """Query vectors as the forensic-RAG system makes them: sentence-transformers on torch, the fp32 weights of the
+    same model (the stored vectors are its int8 export's: cosine about 0.99 to these), unit length. Needs
+    bench/peer/requirements-torch.txt (`sh bench/peer/setup.sh torch`)."""
+
+    def __init__(self, model_dir: Path, threads: int = 1) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(threads)
+        self.model = SentenceTransformer(str(model_dir), device="cpu")
+        self.model.max_seq_length = MAX_TOKENS
+
+    def encode(self, text: str) -> np.ndarray:
+        vector = self.model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
+        return np.asarray(vector, dtype=np.float32)
+
+
 class Techniques:
     """MITRE augmentation: ids in a query bring their names, names found in it bring their ids."""
 
@@ -232,7 +250,7 @@ class SearchBody(BaseModel):
 @dataclass(frozen=True)
 class Searcher:
     collection: Any
-    encoder: Encoder
+    encoder: Encoder | SentenceTransformersEncoder
     techniques: Techniques
 
     def search(self, body: SearchBody) -> list[dict[str, Any]]:
@@ -282,7 +300,12 @@ def create_app(searcher: Searcher, info: dict[str, Any]) -> FastAPI:
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
-        return {"status": "ok", "chunks": searcher.collection.count(), "key": info.get("key")}
+        return {
+            "status": "ok",
+            "chunks": searcher.collection.count(),
+            "key": info.get("key"),
+            "encoder": type(searcher.encoder).__name__,
+        }
 
     @app.post("/v1/search")
     def search(body: SearchBody) -> dict[str, Any]:
@@ -300,11 +323,22 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="Load only the first N chunks (0 = all).")
     parser.add_argument("--onnx", default=DEFAULT_ONNX, help="The int8 ONNX file (a glob matching one file).")
     parser.add_argument("--model-dir", default=DEFAULT_MODEL_DIR, help="The folder of tokenizer.json (a glob).")
-    parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (secrag's default).")
+    parser.add_argument("--threads", type=int, default=1, help="Encoder threads (secrag's default: 1).")
+    parser.add_argument(
+        "--encoder",
+        choices=["onnx", "sentence-transformers"],
+        default="onnx",
+        help="onnx: secrag's int8 ONNX query encoder (the strictest peer); sentence-transformers: torch and the fp32 "
+        "weights, as the forensic-RAG system encodes (sh bench/peer/setup.sh torch)",
+    )
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    encoder = Encoder(only_file(args.onnx), only_file(args.model_dir), args.threads)
+    encoder: Encoder | SentenceTransformersEncoder = (
+        Encoder(only_file(args.onnx), only_file(args.model_dir), args.threads)
+        if args.encoder == "onnx"
+        else SentenceTransformersEncoder(only_file(args.model_dir), args.threads)
+    )
     collection, techniques, info = load_collection(args.database_url, args.cache_dir, args.limit)
     app = create_app(Searcher(collection, encoder, techniques), info)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, server_header=False)
