@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 # Terms (each word of a word joined by `-` or `.` counts, as PostgreSQL splits it) a full-text input holds at most:
 # a 1,024-term query parses in milliseconds and ranks a chunk in about 0.1 s, where ten thousand ran out of memory.
 MAX_TERMS = 1024
-# A keyword query is searched as typed up to this many words and signs (`\w+` runs and other characters).
+# A keyword query is searched as typed up to this many words and signs (pieces as below, and other characters).
 MAX_TYPED_UNITS = 256
 # Identifier forms of more terms than this are left out of the identifier leg (real ones have at most 6).
 MAX_IDENTIFIER_TERMS = 16
@@ -25,23 +25,46 @@ MAX_IDENTIFIER_TERMS = 16
 # conservatively, the characters of tsquery syntax); a NOT is a `-` there, so two with only these between stack.
 _SKIPPED = r"\s!&|()<>\"':*\\"
 _NOT_RUN = re.compile(rf"(?<![^{_SKIPPED}])-(?:[{_SKIPPED}]*-)+")
-_UNIT = re.compile(r"\w+|[^\w\s]")
-_PIECE = re.compile(r"\w+")
+# A word's pieces as PostgreSQL's parser reads them, counted never fewer than it makes: runs of letters and ASCII
+# digits. Python's \w also takes other numerals (superscripts, fractions) and `_`, which PostgreSQL reads as
+# spaces: a run of "ì²" was one word here and thousands of terms there (a 12,537-node query past MAX_TERMS).
+_ASCII_PIECE = re.compile(r"[A-Za-z0-9]+")
+_ASCII_UNIT = re.compile(r"[A-Za-z0-9]+|\S")
+
+
+def _is_word_char(c: str) -> bool:
+    return c.isalpha() or "0" <= c <= "9"
+
+
+def _pieces(word: str) -> list[str]:
+    if word.isascii():
+        return _ASCII_PIECE.findall(word)
+    return "".join(c if _is_word_char(c) else " " for c in word).split()
 
 
 def terms(word: str) -> int:
-    """The terms PostgreSQL makes of a word: each of its `\\w+` pieces, and the whole when it has several."""
-    pieces = len(_PIECE.findall(word))
+    """The terms PostgreSQL makes of a word: each of its pieces, and the whole when it has several."""
+    pieces = len(_pieces(word))
     return pieces + 1 if pieces > 1 else max(pieces, 1)
 
 
 def typed_units(text: str, limit: int) -> int:
     """The words and signs of `text`, counted up to `limit` + 1."""
     count = 0
-    for _ in _UNIT.finditer(text):
-        count += 1
-        if count > limit:
-            break
+    if text.isascii():
+        for _ in _ASCII_UNIT.finditer(text):
+            count += 1
+            if count > limit:
+                break
+        return count
+    in_word = False
+    for c in text:
+        word = _is_word_char(c)
+        if word and not in_word or not word and not c.isspace():
+            count += 1
+            if count > limit:
+                break
+        in_word = word
     return count
 
 
@@ -53,7 +76,7 @@ def bounded_words(words: Sequence[str], budget: int = MAX_TERMS) -> list[str]:
     out: dict[str, None] = {}
     spent = 0
     for word in words:
-        parts = [word] if terms(word) <= MAX_IDENTIFIER_TERMS else _PIECE.findall(word)
+        parts = [word] if terms(word) <= MAX_IDENTIFIER_TERMS else _pieces(word)
         for part in parts:
             if part in out:
                 continue

@@ -78,3 +78,15 @@ def test_bounded_words_keep_ordinary_words_and_their_order() -> None:
 def test_identifier_forms_of_many_terms_are_left_out() -> None:
     assert tsquery_text.identifier_text({"t1003", "or", "a.b.c"}, 32) == "a.b.c or t1003"
     assert tsquery_text.identifier_text({".".join("a" * 20), "x1"}, 32) == "x1"
+
+
+def test_pieces_are_what_postgresql_reads_as_words() -> None:
+    """PostgreSQL's parser reads letters and ASCII digits as words and everything else (superscripts, other numerals,
+    `_`) as spaces: a run of "ì²" is thousands of terms there, so it is here (hypothesis found it, 12,537 nodes)."""
+    from serving.search.tsquery_text import MAX_TERMS, bounded_words, keyword_text, terms
+
+    soup = "ì²" * 3000
+    assert terms(soup) > MAX_TERMS
+    assert bounded_words([soup]) == ["ì"]
+    assert keyword_text(soup, [soup]) == "ì"
+    assert terms("a_b") == 3 and terms("x1") == 1 and terms("T1003.001") == 3
