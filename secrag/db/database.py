@@ -116,11 +116,15 @@ def server_url(settings: Settings, *, create: bool = False) -> str:
     return embedded.start(settings.pgdata, settings.embedded_shared_buffers, create=create)
 
 
+def database_exists(conn: psycopg.Connection[Any], dbname: str) -> bool:
+    """Whether the server `conn` is on has a database `dbname`."""
+    return conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone() is not None
+
+
 def ensure_database(base_url: str, dbname: str, *, timeout: int = 5) -> str:
     """Create `dbname` on the server of base_url if absent; returns its URL."""
     with connect(with_database(base_url, "postgres"), timeout=timeout, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone()
-        if not exists:
+        if not database_exists(conn, dbname):
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
             log.info("created database", extra={"database": dbname})
     return with_database(base_url, dbname)
@@ -136,7 +140,7 @@ def database_url(settings: Settings, *, create: bool = False) -> str:
     if create:
         return ensure_database(server, settings.database_name, timeout=settings.connect_timeout)
     with connect(with_database(server, "postgres"), timeout=settings.connect_timeout, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [settings.database_name]).fetchone()
+        exists = database_exists(conn, settings.database_name)
     if not exists:
         raise DatabaseError(
             f"no database {settings.database_name!r} on the embedded PostgreSQL in {settings.pgdata}",
