@@ -5,12 +5,9 @@ image build's check of a snapshot, `secrag snapshot verify`."""
 
 from __future__ import annotations
 
-import io
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -23,7 +20,7 @@ from secrag.settings import REPO_ROOT, get_settings
 from secrag_cli.main import cli
 
 from .conftest import MODEL, SQL_DIR
-from .test_refused import rewritten
+from .test_refused import rewritten, with_one_byte_changed
 
 BIN = Path(sys.executable).parent
 STEP: list[str] = yaml.safe_load((REPO_ROOT / "deploy" / "compose.yaml").read_text())["services"]["migrate"]["command"]
@@ -113,15 +110,7 @@ def test_the_image_builds_check_needs_no_store(
         f"snapshot {snapshot_file} verified: schema version {migrations.latest_version(SQL_DIR)}, model {MODEL}" in out
     )
 
-    changed = tmp_path / "changed.tar"
-    shutil.copyfile(snapshot_file, changed)
-    with tarfile.open(changed) as tar:
-        chunks = tar.getmember("parts/chunks.copy")
-    with changed.open("r+b") as fh:
-        fh.seek(chunks.offset_data + chunks.size // 2)
-        byte = fh.read(1)
-        fh.seek(-1, io.SEEK_CUR)
-        fh.write(bytes([byte[0] ^ 0x01]))
+    changed = with_one_byte_changed(snapshot_file, tmp_path / "changed.tar")
     code, out = verify(monkeypatch, models_dir, changed)
     assert code == 1 and "parts/chunks.copy does not match its checksum" in out, out
 

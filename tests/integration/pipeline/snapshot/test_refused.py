@@ -89,9 +89,9 @@ def refused(conn: Any, path: Path, model: ModelFacts, match: str) -> None:  # no
     assert state(conn) == before
 
 
-def test_one_changed_byte_is_refused(snapshot_file: Path, model: ModelFacts, target: Any, tmp_path: Path) -> None:  # noqa: ANN401
-    changed = tmp_path / "changed.tar"
-    shutil.copyfile(snapshot_file, changed)
+def with_one_byte_changed(snapshot: Path, changed: Path) -> Path:
+    """A copy of `snapshot` at `changed` with one bit of the chunks part flipped (its checksum no longer matches)."""
+    shutil.copyfile(snapshot, changed)
     with tarfile.open(changed) as tar:
         chunks = tar.getmember("parts/chunks.copy")
     with changed.open("r+b") as fh:
@@ -99,6 +99,11 @@ def test_one_changed_byte_is_refused(snapshot_file: Path, model: ModelFacts, tar
         byte = fh.read(1)
         fh.seek(-1, io.SEEK_CUR)
         fh.write(bytes([byte[0] ^ 0x01]))
+    return changed
+
+
+def test_one_changed_byte_is_refused(snapshot_file: Path, model: ModelFacts, target: Any, tmp_path: Path) -> None:  # noqa: ANN401
+    changed = with_one_byte_changed(snapshot_file, tmp_path / "changed.tar")
     refused(target, changed, model, r"parts/chunks\.copy does not match its checksum")
 
 
