@@ -164,6 +164,15 @@ class LimitSettings(BaseSettings):
     max_response_bytes: int = Field(
         default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and `truncated` is true."
     )
+    max_answer_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=64 * 1024,
+        description="The largest answer of any operation, REST or MCP, in bytes of JSON: an operation whose answer "
+        "would be larger refuses with a 413 (`answer_too_large`) that names this bound and how to narrow the "
+        "request, decided before the answer is built where its size follows from the request (a layer "
+        "comparison), and checked again when the answer is serialised. Keep it above SECRAG_MAX_RESPONSE_BYTES, "
+        "which trims search and document results instead.",
+    )
     map_max_chars: int = Field(
         default=131072,
         ge=1024,

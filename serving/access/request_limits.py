@@ -11,6 +11,7 @@ from typing import Any
 
 from serving.contract.errors import InvalidField
 from serving.contract.layer_models import LayerIn
+from serving.contract.limits import answer_too_large
 from serving.contract.map_models import MapRequest
 from serving.contract.requests import SearchRequest
 from serving.settings import ServingSettings
@@ -35,6 +36,7 @@ class RequestLimits:
     max_map_sentences: int = 600
     max_map_techniques: int = 100
     max_layer_techniques: int = 2000
+    max_answer_bytes: int = 8 * 1024 * 1024
 
     @classmethod
     def from_settings(cls, settings: ServingSettings) -> RequestLimits:
@@ -46,6 +48,7 @@ class RequestLimits:
             settings.map_max_sentences,
             settings.map_max_techniques,
             settings.layer_max_techniques,
+            settings.max_answer_bytes,
         )
 
     def check_query(self, query: str) -> None:
@@ -76,6 +79,12 @@ class RequestLimits:
                 f"{self.max_layer_techniques} (this deployment's SECRAG_LAYER_MAX_TECHNIQUES)",
                 "too_long",
             )
+
+    def check_answer(self, size: int, narrow: str) -> None:
+        """An answer estimated (before it is built) at more bytes than SECRAG_MAX_ANSWER_BYTES: a 413 naming the
+        bound and, in `narrow`, how to ask for less."""
+        if size > self.max_answer_bytes:
+            raise answer_too_large(size, self.max_answer_bytes, narrow)
 
     def check_sentences(self, count: int) -> None:
         """A text of more sentences than a map searches: a 422 that says how many it has."""

@@ -41,7 +41,7 @@ from serving.api.routes import metrics as metrics_route
 from serving.api.routes.metrics import metrics_digest
 from serving.api.warm_up import warm_up
 from serving.contract import errors
-from serving.contract.limits import BodySizeLimit
+from serving.contract.limits import AnswerSizeLimit, BodySizeLimit
 from serving.contract.requests import GATED_STATUSES, error_responses
 from serving.coverage.log_sources import shipped_log_sources
 from serving.feedback.querylog import QueryLog
@@ -230,6 +230,7 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         app.include_router(metrics_route.router)
     if mcp_app is not None:
         app.mount("/mcp", mcp_app)
+    app.add_middleware(AnswerSizeLimit, max_bytes=settings.max_answer_bytes, prefix=API_PREFIX)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics, counted_prefix=API_PREFIX)
     return app

@@ -94,6 +94,13 @@ class UpstreamTooLarge(ApiError):
     kind = "upstream_too_large"
 
 
+class AnswerTooLarge(ApiError):
+    """An answer larger than the deployment's SECRAG_MAX_ANSWER_BYTES: refused, with how to narrow the request."""
+
+    status = 413
+    kind = "answer_too_large"
+
+
 # Starlette's own answers (an unknown path, a wrong method) by status.
 _HTTP_KINDS = {404: "not_found", 405: "method_not_allowed", 413: "too_large", 415: "unsupported_media_type"}
 

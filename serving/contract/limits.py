@@ -1,17 +1,21 @@
-"""Request-body and response-size limits."""
+"""Request-body and response-size limits: the request body's cap, the answer's bound (SECRAG_MAX_ANSWER_BYTES) as
+the REST API's last line of defence, and the search results' trimming."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from serving.contract.errors import ERROR_KEY, AnswerTooLarge
+
 T = TypeVar("T", bound=BaseModel)
 _ENVELOPE_BYTES = 2048  # room for the non-list fields of a response
+NARROW = "ask for less (fewer ids or entries, a smaller k, limit or top)"  # an answer over the bound, in general
 
 
 class _TooLarge(HTTPException):
@@ -75,6 +79,73 @@ class BodySizeLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def answer_bytes(value: Any) -> int:  # noqa: ANN401 - any JSON value
+    """The value's size as compact UTF-8 JSON: what SECRAG_MAX_ANSWER_BYTES counts of an answer."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def answer_too_large(size: int, max_bytes: int, narrow: str) -> AnswerTooLarge:
+    """The 413 of an answer over the bound: its size, the bound and the setting, and how to ask for less."""
+    return AnswerTooLarge(
+        f"the answer would be {size:,} bytes, over this deployment's bound of {max_bytes:,} "
+        f"(SECRAG_MAX_ANSWER_BYTES): {narrow}"
+    )
+
+
+class AnswerSizeLimit:
+    """The last line of defence of SECRAG_MAX_ANSWER_BYTES over REST: a /v1 answer whose Content-Length is over the
+    bound is replaced by the 413 before its first byte is sent. Operations whose answer size follows from the
+    request refuse before building it (serving/access/request_limits.py, RequestLimits.check_answer)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, prefix: str) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not str(scope.get("path", "")).startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+        refused = False
+
+        async def bounded_send(message: Message) -> None:
+            nonlocal refused
+            if refused:
+                return
+            if message["type"] == "http.response.start":
+                size = _content_length(message)
+                if size is not None and size > self.max_bytes:
+                    refused = True
+                    scope.setdefault("state", {})[ERROR_KEY] = AnswerTooLarge.kind
+                    await _send_json(send, 413, answer_too_large(size, self.max_bytes, NARROW))
+                    return
+            await send(message)
+
+        await self.app(scope, receive, bounded_send)
+
+
+def _content_length(start: Message) -> int | None:
+    for name, value in start.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def _send_json(send: Send, status: int, error: AnswerTooLarge) -> None:
+    body = json.dumps({"detail": error.detail, "kind": error.kind}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def cap(items: Sequence[T], max_bytes: int) -> tuple[list[T], bool]:

@@ -24,6 +24,7 @@ KIND_HINTS: Mapping[str, str] = {
     "statement_timeout": "ask for less (fewer ids, a smaller k, limit or top) or retry later",
     "upstream_failed": "retry later, or ask for the stored form (live=false)",
     "upstream_timeout": "retry later, or ask for the stored form (live=false)",
+    "answer_too_large": "ask for less: fewer ids or layer entries, shorter comments, a smaller k, limit or top",
     "upstream_too_large": "select top-level keys with `columns`, or read the document with get_document",
     "internal": "retry; if it persists, tell the server's operator",
     "database_error": "retry; if it persists, tell the server's operator",

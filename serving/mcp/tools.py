@@ -26,6 +26,7 @@ from serving.access.request_limits import RequestLimits
 from serving.contract.changes import ChangesQuery
 from serving.contract.coverage_models import CoverageRequest
 from serving.contract.layer_models import CompareRequest
+from serving.contract.limits import NARROW, answer_bytes
 from serving.contract.lookup_models import LookupQuery
 from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
@@ -52,14 +53,18 @@ def _budget() -> list[inspect.Parameter]:
 class _Tools:
     """Builds the tools over one service getter; their caller is the gate's (serving/mcp/gate.py)."""
 
-    def __init__(self, server: MCPServer) -> None:
+    def __init__(self, server: MCPServer, get_service: Callable[[], Service]) -> None:
         self.server = server
+        self.get_service = get_service
 
     def _call(
         self, name: str, run: Callable[[Caller], Any], max_chars: int | None = None
     ) -> dict[str, Any] | CallToolResult:
         def call() -> dict[str, Any]:
-            return as_json(run(current_caller()))  # admitted, with its slot, by serving/mcp/gate.py
+            answer = as_json(run(current_caller()))  # admitted, with its slot, by serving/mcp/gate.py
+            # SECRAG_MAX_ANSWER_BYTES' last line of defence, on the whole answer before any max_chars fitting
+            self.get_service().limits.check_answer(answer_bytes(answer), NARROW)
+            return answer
 
         tool = self.server._tool_manager.get_tool(name)  # noqa: SLF001 - its input schema names valid values
         answer = run_safely(call, name, tool.parameters if tool else None)
@@ -149,7 +154,7 @@ def build_mcp(
         ),
     )
     server.middleware.append(GateMiddleware(gate, default_key))  # every method: key, rate, slot
-    tools = _Tools(server)
+    tools = _Tools(server, get_service)
 
     def plan(req: PlanRequest, caller: Caller) -> Any:  # noqa: ANN401
         service = get_service()
