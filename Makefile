@@ -14,7 +14,7 @@ export TORCH_VERSION TORCH_INDEX_URL TORCH_PROBE_SECONDS
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install browser run status test test-fast test-data upstream lint schema image image-check clean
+.PHONY: install browser run status test test-fast explore test-data upstream lint schema image image-check clean
 
 install: $(STAMP)
 
@@ -46,6 +46,16 @@ browser:
 
 test-fast: upstream install
 	$(BIN)/python -m pytest tests/unit
+
+# The property tests (hypothesis) with new random cases: `make test` runs them derandomized (the `ci` profile of
+# tests/plugins/hypothesis_profiles.py: the same cases on every run); this prints its seed first, and
+# `make explore SEED=<seed>` tries the same cases again.
+ifndef SEED
+SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+explore: upstream install
+	@echo "make explore: hypothesis seed $(SEED) (the same cases again: make explore SEED=$(SEED))"
+	$(BIN)/python -m pytest -m hypothesis --hypothesis-profile=explore --hypothesis-seed=$(SEED) --hypothesis-show-statistics tests
 
 # The tests read real upstream data from UPSTREAM (tests/plugins/upstream.py): a snapshot of every source
 # at pinned commits beside the clone. `make test-data` rebuilds it from the upstreams (GitHub; about 130 MB)

@@ -252,6 +252,7 @@ def _unsendable_negative(case: Any, shapes: dict[str, bool]) -> bool:  # noqa: A
     return False
 
 
+@pytest.mark.hypothesis  # its cases come from hypothesis inside the test: `make explore` runs it too
 @pytest.mark.parametrize("mode", list(schemathesis.GenerationMode), ids=lambda m: m.value)
 def test_openapi_contract(client: TestClient, mode: Any) -> None:  # noqa: ANN401 - a GenerationMode
     """A bounded schemathesis run per operation, positive and negative data: no server error, no
