@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import click
+import psycopg
 
 from pipeline.model_store import prunable, prune_model, stored_models
 from secrag.db import database
@@ -196,18 +197,27 @@ def list_trained() -> None:
         click.echo(f"in {settings.models_dir / TRAINED_DIR}, not recorded in the store: {', '.join(on_disk)}")
 
 
+EMBED_HELP = "First embed the ATT&CK chunks lacking a vector of the model that is to serve (what is checked)."
+
+
 @models.command()
 @click.argument("model_id")
 @click.option("--force", is_flag=True, help="Promote a model that did not pass its quality gate.")
-def promote(model_id: str, force: bool) -> None:
+@click.option("--embed", is_flag=True, help=EMBED_HELP)
+def promote(model_id: str, force: bool, embed: bool) -> None:
     """Make the trained model MODEL_ID serve the sentence path (the one promoted before it is retired). Refused
-    unless its served model's vectors cover every ATT&CK chunk, and, without --force, unless it passed its
-    quality gate."""
+    unless its served model's vectors cover every ATT&CK chunk (--embed completes them first), and, without
+    --force, unless it passed its quality gate."""
     from pipeline.training.promotion import promote as promote_model
+    from pipeline.training.promotion import trained
 
     settings = ServingSettings()
     url = database.database_url(settings)
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        if embed:
+            row = next((m for m in trained(conn, settings.sql_dir) if m.model_id == model_id), None)
+            if row is not None:  # an unrecorded model is refused by promote, naming the recorded ones
+                _embed_missing(conn, settings, row.served_model)
         done = promote_model(conn, settings.sql_dir, model_id, force=force)
     if not done.changed:
         click.echo(f"{model_id} is already promoted: the sentence path serves {done.served_model}")
@@ -219,14 +229,30 @@ def promote(model_id: str, force: bool) -> None:
 
 
 @models.command()
-def rollback() -> None:
+@click.option("--embed", is_flag=True, help=EMBED_HELP)
+def rollback(embed: bool) -> None:
     """Retire the promoted trained model: the one promoted before it serves the sentence path again, or, when
-    there is none, the general model."""
+    there is none, the general model. Refused, as promote is, when the one promoted again lacks vectors of ATT&CK
+    chunks (--embed completes them first)."""
     from pipeline.training.promotion import rollback as roll_back
+    from pipeline.training.promotion import rollback_target
 
     settings = ServingSettings()
     url = database.database_url(settings)
     with database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn:
+        target = rollback_target(conn, settings.sql_dir) if embed else None
+        if target is not None:
+            _embed_missing(conn, settings, target.served_model)
         done = roll_back(conn, settings.sql_dir)
     now = f"{done.promoted} ({done.served_model})" if done.promoted else "the general model"
     click.echo(f"rolled back {done.previous}: the sentence path serves {now}")
+
+
+def _embed_missing(conn: psycopg.Connection, settings: ServingSettings, model_id: str) -> None:
+    """Embed the ATT&CK chunks lacking a vector of `model_id` (the encoder's threads: one per core)."""
+    from pipeline.training.promotion import embed_missing
+    from secrag.models.encoders import document_encoder
+
+    encoder = document_encoder(model_id, batch_size=64, threads=0, cache_dir=settings.models_dir)
+    embedded = embed_missing(conn, settings.sql_dir, encoder)
+    click.echo(f"embedded {embedded} chunks with {model_id}")

@@ -15,9 +15,11 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg.types.json import Jsonb
 
+from pipeline.embedding import embed_pending
 from pipeline.training.examples import PROCEDURE_SOURCES, TECHNIQUE_SOURCES
 from secrag.db.queries import Queries, one_row
 from secrag.errors import PromotionRefused
+from secrag.models.embedder import TextModel
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +106,7 @@ def promote(
             raise PromotionRefused(
                 f"{missing} of the {chunks} chunks of {', '.join(sources)} have no vector of {row.served_model}: "
                 f"promoted, {model_id} would serve without them",
-                hint=f"embed those sources with {row.served_model} first, then promote",
+                hint=f"embed those sources with {row.served_model} first: `secrag models promote {model_id} --embed`",
             )
         if not row.passed and not force:
             raise PromotionRefused(
@@ -123,10 +125,11 @@ def promote(
     return Promotion(model_id, row.served_model, previous, changed=True)
 
 
-def rollback(conn: psycopg.Connection, sql_dir: Path) -> Promotion:
+def rollback(conn: psycopg.Connection, sql_dir: Path, sources: Sequence[str] = SOURCES) -> Promotion:
     """Retire the promoted trained model and promote again the one promoted before it (the latest retired one
     promoted earlier), or none: the general model serves the sentence path. A rolled-back model forgets its
-    promotion, so a second rollback goes one further back, never forth; PromotionRefused when none is promoted."""
+    promotion, so a second rollback goes one further back, never forth. PromotionRefused when none is promoted,
+    or when the one it would promote again lacks a vector of a chunk of `sources` (as promote checks)."""
     q = Queries(sql_dir, "training")
     with conn.transaction():
         conn.execute(q.lock_trained_models)
@@ -135,10 +138,16 @@ def rollback(conn: psycopg.Connection, sql_dir: Path) -> Promotion:
             raise PromotionRefused("no trained model is promoted: the general model serves the sentence path")
         previous, promoted_at = rolled
         back = conn.execute(q.promoted_before, {"before": promoted_at}).fetchone()
-        restored = None
-        if back is not None:
-            conn.execute(q.promote_trained, {"model_id": back[0]})
-            restored = _one(conn, q.trained_model, back[0])
+        restored = _one(conn, q.trained_model, back[0]) if back is not None else None
+        if restored is not None:
+            chunks, missing = _lacking(conn, q, restored.served_model, sources)
+            if missing:  # raised inside the transaction: the promoted model stays promoted
+                raise PromotionRefused(
+                    f"{missing} of the {chunks} chunks of {', '.join(sources)} have no vector of "
+                    f"{restored.served_model}: promoted again, {restored.model_id} would serve without them",
+                    hint=f"embed those sources with {restored.served_model} first: `secrag models rollback --embed`",
+                )
+            conn.execute(q.promote_trained, {"model_id": restored.model_id})
     log.info(
         "rolled back trained model %s to %s",
         previous,
@@ -148,6 +157,24 @@ def rollback(conn: psycopg.Connection, sql_dir: Path) -> Promotion:
     if restored is None:
         return Promotion(None, None, previous, changed=True)
     return Promotion(restored.model_id, restored.served_model, previous, changed=True)
+
+
+def rollback_target(conn: psycopg.Connection, sql_dir: Path) -> TrainedModel | None:
+    """The trained model a rollback would promote again (None: the general model, or nothing is promoted)."""
+    current = promoted(conn, sql_dir)
+    if current is None or current.promoted_at is None:
+        return None
+    q = Queries(sql_dir, "training")
+    back = conn.execute(q.promoted_before, {"before": current.promoted_at}).fetchone()
+    return _one(conn, q.trained_model, back[0]) if back else None
+
+
+def embed_missing(
+    conn: psycopg.Connection, sql_dir: Path, embedder: TextModel, sources: Sequence[str] = SOURCES
+) -> int:
+    """Embed the chunks of `sources` lacking a vector of `embedder`'s model (what promote and rollback check
+    first); the chunks embedded."""
+    return sum(embed_pending(conn, embedder, sql_dir, source=source).embedded for source in sources)
 
 
 def promoted(conn: psycopg.Connection, sql_dir: Path) -> TrainedModel | None:

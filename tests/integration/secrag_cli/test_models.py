@@ -130,3 +130,47 @@ def test_trained_models_are_listed_promoted_and_rolled_back(
     assert back.exit_code == 0 and f"rolled back {A}: the sentence path serves the general model" in back.output
     nothing = CliRunner().invoke(models, ["rollback"])
     assert nothing.exit_code == 1 and "error: no trained model is promoted" in nothing.output
+
+
+def test_promote_and_rollback_embed_the_missing_vectors_when_asked(
+    db: psycopg.Connection, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's served model is the packaged int8 encoder (real vectors); B's vectors are the test's own."""
+    from pipeline.chunking import ChunkConfig
+    from pipeline.sources.records import Record
+    from pipeline.store import Store
+    from pipeline.training.promotion import SOURCES, coverage, promoted, record_trained
+    from secrag.settings import Settings
+    from tests.integration.pipeline.training.test_promotion import LACKING, A, B, _embed, _publish, _row
+
+    hashes = _publish(db)
+    _embed(db, f"{B}-int8", [h for source in SOURCES for h in hashes[source]])
+    record_trained(db, SQL_DIR, _row(A, served_model=INT8))
+    record_trained(db, SQL_DIR, _row(B))
+    monkeypatch.setenv("SECRAG_DATABASE_URL", db_url)
+    monkeypatch.setenv("SECRAG_MODEL_CACHE_DIR", str(Settings(_env_file=None).models_dir))  # type: ignore[call-arg]
+
+    refused = CliRunner().invoke(models, ["promote", A])
+    assert refused.exit_code == 1 and f"have no vector of {INT8}" in refused.output
+    assert f"`secrag models promote {A} --embed`" in refused.output
+    done = CliRunner().invoke(models, ["promote", A, "--embed"])
+    assert done.exit_code == 0, done.output
+    assert f"embedded 4 chunks with {INT8}" in done.output and f"promoted {A}" in done.output
+    assert CliRunner().invoke(models, ["promote", B]).exit_code == 0
+
+    records = [Record(source="mitre_attack", upstream_id=f"m{i}", title=f"t{i}", body=f"v2 {i}") for i in range(3)]
+    Store(SQL_DIR).publish(db, source="mitre_attack", version="v2", records=records, lookup={}, chunking=ChunkConfig())
+    _embed(db, f"{B}-int8", [h for (h,) in db.execute(LACKING, [f"{B}-int8"]).fetchall()])  # as publishes do
+    assert coverage(db, SQL_DIR, INT8) == 3
+    refused = CliRunner().invoke(models, ["rollback"])
+    assert refused.exit_code == 1
+    assert (
+        f"error: 3 of the 5 chunks of mitre_attack_procedures, mitre_attack have no vector of {INT8}" in refused.output
+    )
+    assert "`secrag models rollback --embed`" in refused.output
+    assert (current := promoted(db, SQL_DIR)) is not None and current.model_id == B  # nothing moved
+    back = CliRunner().invoke(models, ["rollback", "--embed"])
+    assert back.exit_code == 0, back.output
+    assert f"embedded 3 chunks with {INT8}" in back.output
+    assert f"rolled back {B}: the sentence path serves {A} ({INT8})" in back.output
+    assert coverage(db, SQL_DIR, INT8) == 0

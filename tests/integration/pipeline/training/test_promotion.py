@@ -16,6 +16,7 @@ from pipeline.training.promotion import (
     promoted,
     record_trained,
     rollback,
+    rollback_target,
     trained,
 )
 from secrag.db import database
@@ -27,6 +28,8 @@ SQL = sql_dir()
 A, B, C = "attack-minilm-aaaaaaaaaa", "attack-minilm-bbbbbbbbbb", "attack-minilm-cccccccccc"
 FIGURES = {"vote_ndcg10": 0.70, "vote_p1": 0.60, "examples": 120}
 BASELINE = {"vote_ndcg10": 0.60, "vote_p1": 0.50, "examples": 120}
+LACKING = """SELECT c.content_hash FROM chunks c WHERE NOT EXISTS
+    (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash AND e.model_id = %s)"""
 
 
 def _publish(db: psycopg.Connection) -> dict[str, list[str]]:
@@ -182,3 +185,27 @@ def test_the_reader_reads_the_promoted_sentence_model_not_the_lineage(covered: p
         assert conn.execute(Queries(SQL, "serving").promoted_sentence_model).fetchall() == [(f"{B}-int8",)]
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("SELECT validation FROM trained_models")
+
+
+def test_a_rollback_to_a_model_lacking_vectors_is_refused_as_a_promotion_is(covered: psycopg.Connection) -> None:
+    db = covered
+    promote(db, SQL, A)
+    promote(db, SQL, B)
+    store = Store(SQL)  # a new version of ATT&CK, embedded (as publishes do) for the promoted model only
+    records = [Record(source="mitre_attack", upstream_id=f"m{i}", title=f"t{i}", body=f"v2 {i}") for i in range(3)]
+    store.publish(db, source="mitre_attack", version="v2", records=records, lookup={}, chunking=ChunkConfig())
+    new = [h for (h,) in db.execute(LACKING, [f"{B}-int8"]).fetchall()]
+    _embed(db, f"{B}-int8", new)
+    assert coverage(db, SQL, f"{B}-int8") == 0 and coverage(db, SQL, f"{A}-int8") > 0
+    lacking = coverage(db, SQL, f"{A}-int8")
+    target = rollback_target(db, SQL)
+    assert target is not None and target.model_id == A
+    message = f"{lacking} of the 5 chunks of mitre_attack_procedures, mitre_attack have no vector of {A}-int8"
+    with pytest.raises(PromotionRefused, match=message) as caught:
+        rollback(db, SQL)
+    assert "secrag models rollback --embed" in caught.value.hint
+    assert _statuses(db) == {A: ("retired", True), B: ("promoted", True), C: ("candidate", False)}  # nothing moved
+    _embed(db, f"{A}-int8", new)
+    back = rollback(db, SQL)
+    assert (back.promoted, back.previous) == (A, B)
+    assert rollback_target(db, SQL) is None  # the general model is next
