@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 import pytest
 
 from serving.mcp.budget import ELLIPSIS, MIN_CHARS, NOTE_KEY, Priority, fit, omit, size, trim
-from serving.mcp.priorities import PRIORITIES, SEARCH
+from serving.mcp.priorities import COVERAGE, PRIORITIES, SEARCH
 
 
 def search_answer(n: int = 10, text: int = 600) -> dict[str, Any]:
@@ -104,3 +105,50 @@ def test_any_answer_fits_any_budget(tool: str) -> None:
         answer = {"results": _random_json(rng), "text": "x" * rng.randint(0, 3000), "more": _random_json(rng)}
         for budget in (MIN_CHARS, 1500, 3000):
             assert size(fit(answer, budget, PRIORITIES[tool])) <= budget
+
+
+def coverage_answer(techniques: int) -> dict[str, Any]:
+    """A coverage-shaped answer: per technique its kinds' items, analytics with log sources, and a layer."""
+
+    def technique(i: int) -> dict[str, Any]:
+        items = [{"doc_id": f"sigma:r-{i}-{j}", "title": f'Rule {j} "of" {i}\n' + "x" * 40} for j in range(3)]
+        refs = [{"name": "WinEventLog:Sysmon", "channel": f"EventCode={j}"} for j in range(4)]
+        need = {"analytic_id": f"AN{i:04d}", "log_sources": refs}
+        return {
+            "technique_id": f"T{1000 + i}",
+            **{
+                k: {"count": 12, "by_source": {"sigma": 9, "elastic": 3}, "top": items} for k in ("detections", "tests")
+            },
+            "telemetry": [{"logsource": {"product": "windows"}, "schemas": ["ossem:x"]}] * 3,
+            "analytics": [{"platform": p, "analytics": [need] * 3} for p in ("Windows", "Linux")],
+        }
+
+    layer = [{"techniqueID": f"T{1000 + i}", "comment": "z" * 120} for i in range(techniques)]
+    return {"techniques": [technique(i) for i in range(techniques)], "layer": {"techniques": layer}}
+
+
+@pytest.mark.parametrize("budget", [MIN_CHARS, 20_000])
+def test_fitting_serialises_a_bounded_multiple_of_the_answer_whatever_its_size(
+    monkeypatch: pytest.MonkeyPatch, budget: int
+) -> None:
+    """Linear: the characters serialised while fitting, per character of the answer, do not grow with the answer
+    (a search over caps that re-serialised the answer at each probe grew with the log of its size, and more)."""
+    dumps = json.dumps
+    serialised: list[int] = []
+
+    def counting(value: Any, **kwargs: Any) -> str:  # noqa: ANN401
+        text = dumps(value, **kwargs)
+        serialised.append(len(text))
+        return text
+
+    monkeypatch.setattr(json, "dumps", counting)
+    per_char = []
+    for techniques in (20, 160, 1280):  # about 50 KB, 400 KB and 3.2 MB
+        answer = coverage_answer(techniques)
+        whole = size(answer)
+        serialised.clear()
+        fitted = fit(answer, budget, COVERAGE)
+        assert size(fitted) <= budget and fitted[NOTE_KEY]["omitted"][0] == "layer"
+        per_char.append(sum(serialised) / whole)
+    assert max(per_char) < 6  # the answer once to measure it, its parts as each step reaches them, the fitted once
+    assert per_char[-1] <= per_char[0] * 1.1
