@@ -16,8 +16,15 @@ import psycopg
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
+from serving.search.tsquery_text import terms
+
 MIN_CHARS = 5  # shorter words are too often abbreviations or ids to correct
 MAX_WORDS = 12  # a query's words checked at most (prose has few typos per word that matter)
+# A longer word is no misspelling of a title word: it is never checked (nor remembered as known).
+MAX_WORD_CHARS = 64
+# Terms the checked words hold together, counted as PostgreSQL's parser splits them (tsquery_text.terms): each is
+# one GIN lookup of the check, where a hyphenated word of 1,000 parts cost about a second.
+MAX_CANDIDATE_TERMS = 64
 MAX_KNOWN = 100_000  # words known to be in public chunks, remembered per vocabulary
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
 
@@ -64,9 +71,22 @@ class Vocabulary:
 
 
 def candidates(query: str, vocabulary: Vocabulary) -> list[str]:
-    """The query's words worth checking: long enough, alphabetic, not title words already."""
-    words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if len(w) >= MIN_CHARS)
-    return [w for w in words if w not in vocabulary.documents and w not in vocabulary.known][:MAX_WORDS]
+    """The query's words worth checking: long enough (and not too long), alphabetic, not title words already; at
+    most MAX_WORDS of them, holding at most MAX_CANDIDATE_TERMS terms together."""
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(query) if MIN_CHARS <= len(w) <= MAX_WORD_CHARS)
+    out: list[str] = []
+    spent = 0
+    for word in words:
+        if word in vocabulary.documents or word in vocabulary.known:
+            continue
+        cost = terms(word)
+        if spent + cost > MAX_CANDIDATE_TERMS:
+            continue
+        out.append(word)
+        spent += cost
+        if len(out) == MAX_WORDS:
+            break
+    return out
 
 
 def corrections(

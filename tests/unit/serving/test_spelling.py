@@ -31,3 +31,17 @@ def test_corrections_replace_whole_words_in_any_case() -> None:
     text = "Masquerading: Renmae or renmae or renmaed"
     assert apply(text, {"renmae": "rename"}) == "Masquerading: rename or rename or renmaed"
     assert apply(text, {}) == text
+
+
+def test_candidates_are_bounded_like_the_full_text_input() -> None:
+    from serving.search.spelling import MAX_CANDIDATE_TERMS, MAX_WORD_CHARS, MAX_WORDS
+    from serving.search.tsquery_text import terms
+
+    assert candidates("-".join(["movment"] * 1000), VOCAB) == []  # 8 KB: no misspelling of a title word
+    assert candidates("x" * (MAX_WORD_CHARS + 1) + " renmae", VOCAB) == ["renmae"]
+    # twelve distinct compounds of ten parts each (59 characters, 11 terms): the terms' budget stops them first
+    compounds = " ".join("-".join(f"ren{chr(97 + i)}{chr(97 + j)}" for j in range(10)) for i in range(12))
+    words = candidates(compounds, VOCAB)
+    assert words and sum(terms(w) for w in words) <= MAX_CANDIDATE_TERMS < sum(terms(w) for w in words) + 11
+    many = " ".join("renmae" + chr(97 + i) for i in range(26))
+    assert len(candidates(many, VOCAB)) == MAX_WORDS
