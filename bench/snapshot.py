@@ -55,7 +55,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="snapshot-bench-") as tmp:
         path = args.keep or Path(tmp) / ("store.tar.gz" if args.gzip else "store.tar")
         started = time.monotonic()
-        manifest = export_snapshot(args.database_url, settings.sql_dir, settings.models_dir, path)
+        manifest = export_snapshot(args.database_url, settings.sql_dir, settings.models_dir, path).manifest
         export_s = time.monotonic() - started
         size = path.stat().st_size
         target = fresh_database(args.database_url)

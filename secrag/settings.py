@@ -229,11 +229,20 @@ class SnapshotSettings(BaseSettings):
         default=None,
         pattern=r"^[A-Za-z0-9+/]{43}=$",
         description="The ed25519 public key (32 bytes, base64) whose signature a snapshot must carry to be "
-        "imported; unset: a snapshot's signature is not checked (its checksums always are). Needs the "
-        "`cryptography` package.",
+        "imported; unset: a snapshot file's signature is not checked (its checksums and rows always are) and a "
+        "snapshot URL is refused unless SECRAG_SNAPSHOT_UNSIGNED_URLS. Needs the `cryptography` package.",
+    )
+    snapshot_unsigned_urls: bool = Field(
+        default=False,
+        description="Accept a snapshot named by an http(s) URL without a signature. Off: a snapshot from a URL "
+        "is imported only with SECRAG_SNAPSHOT_PUBLIC_KEY set (so its signature is checked); a file on this "
+        "machine needs none.",
     )
     snapshot_max_bytes: int = Field(
-        default=8 * 1024**3, ge=1024, description="Size cap of a snapshot downloaded from a URL."
+        default=8 * 1024**3,
+        ge=1024,
+        description="Size cap of a snapshot: of its download from a URL, and of the bytes its parts declare "
+        "(uncompressed), checked before any part is read.",
     )
 
 

@@ -28,19 +28,25 @@ def snapshot() -> None:
     help="An ed25519 private key (PEM) to sign the manifest with (needs the cryptography package).",
 )
 def export_command(file: Path, sign_key: Path | None) -> None:
-    """Write FILE (a tar; .tar.gz compresses): the public sources, their documents, chunks and the active model's
-    vectors, and the technique lookup; never user folders, one-time documents, tuning or the query log."""
+    """Write FILE (a tar; .tar.gz compresses): the public sources, their public documents, chunks and the active
+    model's vectors, and the technique lookup; never user folders, one-time documents, a document with a tenant,
+    users or groups, tuning or the query log."""
     from pipeline.snapshot.export import export_snapshot
 
     settings = get_settings()
     url = database.database_url(settings)
-    manifest = export_snapshot(url, settings.sql_dir, settings.models_dir, file, sign_key)
+    exported = export_snapshot(url, settings.sql_dir, settings.models_dir, file, sign_key)
+    manifest, left = exported.manifest, exported.left_out
     rows = manifest.rows()
     click.echo(
         f"snapshot {file}: {file.stat().st_size / 2**20:.1f} MiB, schema version {manifest.schema_version}, "
         f"model {manifest.model.id} ({manifest.model.digest}), {len(manifest.sources)} sources, "
         f"{rows['documents']} documents, {rows['chunks']} chunks, {rows['embeddings']} vectors"
         + (", signed" if sign_key else "")
+    )
+    click.echo(
+        f"left out {left.total} documents that are not public: {left.user_folders} of user folders, "
+        f"{left.one_time} one-time, {left.restricted} with a tenant, users or groups"
     )
 
 
@@ -54,7 +60,9 @@ def import_into_store(location: str, settings: Settings, url: str) -> None:
         local_copy(location, settings) as path,
         database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn,
     ):
-        done = import_snapshot(conn, settings.sql_dir, path, model, settings.snapshot_public_key)
+        done = import_snapshot(
+            conn, settings.sql_dir, path, model, settings.snapshot_public_key, settings.snapshot_max_bytes
+        )
     click.echo(
         f"snapshot imported in {done.seconds:.1f}s: {len(done.manifest.sources)} sources, {done.rows['documents']} "
         f"documents, {done.rows['chunks']} chunks, model {model.id} (active: {done.active_model})"
@@ -89,8 +97,10 @@ def start_from(settings: Settings, url: str, location: str | None = None) -> Non
 )
 def import_command(location: str | None, once: bool) -> None:
     """Verify LOCATION (a snapshot file or https URL; default SECRAG_START_FROM) and load it into a fresh store
-    in one transaction: checksums, schema version, model (SECRAG_EMBEDDING_MODEL, same weights) and, with
-    SECRAG_SNAPSHOT_PUBLIC_KEY set, its signature; a store with public documents is refused."""
+    in one transaction: declared sizes, checksums, schema version, model (SECRAG_EMBEDDING_MODEL, same weights)
+    and, with SECRAG_SNAPSHOT_PUBLIC_KEY set, its signature (a URL needs one, unless
+    SECRAG_SNAPSHOT_UNSIGNED_URLS); a row that is not public, a store with public documents or with a publish
+    newer than the snapshot is refused."""
     settings = get_settings()
     location = location or settings.start_from
     if not location and once:  # a step run at every start (deploy/compose.yaml's migrate) with nothing to load
@@ -114,7 +124,7 @@ def verify_command(file: Path) -> None:
 
     settings = get_settings()
     model = local_model(settings.embedding_model, settings.models_dir)
-    header = verify_snapshot(file, settings.sql_dir, model, settings.snapshot_public_key)
+    header = verify_snapshot(file, settings.sql_dir, model, settings.snapshot_public_key, settings.snapshot_max_bytes)
     manifest = header.manifest
     rows = manifest.rows()
     click.echo(

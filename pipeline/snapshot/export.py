@@ -9,6 +9,7 @@ import logging
 import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from secrag.version import version as secrag_version
 
 from . import signature
 from .manifest import MANIFEST, SIGNATURE, Manifest, ModelFacts, Part, SourceFacts
-from .parts import PART_TABLES, export_statement, table_columns
+from .parts import PART_TABLES, PUBLIC, export_statement, public_statement, table_columns
 
 log = logging.getLogger(__name__)
 LOG_EVERY_BYTES = 256 * 1024 * 1024
@@ -40,7 +41,7 @@ def _export_part(conn: psycopg.Connection, q: Queries, table: str, model: str, f
     member = f"parts/{table}.copy"
     digest, size, started, logged = hashlib.sha256(), 0, time.monotonic(), 0
     with (folder / f"{table}.copy").open("wb") as out, conn.cursor() as cur:
-        with cur.copy(export_statement(q, table, columns), {"model": model} if table == "embeddings" else None) as copy:
+        with cur.copy(export_statement(q, table, columns), PUBLIC | {"model": model}) as copy:
             for block in copy:
                 out.write(block)
                 digest.update(block)
@@ -68,8 +69,30 @@ def _active_model(conn: psycopg.Connection, q: Queries, models_dir: Path) -> Mod
     return ModelFacts(model_id, model_digest(model_info(model_id), models_dir), dimensions)
 
 
-def read_store(url: str, sql_dir: Path, models_dir: Path, folder: Path) -> Manifest:
-    """Write every part of the store at `url` into `folder`; the manifest describing them."""
+@dataclass(frozen=True)
+class LeftOut:
+    """The documents an export left out, by reason: of user folders, one-time documents (`secrag ingest`), and
+    documents of other sources with a tenant, users or groups."""
+
+    user_folders: int
+    one_time: int
+    restricted: int
+
+    @property
+    def total(self) -> int:
+        return self.user_folders + self.one_time + self.restricted
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What an export wrote (its manifest) and what it left out."""
+
+    manifest: Manifest
+    left_out: LeftOut
+
+
+def read_store(url: str, sql_dir: Path, models_dir: Path, folder: Path) -> Exported:
+    """Write every part of the store at `url` into `folder`; the manifest describing them, and what was left out."""
     q = Queries(sql_dir, "snapshot")
     with database.connect(url) as conn:
         conn.isolation_level = IsolationLevel.REPEATABLE_READ  # one consistent view of every part
@@ -85,10 +108,11 @@ def read_store(url: str, sql_dir: Path, models_dir: Path, folder: Path) -> Manif
             parts = tuple(_export_part(conn, q, table, model.id, folder) for table in PART_TABLES)
             sources = tuple(
                 SourceFacts(str(name), version, int(docs), int(chunks))
-                for name, version, docs, chunks in conn.execute(q.source_summary).fetchall()
+                for name, version, docs, chunks in conn.execute(public_statement(q, q.source_summary), PUBLIC)
             )
+            left_out = LeftOut(*(int(n) for n in one_row(conn.execute(q.left_out, PUBLIC))))
             server = int(one_row(conn.execute("SHOW server_version_num"))[0])
-    return Manifest(
+    manifest = Manifest(
         schema_version=schema,
         model=model,
         sources=sources,
@@ -97,6 +121,7 @@ def read_store(url: str, sql_dir: Path, models_dir: Path, folder: Path) -> Manif
         secrag_version=secrag_version(),
         server_version=server,
     )
+    return Exported(manifest, left_out)
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
@@ -105,7 +130,7 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> No
     tar.addfile(info, io.BytesIO(data))
 
 
-def export_snapshot(url: str, sql_dir: Path, models_dir: Path, target: Path, sign_key: Path | None = None) -> Manifest:
+def export_snapshot(url: str, sql_dir: Path, models_dir: Path, target: Path, sign_key: Path | None = None) -> Exported:
     """Write the snapshot of the store at `url` to `target` (atomically: a partial file never stays behind);
     signed with the ed25519 key in `sign_key` (PEM) when given."""
     started = time.monotonic()
@@ -113,7 +138,8 @@ def export_snapshot(url: str, sql_dir: Path, models_dir: Path, target: Path, sig
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".snapshot-", dir=target.parent) as tmp:
         folder = Path(tmp)
-        manifest = read_store(url, sql_dir, models_dir, folder)
+        exported = read_store(url, sql_dir, models_dir, folder)
+        manifest = exported.manifest
         data = manifest.to_bytes()
         partial = folder / "snapshot.tar"
         now = time.time()
@@ -130,12 +156,14 @@ def export_snapshot(url: str, sql_dir: Path, models_dir: Path, target: Path, sig
                     tar.addfile(info, fh)
         partial.replace(target)
     log.info(
-        "snapshot written to %s: %d bytes, %d sources, %d chunks, model %s, in %.1fs",
+        "snapshot written to %s: %d bytes, %d sources, %d chunks, model %s, in %.1fs; %d documents that are not "
+        "public left out",
         target,
         target.stat().st_size,
         len(manifest.sources),
         manifest.rows()["chunks"],
         manifest.model.id,
         time.monotonic() - started,
+        exported.left_out.total,
     )
-    return manifest
+    return exported

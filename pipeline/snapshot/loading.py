@@ -1,10 +1,13 @@
-"""`secrag snapshot import`: a verified snapshot loaded into a store in one transaction, or nothing at all.
+"""`secrag snapshot import`: a verified snapshot of public rows loaded into a store in one transaction, or
+nothing at all.
 
-Checked before a row is written: the signature (when the operator set a public key), the schema version and
-every part's columns, the model (the configured one, with the same weights), then every part's sha256. Then,
-in one transaction, into a store with no public documents (a fresh one; user folders are never touched):
-the parts by binary COPY, the store's triggers deriving chunk vectors, document accesses and technique
-documents; the counts, the model's HNSW index and its activation. Each source's last published attempt
+Checked before a row is written: the signature (when the operator set a public key), the sizes the parts
+declare, the schema version and every part's columns, the model (the configured one, with the same weights),
+then every part's sha256. Then, in one transaction, into a store with no public documents (a fresh one; user
+folders are never touched) that holds no publish newer than the snapshot: the parts by binary COPY, the
+store's triggers deriving chunk vectors, document accesses and technique documents; every row written checked
+public (no tenant, users or groups, no user folder's or one-time document's source: a snapshot never puts a
+row into a private view); the counts, the model's HNSW index and its activation. Each source's last published attempt
 comes with its fingerprint, so the pipeline's next refresh of a source whose upstream has not moved finds it
 unchanged (pipeline/refresh.py) and only the others are fetched and published again.
 """
@@ -31,8 +34,8 @@ from ..activation import activate_model_if_complete
 from ..model_store import ensure_model_index
 from ..store.counts import refresh_all_counts
 from .manifest import Manifest, ModelFacts, Part
-from .parts import column_list, import_statement, table_columns
-from .reading import BLOCK, UNREADABLE, Header, part_streams, read_header, verify_parts
+from .parts import PUBLIC, column_list, import_statement, public_statement, table_columns
+from .reading import BLOCK, MAX_BYTES, UNREADABLE, Header, part_streams, read_header, verify_parts
 
 log = logging.getLogger(__name__)
 INDEX_MEMORY = "512MB"
@@ -94,11 +97,13 @@ def check_compatible(conn: psycopg.Connection, sql_dir: Path, manifest: Manifest
         raise SnapshotRefused(f"this store records model {model.id} with {row[0]} dimensions, not {model.dimensions}")
 
 
-def verify_snapshot(path: Path, sql_dir: Path, model: ModelFacts, public_key: str | None = None) -> Header:
-    """Every check an import makes that needs no store (signature, this release's schema version, the model,
-    every part's sha256): SnapshotRefused at the first that fails. An image build bakes a snapshot in only
-    after this (deploy/Dockerfile)."""
-    header = read_header(path, public_key)
+def verify_snapshot(
+    path: Path, sql_dir: Path, model: ModelFacts, public_key: str | None = None, max_bytes: int = MAX_BYTES
+) -> Header:
+    """Every check an import makes that needs no store (signature, declared sizes, this release's schema
+    version, the model, every part's sha256): SnapshotRefused at the first that fails. An image build bakes a
+    snapshot in only after this (deploy/Dockerfile)."""
+    header = read_header(path, public_key, max_bytes)
     check_schema(header.manifest, migrations.latest_version(sql_dir), "this release")
     check_model(header.manifest, model)
     verify_parts(path, header)
@@ -144,6 +149,30 @@ def _load_part(conn: psycopg.Connection, q: Queries, part: Part, stream: IO[byte
     return loaded
 
 
+def check_not_older(conn: psycopg.Connection, q: Queries, manifest: Manifest) -> None:
+    """SnapshotRefused when the store holds a publish of a public source finished after the snapshot was
+    exported: a snapshot older than what the store holds (a replay) would take it back in time."""
+    row = conn.execute(public_statement(q, q.newest_publish), PUBLIC).fetchone()
+    if row is not None and row[1] > manifest.created:
+        raise SnapshotRefused(
+            f"the snapshot was exported at {manifest.created_at}, before this store's publish of {row[0]} at "
+            f"{row[1].isoformat(timespec='seconds')}: a snapshot older than what the store holds is refused",
+            hint="export a newer snapshot, or import into a new database",
+        )
+
+
+def check_public(conn: psycopg.Connection, q: Queries) -> None:
+    """SnapshotRefused naming the first row the import wrote that is not public (its part, row and why)."""
+    row = conn.execute(q.imported_private_rows, PUBLIC).fetchone()
+    if row is not None:
+        part, key, reason = row
+        raise SnapshotRefused(
+            f"the snapshot's parts/{part}.copy holds a row that is not public: {key} ({reason}); nothing was imported",
+            hint="a snapshot holds public sources and documents only (secrag snapshot export writes no other); "
+            "check where this one came from",
+        )
+
+
 def _load(conn: psycopg.Connection, sql_dir: Path, path: Path, header: Header) -> dict[str, int]:
     """Every part into the store, in one transaction (the caller's)."""
     q = Queries(sql_dir, "snapshot")
@@ -156,12 +185,14 @@ def _load(conn: psycopg.Connection, sql_dir: Path, path: Path, header: Header) -
             hint="import into a new database (user folders may be there); a store with sources is kept current "
             "by the pipeline",
         )
+    check_not_older(conn, q, manifest)
     conn.execute(q.drop_unpublished_public_sources)
     conn.execute(q.clear_techniques)
     store_q = Queries(sql_dir, "store")
     conn.execute(store_q.ensure_model, {"model": manifest.model.id, "dimensions": manifest.model.dimensions})
     conn.execute(q.import_maintenance_memory, {"memory": INDEX_MEMORY})
     rows = {part.table: _load_part(conn, q, part, stream) for part, stream in part_streams(path, header)}
+    check_public(conn, q)  # before the counts and the index update rows of their own
     started = time.monotonic()
     if ensure_model_index(conn, manifest.model.id, manifest.model.dimensions, store_q):
         log.info("snapshot import: HNSW index of %s built in %.1fs", manifest.model.id, time.monotonic() - started)
@@ -171,12 +202,17 @@ def _load(conn: psycopg.Connection, sql_dir: Path, path: Path, header: Header) -
 
 
 def import_snapshot(
-    conn: psycopg.Connection, sql_dir: Path, path: Path, model: ModelFacts, public_key: str | None = None
+    conn: psycopg.Connection,
+    sql_dir: Path,
+    path: Path,
+    model: ModelFacts,
+    public_key: str | None = None,
+    max_bytes: int = MAX_BYTES,
 ) -> Imported:
     """Verify the snapshot at `path` and load it into the store of `conn` (autocommit) in one transaction;
     SnapshotRefused (the store unchanged) when any check fails."""
     started = time.monotonic()
-    header = read_header(path, public_key)
+    header = read_header(path, public_key, max_bytes)
     check_compatible(conn, sql_dir, header.manifest, model)
     verify_parts(path, header)
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from secrag.errors import ParseError, SnapshotRefused
@@ -75,6 +76,11 @@ class Manifest:
     def rows(self) -> dict[str, int]:
         return {p.table: p.rows for p in self.parts}
 
+    @property
+    def created(self) -> datetime:
+        """When the snapshot was exported (its `created_at`, checked as a time with its offset when parsed)."""
+        return datetime.fromisoformat(self.created_at)
+
 
 def _field(raw: dict[str, Any], name: str, kind: type | tuple[type, ...], where: str) -> Any:  # noqa: ANN401
     value = raw.get(name)
@@ -128,6 +134,15 @@ def parse_manifest(data: bytes) -> Manifest:
         facts = tuple(SourceFacts(str(s["name"]), s["version"], int(s["documents"]), int(s["chunks"])) for s in sources)
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotRefused(f"the snapshot's manifest is damaged: sources ({exc})") from exc
+    created_at = _field(raw, "created_at", str, "")
+    try:
+        aware = datetime.fromisoformat(created_at).tzinfo is not None
+    except ValueError:
+        aware = False
+    if not aware:
+        raise SnapshotRefused(
+            f"the snapshot's manifest is damaged: created_at {created_at[:40]!r} is not a time with its offset"
+        )
     return Manifest(
         schema_version=_field(raw, "schema_version", int, ""),
         model=ModelFacts(
@@ -137,7 +152,7 @@ def parse_manifest(data: bytes) -> Manifest:
         ),
         sources=facts,
         parts=tuple(sorted(parts, key=lambda p: PART_TABLES.index(p.table))),
-        created_at=_field(raw, "created_at", str, ""),
+        created_at=created_at,
         secrag_version=_field(raw, "secrag_version", str, ""),
         server_version=_field(raw, "server_version", int, ""),
     )

@@ -10,6 +10,8 @@ from psycopg import sql
 
 from secrag.db.queries import Queries
 
+from ..folders import INGESTED_PREFIX
+
 # Load order: a row's references first. chunk_vectors, document_accesses and technique_documents are not
 # parts: the store's triggers derive them from the chunks, documents and vectors as they are loaded.
 PART_TABLES = (
@@ -22,9 +24,11 @@ PART_TABLES = (
     "chunks",
     "embeddings",
 )
-# Left out on purpose: user folders and one-time documents (and their rows in every table above), the
-# query log, tuning, the change feed, refresh history before each source's last publish, other models'
-# vectors and the trained models (their weights are files on the exporting machine, not rows).
+# Left out on purpose: user folders and one-time documents, and any document with a tenant, users or groups
+# (and their rows in every table above), the query log, tuning, the change feed, refresh history before each
+# source's last publish, other models' vectors and the trained models (their weights are files on the
+# exporting machine, not rows). An import refuses a part of any other table and any row that is not public.
+PUBLIC = {"one_time_prefix": INGESTED_PREFIX}  # the parameters of every statement that says what is public
 
 
 @dataclass(frozen=True)
@@ -45,8 +49,15 @@ def column_list(columns: tuple[Column, ...]) -> sql.Composable:
     return sql.SQL(", ").join(sql.Identifier(c.name) for c in columns)
 
 
+def public_statement(q: Queries, block: str, columns: tuple[Column, ...] = ()) -> sql.Composed:
+    """The named block with its public sources and documents (and `columns`) filled in; run with PUBLIC."""
+    sources = sql.SQL(q.public_source_names)
+    documents = sql.SQL(q.public_document_ids).format(public_sources=sources)
+    return sql.SQL(block).format(columns=column_list(columns), public_sources=sources, public_documents=documents)
+
+
 def export_statement(q: Queries, table: str, columns: tuple[Column, ...]) -> sql.Composed:
-    """The COPY ... TO STDOUT (FORMAT BINARY) of the part's public rows."""
+    """The COPY ... TO STDOUT (FORMAT BINARY) of the part's public rows (run with PUBLIC)."""
     block = {
         "sources": q.export_sources,
         "source_versions": q.export_source_versions,
@@ -57,7 +68,7 @@ def export_statement(q: Queries, table: str, columns: tuple[Column, ...]) -> sql
         "chunks": q.export_chunks,
         "embeddings": q.export_embeddings,
     }[table]
-    return sql.SQL(block).format(columns=column_list(columns))
+    return public_statement(q, block, columns)
 
 
 def import_statement(q: Queries, table: str, columns: tuple[Column, ...]) -> sql.Composed:

@@ -1,5 +1,6 @@
-"""Reading a snapshot file: its manifest (and signature), every part's size and sha256 checked in one streaming
-pass, then the parts handed out in load order; anything else is SnapshotRefused."""
+"""Reading a snapshot file: its manifest (and signature), the sizes its parts declare (against a bound and the
+file) before a byte of them is read, every part's sha256 checked in one streaming pass of bounded blocks, then
+the parts handed out in load order; anything else is SnapshotRefused."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from secrag.errors import SnapshotRefused
+from secrag.settings import SnapshotSettings
 
 from . import signature
 from .manifest import MANIFEST, MAX_MANIFEST_BYTES, SIGNATURE, Manifest, Part, parse_manifest
@@ -20,6 +22,8 @@ from .manifest import MANIFEST, MAX_MANIFEST_BYTES, SIGNATURE, Manifest, Part, p
 log = logging.getLogger(__name__)
 BLOCK = 1024 * 1024
 UNREADABLE = (tarfile.TarError, EOFError, OSError)  # a damaged or truncated tar, gzip stream or file
+MAX_BYTES: int = SnapshotSettings.model_fields["snapshot_max_bytes"].default
+_COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")  # gzip, bzip2, xz: what tarfile's "r|*" reads
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,37 @@ def _small(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes:
     return fh.read()
 
 
+def plain_size(path: Path) -> int | None:
+    """The size of an uncompressed snapshot file (its parts' bytes are in it as they are); None when compressed."""
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(6)
+            return None if magic.startswith(_COMPRESSED) else fh.seek(0, 2)
+    except OSError:
+        return None  # _open says why
+
+
+def check_declared(manifest: Manifest, size: int | None, max_bytes: int) -> None:
+    """SnapshotRefused unless the sizes the parts declare add up to at most `max_bytes` and, for an uncompressed
+    file of `size` bytes, to no more than the file holds: checked before any part is read."""
+    total = 0
+    for part in manifest.parts:
+        if part.bytes < 0 or part.rows < 0:
+            raise SnapshotRefused(f"the snapshot's manifest is damaged: {part.member} declares a negative size")
+        total += part.bytes
+        if total > max_bytes:
+            raise SnapshotRefused(
+                f"the snapshot's {part.member} declares {part.bytes} bytes, which takes its parts past "
+                f"{max_bytes} bytes (SECRAG_SNAPSHOT_MAX_BYTES); nothing of it was read",
+                hint="raise SECRAG_SNAPSHOT_MAX_BYTES for a store this large, or check where the file came from",
+            )
+        if size is not None and total > size:
+            raise SnapshotRefused(
+                f"the snapshot's {part.member} declares {part.bytes} bytes; the whole file holds {size}: "
+                "it is truncated or its manifest is false"
+            )
+
+
 def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
     for member in tar:
         if not member.isreg():
@@ -58,7 +93,7 @@ def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
 
 
 def _header(
-    tar: tarfile.TarFile, members: Iterator[tarfile.TarInfo], public_key: str | None
+    tar: tarfile.TarFile, members: Iterator[tarfile.TarInfo], public_key: str | None, max_bytes: int, size: int | None
 ) -> tuple[Header, tarfile.TarInfo | None]:
     first = next(members, None)
     if first is None or first.name != MANIFEST:
@@ -74,22 +109,25 @@ def _header(
         signature.verify(data, sig, public_key)
     elif sig is not None:
         log.warning("the snapshot is signed, but SECRAG_SNAPSHOT_PUBLIC_KEY is unset: its signature is not checked")
+    check_declared(manifest, size, max_bytes)
     return Header(manifest, hashlib.sha256(data).hexdigest(), public_key is not None), following
 
 
-def read_header(path: Path, public_key: str | None) -> Header:
-    """The snapshot's manifest, its signature checked against `public_key` when one is set."""
+def read_header(path: Path, public_key: str | None, max_bytes: int = MAX_BYTES) -> Header:
+    """The snapshot's manifest, its signature checked against `public_key` when one is set, and the sizes its
+    parts declare checked against `max_bytes` and the file (check_declared)."""
     with _open(path) as tar:
-        return _header(tar, _members(tar), public_key)[0]
+        return _header(tar, _members(tar), public_key, max_bytes, plain_size(path))[0]
 
 
 def _parts(path: Path, header: Header) -> Iterator[tuple[Part, IO[bytes]]]:
     """Each part with a stream of its bytes, in the manifest's (load) order; SnapshotRefused for a member
     out of place, missing or unknown."""
     expected = list(header.manifest.parts)
+    size = plain_size(path)
     with _open(path) as tar:
         members = _members(tar)
-        _, member = _header(tar, members, None)
+        _, member = _header(tar, members, None, sum(p.bytes for p in expected), size)
         while member is not None:
             if not expected:
                 raise SnapshotRefused(f"the snapshot holds {member.name!r}, which its manifest does not list")
@@ -100,6 +138,11 @@ def _parts(path: Path, header: Header) -> Iterator[tuple[Part, IO[bytes]]]:
                 raise SnapshotRefused(
                     f"the snapshot's {part.member} is {member.size} bytes; its manifest says {part.bytes}: "
                     "the file is damaged"
+                )
+            if size is not None and member.offset_data + member.size > size:
+                raise SnapshotRefused(
+                    f"the snapshot's {part.member} declares {part.bytes} bytes from byte {member.offset_data}; the "
+                    f"file ends at {size}: it is truncated"
                 )
             fh = tar.extractfile(member)
             assert fh is not None

@@ -1,7 +1,9 @@
 -- Store snapshots (pipeline/snapshot): the public part of a store written and read with binary COPY.
--- A public source is any but a user folder (`secrag ingest`'s one-time documents are user folders too);
--- `{columns}` is each table's stored columns (generated and identity ones left out), filled in with
--- psycopg.sql identifiers from `table_columns`.
+-- A public source is neither a user folder nor a one-time document's (`secrag ingest`'s sources, named with
+-- %(one_time_prefix)s); a public document is of a public source with no tenant, users or groups. Export
+-- writes those rows only and an import refuses any other (imported_private_rows). `{columns}` is each
+-- table's stored columns (generated and identity ones left out), `{public_sources}` and `{public_documents}`
+-- those of public_source_names and public_document_ids, all filled in with psycopg.sql.
 
 -- name: table_columns
 -- The columns a snapshot part carries: stored, not generated, not an identity, in table order.
@@ -14,8 +16,16 @@ ORDER BY a.attnum
 -- name: active_model
 SELECT model_id, dimensions FROM embedding_models WHERE active
 
+-- name: public_source_names
+SELECT name FROM sources WHERE kind <> 'user_folder' AND NOT starts_with(name, %(one_time_prefix)s)
+
+-- name: public_document_ids
+SELECT doc_id FROM documents
+WHERE tenant IS NULL AND cardinality(acl_users) = 0 AND cardinality(acl_groups) = 0
+  AND source IN ({public_sources})
+
 -- name: export_sources
-COPY (SELECT {columns} FROM sources WHERE kind <> 'user_folder' ORDER BY name) TO STDOUT (FORMAT BINARY)
+COPY (SELECT {columns} FROM sources WHERE name IN ({public_sources}) ORDER BY name) TO STDOUT (FORMAT BINARY)
 
 -- name: export_source_versions
 -- Each public source's last published attempt: its version and the fingerprint a refresh compares
@@ -23,7 +33,7 @@ COPY (SELECT {columns} FROM sources WHERE kind <> 'user_folder' ORDER BY name) T
 COPY (
     SELECT {columns} FROM (
         SELECT DISTINCT ON (v.source) v.* FROM source_versions v
-        WHERE v.status = 'published' AND v.source IN (SELECT name FROM sources WHERE kind <> 'user_folder')
+        WHERE v.status = 'published' AND v.source IN ({public_sources})
         ORDER BY v.source, v.id DESC
     ) published ORDER BY source
 ) TO STDOUT (FORMAT BINARY)
@@ -32,29 +42,21 @@ COPY (
 COPY (SELECT {columns} FROM mitre_techniques ORDER BY id) TO STDOUT (FORMAT BINARY)
 
 -- name: export_documents
-COPY (
-    SELECT {columns} FROM documents
-    WHERE source IN (SELECT name FROM sources WHERE kind <> 'user_folder') ORDER BY doc_id
-) TO STDOUT (FORMAT BINARY)
+COPY (SELECT {columns} FROM documents WHERE doc_id IN ({public_documents}) ORDER BY doc_id) TO STDOUT (FORMAT BINARY)
 
 -- name: export_document_raw
 COPY (
-    SELECT {columns} FROM document_raw
-    WHERE doc_id IN (
-        SELECT doc_id FROM documents WHERE source IN (SELECT name FROM sources WHERE kind <> 'user_folder')
-    ) ORDER BY doc_id
+    SELECT {columns} FROM document_raw WHERE doc_id IN ({public_documents}) ORDER BY doc_id
 ) TO STDOUT (FORMAT BINARY)
 
 -- name: export_document_artefacts
 COPY (
-    SELECT {columns} FROM document_artefacts
-    WHERE source IN (SELECT name FROM sources WHERE kind <> 'user_folder') ORDER BY doc_id, kind, field, key
+    SELECT {columns} FROM document_artefacts WHERE doc_id IN ({public_documents}) ORDER BY doc_id, kind, field, key
 ) TO STDOUT (FORMAT BINARY)
 
 -- name: export_chunks
 COPY (
-    SELECT {columns} FROM chunks
-    WHERE source IN (SELECT name FROM sources WHERE kind <> 'user_folder') ORDER BY chunk_id
+    SELECT {columns} FROM chunks WHERE doc_id IN ({public_documents}) ORDER BY chunk_id
 ) TO STDOUT (FORMAT BINARY)
 
 -- name: export_embeddings
@@ -62,16 +64,93 @@ COPY (
 COPY (
     SELECT {columns} FROM embeddings
     WHERE model_id = %(model)s AND content_hash IN (
-        SELECT content_hash FROM chunks WHERE source IN (SELECT name FROM sources WHERE kind <> 'user_folder')
+        SELECT content_hash FROM chunks WHERE doc_id IN ({public_documents})
     ) ORDER BY content_hash
 ) TO STDOUT (FORMAT BINARY)
 
 -- name: source_summary
--- Each public source's served version and size, for the manifest.
+-- Each public source's served version and its public documents and chunks, for the manifest.
 SELECT s.name, s.current_version,
-       (SELECT count(*) FROM documents d WHERE d.source = s.name) AS documents,
-       (SELECT count(*) FROM chunks c WHERE c.source = s.name) AS chunks
-FROM sources s WHERE s.kind <> 'user_folder' ORDER BY s.name
+       (SELECT count(*) FROM documents d WHERE d.source = s.name AND d.doc_id IN ({public_documents})) AS documents,
+       (SELECT count(*) FROM chunks c WHERE c.source = s.name AND c.doc_id IN ({public_documents})) AS chunks
+FROM sources s WHERE s.name IN ({public_sources}) ORDER BY s.name
+
+-- name: left_out
+-- The documents an export leaves out, by reason (one reason a document: the first that applies).
+SELECT count(*) FILTER (WHERE s.kind = 'user_folder' AND NOT starts_with(s.name, %(one_time_prefix)s)),
+       count(*) FILTER (WHERE starts_with(s.name, %(one_time_prefix)s)),
+       count(*) FILTER (
+           WHERE s.kind <> 'user_folder' AND NOT starts_with(s.name, %(one_time_prefix)s)
+             AND (d.tenant IS NOT NULL OR cardinality(d.acl_users) > 0 OR cardinality(d.acl_groups) > 0)
+       )
+FROM documents d JOIN sources s ON s.name = d.source
+
+-- name: newest_publish
+-- The newest publish of a public source the store holds (an import refuses a snapshot made before it).
+SELECT v.source, v.finished_at FROM source_versions v
+WHERE v.status = 'published' AND v.finished_at IS NOT NULL AND v.source IN ({public_sources})
+ORDER BY v.finished_at DESC LIMIT 1
+
+-- name: imported_private_rows
+-- The first row this import wrote that is not public, as (part, row, reason); none when every row is.
+-- The import's rows are those of this transaction (xmin): a user folder's rows already there are older.
+-- An import loads in one transaction without savepoints, so every row it writes has its top-level xid.
+WITH mine AS (SELECT pg_current_xact_id()::xid AS xid),
+written_sources AS (SELECT name, kind FROM sources WHERE xmin = (SELECT xid FROM mine)),
+written_public_sources AS (
+    SELECT name FROM written_sources WHERE kind <> 'user_folder' AND NOT starts_with(name, %(one_time_prefix)s)
+),
+written_documents AS (
+    SELECT doc_id, source, tenant, acl_users, acl_groups FROM documents WHERE xmin = (SELECT xid FROM mine)
+),
+written_public_documents AS (
+    SELECT doc_id FROM written_documents
+    WHERE tenant IS NULL AND cardinality(acl_users) = 0 AND cardinality(acl_groups) = 0
+      AND source IN (SELECT name FROM written_public_sources)
+),
+found AS (
+    SELECT 1 AS rank, 'sources' AS part, name AS row_key, 'a user folder''s source' AS reason
+    FROM written_sources WHERE kind = 'user_folder'
+    UNION ALL
+    SELECT 2, 'sources', name, 'a one-time document''s source (named ' || %(one_time_prefix)s || '...)'
+    FROM written_sources WHERE starts_with(name, %(one_time_prefix)s)
+    UNION ALL
+    SELECT 3, 'source_versions', source || ' attempt ' || id, 'an attempt of ' || source || ', not a public source of the snapshot'
+    FROM source_versions
+    WHERE xmin = (SELECT xid FROM mine) AND source NOT IN (SELECT name FROM written_public_sources)
+    UNION ALL
+    SELECT 4, 'documents', doc_id, 'tenant ' || quote_literal(tenant) FROM written_documents WHERE tenant IS NOT NULL
+    UNION ALL
+    SELECT 5, 'documents', doc_id, 'users ' || array_to_string(acl_users, ', ')
+    FROM written_documents WHERE cardinality(acl_users) > 0
+    UNION ALL
+    SELECT 6, 'documents', doc_id, 'groups ' || array_to_string(acl_groups, ', ')
+    FROM written_documents WHERE cardinality(acl_groups) > 0
+    UNION ALL
+    SELECT 7, 'documents', doc_id, 'of ' || source || ', not a public source of the snapshot'
+    FROM written_documents WHERE source NOT IN (SELECT name FROM written_public_sources)
+    UNION ALL
+    SELECT 8, 'document_raw', doc_id, 'the upstream form of a document that is not a public one of the snapshot'
+    FROM document_raw
+    WHERE xmin = (SELECT xid FROM mine) AND doc_id NOT IN (SELECT doc_id FROM written_public_documents)
+    UNION ALL
+    SELECT 9, 'document_artefacts', doc_id || ' ' || kind || ' ' || key,
+           'an artefact of a document that is not a public one of the snapshot'
+    FROM document_artefacts
+    WHERE xmin = (SELECT xid FROM mine) AND doc_id NOT IN (SELECT doc_id FROM written_public_documents)
+    UNION ALL
+    SELECT 10, 'chunks', chunk_id, 'a chunk of a document that is not a public one of the snapshot'
+    FROM chunks
+    WHERE xmin = (SELECT xid FROM mine) AND doc_id NOT IN (SELECT doc_id FROM written_public_documents)
+    UNION ALL
+    SELECT 11, 'embeddings', content_hash, 'a vector of a text no public chunk of the snapshot holds'
+    FROM snapshot_embeddings
+    WHERE content_hash NOT IN (
+        SELECT content_hash FROM chunks
+        WHERE xmin = (SELECT xid FROM mine) AND doc_id IN (SELECT doc_id FROM written_public_documents)
+    )
+)
+SELECT part, row_key, reason FROM found ORDER BY rank, row_key LIMIT 1
 
 -- name: lock_import
 -- One import at a time, and none beside another.

@@ -57,7 +57,7 @@ def test_an_imported_source_is_refreshed_only_once_its_upstream_moves(
     built = refresh(db)
     assert built.status == "published"
     snapshot = tmp_path / "store.tar"
-    manifest = export_snapshot(db_url, SQL_DIR, models_dir, snapshot)
+    manifest = export_snapshot(db_url, SQL_DIR, models_dir, snapshot).manifest
     assert [(s.name, s.version) for s in manifest.sources] == [(SOURCE, built.version)]
 
     with migrated_copy(pg_server_url, template_db, "secrag_snapshot_refresh") as url:
