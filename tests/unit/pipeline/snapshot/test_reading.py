@@ -4,8 +4,10 @@ key, every part's size and sha256, and a file out of shape refused with a senten
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import io
+import json
 import tarfile
 from pathlib import Path
 
@@ -153,3 +155,53 @@ def test_a_changed_manifest_breaks_its_signature(tmp_path: Path, key: Path) -> N
     path = write(tmp_path / "s.tar", [(MANIFEST, changed), (SIGNATURE, signature)])
     with pytest.raises(SnapshotRefused, match="signature does not match"):
         read_header(path, public_key_text(key))
+
+
+def lying(path: Path, table: str, size: int, compress: bool = False) -> Path:
+    """A snapshot whose manifest and tar header both say the part of `table` is `size` bytes; the file holds
+    only its real bytes (a crafted file: its checksum is never reached)."""
+    manifest = manifest_of(PARTS)
+    parts = tuple(
+        p if p.table != table else Part(p.table, p.member, p.columns, p.rows, size, p.sha256) for p in manifest.parts
+    )
+    data = Manifest(**{**manifest.__dict__, "parts": parts}).to_bytes()
+    raw = b""
+    for name, body, declared in [(MANIFEST, data, len(data))] + [
+        (f"parts/{t}.copy", d, size if t == table else len(d)) for t, d in PARTS.items()
+    ]:
+        info = tarfile.TarInfo(name)
+        info.size = declared
+        raw += info.tobuf(format=tarfile.DEFAULT_FORMAT) + body + b"\0" * (-len(body) % tarfile.BLOCKSIZE)
+    path.write_bytes(gzip.compress(raw) if compress else raw)
+    return path
+
+
+def test_a_huge_declared_size_is_refused_before_any_part_is_read(tmp_path: Path) -> None:
+    for compress in (False, True):
+        path = lying(tmp_path / f"huge-{compress}.tar", "chunks", 2**50, compress)
+        with pytest.raises(
+            SnapshotRefused, match=rf"parts/chunks\.copy declares {2**50} bytes, which takes its parts past"
+        ):
+            read_header(path, None)
+    bounded = lying(tmp_path / "bounded.tar", "chunks", len(PARTS["chunks"]))
+    with pytest.raises(SnapshotRefused, match="past 4096 bytes"):  # the real size, under a smaller bound
+        read_header(bounded, None, max_bytes=4096)
+
+
+def test_a_declared_size_past_the_file_is_refused_before_any_part_is_read(tmp_path: Path) -> None:
+    path = lying(tmp_path / "past.tar", "chunks", 10 * 2**20)
+    with pytest.raises(SnapshotRefused, match=r"parts/chunks\.copy declares 10485760 bytes; the whole file holds \d+"):
+        read_header(path, None)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"created_at": "2026-11-27T00:00:00"}, "created_at '2026-11-27T00:00:00' is not a time with its offset"),
+        ({"created_at": "yesterday"}, "created_at 'yesterday' is not a time with its offset"),
+    ],
+)
+def test_a_manifest_without_a_creation_time_is_refused(change: dict[str, str], problem: str) -> None:
+    raw = {**json.loads(manifest_of(PARTS).to_bytes()), **change}
+    with pytest.raises(SnapshotRefused, match=problem):
+        parse_manifest(json.dumps(raw).encode())
