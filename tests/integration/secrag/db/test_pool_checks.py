@@ -22,7 +22,8 @@ class Clock:
         return self.now
 
 
-def wait_for(done: Callable[[], bool], seconds: float = 5.0) -> None:
+def wait_for(done: Callable[[], bool], seconds: float = 120.0) -> None:
+    """Until `done` holds; `seconds` bounds a hung test only."""
     deadline = time.monotonic() + seconds
     while not done():
         assert time.monotonic() < deadline
