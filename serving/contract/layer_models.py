@@ -111,6 +111,11 @@ class LayerReport(BaseModel):
     below_min_score: list[str] = Field(
         default_factory=list, description="Techniques under the asked min_score (or unscored then): left out."
     )
+    unknown_tactics: list[str] = Field(
+        default_factory=list,
+        description="Tactics (short names) the store's ATT&CK does not have in the layer's domain: the entries "
+        "under them are left out (a technique with no other entry too).",
+    )
 
 
 class CompareRequest(Strict):

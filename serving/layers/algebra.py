@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from serving.contract.layer_models import Combine, Operation
+from serving.layers.comments import LINE_CAP, cut
 from serving.layers.technique_set import Number, Technique, TechniqueSet
 
 COMMENT_JOIN = " / "  # between one layer's comments on a technique
@@ -14,8 +15,9 @@ COMMENT_JOIN = " / "  # between one layer's comments on a technique
 
 @dataclass(frozen=True)
 class Combined:
-    """A technique of the result: its score (None: unscored), its comment and the tactics it is under (empty:
-    every tactic)."""
+    """A technique of the result: its score (None: unscored), its comment (merged once, at most COMMENT_CAP
+    characters: every entry of the technique carries this one string) and the tactics it is under (empty: every
+    tactic)."""
 
     technique: str
     score: Number | None
@@ -60,14 +62,15 @@ def _combined(
 
 
 def provenance(name: str, technique: Technique | None) -> str:
-    """`in APT28 (score 1): its comment`, or `not in APT28`."""
+    """`in APT28 (score 1): its comment`, or `not in APT28`, cut at LINE_CAP characters (a layer's name and its
+    entries' comments are the caller's: each result entry carries this line, so it has a bound of its own)."""
     if technique is None:
-        return f"not in {name}"
+        return cut(f"not in {name}", LINE_CAP)
     scored = f" (score {technique.score:g})" if technique.score is not None else ""
     # One line per layer: a comment's own line breaks (a coverage layer's one line per kind) become "; ".
     comments = ["; ".join(line for line in c.splitlines() if line.strip()) for c in technique.comments]
     said = f": {COMMENT_JOIN.join(comments)}" if comments else ""
-    return f"in {name}{scored}{said}"
+    return cut(f"in {name}{scored}{said}", LINE_CAP)
 
 
 def combine(how: Combine, left: Number | None, right: Number | None) -> Number | None:

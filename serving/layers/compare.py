@@ -1,4 +1,5 @@
-"""POST /v1/layers/compare's implementation: both layers read against the store, combined, laid out."""
+"""POST /v1/layers/compare's implementation: both layers read against the store, combined, its answer's size
+checked against SECRAG_MAX_ANSWER_BYTES, laid out."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import time
 
 from serving.contract.layer_models import CompareRequest, CompareResponse
 from serving.layers.algebra import compare
+from serving.layers.answer_size import NARROW, estimated_bytes
 from serving.layers.result_layer import result_layer
 from serving.layers.screen import LayerReads
 
@@ -17,6 +19,8 @@ def compare_layers(reads: LayerReads, req: CompareRequest) -> CompareResponse:
     left = reads.technique_set(req.left, "left", req.left_min_score)
     right = reads.technique_set(req.right, "right", req.right_min_score)
     combined = compare(left.techniques, right.techniques, req.operation, req.scores)
+    names = [req.left.name, req.right.name, req.name or ""]
+    reads.limits.check_answer(estimated_bytes(combined, left.report, right.report, names), NARROW)
     layer = result_layer(
         combined,
         left=req.left.name,

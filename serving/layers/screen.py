@@ -1,5 +1,6 @@
-"""A layer's technique set checked against the store's ATT&CK: ids it does not have, and revoked or deprecated
-techniques, are left out and reported (never an error); the deployment's entry limit is a 422."""
+"""A layer's technique set checked against the store's ATT&CK: ids it does not have, revoked or deprecated
+techniques, and entries under a tactic its domain does not have, are left out and reported (never an error); the
+deployment's entry limit is a 422."""
 
 from __future__ import annotations
 
@@ -28,15 +29,23 @@ class LayerReads:
     limits: RequestLimits
 
     def technique_set(self, layer: LayerIn, field: str, min_score: Number | None = None) -> Screened:
-        """The layer's technique set of active ATT&CK techniques; `field` names the layer in a 422."""
+        """The layer's technique set of active ATT&CK techniques under its domain's tactics; `field` names the
+        layer in a 422."""
         self.limits.check_layer(field, layer)
-        read = read_layer(layer, min_score)
+        named = any(entry.tactic is not None for entry in layer.techniques)
+        read = read_layer(layer, min_score, self.tactics(DOMAINS[layer.domain]) if named else None)
         states = self.states(read.ids())
         unknown = [t for t in read.ids() if t not in states]
         revoked = [t for t in read.ids() if states.get(t) == "revoked"]
         deprecated = [t for t in read.ids() if states.get(t) == "deprecated"]
         kept = read.without(frozenset(unknown + revoked + deprecated))
         return Screened(kept, report(kept, unknown=unknown, revoked=revoked, deprecated=deprecated))
+
+    def tactics(self, domain: AttackDomain) -> frozenset[str]:
+        """The tactics (short names) of the domain's active techniques in the store's ATT&CK."""
+        with self.catalog.pool.connection() as conn:
+            rows = conn.execute(self.catalog.queries.layer_domain_tactics, {"domain": domain}).fetchall()
+        return frozenset(r[0] for r in rows)
 
     def states(self, ids: list[str]) -> dict[str, str]:
         """Each id the store's ATT&CK has: active, revoked or deprecated (revoked when both)."""
@@ -59,6 +68,7 @@ def report(read: TechniqueSet, *, unknown: list[str], revoked: list[str], deprec
         deprecated=deprecated,
         disabled=list(read.disabled),
         below_min_score=list(read.below_min_score),
+        unknown_tactics=list(read.unknown_tactics),
     )
 
 

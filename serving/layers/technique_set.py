@@ -4,6 +4,7 @@ every tactic), a technique's score the highest of its entries' and its comments 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from serving.contract.layer_models import LayerIn, LayerTechniqueIn
@@ -26,7 +27,8 @@ class Technique:
 
 @dataclass(frozen=True)
 class TechniqueSet:
-    """A layer's name, domain, format and entries, its techniques by id, and those left out while reading."""
+    """A layer's name, domain, format and entries, its techniques by id, and those left out while reading (and the
+    tactics its domain does not have, whose entries were left out)."""
 
     name: str
     domain: LayerDomain
@@ -35,6 +37,7 @@ class TechniqueSet:
     techniques: Mapping[str, Technique]
     disabled: tuple[str, ...]
     below_min_score: tuple[str, ...]
+    unknown_tactics: tuple[str, ...] = ()
 
     def ids(self) -> list[str]:
         return list(self.techniques)
@@ -43,15 +46,29 @@ class TechniqueSet:
         """The set less these techniques."""
         kept = {t: v for t, v in self.techniques.items() if t not in ids}
         return TechniqueSet(
-            self.name, self.domain, self.format, self.entries, kept, self.disabled, self.below_min_score
+            self.name,
+            self.domain,
+            self.format,
+            self.entries,
+            kept,
+            self.disabled,
+            self.below_min_score,
+            self.unknown_tactics,
         )
 
 
-def read_layer(layer: LayerIn, min_score: Number | None = None) -> TechniqueSet:
-    """The layer's technique set: enabled entries (scoring at least min_score, when given), by technique in the
-    order they first appear; a technique only disabled, or only under min_score, is listed as such."""
+def read_layer(
+    layer: LayerIn, min_score: Number | None = None, tactics: AbstractSet[str] | None = None
+) -> TechniqueSet:
+    """The layer's technique set: enabled entries (scoring at least min_score, when given; under one of `tactics`,
+    the domain's, when given and the entry names one), by technique in the order they first appear; a technique
+    only disabled, or only under min_score, is listed as such, and a tactic not of `tactics` too."""
     grouped: dict[str, list[LayerTechniqueIn]] = {}
+    unknown_tactics: dict[str, None] = {}
     for entry in layer.techniques:
+        if tactics is not None and entry.tactic is not None and entry.tactic not in tactics:
+            unknown_tactics[entry.tactic] = None
+            continue
         grouped.setdefault(entry.techniqueID, []).append(entry)
     techniques: dict[str, Technique] = {}
     disabled: list[str] = []
@@ -74,6 +91,7 @@ def read_layer(layer: LayerIn, min_score: Number | None = None) -> TechniqueSet:
         techniques=techniques,
         disabled=tuple(disabled),
         below_min_score=tuple(below),
+        unknown_tactics=tuple(unknown_tactics),
     )
 
 
@@ -83,12 +101,9 @@ def merge(technique_id: str, entries: Sequence[LayerTechniqueIn]) -> Technique:
     scores = [e.score for e in entries if e.score is not None]
     per_tactic = all(e.tactic for e in entries)
     tactics = tuple(dict.fromkeys(e.tactic for e in entries if e.tactic)) if per_tactic else ()
-    comments: list[str] = []
+    comments: dict[str, None] = {}  # each once, in order (a dict: linear in the entries, however many repeat)
     for e in entries:
         text = e.comment.strip()
-        if not text:
-            continue
-        labelled = f"[{e.tactic}] {text}" if e.tactic and len(entries) > 1 else text
-        if labelled not in comments:
-            comments.append(labelled)
+        if text:
+            comments[f"[{e.tactic}] {text}" if e.tactic and len(entries) > 1 else text] = None
     return Technique(technique_id, max(scores) if scores else None, tuple(comments), tactics)

@@ -560,6 +560,12 @@ SELECT id, tactics FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
 -- Which of a Navigator layer's technique ids the store's ATT&CK has, and whether each is revoked or deprecated.
 SELECT id, revoked, deprecated FROM mitre_techniques WHERE id = ANY(%(ids)s::text[])
 
+-- name: layer_domain_tactics
+-- The tactics (short names) of an ATT&CK domain's active techniques: those an entry of a layer of that domain
+-- may name.
+SELECT DISTINCT tactic FROM mitre_techniques, unnest(tactics) AS tactic
+WHERE domain = %(domain)s AND NOT revoked AND NOT deprecated
+
 -- name: technique_ids
 SELECT id FROM mitre_techniques ORDER BY id
 
