@@ -31,6 +31,13 @@ def mcp(api_key: str | None) -> None:
     service = start_service(settings, Exposition())
     tuned = TunedPlans(plans, read=lambda: stored_thresholds(service.pool, service.queries))
     try:
-        build_mcp(lambda: service, gate, tuned.current, default_key=api_key, limits=service.limits).run("stdio")
+        build_mcp(
+            lambda: service,
+            gate,
+            tuned.current,
+            default_key=api_key,
+            limits=service.limits,
+            in_flight=service.metrics.in_flight,
+        ).run("stdio")
     finally:
         stop_service(service)

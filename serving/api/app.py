@@ -180,7 +180,11 @@ def create_app(settings: ServingSettings | None = None, *, url_policy: UrlPolicy
         from serving.mcp.tools import build_mcp
 
         mcp_server = build_mcp(
-            lambda: app.state.service, gate, tuned_plans.current, limits=RequestLimits.from_settings(settings)
+            lambda: app.state.service,
+            gate,
+            tuned_plans.current,
+            limits=RequestLimits.from_settings(settings),
+            in_flight=metrics.in_flight,  # with /v1's (MetricsMiddleware): what maps' idle check and side legs read
         )
         mcp_app = mcp_server.streamable_http_app(
             streamable_http_path="/",

@@ -1,12 +1,19 @@
 """What one API process lets its maps take: turns of map work (a batch of sentences encoded, or one sentence
 searched on a reader connection) shared by every map at once: half the cores always, and the rest of the pool
 less a reserve that other callers keep while no other request is in flight; how many searches one map runs at
-once; and how long a map may run."""
+once; and how long a map may run.
+
+Turns are shared fairly between callers (a caller as its quotas know it: serving/access/quotas.py `Caller.bucket`,
+an API key's principal or an anonymous client address): while maps of several callers wait, a free turn goes to
+the waiting caller holding the fewest turns, and among equals to the one served least recently, so one
+caller's many maps cannot take the turns of another's map; a caller alone takes every free turn."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,6 +21,8 @@ from dataclasses import dataclass, field
 from serving.observability.in_flight import InFlight
 from serving.search.side_legs import usable_cores
 from serving.settings import ServingSettings
+
+PROCESS = ""  # the caller of maps run outside any request's quotas (`secrag map`)
 
 
 def _none_busy() -> int:
@@ -26,14 +35,13 @@ class MapCapacity:
     spare: int  # more map work at once while no other API request is in flight
     width: int  # sentence searches one map runs at once, at most
     timeout: float  # seconds a map may run
-    busy: Callable[[], int] = _none_busy  # the API's requests in flight (maps' own included)
+    busy: Callable[[], int] = _none_busy  # the API's requests in flight, REST and MCP (maps' own included)
     maps: InFlight = field(default_factory=InFlight)  # maps running
-    _free: threading.BoundedSemaphore = field(init=False, repr=False)
-    _spare: threading.BoundedSemaphore | None = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self._free = threading.BoundedSemaphore(self.at_once)
-        self._spare = threading.BoundedSemaphore(self.spare) if self.spare > 0 else None
+    _changed: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
+    _held: Counter[str] = field(default_factory=Counter, init=False, repr=False)  # turns held, by caller
+    _waiting: Counter[str] = field(default_factory=Counter, init=False, repr=False)  # turns waited for
+    _served: dict[str, int] = field(default_factory=dict, init=False, repr=False)  # caller -> last turn's number
+    _numbers: Iterator[int] = field(default_factory=itertools.count, init=False, repr=False)
 
     @classmethod
     def from_settings(
@@ -52,17 +60,50 @@ class MapCapacity:
         """No API request in flight but maps."""
         return self.busy() <= self.maps()
 
+    def held(self) -> int:
+        """Turns held at this moment, over every caller."""
+        with self._changed:
+            return sum(self._held.values())
+
+    def waiting(self) -> dict[str, int]:
+        """Turns waited for at this moment, by caller."""
+        with self._changed:
+            return dict(self._waiting)
+
+    def _free(self) -> bool:
+        taken = sum(self._held.values())
+        return taken < self.at_once or (taken < self.at_once + self.spare and self._idle())
+
+    def _next(self) -> str:
+        """The waiting caller a free turn goes to: the fewest turns held, then the longest since its last."""
+        return min(self._waiting, key=lambda caller: (self._held[caller], self._served.get(caller, -1)))
+
     @contextmanager
-    def turn(self, deadline: float) -> Iterator[bool]:
-        """One turn of map work, waited for until the deadline (time.monotonic()); yields whether it was had
-        (False: the map ran out of time waiting for other maps' work)."""
-        held = self._free if self._free.acquire(blocking=False) else None
-        if held is None and self._spare is not None and self._idle() and self._spare.acquire(blocking=False):
-            held = self._spare
-        if held is None and self._free.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            held = self._free
+    def turn(self, deadline: float, caller: str = PROCESS) -> Iterator[bool]:
+        """One turn of map work for `caller`, waited for until the deadline (time.monotonic()); yields whether
+        it was had (False: the map ran out of time waiting for other maps' work)."""
+        with self._changed:
+            self._waiting[caller] += 1
+            try:
+                had = self._changed.wait_for(
+                    lambda: self._free() and self._next() == caller, timeout=max(0.0, deadline - time.monotonic())
+                )
+            finally:
+                self._waiting[caller] -= 1
+                if not self._waiting[caller]:
+                    del self._waiting[caller]
+            if had:
+                self._held[caller] += 1
+                self._served[caller] = next(self._numbers)
+            self._changed.notify_all()  # a turn may still be free for another waiter, or this one gave up
         try:
-            yield held is not None
+            yield had
         finally:
-            if held is not None:
-                held.release()
+            if had:
+                with self._changed:
+                    self._held[caller] -= 1
+                    if not self._held[caller]:
+                        del self._held[caller]
+                        if caller not in self._waiting:  # gone: nothing of it kept
+                            self._served.pop(caller, None)
+                    self._changed.notify_all()

@@ -39,7 +39,8 @@ def held_votes(
     deadline: float,
 ) -> list[Vote] | None:
     """Every sentence's votes: its candidates at or over the selector's floor, each voting its probability; None
-    when no sentence model serves or its vectors are not held yet (the caller searches each sentence)."""
+    when no sentence model serves or its vectors are not held yet (the caller searches each sentence). Its
+    statements take turns as its encoding does, so they stay on the maps' share of the connections."""
     found = held_candidates(searcher, sentences, voters=selector.voters, top=selector.top, turn=turn, deadline=deadline)
     if found is None:
         return None
@@ -49,7 +50,10 @@ def held_votes(
             p = probability(candidate, selector.intercept, selector.weights)
             if p >= selector.floor:
                 scored.setdefault(i, []).append((candidate, p))
-    hits = _hits(searcher, principal, sorted({c.chunk_id for picked in scored.values() for c, _ in picked}))
+    with turn() as had:  # its one statement on a connection of the maps' share, as a search's
+        if not had:
+            return None
+        hits = _hits(searcher, principal, sorted({c.chunk_id for picked in scored.values() for c, _ in picked}))
     votes: list[Vote] = []
     for i, picked in sorted(scored.items()):
         picked.sort(key=lambda cp: (-cp[1], cp[0].technique))
@@ -74,8 +78,11 @@ def held_candidates(
     model = searcher.sentence.encoder() if searcher.sentence is not None else None
     if model is None or searcher.vectors is None:
         return None
-    with searcher.pool.connection() as conn:
-        versions = searcher.catalog.source_versions(conn)
+    with turn() if turn is not None else nullcontext(True) as had:
+        if not had:
+            return None
+        with searcher.pool.connection() as conn:
+            versions = searcher.catalog.source_versions(conn)
     procedures = searcher.vectors.held(model.model_id, [PROCEDURES], versions, model.dimensions)
     attack = searcher.vectors.held(model.model_id, [ATTACK], versions, model.dimensions)
     if procedures is None or attack is None:

@@ -4,6 +4,8 @@ neighbours leg for their own callers only), combine each technique's votes, cite
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import time
 from collections import Counter
@@ -32,11 +34,12 @@ from serving.contract.plan_models import Citation, Passage
 from serving.contract.requests import AttackDomain, ReturnOptions, SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
 from serving.layers.screen import LayerReads, asked_domain
-from serving.mapping.capacity import MapCapacity
+from serving.mapping.capacity import PROCESS, MapCapacity
 from serving.mapping.evidence import Evidence, Vote, combine, named_techniques, votes_of
-from serving.mapping.held_path import held_votes
+from serving.mapping.held_path import Turn, held_votes
 from serving.mapping.layer import navigator_layer
 from serving.mapping.sentences import Sentence, split
+from serving.mapping.stoppable import OutOfTime, Stoppable
 from serving.search.searcher import Searcher
 
 log = logging.getLogger(__name__)
@@ -66,11 +69,13 @@ def map_text(
     req: MapRequest,
     principal: Principal,
     admit: Admission = _unlimited,
+    caller: str = PROCESS,
 ) -> MapResponse:
     """The techniques the text describes, best first, at or over min_score, at most `limit` of them. The map
-    runs within capacity's deadline; a sentence whose search failed or did not run in time is reported in
-    `unanswered` and the others still count. With a technique_layer only its techniques are kept (each scored
-    on the same votes, ranks among all ATT&CK techniques)."""
+    runs within capacity's deadline, its turns of work shared fairly with other callers' maps (`caller`: its
+    quota bucket, serving/access/quotas.py); a sentence whose search failed or did not run in time is reported
+    in `unanswered` and the others still count. With a technique_layer only its techniques are kept (each
+    scored on the same votes, ranks among all ATT&CK techniques)."""
     started = time.perf_counter()
     deadline = time.monotonic() + capacity.timeout
     limits.check_map(req)
@@ -94,12 +99,11 @@ def map_text(
     with admit(len(queries), capacity.width) as width, capacity.maps.counting():
         if tuning.selector is not None and req.domain == DEFAULT_DOMAIN:  # the sentence model's are Enterprise's
             held = held_votes(
-                searcher, sentences, tuning.selector, principal, lambda: capacity.turn(deadline), deadline
+                searcher, sentences, tuning.selector, principal, lambda: capacity.turn(deadline, caller), deadline
             )
         if held is None:
-            answers = _search_all(
-                searcher, queries, tuning.candidates, width, principal, capacity, deadline, _filters(req.domain)
-            )
+            turn = functools.partial(capacity.turn, deadline, caller)
+            answers = _search_all(searcher, queries, tuning.candidates, width, principal, turn, deadline, req.domain)
     votes = (
         held
         if held is not None
@@ -179,15 +183,17 @@ def _search_all(
     candidates: int,
     width: int,
     principal: Principal,
-    capacity: MapCapacity,
+    turn: Turn,
     deadline: float,
-    filters: SearchFilters,
+    domain: AttackDomain,
 ) -> _Answers:
-    """One hybrid search per query among the ATT&CK documents, `width` at a time. This thread encodes the
-    queries a model batch at a time and hands each batch to the searches while it encodes the next; each batch
-    and each search takes a turn of the process's map work (capacity). At the deadline, or when the searches
-    end, whatever has not answered is given up: queued searches are cancelled, running ones finish on their
-    own and are not waited for."""
+    """One hybrid search per query among the domain's ATT&CK documents, `width` at a time. This thread encodes
+    the queries a model batch at a time and hands each batch to the searches while it encodes the next; each
+    batch and each search takes a turn of the process's map work (`turn`). Each search runs on one connection
+    of the map's own (serving/mapping/stoppable.py), never on a second one (no side legs: the map's turns are
+    all the connections its searches take). At the deadline, or when the searches end, whatever has not
+    answered is given up: queued searches are cancelled, running statements are cancelled, and this returns
+    once every search has given back its connection and its turn."""
     found: dict[str, SearchResponse] = {}
     failed: dict[str, UnansweredReason] = {}
     if not queries:
@@ -196,21 +202,25 @@ def _search_all(
         {
             "query": queries[0],
             "k": candidates,
-            "filters": filters,
+            "filters": _filters(domain),
             "return": ReturnOptions(snippets=False),
         }
     )
+    connections = Stoppable(searcher.pool, deadline)
+    own = dataclasses.replace(searcher, pool=connections, side=None)
+    # counted among the searches in flight, which other searches' side legs look at
+    counted = searcher.side.search if searcher.side is not None else nullcontext
 
     def search(query: str, vector: NDArray[Any], sentence: tuple[str, NDArray[Any]] | None) -> SearchResponse:
-        with capacity.turn(deadline) as had:
+        with turn() as had, counted():
             if not had or time.monotonic() >= deadline:
-                raise _OutOfTime
+                raise OutOfTime
             request = base.model_copy(update={"query": query})
-            return searcher.search(request, principal, vector=vector, sentence_vector=sentence)
+            return own.search(request, principal, vector=vector, sentence_vector=sentence)
 
     def encode(batch: Sequence[str]) -> list[tuple[NDArray[Any], tuple[str, NDArray[Any]] | None]] | None:
         """The batch's vectors of the serving model, and of the sentence model while one serves."""
-        with capacity.turn(deadline) as had:
+        with turn() as had:
             if not had or time.monotonic() >= deadline:
                 return None
             general = list(searcher.query_vectors(batch))
@@ -222,6 +232,7 @@ def _search_all(
     size = searcher.encoder.max_batch
     pool = ThreadPoolExecutor(max_workers=max(1, width), thread_name_prefix="map")
     searches: dict[Future[SearchResponse], str] = {}
+    done: set[Future[SearchResponse]] = set()
     try:
         for start in range(0, len(queries), size):
             if time.monotonic() >= deadline:
@@ -234,23 +245,22 @@ def _search_all(
                 searches[pool.submit(search, query, vector, sentence)] = query
         done, _ = wait(searches, timeout=max(0.0, deadline - time.monotonic()))
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)  # the queued searches never start
+        stopped = connections.stop()  # the running statements cancelled, their connections given back
+        pool.shutdown(wait=True)  # every search ended: its turn given back
+    if stopped:
+        log.info("map stopped at its deadline", extra={"statements": stopped})
     for future, query in searches.items():
         if future not in done:
-            future.cancel()
             failed[query] = "timeout"
         elif (error := future.exception()) is not None:
-            failed[query] = "timeout" if isinstance(error, _OutOfTime) else _reason(error)
+            failed[query] = "timeout" if isinstance(error, OutOfTime) else _reason(error)
         else:
             found[query] = future.result()
     for query in queries:
         if query not in found and query not in failed:
             failed[query] = "timeout"  # never encoded: the deadline came first
     return _Answers(found, failed)
-
-
-class _OutOfTime(Exception):
-    """A sentence search that did not start before the map's deadline."""
 
 
 def _reason(error: BaseException) -> UnansweredReason:

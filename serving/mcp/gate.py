@@ -1,5 +1,6 @@
 """The MCP gate: every request (initialize, ping, listings, prompts, resources, tool calls) takes its caller's
-key, rate and a slot, as every /v1 operation does; tools and resources read the caller it admitted.
+key, rate and a slot, and counts among the API's requests in flight while it runs, as every /v1 operation does;
+tools and resources read the caller it admitted.
 
 A refused tool call answers as a tool error ({kind, detail, hint}, as any tool failure); any other refused
 request as a JSON-RPC error carrying the same. Notifications (no answer to refuse with) pass through.
@@ -18,6 +19,7 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from serving.access.quotas import Caller, Gate
 from serving.contract.errors import PublicError, public_error
 from serving.mcp.errors import error_result, hint
+from serving.observability.in_flight import InFlight
 
 _admitted: ContextVar[Caller | None] = ContextVar("secrag_mcp_caller", default=None)
 
@@ -53,8 +55,9 @@ def protocol_error(error: PublicError, hint_text: str = "") -> MCPError:
 class GateMiddleware:
     """The MCP server's outermost check of each request (serving/mcp/tools.py installs it)."""
 
-    def __init__(self, gate: Gate, default_key: str | None) -> None:
+    def __init__(self, gate: Gate, default_key: str | None, in_flight: InFlight | None = None) -> None:
         self._gate, self._default_key = gate, default_key
+        self._in_flight = in_flight  # the API's requests in flight, which this one joins while it runs
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.request_id is None:
@@ -63,6 +66,8 @@ class GateMiddleware:
             try:
                 caller = request_caller(ctx.request, self._gate, self._default_key)
                 held.enter_context(self._gate.slot(caller))
+                if self._in_flight is not None:
+                    held.enter_context(self._in_flight.counting())
             except Exception as exc:  # noqa: BLE001 - every refusal is mapped, none leaks internals
                 return _refused(ctx.method, public_error(exc))
             token = _admitted.set(caller)

@@ -38,6 +38,7 @@ from serving.mcp.gate import GateMiddleware, current_caller
 from serving.mcp.prompts import add_prompts
 from serving.mcp.resources import add_resources
 from serving.mcp.server import SecragMCP
+from serving.observability.in_flight import InFlight
 from serving.plans.plans_file import PlansConfig
 from serving.service import Service
 
@@ -131,11 +132,13 @@ def build_mcp(
     *,
     default_key: str | None = None,
     limits: RequestLimits | None = None,
+    in_flight: InFlight | None = None,
 ) -> SecragMCP:
     """An MCP server with one tool per REST operation (and per-mode search aliases).
 
     default_key is the API key of stdio callers (HTTP callers send their own); `limits` (this
-    deployment's request limits) are written into the tools' input schemas, as into the OpenAPI document.
+    deployment's request limits) are written into the tools' input schemas, as into the OpenAPI document;
+    `in_flight` counts its requests among the API's in flight (serving/observability/in_flight.py).
     """
     from serving.mapping import mapper
     from serving.plans.planner import explain, list_plans, plan_context
@@ -153,7 +156,7 @@ def build_mcp(
             "(versions, freshness), secrag://plans. Prompts: map_report, triage_artefact, coverage_for_group."
         ),
     )
-    server.middleware.append(GateMiddleware(gate, default_key))  # every method: key, rate, slot
+    server.middleware.append(GateMiddleware(gate, default_key, in_flight))  # every method: key, rate, slot
     tools = _Tools(server, get_service)
 
     def plan(req: PlanRequest, caller: Caller) -> Any:  # noqa: ANN401
@@ -178,6 +181,7 @@ def build_mcp(
             req,
             caller.principal,
             admit=functools.partial(gate.searches, caller),
+            caller=caller.bucket,
         )
 
     def stats(caller: Caller) -> Any:  # noqa: ANN401

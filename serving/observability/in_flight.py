@@ -1,10 +1,12 @@
-"""How many API operations (/v1 requests) the process is serving at this moment (and, with another `InFlight`,
-how many searches: serving/search/side_legs.py).
+"""How many API operations (/v1 requests and MCP requests) the process is serving at this moment (and, with
+another `InFlight`, how many searches: serving/search/side_legs.py).
 
-`MetricsMiddleware` (serving/observability/metrics.py) counts them, `/metrics` shows the count
-(`secrag_http_requests_in_flight`), and a search's side legs (serving/search/side_legs.py) read it: a second
-statement for one search pays off only while a core would otherwise be idle, and a request that has not yet
-reached its search (its body, its dependencies, the thread hop) will need a core in a moment.
+`MetricsMiddleware` (serving/observability/metrics.py) counts the /v1 ones and the MCP gate
+(serving/mcp/gate.py) each MCP request, `/metrics` shows the count (`secrag_http_requests_in_flight`), and
+two readers decide by it: a search's side legs (serving/search/side_legs.py), since a second statement for
+one search pays off only while a core would otherwise be idle and a request that has not yet reached its
+search (its body, its dependencies, the thread hop) will need a core in a moment; and the maps' spare turns
+(serving/mapping/capacity.py), taken only while no request but maps is in flight.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg_pool import ConnectionPool
 
 from secrag.attack_domains import DEFAULT_DOMAIN
 from secrag.enrichment import enrich
@@ -27,6 +26,7 @@ from serving.search import analysis as logic
 from serving.search import fusion, spelling
 from serving.search.artefacts import in_holder_order, pinned_holders
 from serving.search.catalog import Catalog
+from serving.search.connections import Connections
 from serving.search.encoder import QueryEncoder
 from serving.search.leg_runs import LegRuns, fetch
 from serving.search.leg_shapes import LegShaper
@@ -48,7 +48,7 @@ LABEL_WEIGHT = 1.0
 class Searcher:
     """Runs POST /v1/search (and the plans' retrieval) for one caller at a time."""
 
-    pool: ConnectionPool
+    pool: Connections  # the pool (a map's searches: serving/mapping/stoppable.py)
     catalog: Catalog
     encoder: QueryEncoder
     statements: Statements

@@ -40,4 +40,5 @@ def map_text(
         body,
         caller.principal,
         admit=functools.partial(gate.searches, caller),
+        caller=caller.bucket,
     )

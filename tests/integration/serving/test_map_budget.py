@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import psycopg
@@ -17,40 +18,65 @@ from fastapi.testclient import TestClient
 
 from serving.api.app import create_app
 from serving.api.deps import get_searcher
+from serving.mapping.stoppable import Stoppable
 from serving.search.searcher import Searcher
 from serving.settings import ServingSettings
 
 from .test_map import REPORT, SENTENCES, by_id
 
 
-class Faulty:
-    """The real searcher, except that searches of sentences holding `fails` raise, and every search first waits
-        `delay` seconds; counts the searches started and the most running at once (a map's searches run on its
-    threads named map-N; other requests' searches are not counted)."""
+@dataclass
+class Counts:
+    """The map's searches started, running, and the most running at once."""
 
-    def __init__(self, real: Searcher, fails: str = "", delay: float = 0.0) -> None:
-        self._real, self._fails, self._delay = real, fails, delay
-        self._lock = threading.Lock()
-        self.started = self.running = self.most = 0
+    started: int = 0
+    running: int = 0
+    most: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 - the real searcher's other parts
-        return getattr(self._real, name)
 
-    def search(self, request: Any, principal: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+@dataclass(frozen=True)
+class Faulty(Searcher):
+    """The real searcher, except that searches of sentences holding `fails` raise, every search first waits
+    `delay` seconds, and each search after the first `hold_after` first runs a statement that outlasts any
+    deadline on its connection (the map's). Counts the map's searches (they run on its threads named map-N;
+    other requests' searches are not counted) and records their events, ("start" | "end", query), in order.
+    A map searches with a copy (dataclasses.replace) that shares the counts and the events."""
+
+    fails: str = ""
+    delay: float = 0.0
+    hold_after: int | None = None
+    counts: Counts = field(default_factory=Counts)
+    events: list[tuple[str, str]] = field(default_factory=list)
+    seen: list[tuple[object, object]] = field(default_factory=list)  # each map search's (pool, side legs)
+
+    @classmethod
+    def around(cls, real: Searcher, **faults: Any) -> Faulty:  # noqa: ANN401
+        return cls(**{f.name: getattr(real, f.name) for f in fields(Searcher)}, **faults)
+
+    def search(self, request: Any, principal: Any, **kwargs: Any) -> Any:  # type: ignore[override]  # noqa: ANN401
         if not threading.current_thread().name.startswith("map"):
-            return self._real.search(request, principal, **kwargs)
-        with self._lock:
-            self.started += 1
-            self.running += 1
-            self.most = max(self.most, self.running)
+            return super().search(request, principal, **kwargs)
+        counts = self.counts
+        with counts.lock:
+            counts.started += 1
+            counts.running += 1
+            counts.most = max(counts.most, counts.running)
+            held = self.hold_after is not None and counts.started > self.hold_after
+            self.seen.append((self.pool, self.side))
+            self.events.append(("start", request.query))
         try:
-            time.sleep(self._delay)
-            if self._fails and self._fails in request.query:
+            time.sleep(self.delay)
+            if held:
+                with self.pool.connection() as conn:
+                    conn.execute("SELECT pg_sleep(600) /* a held map search */")
+            if self.fails and self.fails in request.query:
                 raise psycopg.errors.QueryCanceled("canceling statement due to statement timeout")
-            return self._real.search(request, principal, **kwargs)
+            return super().search(request, principal, **kwargs)
         finally:
-            with self._lock:
-                self.running -= 1
+            with counts.lock:
+                counts.running -= 1
+                self.events.append(("end", request.query))
 
 
 @pytest.fixture
@@ -59,12 +85,18 @@ def faulty_app(
 ) -> Iterator[Callable[..., tuple[TestClient, Faulty]]]:
     clients: list[TestClient] = []
 
-    def make(fails: str = "", delay: float = 0.0, **settings: Any) -> tuple[TestClient, Faulty]:  # noqa: ANN401
+    def make(
+        fails: str = "",
+        delay: float = 0.0,
+        hold_after: int | None = None,
+        **settings: Any,  # noqa: ANN401
+    ) -> tuple[TestClient, Faulty]:
         app = create_app(settings_for(serving_db_url, **settings))
         client = TestClient(app, raise_server_exceptions=False)
         client.__enter__()
         clients.append(client)
-        faulty = Faulty(app.state.service.model.current(), fails, delay)
+        real = app.state.service.model.current()
+        faulty = Faulty.around(real, fails=fails, delay=delay, hold_after=hold_after)
         app.dependency_overrides[get_searcher] = lambda: faulty
         return client, faulty
 
@@ -89,16 +121,41 @@ def test_a_failed_search_costs_its_sentence_only(faulty_app: Callable[..., tuple
 def test_the_deadline_answers_with_what_it_has_and_cancels_the_queue(
     faulty_app: Callable[..., tuple[TestClient, Faulty]],
 ) -> None:
+    """One search at a time; the second runs a statement that outlasts the deadline. The map answers at its
+    deadline with the sentence searched before it, the others unanswered (timeout), and only once the held
+    statement was cancelled and its search ended: no search of the map runs after the answer, none of the
+    queued ones ever starts, and its turn and connection are back."""
     text = " ".join(f"The operators ran tool number {i} on host {i} of the victim." for i in range(12))
-    client, faulty = faulty_app(delay=0.3, map_timeout_seconds=1.0, map_concurrency=1, map_process_concurrency=1)
+    client, faulty = faulty_app(
+        hold_after=1,
+        map_timeout_seconds=5.0,
+        map_concurrency=1,
+        map_process_concurrency=1,
+        reader_statement_timeout_ms=600_000,  # only the map's deadline ends the held statement
+    )
+    service = client.app.state.service  # type: ignore[attr-defined]
     answer = client.post("/v1/map", json={"text": text}).json()
+    with faulty.counts.lock:  # the events up to the answer, as they were when it came
+        events = list(faulty.events)
+        running = faulty.counts.running
+    held_turns = service.map_capacity.held()
+    stats = service.pool.get_stats()
+
     assert answer["sentences"] == 12
     reasons = [u["reason"] for u in answer["unanswered"]]
-    assert reasons and set(reasons) == {"timeout"} and len(reasons) < 12
-    started = faulty.started
-    time.sleep(1.0)  # had the queue been left, its searches would start one by one now
-    assert faulty.started == started and faulty.running == 0
-    assert started <= 12 - len(reasons) + 1  # the answered ones, and at most the one running at the deadline
+    assert set(reasons) == {"timeout"}
+    assert len(reasons) == 11  # every sentence but the one searched before the deadline
+    [first, held] = list(dict.fromkeys(query for _, query in events))
+    assert events == [("start", first), ("end", first), ("start", held), ("end", held)]  # all before the answer
+    assert running == 0 and held_turns == 0
+    assert stats["pool_size"] - stats["pool_available"] <= 1  # the map's connection is back (this test's own
+    # requests hold none; the pool's checks may hold one a moment)
+    with psycopg.connect(service.settings.database_url) as conn:
+        stuck = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE %s",
+            ("%a held map search%",),
+        ).fetchone()
+    assert stuck is not None and stuck[0] == 0  # the held statement was cancelled (this one's text is $1)
 
 
 def test_maps_never_take_the_reserved_connections(faulty_app: Callable[..., tuple[TestClient, Faulty]]) -> None:
@@ -120,7 +177,9 @@ def test_maps_never_take_the_reserved_connections(faulty_app: Callable[..., tupl
     for thread in maps:
         thread.join(120)
     assert answers == [200] * 4 and search.status_code == 200
-    assert faulty.most <= 2
+    assert faulty.counts.most <= 2
+    # each on the map's own connections (its turns' share), never a second one for side legs
+    assert faulty.seen and all(isinstance(pool, Stoppable) and side is None for pool, side in faulty.seen)
 
 
 def test_a_map_is_charged_its_searches(faulty_app: Callable[..., tuple[TestClient, Faulty]]) -> None:

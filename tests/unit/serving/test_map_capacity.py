@@ -59,3 +59,60 @@ def test_a_connection_is_waited_for_until_the_deadline_only() -> None:
     holder.join(60)
     with capacity.turn(time.monotonic()) as had:  # given back
         assert had
+
+
+def _waiting_for(capacity: MapCapacity, wanted: dict[str, int]) -> None:
+    """Until the callers wait for these turns (the threads have reached the capacity)."""
+    for _ in range(6000):
+        if capacity.waiting() == wanted:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"waiting {capacity.waiting()}, not {wanted}")
+
+
+def test_a_free_turn_goes_to_the_waiting_caller_holding_fewest() -> None:
+    """One caller's maps hold the one turn and wait for more; another caller's map comes last and is served
+    next, then turns alternate while both wait."""
+    capacity = MapCapacity(at_once=1, spare=0, width=1, timeout=60)
+    deadline = time.monotonic() + 600
+    order: list[str] = []
+    release = {name: threading.Event() for name in ("a1", "a2", "a3", "b1", "b2")}
+
+    def work(name: str) -> None:
+        with capacity.turn(deadline, name[0]) as had:
+            assert had
+            order.append(name)
+            release[name].wait(600)
+
+    threads = {name: threading.Thread(target=work, args=(name,)) for name in release}
+    threads["a1"].start()
+    _waiting_for(capacity, {})
+    while capacity.held() != 1:
+        time.sleep(0.01)
+    threads["a2"].start()
+    threads["a3"].start()
+    _waiting_for(capacity, {"a": 2})
+    threads["b1"].start()
+    threads["b2"].start()
+    _waiting_for(capacity, {"a": 2, "b": 2})
+    for i in range(len(release)):  # each turn given back, one after another, in the order they were had
+        while len(order) <= i:
+            time.sleep(0.01)
+        release[order[i]].set()
+        threads[order[i]].join(600)
+    assert [name[0] for name in order] == ["a", "b", "a", "b", "a"]  # which of a caller's maps: either
+    assert capacity.held() == 0 and capacity.waiting() == {}
+
+
+def test_a_caller_alone_takes_every_free_turn() -> None:
+    capacity = MapCapacity(at_once=3, spare=0, width=3, timeout=60)
+    deadline = time.monotonic() + 60
+    with (
+        capacity.turn(deadline, "a") as one,
+        capacity.turn(deadline, "a") as two,
+        capacity.turn(deadline, "a") as three,
+    ):
+        assert one and two and three and capacity.held() == 3
+        with capacity.turn(time.monotonic(), "b") as other:
+            assert not other  # every turn is taken: fairness shares turns as they come free, never more
+    assert capacity.held() == 0
