@@ -276,8 +276,9 @@ class SearchSettings(BaseSettings):
         le=600,
         description="How long a map may run (its sentences' encoding and searches). The sentences not searched "
         "by then are reported in the answer's `unanswered`, with what the others found; its queued searches "
-        "are cancelled. On 2 cores a 2,000-word report maps in about 5 s and a maximal one (600 sentences) in "
-        "about 20 s when alone; maps at once share the process's map work (SECRAG_MAP_PROCESS_CONCURRENCY).",
+        "are dropped and its running statements cancelled before it answers. On 2 cores a 2,000-word report "
+        "maps in about 5 s and a maximal one (600 sentences) in about 20 s when alone; maps at once share the "
+        "process's map work (SECRAG_MAP_PROCESS_CONCURRENCY).",
     )
     search_parallel_legs: bool = Field(
         default=True,

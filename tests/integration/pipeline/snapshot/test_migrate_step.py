@@ -1,7 +1,8 @@
 """The migrate step of deploy/compose.yaml, run as written (its `sh -c` command, with this environment's `secrag`)
 against a fresh database: the first run migrates and loads SECRAG_START_FROM, the second leaves it aside, and with
-no snapshot named (unset, or empty as in an image built without one) it migrates and says so in one line. And the
-image build's check of a snapshot, `secrag snapshot verify`."""
+no snapshot named (unset, or empty as in an image built without one) it migrates and says so in one line; a
+tampered snapshot (a tenant's document) or an unsigned one from a URL fails the step with the store migrated and
+empty. And the image build's check of a snapshot, `secrag snapshot verify`."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from pipeline.snapshot.manifest import ModelFacts
 from secrag.db import database, migrations
 from secrag.db.queries import Queries, one_row
 from secrag.settings import REPO_ROOT, get_settings
 from secrag_cli.main import cli
 
 from .conftest import MODEL, SQL_DIR
+from .crafted import crafted_snapshot
 from .test_refused import rewritten, with_one_byte_changed
+from .test_tampered import PUBLIC_ONLY
 
 BIN = Path(sys.executable).parent
 STEP: list[str] = yaml.safe_load((REPO_ROOT / "deploy" / "compose.yaml").read_text())["services"]["migrate"]["command"]
@@ -88,6 +92,25 @@ def test_without_a_snapshot_the_step_only_migrates(
     again = run_step(empty_db_url, models_dir, tmp_path, **variables)  # migrated already: the import's line alone
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines()[-1] == NOTHING
+
+
+def test_a_tampered_snapshot_fails_the_step_and_leaves_the_store_empty(
+    source_store: str, model: ModelFacts, models_dir: Path, empty_db_url: str, tmp_path: Path
+) -> None:
+    first_sigma = "(SELECT min(doc_id) FROM documents WHERE source = 'sigma')"
+    tamper = [f"UPDATE documents SET tenant = 'globex' WHERE doc_id = {first_sigma}"]
+    tampered = crafted_snapshot(source_store, model, tmp_path / "tampered.tar", tamper=tamper, where=PUBLIC_ONLY)
+    result = run_step(empty_db_url, models_dir, tmp_path, SECRAG_START_FROM=str(tampered))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "parts/documents.copy holds a row that is not public: " in result.stderr, result.stderr
+    assert "(tenant 'globex'); nothing was imported" in result.stderr, result.stderr
+    assert store_state(empty_db_url) == (migrations.latest_version(SQL_DIR), 0, 0)
+
+    url = "http://127.0.0.1:9/store.tar"  # nothing listens there: the step refuses before it would connect
+    result = run_step(empty_db_url, models_dir, tmp_path, SECRAG_START_FROM=url)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"the snapshot {url} is named by URL and SECRAG_SNAPSHOT_PUBLIC_KEY is unset" in result.stderr
+    assert store_state(empty_db_url) == (migrations.latest_version(SQL_DIR), 0, 0)
 
 
 def verify(monkeypatch: pytest.MonkeyPatch, models_dir: Path, path: Path) -> tuple[int, str]:
