@@ -3,6 +3,7 @@
     python bench/map_load.py --url http://127.0.0.1:8000 --key KEY --other-key KEY2
         [--queries ../shared/eval/cti_dev_queries.jsonl] [--reports ../shared/eval/cti_dev_reports.jsonl]
         [--sentences 600] [--chars 65000] [--dots 20000] [--maps 4] [--searches 80] [--parallel 3] [--timeout 300]
+        [--sharing [--flood-sentences 200] [--other-sentences 40]]
 
 Prints, each a table row:
 - `alone`: the other key's searches one after another (dev queries), p50 / p99, with nothing else running;
@@ -13,6 +14,12 @@ Prints, each a table row:
 - `other key, N maps`: the other key's searches while N maximal maps of the first key run at once;
 - `reports`: the dev set's whole reports mapped `--parallel` at a time: answers by status, sentences left
   unanswered, seconds per report.
+
+With `--sharing` it prints instead, over REST and then over MCP (the tools `map` and `search` at /mcp/), two
+callers sharing the maps' turns: the first key runs `--maps` maps of `--flood-sentences` dev sentences at
+once while the other key searches one query after another and maps `--other-sentences` sentences of its own;
+each row gives the other key's searches (p50 / p99) and its map's unanswered sentences. Run the API with
+SECRAG_MAP_TIMEOUT_SECONDS short enough for the flood to outlast it, so a starved map shows as unanswered.
 The API should run with the rates the bench needs (SECRAG_RATE_PER_MINUTE=0: maximal maps of one key are
 charged 600 searches each) and caches off (SECRAG_RESULT_CACHE_SIZE=0, SECRAG_QUERY_CACHE_SIZE=0).
 """
@@ -94,6 +101,75 @@ def searches(http: httpx.Client, key: str, queries: list[str], stop: threading.E
     return took
 
 
+MCP_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2025-06-18",
+}
+
+
+def mcp_tool(http: httpx.Client, key: str, tool: str, arguments: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """One MCP tool call over streamable HTTP (JSON responses): 200 and its structured answer, or the HTTP status
+    (a tool error: 500) and {}."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    response = http.post("/mcp/", json=body, headers={**MCP_HEADERS, "x-api-key": key})
+    if response.status_code != 200:
+        return response.status_code, {}
+    result = response.json().get("result") or {}
+    if result.get("isError"):
+        return 500, {}
+    answer = result.get("structuredContent") or json.loads(result["content"][0]["text"])
+    return 200, dict(answer)
+
+
+def searched(http: httpx.Client, via: str, key: str, queries: list[str], stop: threading.Event) -> list[float]:
+    """The key's searches over REST or MCP one after another until `stop`, their latencies."""
+    if via == "rest":
+        return searches(http, key, queries, stop)
+    took: list[float] = []
+    i = 0
+    while not stop.is_set():
+        started = time.perf_counter()
+        status, _ = mcp_tool(http, key, "search", {"query": queries[i % len(queries)], "k": 10})
+        took.append(time.perf_counter() - started)
+        if status != 200:
+            print(f"  mcp search {status}")
+        i += 1
+    return took
+
+
+def mapped_via(http: httpx.Client, via: str, key: str, text: str) -> tuple[int, float, dict[str, Any]]:
+    if via == "rest":
+        return map_once(http, key, text)
+    started = time.perf_counter()
+    status, answer = mcp_tool(http, key, "map", {"text": text, "layer": False})
+    return status, time.perf_counter() - started, answer
+
+
+def sharing(http: httpx.Client, args: argparse.Namespace, sentences: list[str], queries: list[str]) -> None:
+    """Two callers over REST, then over MCP: one flooding maps, the other searching and mapping meanwhile."""
+    flood = _maximal(sentences, args.flood_sentences, args.chars)
+    own = _maximal(sentences[::-1], args.other_sentences, args.chars)
+    for via in ("rest", "mcp"):
+        stop = threading.Event()
+        with ThreadPoolExecutor(max_workers=args.maps + 2) as pool:
+            floods = [pool.submit(mapped_via, http, via, args.key, flood) for _ in range(args.maps)]
+            time.sleep(1.0)  # the flood under way
+            during = pool.submit(searched, http, via, args.other_key, queries, stop)
+            status, took, body = mapped_via(http, via, args.other_key, own)
+            flooded = [f.result() for f in floods]
+            stop.set()
+            latencies = during.result()
+        statuses = Counter(s for s, _, _ in flooded)
+        lost = sum(len(b.get("unanswered", [])) for _, _, b in flooded)
+        _row(
+            f"{via}: other key during {args.maps} maps of {args.flood_sentences}",
+            latencies,
+            f"its map: {status}, {len(body.get('unanswered', []))} of {body.get('sentences', '?')} sentences "
+            f"unanswered, {took:.1f} s; the flood: {dict(statuses)}, {lost} unanswered",
+        )
+
+
 def map_once(http: httpx.Client, key: str, text: str) -> tuple[int, float, dict[str, Any]]:
     started = time.perf_counter()
     try:
@@ -139,6 +215,9 @@ def main() -> None:
     ap.add_argument("--searches", type=int, default=80)
     ap.add_argument("--parallel", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--sharing", action="store_true", help="two callers sharing the maps' turns (REST, MCP) only")
+    ap.add_argument("--flood-sentences", type=int, default=200)
+    ap.add_argument("--other-sentences", type=int, default=40)
     args = ap.parse_args()
 
     items = [json.loads(line) for line in args.queries.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -152,6 +231,9 @@ def main() -> None:
     print("| what | requests | p50 ms | p99 ms | max ms | notes |")
     print("|---|---|---|---|---|---|")
     _row("alone: other key's searches", searches(http, args.other_key, queries))
+    if args.sharing:
+        sharing(http, args, sentences, queries)
+        return
     with Probe(http, "/healthz") as probe:
         result = map_once(http, args.key, maximal)
     _row("healthz, maximal map", probe.latencies, _describe(*result))
