@@ -20,7 +20,7 @@ from .automation import automation_sensor
 from .chunking import ChunkConfig
 from .factory import build_graph
 from .folders import FolderSpec, load_folders
-from .jobs import refresh_jobs
+from .jobs import folder_jobs, refresh_jobs
 from .polling import with_poll_intervals
 from .resources import EmbedderResource, StoreResource, UpstreamResource
 from .schedules import build_freshness_schedule
@@ -76,7 +76,7 @@ def build_definitions(
         assets=graph.assets,
         asset_checks=graph.checks,
         sensors=[*graph.sensors, automation_sensor()],
-        jobs=refresh_jobs(specs.values()),
+        jobs=[*refresh_jobs(specs.values()), *folder_jobs(folders)],
         schedules=schedules,
         resources=dict(resources or default_resources(settings)),
         executor=dg.in_process_executor,

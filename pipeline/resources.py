@@ -41,6 +41,7 @@ class StoreResource(dg.ConfigurableResource):
     sql_dir: str | None = None
     connect_timeout: int = 10
     max_shrink: float | None = None
+    folder_max_shrink: float | None = None
     max_error_share: float | None = None
     chunk_target_chars: int | None = None
     chunk_overlap_chars: int | None = None
@@ -71,6 +72,9 @@ class StoreResource(dg.ConfigurableResource):
 
     def shrink_limit(self) -> float:
         return self.max_shrink if self.max_shrink is not None else self._settings().max_shrink
+
+    def folder_shrink_limit(self) -> float:
+        return self.folder_max_shrink if self.folder_max_shrink is not None else self._settings().folder_max_shrink
 
     def error_share_limit(self) -> float:
         return self.max_error_share if self.max_error_share is not None else self._settings().max_error_share

@@ -126,6 +126,14 @@ class PipelineSettings(BaseSettings):
     max_error_share: float = Field(
         default=0.2, ge=0, le=1, description="A source fails when more of its files than this fail to parse."
     )
+    folder_max_shrink: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="A user folder whose documents would shrink by a larger share is refused unless forced (run "
+        "config `force`); 1: any shrink is accepted. A folder that served documents and lists none (an unmounted "
+        "mount point) is refused whatever this is.",
+    )
     sentence_training: bool = Field(
         default=True,
         description="The pipeline trains the sentence model (asset models/sentence_model) whenever ATT&CK's "

@@ -13,6 +13,7 @@ import json
 import time
 
 import dagster as dg
+from pydantic import Field
 
 from secrag.errors import ConfigError
 
@@ -20,7 +21,7 @@ from ..automation import on_new_inputs
 from ..folders import FolderSpec, FolderUnreadable, read_folder
 from ..resources import StoreResource
 from ..sources.records import doc_id
-from ..store import Access, SourceRow
+from ..store import Access, PublishResult, SourceRow
 from .keys import OWNERS, folder_key
 from .publishing import publish_check_specs, publish_checks, publish_metadata, skipped_sample
 
@@ -37,10 +38,30 @@ def folder_code_version(spec: FolderSpec) -> str:
     return f"{FOLDER_READER_VERSION}-{hashlib.sha256(access.encode()).hexdigest()[:12]}"
 
 
+class FolderConfig(dg.Config):
+    """Run config of a folder publish: force one the shrink guard refused."""
+
+    force: bool = Field(
+        default=False,
+        description="Publish even if the folder lists no documents where it served some, or shrank by more "
+        "than SECRAG_FOLDER_MAX_SHRINK.",
+    )
+
+
+def refused_folder(name: str, result: PublishResult, previous: int) -> str:
+    """The run's failure message of a refused folder publish: why, what stays, and how to accept it."""
+    why = f"lists no documents where it served {previous}" if result.refused == "empty" else result.reason
+    return (
+        f"folder {name}: {why}; the previous documents stay served (an unmounted or emptied mount point lists "
+        "none: mount it again, or, if the removal is real, rerun with run config force: true)"
+    )
+
+
 def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
     """Read every file of the folder and publish the set: changed files replace their chunks, deleted files
     disappear, and a file that is there but cannot be read keeps its document. Shrinking is accepted (deleting
-    is what users do); a folder that cannot be listed whole publishes nothing."""
+    is what users do) up to SECRAG_FOLDER_MAX_SHRINK, but a folder that served documents and lists none (an
+    unmounted mount point) is refused until forced; a folder that cannot be listed whole publishes nothing."""
     key = folder_key(spec.name)
 
     @dg.asset(
@@ -64,7 +85,7 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
             "max_file_bytes": spec.max_file_bytes,
         },
     )
-    def _publish(context: dg.AssetExecutionContext, store: StoreResource):  # noqa: ANN202 - generator
+    def _publish(context: dg.AssetExecutionContext, config: FolderConfig, store: StoreResource):  # noqa: ANN202
         started = time.monotonic()
         db = store.store()
         with store.connect() as conn:
@@ -95,9 +116,12 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                 raise
             digest = read.scan.digest()
             previous = db.served_records(conn, spec.name)
-            # Any shrink is a user's deletion, and an existing empty folder publishes zero documents; a
-            # missing or unlistable folder failed in read_folder above, so what it served stays served, and
-            # a file that could not be read keeps its document (`kept`): only files that are gone go.
+            # A shrink within the limit is a user's deletion; a folder that served documents and lists none is
+            # refused (the store's guard) until forced, and one that served none publishes zero documents. A
+            # missing or unlistable folder failed in read_folder above, so what it served stays served, and a
+            # file that could not be read keeps its document (`kept`): only files that are gone go.
+            limit = store.folder_shrink_limit()
+            force = config.force or not previous
             result = db.publish(
                 conn,
                 source=spec.name,
@@ -107,17 +131,23 @@ def build_folder_asset(spec: FolderSpec) -> dg.AssetsDefinition:
                 lookup=db.technique_names(conn),
                 chunking=store.chunking(),
                 access=Access(spec.tenant, spec.users, spec.groups),
-                force=True,
+                max_shrink=limit,
+                force=force,
                 details={"files_seen": read.files_seen},
                 kept=[doc_id(spec.name, rel) for rel in read.kept],
             )
-        # An empty folder is the user's choice: its non-empty check warns instead of blocking.
-        checks = publish_checks(result, previous=previous, max_shrink=1.0, forced=True)
+        # A folder that served nothing, or a forced publish: its failed checks warn instead of blocking.
+        checks = publish_checks(result, previous=previous, max_shrink=limit, forced=force)
         if result.status == "refused":
             yield from checks
             raise dg.Failure(
-                f"folder {spec.name}: {result.reason}; the previous documents stay served",
+                refused_folder(spec.name, result, previous),
                 metadata={
+                    "error_kind": result.refused or "",
+                    "reason": result.reason or "",
+                    "records": result.parsed,
+                    "previous_records": previous,
+                    "max_shrink": limit,
                     "files_seen": read.files_seen,
                     "errors": dg.MetadataValue.md(skipped_sample(result.details)),
                 },

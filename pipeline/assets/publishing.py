@@ -37,8 +37,9 @@ def publish_checks(
 ) -> list[dg.AssetCheckResult]:
     """Check results for one publish: a refusal fails the matching check (ERROR, blocking)."""
     refused = result.status == "refused"
-    empty = result.parsed == 0
-    shrank = bool(previous) and result.parsed < previous * (1 - max_shrink)
+    served = result.parsed + result.kept  # a kept document (its file unreadable) stays served
+    empty = served == 0
+    shrank = bool(previous) and served < previous * (1 - max_shrink)
     facts: dict[str, Any] = {
         "records": result.parsed,
         "previous_records": previous,

@@ -51,6 +51,7 @@ class PublishResult:
     artefacts: int = 0  # artefact identifiers written (secrag/artefacts.py)
     kept: int = 0  # documents left as they were: their files are there but could not be read
     reason: str | None = None
+    refused: str | None = None  # the refusal's kind (empty, shrank, config_error), as the version records it
     seconds: float = 0.0
     version_id: int | None = None
     details: Mapping[str, Any] = field(default_factory=dict)

@@ -76,7 +76,14 @@ def publish(q: Queries, conn: psycopg.Connection, pub: Publication) -> PublishRe
         versions.give_up(q, conn, pub.version_id, "refused", refused, phase="publish", details=info, **counts)
         log.warning("refused %s@%s: %s", pub.source, pub.version, refused)
         result = PublishResult(
-            pub.source, pub.version, "refused", version_id=pub.version_id, reason=reason, details=info, **counts
+            pub.source,
+            pub.version,
+            "refused",
+            version_id=pub.version_id,
+            reason=reason,
+            refused=refused.kind,
+            details=info,
+            **counts,
         )
     return PublishResult(**{**result.__dict__, "seconds": time.monotonic() - started})
 

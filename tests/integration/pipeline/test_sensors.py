@@ -224,7 +224,9 @@ def test_folder_acl_change_emptying_and_a_missing_folder(
     assert str(root) not in described  # no server path leaves through the API
     for path in root.iterdir():
         path.unlink()
-    emptied = h2.materialize("key:folders/team_docs")
+    assert not h2.materialize("key:folders/team_docs", raise_on_error=False).success  # refused until forced
+    forced = {"ops": {"folders__team_docs": {"config": {"force": True}}}}
+    emptied = h2.materialize("key:folders/team_docs", run_config=forced)
     assert emptied.success
     with h2.connect() as conn:
         assert conn.execute("SELECT count(*) FROM documents WHERE source = 'team_docs'").fetchone()[0] == 0
