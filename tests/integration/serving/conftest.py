@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -99,10 +100,17 @@ def doc_ids(payload: dict[str, Any]) -> list[str]:
 @pytest.fixture
 def live_api(serving_db_url: str, settings_for: Callable[..., ServingSettings]) -> Iterator[str]:
     """The API served by uvicorn on a loopback port; yields its base URL (http://127.0.0.1:port)."""
+    with live_server(serving_db_url, settings_for) as base:
+        yield base
+
+
+@contextmanager
+def live_server(url: str, settings_for: Callable[..., ServingSettings], **overrides: Any) -> Iterator[str]:  # noqa: ANN401
+    """The API over `url` with these settings, served by uvicorn on a loopback port: its base URL."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    settings = settings_for(serving_db_url, mcp_allowed_hosts=[f"127.0.0.1:{port}"])
+    settings = settings_for(url, mcp_allowed_hosts=[f"127.0.0.1:{port}"], **overrides)
     server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -110,7 +118,9 @@ def live_api(serving_db_url: str, settings_for: Callable[..., ServingSettings]) 
     while not server.started:
         assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
