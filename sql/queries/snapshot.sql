@@ -104,7 +104,7 @@ written_documents AS (
     SELECT doc_id, source, tenant, acl_users, acl_groups FROM documents WHERE xmin = (SELECT xid FROM mine)
 ),
 written_public_documents AS (
-    SELECT doc_id FROM written_documents
+    SELECT doc_id, source FROM written_documents
     WHERE tenant IS NULL AND cardinality(acl_users) = 0 AND cardinality(acl_groups) = 0
       AND source IN (SELECT name FROM written_public_sources)
 ),
@@ -134,14 +134,15 @@ found AS (
     FROM document_raw
     WHERE xmin = (SELECT xid FROM mine) AND doc_id NOT IN (SELECT doc_id FROM written_public_documents)
     UNION ALL
-    SELECT 9, 'document_artefacts', doc_id || ' ' || kind || ' ' || key,
-           'an artefact of a document that is not a public one of the snapshot'
-    FROM document_artefacts
-    WHERE xmin = (SELECT xid FROM mine) AND doc_id NOT IN (SELECT doc_id FROM written_public_documents)
+    SELECT 9, 'document_artefacts', a.doc_id || ' ' || a.kind || ' ' || a.key,
+           'an artefact of a document that is not a public one of the snapshot, or under another source'
+    FROM document_artefacts a LEFT JOIN written_public_documents w ON w.doc_id = a.doc_id
+    WHERE a.xmin = (SELECT xid FROM mine) AND w.source IS DISTINCT FROM a.source
     UNION ALL
-    SELECT 10, 'chunks', chunk_id, 'a chunk of a document that is not a public one of the snapshot'
-    FROM chunks
-    WHERE xmin = (SELECT xid FROM mine) AND doc_id NOT IN (SELECT doc_id FROM written_public_documents)
+    SELECT 10, 'chunks', c.chunk_id,
+           'a chunk of a document that is not a public one of the snapshot, or under another source'
+    FROM chunks c LEFT JOIN written_public_documents w ON w.doc_id = c.doc_id
+    WHERE c.xmin = (SELECT xid FROM mine) AND w.source IS DISTINCT FROM c.source
     UNION ALL
     SELECT 11, 'embeddings', content_hash, 'a vector of a text no public chunk of the snapshot holds'
     FROM snapshot_embeddings

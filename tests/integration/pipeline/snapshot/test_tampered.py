@@ -118,6 +118,24 @@ def test_a_document_planted_in_a_user_folder_is_refused(
     ), out
 
 
+def test_a_public_documents_chunk_under_a_user_folder_is_refused(
+    source_store: str,
+    model: ModelFacts,
+    target: psycopg.Connection,  # noqa: F811
+    db_url: str,
+    settings_env: pytest.MonkeyPatch,  # noqa: F811
+    first_sigma: str,
+    tmp_path: Path,
+) -> None:
+    """A chunk's source is what the search legs filter on: one moved under the store's user folder is refused."""
+    tamper = [f"UPDATE chunks SET source = 'team_notes' WHERE chunk_id = '{first_sigma}#0'"]
+    where = PUBLIC_ONLY | {"chunks": f"doc_id IN (SELECT doc_id FROM documents WHERE {OF_PUBLIC})"}
+    path = crafted_snapshot(source_store, model, tmp_path / "moved.tar", tamper=tamper, where=where)
+    out = refused_by_cli(settings_env, target, db_url, str(path))
+    reason = "a chunk of a document that is not a public one of the snapshot, or under another source"
+    assert REFUSED.format("chunks", f"{first_sigma}#0", reason) in out, out
+
+
 @pytest.mark.parametrize(
     ("tamper", "where", "row", "reason"),
     [
