@@ -40,9 +40,10 @@ def coverage(layer_path: Path, out_path: Path | None, gaps: bool, api_key: str |
     from serving.access.keys import load_api_keys
     from serving.access.quotas import Gate
     from serving.api.app import start_service, stop_service
-    from serving.contract.coverage_models import CoverageRequest
+    from serving.contract.coverage_models import MAX_COVERAGE_TECHNIQUES, CoverageRequest
     from serving.contract.errors import ApiError, UnknownApiKey
     from serving.coverage.layer import only_techniques
+    from serving.coverage.paging import joined
     from serving.observability.prometheus import Exposition
     from serving.settings import get_serving_settings
 
@@ -54,7 +55,13 @@ def coverage(layer_path: Path, out_path: Path | None, gaps: bool, api_key: str |
         raise click.UsageError("unknown API key (see SECRAG_API_KEYS_FILE)") from None
     service = start_service(settings, Exposition())
     try:
-        response = service.coverage.coverage(CoverageRequest(technique_layer=layer, layer=True), principal)
+        asked = CoverageRequest(technique_layer=layer, layer=True, limit=MAX_COVERAGE_TECHNIQUES)
+        pages = [service.coverage.coverage(asked, principal)]
+        while pages[-1].next_cursor is not None:  # every page: the layer written is the whole layer's
+            pages.append(
+                service.coverage.coverage(asked.model_copy(update={"cursor": pages[-1].next_cursor}), principal)
+            )
+        response = joined(pages)
     except ApiError as exc:
         raise click.ClickException(str(exc)) from None
     finally:

@@ -103,7 +103,14 @@ class Service:
         self.artefacts = ArtefactLookup(self.pool, statements)
         self.source_reads = SourceReads(self.pool, self.queries, statements, self.catalog)
         self.layers = LayerReads(self.catalog, self.limits)
-        self.coverage = CoverageReads(self.pool, statements, self.catalog, shipped_telemetry().schemas_for, self.layers)
+        self.coverage = CoverageReads(
+            self.pool,
+            statements,
+            self.catalog,
+            shipped_telemetry().schemas_for,
+            self.layers,
+            max_answer_bytes=settings.max_answer_bytes,
+        )
         self.request_log = RequestLog(self.query_log, self.catalog, self.search_config.attention)
 
     @property

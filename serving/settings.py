@@ -12,6 +12,7 @@ from secrag.files.package_data import package_path
 from secrag.settings import SETTINGS_CONFIG, Settings, doc_default
 from serving.contract.layer_models import HARD_MAX_LAYER_TECHNIQUES
 from serving.contract.map_models import DEFAULT_LIMIT, HARD_MAX_MAP_CHARS, HARD_MAX_MAP_TECHNIQUES
+from serving.contract.mcp_budget import DEFAULT_MCP_CHARS, MAX_CHARS, MIN_CHARS
 from serving.contract.requests import HARD_MAX_CANDIDATES, HARD_MAX_K, HARD_MAX_QUERY_CHARS
 
 
@@ -40,6 +41,15 @@ class ApiSettings(BaseSettings):
         default=None, description="YAML mapping API keys to tenant/user/groups; unset = public documents only."
     )
     mcp_enabled: bool = Field(default=True, description="Serve the MCP tools at /mcp.")
+    mcp_max_chars: int = Field(
+        default=DEFAULT_MCP_CHARS,
+        ge=MIN_CHARS,
+        le=MAX_CHARS,
+        description="The response budget, in characters of compact JSON, of an MCP tool call that sets no "
+        "`max_chars`: a larger answer is fitted to it as a budgeted one is, its `budget` field saying what was cut. "
+        "Whatever the budget, a tool's answer also stays within a quarter of SECRAG_MAX_ANSWER_BYTES in characters "
+        "(a character is at most four bytes).",
+    )
     mcp_allowed_hosts: list[str] = Field(
         default_factory=lambda: ["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
         json_schema_extra=doc_default("loopback hosts"),

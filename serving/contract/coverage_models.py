@@ -24,6 +24,7 @@ from serving.contract.requests import (
 MAX_COVERAGE_TECHNIQUES = 200
 MAX_COVERAGE_TOP = 10
 DEFAULT_TOP = 3
+DEFAULT_COVERAGE_LIMIT = 50  # techniques per answer unless `limit` says otherwise
 ACTOR_PATTERN = r"^[GgSsCc]\d{4}$"
 TACTIC_PATTERN = r"^[A-Za-z][A-Za-z _-]{1,39}$"
 Kind = Literal["detections", "tests", "countermeasures", "notes"]
@@ -93,7 +94,25 @@ class CoverageRequest(Strict):
         description="Fold sub-techniques into their parents: T1003.001 is asked as T1003, and a parent counts "
         "the documents labelled with any of its sub-techniques (each document once).",
     )
-    top: SInt = Field(default=DEFAULT_TOP, ge=1, le=MAX_COVERAGE_TOP, description="Items listed per kind.")
+    top: SInt = Field(
+        default=DEFAULT_TOP,
+        ge=1,
+        le=MAX_COVERAGE_TOP,
+        description="Items listed per list of a technique: per kind, of its telemetry and of its analytics per "
+        "platform (each list's count says how many there are).",
+    )
+    limit: SInt = Field(
+        default=DEFAULT_COVERAGE_LIMIT,
+        ge=1,
+        le=MAX_COVERAGE_TECHNIQUES,
+        description="Techniques per answer (a page): the asked techniques come in technique order, `limit` at a "
+        "time (fewer when they would pass the answer's size bound), and `next_cursor` asks for the next ones.",
+    )
+    cursor: TechniqueId | None = Field(
+        default=None,
+        description="The `next_cursor` of the previous answer, with the same request otherwise: the techniques after "
+        "it.",
+    )
     layer: SBool = Field(default=True, description="Also return the ATT&CK Navigator layer of the coverage.")
     analytics: SBool = Field(
         default=False,
@@ -170,7 +189,8 @@ class AnalyticNeed(BaseModel):
 
 class PlatformAnalytics(BaseModel):
     platform: str = Field(description="ATT&CK's platform name (Windows, Linux, macOS, IaaS, ...).")
-    analytics: list[AnalyticNeed]
+    count: int = Field(description="The technique's analytics for this platform.")
+    analytics: list[AnalyticNeed] = Field(description="The first `top` of them, by id.")
 
 
 class SigmaHeld(BaseModel):
@@ -222,8 +242,9 @@ class TechniqueCoverage(BaseModel):
     countermeasures: KindCoverage
     notes: KindCoverage = Field(description="The caller's own folder documents labelled with the technique.")
     telemetry: list[TelemetryNeed] = Field(
-        description="The log sources its detections read (Sigma rules state theirs), most read first."
+        description="The first `top` log sources its detections read (Sigma rules state theirs), most read first."
     )
+    telemetry_count: int = Field(default=0, description="How many log sources its detections read.")
     analytics: list[PlatformAnalytics] | None = Field(
         default=None,
         description="ATT&CK's analytics of the technique per platform (narrowed by `platforms`), with the log "
@@ -246,8 +267,15 @@ class CoverageGaps(BaseModel):
 
 
 class CoverageResponse(BaseModel):
-    techniques: list[TechniqueCoverage] = Field(description="The asked techniques, by id.")
-    gaps: CoverageGaps
+    techniques: list[TechniqueCoverage] = Field(
+        description="This page of the asked techniques, in technique order (T1003, T1003.001, T1005)."
+    )
+    total: int = Field(description="The techniques asked, on every page.")
+    truncated: bool = Field(description="Whether techniques are left for later pages (`next_cursor` asks for them).")
+    next_cursor: str | None = Field(
+        description="Pass as `cursor`, with the same request, for the techniques after this page; null on the last."
+    )
+    gaps: CoverageGaps = Field(description="The gaps among this page's techniques.")
     actor: str | None = Field(default=None, description="The group, software or campaign asked, if any.")
     tactic: str | None = Field(default=None, description="The tactic asked (short name), if any.")
     layer: NavigatorLayer | None = Field(
@@ -255,8 +283,8 @@ class CoverageResponse(BaseModel):
     )
     log_sources: list[LogSourceCoverage] | None = Field(
         default=None,
-        description="Each log source the answer's analytics need, most needed first: the Sigma logsources, Elastic "
-        "indices, Splunk data sources, ECS event categories and schemas that correspond "
+        description="Each log source the analytics listed in the answer need, most needed first: the Sigma "
+        "logsources, Elastic indices, Splunk data sources, ECS event categories and schemas that correspond "
         "(serving/coverage/log_sources.yaml) and how many of the store's rules and schemas have them; null when "
         "analytics are not asked.",
     )

@@ -63,12 +63,14 @@ def analytic_row(r: Mapping[str, Any]) -> AnalyticRow:
     return AnalyticRow(r["technique"], r["doc_id"], r["strategy"], platforms, refs)
 
 
-def assemble_analytics(rows: Iterable[AnalyticRow], table: LogSourceTable, holdings: Holdings) -> AnalyticsPart:
-    """Per technique its analytics by platform (platforms and analytics by name and id), each log source once
-    (most needed first) and the analytics with log sources none of which a held schema describes."""
+def assemble_analytics(
+    rows: Iterable[AnalyticRow], table: LogSourceTable, holdings: Holdings, top: int | None = None
+) -> AnalyticsPart:
+    """Per technique its analytics by platform (platforms and analytics by name and id; the first `top` of each
+    platform's, with their count), each log source those listed need once (most needed first) and the analytics
+    with log sources none of which a held schema describes."""
     listed = list(rows)
     coverage: dict[SourceKey, LogSourceCoverage] = {}
-    needed: dict[SourceKey, set[str]] = {}
     for row in listed:
         for ref in row.log_sources:
             key = (ref.name, ref.channel)
@@ -78,7 +80,6 @@ def assemble_analytics(rows: Iterable[AnalyticRow], table: LogSourceTable, holdi
                 if known is None:
                     known = holdings.memo[key] = log_source_coverage(ref, table, holdings)
                 coverage[key] = known
-            needed.setdefault(key, set()).add(row.doc_id)
     schema_held = {
         row.doc_id: any(coverage[(ref.name, ref.channel)].schema_held for ref in row.log_sources) for row in listed
     }
@@ -93,15 +94,22 @@ def assemble_analytics(rows: Iterable[AnalyticRow], table: LogSourceTable, holdi
         )
         for platform in row.platforms or (NO_PLATFORM,):
             by_technique.setdefault(row.technique, {}).setdefault(platform, []).append(need)
-    ordered = sorted(coverage, key=lambda k: (-len(needed[k]), k[0].casefold(), k[1] or ""))
+    shown = {
+        technique: [
+            PlatformAnalytics(platform=p, count=len(a), analytics=sorted(a, key=lambda n: n.analytic_id)[:top])
+            for p, a in sorted(platforms.items(), key=lambda kv: kv[0].casefold())
+        ]
+        for technique, platforms in by_technique.items()
+    }
+    needed: dict[SourceKey, set[str]] = {}
+    for platforms in shown.values():
+        for analytics in platforms:
+            for need in analytics.analytics:
+                for ref in need.log_sources:
+                    needed.setdefault((ref.name, ref.channel), set()).add(need.doc_id)
+    ordered = sorted(needed, key=lambda k: (-len(needed[k]), k[0].casefold(), k[1] or ""))
     return AnalyticsPart(
-        by_technique={
-            technique: [
-                PlatformAnalytics(platform=p, analytics=sorted(a, key=lambda n: n.analytic_id))
-                for p, a in sorted(platforms.items(), key=lambda kv: kv[0].casefold())
-            ]
-            for technique, platforms in by_technique.items()
-        },
+        by_technique=shown,
         log_sources=[coverage[k].model_copy(update={"analytics": len(needed[k])}) for k in ordered],
         no_schema=sorted({row.analytic_id for row in listed if row.log_sources and not schema_held[row.doc_id]}),
     )

@@ -3,7 +3,7 @@ asked techniques' analytics), the cached holdings, and what they add to the tech
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import psycopg
@@ -11,12 +11,25 @@ from psycopg.rows import dict_row
 
 from serving.access.keys import Principal
 from serving.contract.coverage_models import CoverageGaps, CoverageRequest, Kind, TechniqueCoverage
-from serving.coverage.analytics import AnalyticsPart, analytic_row, assemble_analytics
-from serving.coverage.holdings import HoldingsReads
+from serving.coverage.analytics import AnalyticRow, AnalyticsPart, analytic_row, assemble_analytics
+from serving.coverage.holdings import Holdings, HoldingsReads
 from serving.coverage.log_sources import LogSourceTable, shipped_log_sources
 from serving.search.statements import Statements
 
 DETECTIONS_SOURCE = "mitre_attack_detections"  # ATT&CK's detection strategies and analytics
+
+
+@dataclass(frozen=True)
+class AnalyticsRead:
+    """The analytics rows of the asked techniques and the holdings, assembled for the techniques an answer lists."""
+
+    rows: list[AnalyticRow]
+    holdings: Holdings
+    table: LogSourceTable
+
+    def part(self, techniques: Collection[str], top: int) -> AnalyticsPart:
+        wanted = set(techniques)
+        return assemble_analytics([r for r in self.rows if r.technique in wanted], self.table, self.holdings, top)
 
 
 @dataclass(frozen=True)
@@ -35,7 +48,7 @@ class AnalyticsReads:
         req: CoverageRequest,
         kinds: Mapping[str, Kind],
         principal: Principal,
-    ) -> AnalyticsPart:
+    ) -> AnalyticsRead:
         """The analytics of `techniques` (as the coverage statement asked them) and what the store holds for them."""
         params = {
             "techniques": list(techniques),
@@ -48,7 +61,7 @@ class AnalyticsReads:
             rows = [analytic_row(r) for r in cur.execute(statements.coverage_analytics, params).fetchall()]
         sources = sorted(s for s, k in kinds.items() if k == "detections")
         held = self.holdings.holdings(conn, statements.coverage_holdings, version, sources)
-        return assemble_analytics(rows, self.table, held)
+        return AnalyticsRead(rows, held, self.table)
 
 
 def with_analytics(techniques: list[TechniqueCoverage], part: AnalyticsPart) -> list[TechniqueCoverage]:

@@ -25,9 +25,12 @@ from serving.contract.coverage_models import (
     TelemetryNeed,
 )
 from serving.contract.errors import NotFound
+from serving.contract.limits import cap
+from serving.coverage.analytics import AnalyticsPart
 from serving.coverage.analytics_reads import AnalyticsReads, analytic_gaps, with_analytics
 from serving.coverage.kinds import source_kinds
 from serving.coverage.layer import coverage_layer, coverage_of_layer
+from serving.coverage.paging import page, technique_order
 from serving.layers.screen import LayerReads
 from serving.search.catalog import Catalog
 from serving.search.statements import Statements
@@ -46,6 +49,8 @@ class Row:
 
 
 SchemasFor = Callable[[Mapping[str, object]], list[str]]  # a logsource -> its telemetry schemas' doc ids
+DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024  # SECRAG_MAX_ANSWER_BYTES' default
+TECHNIQUES_SHARE = 4  # a page's techniques take at most this fraction of the answer bound (its layer, log sources less)
 
 
 @dataclass(frozen=True)
@@ -58,12 +63,20 @@ class CoverageReads:
     schemas_for: SchemasFor
     layers: LayerReads
     analytics: AnalyticsReads = field(default_factory=AnalyticsReads)
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
 
     def coverage(self, req: CoverageRequest, principal: Principal) -> CoverageResponse:
         """What the store holds for ATT&CK techniques, by kind: one statement per request."""
         return coverage_of_layer(
             lambda asked: coverage(
-                self.pool, self.statements, self.catalog, self.schemas_for, asked, principal, self.analytics
+                self.pool,
+                self.statements,
+                self.catalog,
+                self.schemas_for,
+                asked,
+                principal,
+                self.analytics,
+                self.max_answer_bytes,
             ),
             self.layers,
             req,
@@ -78,7 +91,10 @@ def coverage(
     req: CoverageRequest,
     principal: Principal,
     analytics: AnalyticsReads | None = None,
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
 ) -> CoverageResponse:
+    """A page of the asked techniques' coverage: `limit` after the cursor, fewer when their coverage would pass a
+    share of the answer bound; the layer, gaps and log sources of those."""
     started = time.perf_counter()
     kinds = source_kinds(catalog.source_facts())
     params: dict[str, Any] = {
@@ -98,20 +114,40 @@ def coverage(
     version = catalog.data_version() if analytics and req.analytics else ""  # the holdings' key (cached)
     with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
         rows = [_row(r) for r in cur.execute(statements.coverage, params).fetchall()]
-        asked_ids = sorted({r.technique for r in rows})
-        part = (
-            analytics.read(conn, statements, version, asked_ids, req, kinds, principal)
-            if analytics and req.analytics and rows
+        asked = page((r.technique for r in rows), req.cursor, req.limit)
+        read = (
+            analytics.read(conn, statements, version, asked.ids, req, kinds, principal)
+            if analytics and req.analytics and asked.ids
             else None
         )
     if not rows:
-        asked = f"actor {req.actor!r}" if req.actor else f"tactic {req.tactic!r} on platforms {req.platforms}"
-        raise NotFound(f"no ATT&CK {req.domain} techniques known for {asked}")
+        named = f"actor {req.actor!r}" if req.actor else f"tactic {req.tactic!r} on platforms {req.platforms}"
+        raise NotFound(f"no ATT&CK {req.domain} techniques known for {named}")
+    in_page = set(asked.ids)
     domains = catalog.technique_domains()
     techniques = [
         t.model_copy(update={"domain": domains.get(t.technique_id)})
-        for t in assemble(rows, catalog.technique_lookup(), req.top, schemas_for)
+        for t in assemble([r for r in rows if r.technique in in_page], catalog.technique_lookup(), req.top, schemas_for)
     ]
+    part = read.part(asked.ids, req.top) if read is not None else None
+    if part is not None:
+        techniques = with_analytics(techniques, part)
+    kept, over = cap(techniques, max_answer_bytes // TECHNIQUES_SHARE)
+    kept = kept or techniques[:1]  # a page has at least one technique, so that paging goes on
+    if read is not None and len(kept) < len(techniques):
+        part = read.part([t.technique_id for t in kept], req.top)  # the log sources of those it keeps
+    return _answer(req, kept, part, asked.total, asked.more or len(kept) < len(techniques), started)
+
+
+def _answer(
+    req: CoverageRequest,
+    techniques: list[TechniqueCoverage],
+    part: AnalyticsPart | None,
+    total: int,
+    more: bool,
+    started: float,
+) -> CoverageResponse:
+    """The answer of a page's techniques: their layer, gaps and log sources, and the cursor after them."""
     layer = (
         coverage_layer(techniques, asked=req.actor or req.tactic).model_copy(update={"domain": f"{req.domain}-attack"})
         if req.layer
@@ -119,9 +155,12 @@ def coverage(
     )
     found = gaps(techniques)
     if part is not None:
-        techniques, found = with_analytics(techniques, part), analytic_gaps(found, techniques, part)
+        found = analytic_gaps(found, techniques, part)
     return CoverageResponse(
         techniques=techniques,
+        total=total,
+        truncated=more,
+        next_cursor=techniques[-1].technique_id if more and techniques else None,
         gaps=found,
         log_sources=part.log_sources if part is not None else None,
         actor=req.actor,
@@ -143,7 +182,8 @@ def assemble(
     rows: Iterable[Row], names: Mapping[str, str], top: int, schemas_for: SchemasFor
 ) -> list[TechniqueCoverage]:
     """Per technique (by id), each kind's count, its count per source and its first `top` items by title
-    (the first `top` of each row's first `top` are the kind's first `top`), and its detections' logsources."""
+    (the first `top` of each row's first `top` are the kind's first `top`), and its detections' first `top`
+    logsources (most read first) with their count."""
     counts: dict[str, dict[Kind, dict[str, int]]] = {}
     items: dict[str, dict[Kind, list[CoverageItem]]] = {}
     logsources: dict[str, dict[tuple[tuple[str, str], ...], int]] = {}
@@ -166,7 +206,7 @@ def assemble(
         return KindCoverage(count=sum(by_source.values()), by_source=by_source, top=listed[:top])
 
     def telemetry(technique: str) -> list[TelemetryNeed]:
-        ordered = sorted(logsources[technique].items(), key=lambda kv: (-kv[1], kv[0]))
+        ordered = sorted(logsources[technique].items(), key=lambda kv: (-kv[1], kv[0]))[:top]
         return [TelemetryNeed(logsource=dict(k), detections=n, schemas=schemas_for(dict(k))) for k, n in ordered]
 
     return [
@@ -174,6 +214,7 @@ def assemble(
             technique_id=t,
             name=names.get(t),
             telemetry=telemetry(t),
+            telemetry_count=len(logsources[t]),
             detections=kind(t, "detections"),
             tests=kind(t, "tests"),
             countermeasures=kind(t, "countermeasures"),
@@ -188,12 +229,6 @@ def logsource_key(logsource: Mapping[str, object] | None) -> tuple[tuple[str, st
     if not isinstance(logsource, Mapping):
         return ()
     return tuple((k, str(logsource[k]).strip().lower()) for k in LOGSOURCE_KEYS if logsource.get(k) not in (None, ""))
-
-
-def technique_order(technique: str) -> tuple[str, int]:
-    """T1003 before T1003.001 before T1003.002 before T1005."""
-    parent, _, sub = technique.partition(".")
-    return parent, int(sub) if sub.isdigit() else -1
 
 
 def gaps(techniques: Iterable[TechniqueCoverage]) -> CoverageGaps:

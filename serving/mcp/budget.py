@@ -7,7 +7,8 @@ lists or maps trimmed from the end (`trim`, after the omits and shortens), in th
 first step that makes the answer fit, the trimmed lists and shortened texts get back whatever room a later
 step freed, the last cut first. An answer still over budget then has every string shortened and, last, its
 top-level fields left out from the end. What was cut is said under NOTE_KEY; an answer within its budget is
-returned untouched.
+returned untouched. An answer that pages (a Priority's `resume`) whose items were trimmed gets a cursor after the
+last item kept, so that its next page starts with the first one left out.
 
 Fitting is linear in the answer's size: the answer is serialised once and copied once, each value a step
 removes or trims is measured once when the step reaches it, and each step finds its cap or count by
@@ -23,14 +24,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from serving.contract.mcp_budget import DEFAULT_MCP_CHARS, MAX_CHARS, MIN_CHARS
 from serving.mcp.budget_paths import ELLIPSIS, compact
-from serving.mcp.budget_tree import NOTE_KEY, Work
+from serving.mcp.budget_tree import NOTE_KEY, Resume, Work
 
-MIN_CHARS = 1000  # room for an answer's skeleton, its note and a first item or two
-MAX_CHARS = 1_000_000
 TEXT_FLOOR = 40  # a declared text field keeps at least this many characters before the fallback
 
-__all__ = ["ELLIPSIS", "MAX_CHARS", "MIN_CHARS", "NOTE_KEY", "TEXT_FLOOR", "compact", "fit", "size"]
+__all__ = [
+    "DEFAULT_MCP_CHARS",
+    "ELLIPSIS",
+    "MAX_CHARS",
+    "MIN_CHARS",
+    "NOTE_KEY",
+    "TEXT_FLOOR",
+    "Resume",
+    "compact",
+    "fit",
+    "size",
+]
+RESUME_ROOM = 32  # kept free for a cursor naming the last item kept (a technique id where null was)
 
 Action = Literal["omit", "shorten", "trim"]
 
@@ -59,9 +71,10 @@ def trim(path: str) -> Step:
 @dataclass(frozen=True)
 class Priority:
     """What a tool gives up first when its answer is over budget, in order: omits and shortens before trims (a
-    trimmed item given back comes back as it was trimmed)."""
+    trimmed item given back comes back as it was trimmed); and, for an answer that pages, how to resume it."""
 
     steps: tuple[Step, ...] = ()
+    resume: Resume | None = None
 
     def __post_init__(self) -> None:
         actions = [s.action for s in self.steps]
@@ -79,7 +92,7 @@ def fit(answer: dict[str, Any], max_chars: int, priority: Priority) -> dict[str,
     text = compact(answer)
     if len(text) <= max_chars:
         return answer
-    work = Work(text, max_chars)
+    work = Work(text, max_chars, RESUME_ROOM if priority.resume else 0)
     done: list[Step] = []
     for step in priority.steps:
         if step.action == "omit":
@@ -100,6 +113,8 @@ def fit(answer: dict[str, Any], max_chars: int, priority: Priority) -> dict[str,
         work.shorten_every_text()
     while not work.fits() and work.drop_last_key():
         pass
+    if priority.resume is not None:
+        work.resume(priority.resume)
     fitted = work.answer()
     if size(fitted) > max_chars:  # only a note naming many paths can still be over: say less
         fitted = {NOTE_KEY: {"max_chars": max_chars, "omitted": ["*"]}}

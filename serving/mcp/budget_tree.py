@@ -26,6 +26,16 @@ def largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
     return lo
 
 
+@dataclass(frozen=True)
+class Resume:
+    """How an answer that pages goes on: the cursor after item `id_key` of its list `items`, and its flag."""
+
+    items: str
+    id_key: str
+    cursor: str
+    flag: str
+
+
 @dataclass
 class _Trimmed:
     """A list (or map) a trim cut, and what it cut: (key, value) from the end, each with its size and comma."""
@@ -66,10 +76,11 @@ def _buckets(costs: Iterator[list[int]]) -> tuple[list[int], list[int], int]:
 class Work:
     """The answer's copy, its size (without the note) and its cuts."""
 
-    def __init__(self, text: str, max_chars: int) -> None:
+    def __init__(self, text: str, max_chars: int, reserve: int = 0) -> None:
         self.tree: dict[str, Any] = json.loads(text)  # the one copy
         self.total = len(text)
         self.max_chars = max_chars
+        self.room = max_chars - reserve  # what the cuts aim at
         self.omitted: list[str] = []
         self.caps: dict[str, int] = {}  # shortened paths -> cap (those that cut)
         self.dropped: dict[str, int] = {}  # trimmed paths -> items left out
@@ -98,8 +109,19 @@ class Work:
         """The answer's size with its note, the answer's own fields measuring `total`."""
         return total + _NOTE_KEY_SIZE + len(compact(note)) + (1 if self.tree else 0)
 
+    def resume(self, how: Resume) -> None:
+        """After a trim of the paged items: the cursor after the last one kept, and the flag that says more come."""
+        items = self.tree.get(how.items)
+        if not self.dropped.get(how.items) or not isinstance(items, list) or not items:
+            return
+        last = items[-1].get(how.id_key) if isinstance(items[-1], dict) else None
+        for key, value in ((how.cursor, last), (how.flag, True)):
+            if key in self.tree and value is not None:
+                self.total += len(compact(value)) - len(compact(self.tree[key]))
+                self.tree[key] = value
+
     def fits(self) -> bool:
-        return self.with_note(self.total, self.note()) <= self.max_chars
+        return self.with_note(self.total, self.note()) <= self.room
 
     def answer(self) -> dict[str, Any]:
         out = self.tree
@@ -140,7 +162,7 @@ class Work:
         def ok(cap: int) -> bool:
             after = self.total - now + sum(t.size_at(cap) for _, _, t in texts)
             said = {**caps, path: cap} if any(t.cut_at(cap) for _, _, t in texts) else caps
-            return self.with_note(after, self.note(caps=said)) <= self.max_chars
+            return self.with_note(after, self.note(caps=said)) <= self.room
 
         return largest(lo, hi, ok)
 
@@ -207,7 +229,7 @@ class Work:
         def size_keeping(k: int) -> int:
             return self.with_note(self.total - saved[k], self.note(dropped={**self.dropped, path: before + gone[k]}))
 
-        keep = largest(0, len(cost_at), lambda k: size_keeping(k) <= self.max_chars) or 0
+        keep = largest(0, len(cost_at), lambda k: size_keeping(k) <= self.room) or 0
         for t in found:
             t.tail, t.costs = t.tail[keep:], t.costs[keep:]
             if isinstance(t.container, list):
@@ -233,7 +255,7 @@ class Work:
             dropped = {**self.dropped, path: self.dropped[path] - back[j]}
             return self.with_note(self.total + added[j], self.note(dropped=dropped))
 
-        more = largest(0, len(cost_at), lambda j: size_adding(j) <= self.max_chars) or 0
+        more = largest(0, len(cost_at), lambda j: size_adding(j) <= self.room) or 0
         if not more:
             return
         for t in here:

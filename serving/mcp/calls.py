@@ -27,9 +27,16 @@ MaxChars = Annotated[
     Field(
         description=f"Response budget in characters ({MIN_CHARS:,}-{MAX_CHARS:,}) of the answer as compact JSON: "
         "within it the most useful fields come first (ids, titles, scores, sources, urls), long texts are "
-        "shortened and lists trimmed from the end, and `budget` says what was cut. Unset: the whole answer."
+        "shortened and lists trimmed from the end, and `budget` says what was cut. Unset: this deployment's "
+        "default (SECRAG_MCP_MAX_CHARS, 100,000 unless configured otherwise)."
     ),
 ]
+
+
+def budget_of(asked: int | None, default: int, max_answer_bytes: int) -> int:
+    """A call's budget: the one it asks or the deployment's default, within SECRAG_MAX_ANSWER_BYTES (a character
+    is at most four bytes of UTF-8)."""
+    return min(asked or default, max_answer_bytes // 4)
 
 
 def run_safely(call: Callable[[], T], tool: str = "", schema: dict[str, Any] | None = None) -> T | CallToolResult:

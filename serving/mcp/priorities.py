@@ -8,7 +8,7 @@ trimmed from the end (the least relevant items). A tool not listed keeps only th
 
 from __future__ import annotations
 
-from serving.mcp.budget import Priority, omit, shorten, trim
+from serving.mcp.budget import Priority, Resume, omit, shorten, trim
 
 SEARCH = Priority(
     (
@@ -66,7 +66,8 @@ COVERAGE = Priority(
         trim("techniques[].*.by_source"),
         trim("techniques"),
         trim("gaps.*"),
-    )
+    ),
+    resume=Resume("techniques", "technique_id", "next_cursor", "truncated"),  # the techniques trimmed come next
 )
 
 DOCUMENT = (omit("metadata"), omit("chunk_ids"), omit("tags"), shorten("body"))

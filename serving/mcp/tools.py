@@ -33,7 +33,7 @@ from serving.contract.plan_models import PlanRequest
 from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
 from serving.contract.responses import StatsResponse
 from serving.layers.compare import compare_layers
-from serving.mcp.calls import MaxChars, as_json, field_annotation, run_safely, tool_signature, within
+from serving.mcp.calls import MaxChars, as_json, budget_of, field_annotation, run_safely, tool_signature, within
 from serving.mcp.gate import GateMiddleware, current_caller
 from serving.mcp.prompts import add_prompts
 from serving.mcp.resources import add_resources
@@ -69,9 +69,11 @@ class _Tools:
 
         tool = self.server._tool_manager.get_tool(name)  # noqa: SLF001 - its input schema names valid values
         answer = run_safely(call, name, tool.parameters if tool else None)
-        if isinstance(answer, CallToolResult) or max_chars is None:
+        if isinstance(answer, CallToolResult):
             return answer
-        return within(answer, max_chars, name)
+        service = self.get_service()
+        budget = budget_of(max_chars, service.settings.mcp_max_chars, service.limits.max_answer_bytes)
+        return within(answer, budget, name)
 
     def from_model(self, name: str, description: str, model: type[BaseModel], run: Run, **fixed: Any) -> None:
         """A tool whose parameters are model's fields (less `fixed` ones), validated by the model itself."""
@@ -152,7 +154,8 @@ def build_mcp(
             "`map` gives the ATT&CK techniques of a whole text (a threat report), `coverage` what the store holds "
             "for techniques, a group or a Navigator layer, `compare_layers` one layer minus, plus or intersected "
             "with another, `lookup` which records hold a hash, file name or path. Every tool takes "
-            "`max_chars` to bound its answer (a `budget` field says what was cut). Resources: secrag://sources "
+            "`max_chars` to bound its answer (a default applies; a `budget` field says what was cut). "
+            "Resources: secrag://sources "
             "(versions, freshness), secrag://plans. Prompts: map_report, triage_artefact, coverage_for_group."
         ),
     )
@@ -227,7 +230,8 @@ def build_mcp(
         "per platform (`platforms` narrows them) with the log sources they need and, per log source, the Sigma "
         "logsources, Elastic indices, Splunk data sources and OSSEM/ECS schemas that correspond and how many the "
         "store holds (with analytics=true), the gaps (among them techniques with an analytic but no "
-        "detection, and analytics no held schema describes), and an ATT&CK Navigator layer.",
+        "detection, and analytics no held schema describes), and an ATT&CK Navigator layer; `limit` techniques at a "
+        "time (`next_cursor`, passed back as `cursor`, asks for the next ones; `total` counts them all).",
         CoverageRequest,
         lambda req, caller: get_service().coverage.coverage(req, caller.principal),
     )

@@ -47,6 +47,23 @@ def by_id(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {t["technique_id"]: t for t in answer["techniques"]}
 
 
+def every_page(client: TestClient, key: str | None = None, **body: Any) -> list[dict[str, Any]]:  # noqa: ANN401
+    """Each page of a coverage answer, its `next_cursor` passed back as `cursor` until the last one."""
+    pages: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        answer = covered(client, key, **body, **({"cursor": cursor} if cursor else {}))
+        pages.append(answer)
+        cursor = answer["next_cursor"]
+        assert answer["truncated"] is (cursor is not None) and len(pages) <= answer["total"]
+        if cursor is None:
+            return pages
+
+
+def every_technique(pages: list[dict[str, Any]]) -> list[str]:
+    return [t["technique_id"] for page in pages for t in page["techniques"]]
+
+
 def test_counts_are_the_store_labels(client: TestClient, serving_db_url: str) -> None:
     asked = ["T1003.001", "T1059.001", "T1218.011", "T1087.002", "t1055"]
     answer = covered(client, techniques=asked)
@@ -84,9 +101,14 @@ def test_telemetry_is_the_logsources_of_the_detections(client: TestClient, servi
         tuple(sorted((k, v) for k, v in zip(("product", "category", "service"), row[:3], strict=True) if v)): row[3]
         for row in rows
     }
-    telemetry = by_id(covered(client, techniques=["T1003.001"]))["T1003.001"]["telemetry"]
-    assert {tuple(sorted(t["logsource"].items())): t["detections"] for t in telemetry} == expected
+    lsass = by_id(covered(client, techniques=["T1003.001"], top=10))["T1003.001"]
+    telemetry = lsass["telemetry"]
+    assert lsass["telemetry_count"] == len(expected) > 3
+    listed = {tuple(sorted(t["logsource"].items())): t["detections"] for t in telemetry}
+    assert listed.items() <= expected.items() and len(listed) == min(10, len(expected))
     assert [t["detections"] for t in telemetry] == sorted((t["detections"] for t in telemetry), reverse=True)
+    first = by_id(covered(client, techniques=["T1003.001"], top=3))["T1003.001"]  # the most read, `top` of them
+    assert first["telemetry"] == telemetry[:3] and first["telemetry_count"] == len(expected)
     process = next(t for t in telemetry if t["logsource"] == {"product": "windows", "category": "process_creation"})
     assert "ossem_dd:windows/sysmon/events/event-1.yml" in process["schemas"]
 
@@ -120,11 +142,11 @@ def test_a_private_folder_counts_for_its_own_callers_only(client: TestClient) ->
 def test_a_group_gives_its_techniques(client: TestClient, serving_db_url: str) -> None:
     with database.connect(serving_db_url, autocommit=True) as conn:
         [(uses,)] = conn.execute("SELECT techniques FROM documents WHERE doc_id = 'mitre_attack:G0007'").fetchall()
-    answer = covered(client, actor="g0007")
-    assert answer["actor"] == "G0007" and uses
-    assert {t["technique_id"] for t in answer["techniques"]} == set(uses)
-    folded = covered(client, actor="G0007", fold_subtechniques=True)
-    assert {t["technique_id"] for t in folded["techniques"]} == {t.split(".")[0] for t in uses}
+    pages = every_page(client, actor="g0007")
+    assert pages[0]["actor"] == "G0007" and uses
+    assert sorted(every_technique(pages)) == sorted(set(uses)) and pages[0]["total"] == len(set(uses))
+    folded = every_page(client, actor="G0007", fold_subtechniques=True)
+    assert set(every_technique(folded)) == {t.split(".")[0] for t in uses}
     missing = client.post("/v1/coverage", json={"actor": "G9999"})
     assert missing.status_code == 404 and missing.json()["kind"] == "not_found"
 
@@ -155,11 +177,11 @@ def tactic_techniques(url: str, tactic: str, platforms: list[str] | None) -> set
 
 
 def test_a_tactic_and_platforms_give_their_techniques(client: TestClient, serving_db_url: str) -> None:
-    every = covered(client, tactic="Credential Access", layer=False)
-    assert every["tactic"] == "credential-access"
-    ids = {t["technique_id"] for t in every["techniques"]}
+    every = every_page(client, tactic="Credential Access", layer=False)
+    assert every[0]["tactic"] == "credential-access"
+    ids = set(every_technique(every))
     assert ids == tactic_techniques(serving_db_url, "credential-access", None) and "T1003.001" in ids
-    linux = covered(client, tactic="credential-access", platforms=["Linux"])
+    linux = covered(client, tactic="credential-access", platforms=["Linux"], limit=200)
     narrowed = {t["technique_id"] for t in linux["techniques"]}
     assert narrowed == tactic_techniques(serving_db_url, "credential-access", ["linux"]) and narrowed < ids
     assert linux["layer"]["name"] == "secrag coverage of credential-access"
@@ -240,6 +262,9 @@ def test_attack_mitigations_count_as_countermeasures_and_its_techniques_do_not(
         ({"techniques": ["mimikatz"]}, "techniques"),
         ({"actor": "APT29"}, "actor"),
         ({"techniques": ["T1003"], "top": 11}, "top"),
+        ({"techniques": ["T1003"], "limit": 0}, "limit"),
+        ({"techniques": ["T1003"], "limit": 201}, "limit"),
+        ({"techniques": ["T1003"], "cursor": "after T1003"}, "cursor"),
         ({"techniques": ["T1003"], "fold_subtechniques": "yes"}, "fold_subtechniques"),
         ({"tactic": "execution", "actor": "G0007"}, "one of techniques, actor, tactic and technique_layer"),
         ({"tactic": "execution", "platforms": ["amiga"]}, "unknown platforms"),

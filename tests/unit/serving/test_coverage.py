@@ -10,6 +10,7 @@ from serving.contract.coverage_models import CoverageItem, CoverageRequest
 from serving.coverage.counts import Row, assemble, gaps, technique_order
 from serving.coverage.kinds import kind_of, source_kinds
 from serving.coverage.layer import comment, coverage_layer, score
+from serving.coverage.paging import Page, page
 from serving.plans.telemetry import shipped_telemetry
 from serving.search.catalog import SourceFacts
 from tests.unit.serving.test_map_layer import assert_valid_layer
@@ -146,3 +147,13 @@ def test_the_layer_scores_kinds_and_comments_counts() -> None:
     assert [score(t) for t in techniques] == [1, 2, 0, 1]
     assert comment(techniques[1]) == "detections 4 (elastic 1, sigma 3)\ntests 2 (atomic 2)\ncountermeasures 0\nnotes 0"
     assert layer.techniques[0].showSubtechniques and not layer.techniques[1].showSubtechniques
+
+
+def test_a_page_is_the_techniques_after_the_cursor_in_technique_order() -> None:
+    asked = ["T1005", "T1003.010", "T1003", "T1003.002", "T1003"]
+    first = page(asked, None, 2)
+    assert (first.ids, first.total, first.more) == (["T1003", "T1003.002"], 4, True)
+    second = page(asked, first.ids[-1], 2)
+    assert (second.ids, second.more) == (["T1003.010", "T1005"], False)
+    assert page(asked, "T1003.005", 10).ids == ["T1003.010", "T1005"]  # a cursor need not be asked
+    assert page(asked, "T1005", 10) == Page([], 4, False)

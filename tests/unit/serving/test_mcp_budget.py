@@ -152,3 +152,22 @@ def test_fitting_serialises_a_bounded_multiple_of_the_answer_whatever_its_size(
         per_char.append(sum(serialised) / whole)
     assert max(per_char) < 6  # the answer once to measure it, its parts as each step reaches them, the fitted once
     assert per_char[-1] <= per_char[0] * 1.1
+
+
+def test_a_paged_answer_trimmed_resumes_after_the_last_item_kept() -> None:
+    answer = {**coverage_answer(40), "total": 90, "truncated": True, "next_cursor": "T1039"}
+    fitted = fit(answer, 4000, COVERAGE)
+    kept = fitted["techniques"]
+    assert size(fitted) <= 4000 and 0 < len(kept) < 40
+    assert fitted[NOTE_KEY]["dropped"]["techniques"] == 40 - len(kept)
+    assert fitted["next_cursor"] == kept[-1]["technique_id"] and fitted["truncated"] is True
+    last_page = {**coverage_answer(40), "total": 40, "truncated": False, "next_cursor": None}
+    fitted = fit(last_page, 4000, COVERAGE)
+    assert fitted["next_cursor"] == fitted["techniques"][-1]["technique_id"] and fitted["truncated"] is True
+    whole = fit(last_page, size(last_page), COVERAGE)
+    assert whole["next_cursor"] is None and whole["truncated"] is False
+
+
+def test_a_priority_trims_after_it_omits_and_shortens() -> None:
+    with pytest.raises(ValueError, match="trims come after"):
+        Priority((trim("results"), omit("layer")))
