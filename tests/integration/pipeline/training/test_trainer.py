@@ -18,7 +18,7 @@ from pipeline.store import SourceRow, Store
 from pipeline.training import promotion
 from pipeline.training.examples import held_back, read_labelled
 from pipeline.training.fine_tune import Recipe, fine_tune
-from pipeline.training.trainer import GATE_FIGURE, MIN_GAIN, Encoders, TrainingConfig, train_sentence_model
+from pipeline.training.trainer import GATE_FIGURE, Encoders, TrainingConfig, train_sentence_model
 from secrag.files.package_data import sql_dir
 from secrag.models.embedder import TextModel
 from secrag.models.encoders import document_encoder
@@ -296,7 +296,7 @@ def test_a_training_registers_embeds_records_and_promotes_only_a_passing_model(
             f"{r}_{f}" for r in ("vote", "documents", "both") for f in ("ndcg10", "p1", "recall10")
         } | {"examples"}
         assert all(0.0 <= v <= 1.0 for k, v in figures.items() if k != "examples")
-    assert first.passed == (first.validation[GATE_FIGURE] >= first.baseline[GATE_FIGURE] + MIN_GAIN)
+    # which way the gate goes on this store is test_quality_gate's: there the outcome is known by construction
     assert first.promoted == first.passed  # nothing was promoted before: a pass promotes
 
     # recorded with its lineage and figures
@@ -363,7 +363,6 @@ def test_the_gate_compares_with_the_promoted_model(labelled: psycopg.Connection,
     outcome = train_sentence_model(db, SQL, _config(models_dir), _encoders(models_dir))
     assert outcome.baseline_model == GENERAL_FP32 and outcome.trained
     assert outcome.baseline["examples"] == 9 and outcome.baseline != {GATE_FIGURE: 1.0}
-    assert outcome.passed == (outcome.validation[GATE_FIGURE] >= outcome.baseline[GATE_FIGURE] + MIN_GAIN)
     assert outcome.promoted == outcome.passed
     rows = {m.model_id: m for m in promotion.trained(db, SQL)}
     assert rows[outcome.model_id].replaces == serving
