@@ -4,6 +4,7 @@ the REST API's last line of defence, and the search results' trimming."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -13,6 +14,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from serving.contract.errors import ERROR_KEY, AnswerTooLarge
 
+log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 _ENVELOPE_BYTES = 2048  # room for the non-list fields of a response
 NARROW = "ask for less (fewer ids or entries, a smaller k, limit or top)"  # an answer over the bound, in general
@@ -70,15 +72,7 @@ class BodySizeLimit:
                 await self._reject(send)
 
     async def _reject(self, send: Send) -> None:
-        body = json.dumps({"detail": f"request body larger than {self.max_bytes} bytes", "kind": "too_large"}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await _send_error(send, 413, f"request body larger than {self.max_bytes} bytes", "too_large")
 
 
 def answer_bytes(value: Any) -> int:  # noqa: ANN401 - any JSON value
@@ -119,7 +113,13 @@ class AnswerSizeLimit:
                 if size is not None and size > self.max_bytes:
                     refused = True
                     scope.setdefault("state", {})[ERROR_KEY] = AnswerTooLarge.kind
-                    await _send_json(send, 413, answer_too_large(size, self.max_bytes, NARROW))
+                    # past every estimate: the operator learns which operation built it
+                    log.warning(
+                        "answer over SECRAG_MAX_ANSWER_BYTES",
+                        extra={"kind": AnswerTooLarge.kind, "path": scope.get("path"), "bytes": size},
+                    )
+                    error = answer_too_large(size, self.max_bytes, NARROW)
+                    await _send_error(send, error.status, error.detail, error.kind)
                     return
             await send(message)
 
@@ -136,8 +136,9 @@ def _content_length(start: Message) -> int | None:
     return None
 
 
-async def _send_json(send: Send, status: int, error: AnswerTooLarge) -> None:
-    body = json.dumps({"detail": error.detail, "kind": error.kind}).encode()
+async def _send_error(send: Send, status: int, detail: str, kind: str) -> None:
+    """An error answer in the API's error body, from a middleware (outside the exception handlers)."""
+    body = json.dumps({"detail": detail, "kind": kind}).encode()
     await send(
         {
             "type": "http.response.start",

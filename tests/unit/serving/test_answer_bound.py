@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from serving.access.request_limits import RequestLimits
 from serving.contract.errors import AnswerTooLarge, public_error
-from serving.contract.limits import AnswerSizeLimit, answer_bytes
+from serving.contract.limits import AnswerSizeLimit, BodySizeLimit, answer_bytes
 
 BOUND = 64 * 1024
 
@@ -60,3 +60,16 @@ def test_the_estimate_refuses_before_building() -> None:
 
 def test_answer_bytes_counts_compact_utf8_json() -> None:
     assert answer_bytes({"a": ["é", 1]}) == len('{"a":["é",1]}'.encode())
+
+
+def test_a_body_over_its_cap_is_the_same_error_body() -> None:
+    app = FastAPI()
+
+    @app.post("/v1/echo")
+    def echo(body: dict[str, str]) -> dict[str, str]:
+        return body
+
+    app.add_middleware(BodySizeLimit, max_bytes=1024)
+    response = TestClient(app).post("/v1/echo", json={"a": "x" * 2000})
+    assert response.status_code == 413
+    assert response.json() == {"detail": "request body larger than 1024 bytes", "kind": "too_large"}
