@@ -201,21 +201,22 @@ def test_the_mcp_tools_answer_within_the_bound_or_are_refused(
     smallest: httpx.Client, store: dict[str, list[Any]]
 ) -> None:
     cases = {**layer_cases(store), **other_cases(store)}
+    refused = {"layers past the answer bound": True, "layers at the entry limit": True, "docs": True}
     for tool, name in (
-        ("compare_layers", "layers past the answer bound"),
+        ("compare_layers", "layers past the answer bound"),  # refused from the estimate
         ("compare_layers", "layers at the entry limit"),
         ("compare_layers", "layers of the issue at the entry limit"),
-        ("get_documents", "docs"),
+        ("get_documents", "docs"),  # refused by the tools' last line of defence (370 KB on the test store)
     ):
         result = tool_call(smallest, tool, cases[name][2])
         text = result["content"][0]["text"]
+        assert bool(result.get("isError")) == refused.get(name, False), (tool, name, text[:300])
         if result.get("isError"):
-            refused = json.loads(text)
-            assert refused["kind"] == "answer_too_large" and "SECRAG_MAX_ANSWER_BYTES" in refused["detail"], refused
-            assert refused["hint"] and name != "layers of the issue at the entry limit"
+            error = json.loads(text)
+            assert error["kind"] == "answer_too_large" and "SECRAG_MAX_ANSWER_BYTES" in error["detail"], error
+            assert error["hint"]
         else:
             assert len(text.encode()) <= SMALLEST, (tool, name)
-            assert name not in ("layers past the answer bound", "layers at the entry limit")
 
 
 def tool_call(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
