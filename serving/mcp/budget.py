@@ -92,7 +92,7 @@ def fit(answer: dict[str, Any], max_chars: int, priority: Priority) -> dict[str,
     text = compact(answer)
     if len(text) <= max_chars:
         return answer
-    work = Work(text, max_chars, RESUME_ROOM if priority.resume else 0)
+    work = Work(text, max_chars, RESUME_ROOM if priority.resume and priority.resume.cursor in answer else 0)
     done: list[Step] = []
     for step in priority.steps:
         if step.action == "omit":
