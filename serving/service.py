@@ -96,9 +96,7 @@ class Service:
             make_encoder=None if settings.serving_model else self.make_encoder,
         )
         # The reads' statements do not name the model (only the search legs do): composed once.
-        self.reads = Reads(
-            self.pool, statements, self.refetcher, settings.max_response_bytes, settings.max_live_refetch
-        )
+        self.reads = Reads(self.pool, statements, self.refetcher, settings.results_bytes, settings.max_live_refetch)
         self.change_feed = ChangeFeed(self.pool, self.queries, self.catalog)
         self.artefacts = ArtefactLookup(self.pool, statements)
         self.source_reads = SourceReads(self.pool, self.queries, statements, self.catalog)
@@ -130,7 +128,7 @@ class Service:
             statements=statements,
             config=self.search_config,
             sessions=self.sessions,
-            max_response_bytes=self.settings.max_response_bytes,
+            max_response_bytes=self.settings.results_bytes,
             results=self.results,
             side=self.side_legs,
             vectors=self.source_vectors,

@@ -172,7 +172,10 @@ class LimitSettings(BaseSettings):
         default=8192, ge=64, le=HARD_MAX_QUERY_CHARS, description="Longest query of a search or plan, in characters."
     )
     max_response_bytes: int = Field(
-        default=5 * 1024 * 1024, ge=4096, description="Results past this size are dropped and `truncated` is true."
+        default=5 * 1024 * 1024,
+        ge=4096,
+        description="Search and document results past this size (or SECRAG_MAX_ANSWER_BYTES, when smaller) are "
+        "dropped and `truncated` is true.",
     )
     max_answer_bytes: int = Field(
         default=8 * 1024 * 1024,
@@ -180,8 +183,8 @@ class LimitSettings(BaseSettings):
         description="The largest answer of any operation, REST or MCP, in bytes of JSON: an operation whose answer "
         "would be larger refuses with a 413 (`answer_too_large`) that names this bound and how to narrow the "
         "request, decided before the answer is built where its size follows from the request (a layer "
-        "comparison), and checked again when the answer is serialised. Keep it above SECRAG_MAX_RESPONSE_BYTES, "
-        "which trims search and document results instead.",
+        "comparison), and checked again when the answer is serialised. Search and document results are trimmed "
+        "to fit it instead (`truncated`, SECRAG_MAX_RESPONSE_BYTES).",
     )
     map_max_chars: int = Field(
         default=131072,
@@ -211,6 +214,11 @@ class LimitSettings(BaseSettings):
         "comparison; ATT&CK v18's whole Enterprise matrix, an entry per technique and tactic, has 887); more is a "
         "422.",
     )
+
+    @property
+    def results_bytes(self) -> int:
+        """The size search and document results are trimmed to: the smaller of the two bounds."""
+        return min(self.max_response_bytes, self.max_answer_bytes)
 
 
 class SearchSettings(BaseSettings):
