@@ -23,6 +23,7 @@ from serving.search.side_legs import usable_cores
 from serving.settings import ServingSettings
 
 PROCESS = ""  # the caller of maps run outside any request's quotas (`secrag map`)
+REMEMBERED = 1024  # callers whose last turn is remembered beyond those holding or waiting for one
 
 
 def _none_busy() -> int:
@@ -75,7 +76,8 @@ class MapCapacity:
         return taken < self.at_once or (taken < self.at_once + self.spare and self._idle())
 
     def _next(self) -> str:
-        """The waiting caller a free turn goes to: the fewest turns held, then the longest since its last."""
+        """The waiting caller a free turn goes to: the fewest turns held, then the longest since its last (a
+        caller new to the maps first)."""
         return min(self._waiting, key=lambda caller: (self._held[caller], self._served.get(caller, -1)))
 
     @contextmanager
@@ -104,6 +106,7 @@ class MapCapacity:
                     self._held[caller] -= 1
                     if not self._held[caller]:
                         del self._held[caller]
-                        if caller not in self._waiting:  # gone: nothing of it kept
-                            self._served.pop(caller, None)
+                    if len(self._served) > REMEMBERED:  # kept across a map's gaps between turns, not forever
+                        active = self._held.keys() | self._waiting.keys()
+                        self._served = {c: n for c, n in self._served.items() if c in active}
                     self._changed.notify_all()

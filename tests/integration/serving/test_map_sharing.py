@@ -10,10 +10,12 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 import uvicorn
 
@@ -90,30 +92,50 @@ def sentences(word: str, count: int) -> str:
     return " ".join(f"The operators ran {word} number {i} on host {i} of the victim network." for i in range(count))
 
 
+@dataclass(frozen=True)
+class Recording(Faulty):
+    """Faulty (a delay its only fault), recording each map's first encoding too: ("encode", its first sentence)."""
+
+    def query_vectors(self, queries: Sequence[str]) -> list[np.ndarray]:
+        with self.counts.lock:
+            self.events.append(("encode", queries[0]))
+        return super().query_vectors(queries)
+
+
 @pytest.mark.parametrize(("flood_via", "other_via"), [("rest", "mcp"), ("mcp", "rest")])
 def test_one_callers_maps_do_not_starve_anothers(served: Callable[..., Served], flood_via: str, other_via: str) -> None:
-    """One turn of map work at a time, one search per map. The first caller has eight maps of six sentences
-    running and waiting for turns when the second caller's map of twelve comes: turns then alternate between
-    the two callers, so the second map (thirteen turns: one encoding, twelve searches) answers whole while
-    most of the first caller's maps (56 turns) still run. Shared first come, first served, it would come
-    after nearly all of them."""
-    api = served(map_process_concurrency=1, map_concurrency=1)
+    """One turn of map work at a time, one search per map. The first caller has eight maps of 30 sentences
+    running and waiting for turns when the second caller's map of twelve comes. From the second map's first
+    turn (its encoding) to its last search, turns alternate between the two callers: each of its turns is
+    followed by one of the first caller's, which always has more waiting, so neither caller's turns run back
+    to back while the other waits (a thread that gives its turn back does not take it again at once, as it
+    did when turns were a semaphore). Every map answers whole."""
+    api = served(map_process_concurrency=1, map_concurrency=1, map_timeout_seconds=600)
     capacity = api.service.map_capacity
+    recording = Recording.around(api.service.model.current(), delay=0.02)  # the flood outlasts the other map
+    api.service.model.searcher = recording  # MCP tools search with the serving model's searcher
+    api.app.dependency_overrides[get_searcher] = lambda: recording
     flooded: list[dict[str, Any]] = []
     floods = [
-        threading.Thread(target=lambda i=i: flooded.append(api.map(flood_via, FLOODER, sentences(f"tool{i}", 6))))
+        threading.Thread(target=lambda i=i: flooded.append(api.map(flood_via, FLOODER, sentences(f"tool{i}", 30))))
         for i in range(8)
     ]
     for thread in floods:
         thread.start()
-    until(lambda: capacity.maps() + len(flooded) == 8)  # every one of them has started
+    until(lambda: capacity.maps() == 8 or bool(flooded))  # every one of them has started
     answer = api.map(other_via, OTHER, sentences("loader", 12))
-    done_before = len(flooded)
     for thread in floods:
         thread.join(HUNG)
     assert answer["sentences"] == 12 and answer["unanswered"] == []
     assert len(flooded) == 8 and all(a["unanswered"] == [] for a in flooded)
-    assert done_before <= 4, f"{done_before} of the first caller's 8 maps answered before the other's one"
+    turns = [("other" if "loader" in query else "flood", kind) for kind, query in recording.events if kind != "end"]
+    first = turns.index(("other", "encode"))
+    last = len(turns) - 1 - [who for who, _ in turns][::-1].index("other")
+    between = [who for who, _ in turns[first : last + 1]]
+    assert between.count("other") == 13  # its encoding and twelve searches
+    after = [who for who, _ in turns[last + 1 :]]
+    assert after.count("flood") > 0  # the flood still ran when the other map ended: it waited throughout
+    assert between.count("flood") >= 12, between  # one of the flood's after each of its turns
     assert capacity.held() == 0 and capacity.waiting() == {}
 
 

@@ -116,3 +116,39 @@ def test_a_caller_alone_takes_every_free_turn() -> None:
         with capacity.turn(time.monotonic(), "b") as other:
             assert not other  # every turn is taken: fairness shares turns as they come free, never more
     assert capacity.held() == 0
+
+
+def test_a_caller_asking_again_at_once_waits_for_the_others_turn() -> None:
+    """A map's search thread gives its turn back and asks for the next one at once; while another caller's
+    maps wait, that next turn is theirs: the one-thread caller never takes two turns in a row."""
+    capacity = MapCapacity(at_once=1, spare=0, width=1, timeout=60)
+    deadline = time.monotonic() + 600
+    order: list[str] = []
+
+    def work(caller: str, turns: int) -> None:
+        for _ in range(turns):
+            with capacity.turn(deadline, caller) as had:
+                assert had
+                order.append(caller)
+                time.sleep(0.001)  # some work: the others queue meanwhile (no time is asserted)
+
+    flood = [threading.Thread(target=work, args=("a", 200)) for _ in range(4)]
+    for thread in flood:
+        thread.start()
+    _waiting_for_some(capacity, "a")
+    other = threading.Thread(target=work, args=("b", 12))
+    other.start()
+    other.join(600)
+    for thread in flood:
+        thread.join(600)
+    taken = "".join(order)
+    within = taken[taken.index("b") : taken.rindex("b") + 1]
+    assert within.count("b") == 12 and "bb" not in within, within
+
+
+def _waiting_for_some(capacity: MapCapacity, caller: str) -> None:
+    for _ in range(6000):
+        if capacity.waiting().get(caller, 0) >= 2:
+            return
+        time.sleep(0.001)
+    raise AssertionError("the flood never waited")
