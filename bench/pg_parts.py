@@ -30,7 +30,7 @@ import psycopg
 from serving.access.keys import ANONYMOUS
 from serving.api.app import stop_service
 from serving.contract.requests import SearchRequest
-from serving.search import leg_runs, leg_shapes, searcher
+from serving.search import fused_legs, leg_runs, leg_shapes
 from serving.search.source_vectors import unit_rows
 
 from budget import dev_queries, in_process_service
@@ -102,13 +102,13 @@ def leave_out(legs: list[str]) -> None:
     unknown = set(legs) - {"neighbours", "procedures"}
     if unknown:
         raise SystemExit(f"--without takes neighbours and procedures, not {sorted(unknown)}")
-    original = searcher.Searcher._fused
+    original = fused_legs.fused_window
     zero = {f"w_{leg}": 0.0 for leg in legs}
 
-    def fused(self: Any, conn: Any, req: Any, plan: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
-        return original(self, conn, req, dataclasses.replace(plan, **zero), *args, **kwargs)
+    def fused(runs: Any, config: Any, conn: Any, req: Any, plan: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        return original(runs, config, conn, req, dataclasses.replace(plan, **zero), *args, **kwargs)
 
-    searcher.Searcher._fused = fused  # type: ignore[method-assign]
+    fused_legs.fused_window = fused
 
 
 def main() -> None:
@@ -140,7 +140,7 @@ def main() -> None:
                 parts.explain(conn, statement, params, "legs")
         return rows
 
-    searcher.fetch = explained  # type: ignore[attr-defined]  # its own name of leg_runs.fetch
+    fused_legs.fetch = explained  # its own name of leg_runs.fetch (the page)
     leg_runs.fetch = explained
     try:
         for counting[0] in (False, True):  # the first pass warms up caches

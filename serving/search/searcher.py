@@ -1,9 +1,8 @@
 """One search against the store: the query's parameters, the legs in one statement (shaped by
-serving/search/leg_shapes.py), their fusion, and the page with its display fields."""
+serving/search/leg_shapes.py, weighted by leg_weights.py, run and fused by fused_legs.py), and the page."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -16,21 +15,21 @@ import psycopg
 from secrag.attack_domains import DEFAULT_DOMAIN
 from secrag.enrichment import enrich
 from serving.access.keys import Principal
-from serving.access.sessions import DEFAULT_EF_SEARCH, ReaderSessions
+from serving.access.sessions import ReaderSessions
 from serving.contract.errors import InvalidField
 from serving.contract.limits import cap
 from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
 from serving.search import analysis as logic
-from serving.search import fusion, spelling
+from serving.search import fused_legs, leg_weights, spelling
 from serving.search.artefacts import in_holder_order, pinned_holders
 from serving.search.catalog import Catalog
 from serving.search.connections import Connections
 from serving.search.encoder import QueryEncoder
-from serving.search.leg_runs import LegRuns, fetch
+from serving.search.leg_runs import LegRuns
 from serving.search.leg_shapes import LegShaper
-from serving.search.parameters import statement_params, voter_params
+from serving.search.parameters import statement_params
 from serving.search.result_cache import ResultCache, cache_key
 from serving.search.result_rows import search_result
 from serving.search.search_file import SearchConfig
@@ -38,10 +37,6 @@ from serving.search.sentence_model import SentenceModel, SentenceVectors
 from serving.search.side_legs import SideLegs
 from serving.search.source_vectors import SourceVectors
 from serving.search.statements import Statements
-from serving.search.technique_names import TechniqueNames
-
-# The label leg's weight in the fusion, beside full text and vectors at 1.0 (serving/search/technique_names.py).
-LABEL_WEIGHT = 1.0
 
 
 @dataclass(frozen=True)
@@ -132,7 +127,7 @@ class Searcher:
         """The response, and with `versioned` the data version its connection saw before the legs read."""
         analysis = logic.analyse(req.query)
         enriched = enrich(req.query.strip(), self.catalog.technique_lookup())
-        w_fts, w_vec, w_fuzzy = self._weights(req, analysis)
+        w_fts, w_vec, w_fuzzy = leg_weights.weights(req, analysis, self.config)
         plan = logic.plan_for(
             req.mode,
             k=req.k,
@@ -162,7 +157,7 @@ class Searcher:
             holders = [] if req.mode == "vector" else pinned_holders(conn, self.statements.lookup, req.query, principal)
             params["exact_ids"] = [*params["exact_ids"], *holders]
             fixes = self._corrections(conn, req, analysis, plan, params)
-            plan = self._label(req, analysis, plan, params, fixes, names, then_vec=then_vec)
+            plan = leg_weights.label(req, analysis, plan, params, fixes, names, self.config, then_vec=then_vec)
             self.shaper.shape_full_text(conn, req, analysis, plan, params, then_vec=then_vec)
             resolved = req.filters.model_copy(update={"sources": params["sources"]})
             walk: dict[str, bool] = {}
@@ -179,8 +174,8 @@ class Searcher:
             if plan.vec_k:
                 self.sessions.ef_search(conn, ef_search)
             floor = self.config.vector_threshold(vec_model, analysis.query_type) if plan.vec_k else None
-            window_rows, below = self._fused(
-                conn, req, plan, params, walk, floor, ef_search=ef_search, then_vec=then_vec
+            window_rows, below = fused_legs.fused_window(
+                self.legs, self.config, conn, req, plan, params, walk, floor, ef_search=ef_search, then_vec=then_vec
             )
             ranked = logic.rescore(
                 window_rows,
@@ -192,7 +187,7 @@ class Searcher:
             )
             if holders:
                 ranked = in_holder_order(ranked, holders)
-            page = self._page(conn, req, params, ranked[req.offset : req.offset + req.k])
+            page = fused_legs.page_rows(conn, self.statements, req, params, ranked[req.offset : req.offset + req.k])
         results, truncated = cap([search_result(r) for r in page], self.max_response_bytes)
         response = SearchResponse(
             results=results,
@@ -227,18 +222,6 @@ class Searcher:
             )
         vector = np.asarray(given.values, dtype=np.float32)
         return vector / float(np.linalg.norm(vector))  # not zero: QueryEmbedding checked it
-
-    def _weights(self, req: SearchRequest, analysis: logic.QueryAnalysis) -> tuple[float, float, float]:
-        """w_fts, w_vec and w_fuzzy: the request's, or for a hybrid search the query shape's from
-        search.yaml (`class_weights`) where the request does not set them."""
-        if req.mode != "hybrid":
-            return req.w_fts, req.w_vec, req.w_fuzzy
-        chosen = self.config.weights(analysis.query_type)
-
-        def pick(name: str, configured: float | None) -> float:
-            return float(getattr(req, name)) if name in req.model_fields_set or configured is None else configured
-
-        return pick("w_fts", chosen.fts), pick("w_vec", chosen.vec), pick("w_fuzzy", chosen.fuzzy)
 
     def _sentence_vector(
         self,
@@ -287,126 +270,3 @@ class Searcher:
         )
         params["fts_text"] = spelling.apply(params["fts_text"], fixes)
         return fixes
-
-    def _label(
-        self,
-        req: SearchRequest,
-        analysis: logic.QueryAnalysis,
-        plan: logic.Plan,
-        params: dict[str, Any],
-        fixes: dict[str, str],
-        names: TechniqueNames,
-        *,
-        then_vec: bool,
-    ) -> logic.Plan:
-        """The techniques a hybrid query names in full (after spelling correction) for the label leg, and
-        the voter legs (techniques of the query's nearest documents, and of its nearest procedure examples)
-        for every hybrid text query."""
-        params["label_ids"] = []
-        params["label_candidates"] = self.config.label_candidates
-        voters = {"neighbours": self.config.neighbours, "procedures": self.config.procedures}  # search.yaml
-        params |= voter_params(req.filters, voters)
-        if req.mode != "hybrid" or then_vec or analysis.query_type not in {"keyword", *PROSE_SHAPES}:
-            return plan
-        ids = names.find(spelling.apply(req.query, fixes))
-        chosen = self.config.weights(analysis.query_type)
-        # A query that names a technique is of the technique-name class whatever its shape: it says
-        # which technique it means, so its voters keep the default weights.
-        neighbours = voters["neighbours"].weight if ids or chosen.neighbours is None else chosen.neighbours
-        procedures = voters["procedures"].weight if ids or chosen.procedures is None else chosen.procedures
-        running = {"neighbours": neighbours, "procedures": procedures}  # a leg weighted 0 does not run
-        plan = dataclasses.replace(
-            plan,
-            w_neighbours=neighbours if plan.vec_k else 0.0,
-            w_procedures=procedures if plan.vec_k else 0.0,
-            scored=tuple(
-                (leg, w)
-                for leg, w in sorted(chosen.scored.items())
-                if plan.vec_k and running[leg] and not ids and analysis.report_sentence
-            ),
-        )
-        if not ids:
-            return plan
-        params["label_ids"] = list(ids)
-        return dataclasses.replace(plan, w_label=LABEL_WEIGHT if chosen.label is None else chosen.label)
-
-    def _fused(
-        self,
-        conn: psycopg.Connection,
-        req: SearchRequest,
-        plan: logic.Plan,
-        params: dict[str, Any],
-        walk: dict[str, bool],  # how the vector leg reads (LegShaper.vector_walk)
-        floor: float | None,
-        *,
-        ef_search: int = DEFAULT_EF_SEARCH,
-        then_vec: bool = False,
-    ) -> tuple[list[dict[str, Any]], int]:
-        """Run the needed legs (serving/search/leg_runs.py), drop the vector leg's candidates
-        under `floor` (the model's threshold for the query shape), then fuse them (by reciprocal rank, or
-        fts_then_vec's re-ranking) and take the window; with the count dropped."""
-        if then_vec:
-            wanted = {"vec": True, "fts_vec": True, "exact": bool(params["exact_ids"])}
-            params = {**params, "child_ids": []}
-        else:
-            wanted = {
-                "vec": plan.vec_k > 0,
-                "fts": plan.fts_k > 0 and not params["pool_fts"],
-                "fuzzy": plan.fuzzy_k > 0,
-                "label": bool(params["label_ids"]),
-                "neighbours": plan.w_neighbours > 0,
-                "procedures": plan.w_procedures > 0,
-                "exact": bool(params["exact_ids"] or params["child_ids"]),
-            }
-        legs = [leg for leg, needed in wanted.items() if needed]
-        rows: dict[str, list[dict[str, Any]]] = {leg: [] for leg in legs}
-        for row in self.legs.rows(conn, legs, params, walk=walk, ef_search=ef_search):
-            rows[row["leg"]].append(row)
-        exact = rows.pop("exact", [])
-        for leg_rows in rows.values():  # each leg best first (UNION ALL promises no order)
-            leg_rows.sort(key=_best_first)
-        # The vector leg's own candidates under the model's threshold lose their vector vote; they keep
-        # their other legs (the full text ranked within the vector pool is taken before, and
-        # fts_then_vec's full-text candidates are full text's).
-        pooled = rows.get("vec", [])
-        below = 0
-        if floor is not None and "vec" in rows:
-            rows["vec"] = [r for r in pooled if r["score"] >= floor]
-            below = len(pooled) - len(rows["vec"])
-        if then_vec:
-            items = fusion.then_vec(rows["fts_vec"], rows["vec"], exact)
-        else:
-            if params["pool_fts"]:
-                rows["fts"] = fusion.pool_fts(pooled, plan.fts_k)
-            items = fusion.fuse(rows, exact, plan, req.rrf_k0, logic.rrf_max(plan, req.rrf_k0))
-        window = fusion.window(
-            items,
-            group_by_doc=req.group_by_doc,
-            size=plan.window,
-            aggregate=self.config.document_score,
-            rrf_k0=req.rrf_k0,
-        )
-        return window, below
-
-    def _page(
-        self, conn: psycopg.Connection, req: SearchRequest, params: dict[str, Any], page: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        """The page's rows with their display fields (snippets are costly, so only for the page)."""
-        if not page:
-            return page
-        display_params = {
-            **params,
-            "ids": [r["chunk_id"] for r in page],
-            "with_metadata": req.return_.metadata,
-            "with_text": req.return_.text,
-            "max_text_chars": req.return_.max_text_chars,
-            "with_snippets": req.return_.snippets,
-        }
-        display = {
-            r["chunk_id"]: r for r in fetch(conn, self.statements.result_rows, display_params, "search:result_rows")
-        }
-        return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
-
-
-def _best_first(row: dict[str, Any]) -> tuple[float, str]:
-    return -row["score"], row["chunk_id"]
