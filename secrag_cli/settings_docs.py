@@ -1,6 +1,6 @@
 """`secrag settings docs`: the settings tables of docs/configuration.md, generated from the settings models.
 
-Each group of settings (secrag/settings.py, serving/settings.py) is one table: the variable, its default and
+Each group of settings (secrag/settings.py, serving/settings/) is one table: the variable, its default and
 what it means, all read from the model's fields, so the documentation cannot drift from the code; a last table
 holds the variables read outside the models (the command line's options, Dagster's YAML, the deployment files:
 secrag_cli/environment.py). The tables sit between two markers in docs/configuration.md; `--write` replaces

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def _plans(path: str | None) -> PlansConfig:
     """The plans file given, else the shipped one (its tuning bounds and defaults)."""
     from serving.plans.plans_file import load_plans
-    from serving.settings import default_plans_file
+    from serving.settings.api import default_plans_file
 
     return load_plans(Path(path) if path else default_plans_file())
 

@@ -15,7 +15,7 @@ from secrag.files.package_data import sql_dir
 from secrag_cli.tuning_audit import apply_change, history, rollback
 from serving.feedback.tuned_plans import read_thresholds
 from serving.plans.plans_file import load_plans
-from serving.settings import default_plans_file
+from serving.settings.api import default_plans_file
 
 SQL = sql_dir()
 

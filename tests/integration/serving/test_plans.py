@@ -10,7 +10,8 @@ from fastapi.testclient import TestClient
 
 from secrag.db import database
 from serving.api.app import create_app
-from serving.settings import ServingSettings, default_plans_file
+from serving.settings import ServingSettings
+from serving.settings.api import default_plans_file
 
 from .test_mcp import call
 

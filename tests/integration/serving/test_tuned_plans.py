@@ -15,7 +15,8 @@ from secrag.files.package_data import sql_dir
 from secrag_cli.tuning_audit import apply_change, rollback
 from serving.api.app import create_app
 from serving.plans.plans_file import load_plans
-from serving.settings import ServingSettings, default_plans_file
+from serving.settings import ServingSettings
+from serving.settings.api import default_plans_file
 
 HUNG = 120.0  # bounds a hung test only: the waits below are for events
 

@@ -6,7 +6,7 @@ import pytest
 
 from serving.plans.classify import classify
 from serving.plans.plans_file import load_plans
-from serving.settings import default_plans_file
+from serving.settings.api import default_plans_file
 
 RULES = load_plans(default_plans_file()).classification
 

@@ -9,7 +9,7 @@ import yaml
 
 from secrag.errors import ConfigError
 from serving.plans.plans_file import QUERY_TYPES, load_plans
-from serving.settings import default_plans_file
+from serving.settings.api import default_plans_file
 
 RAW = yaml.safe_load(default_plans_file().read_text())
 
@@ -130,7 +130,7 @@ def test_every_registry_category_is_a_plan_category() -> None:
     """The registry says which source is in which category; plans.yaml only names the categories."""
     from pipeline.sources.registry import default_registry
     from serving.plans.plans_file import load_plans
-    from serving.settings import default_plans_file
+    from serving.settings.api import default_plans_file
 
     categories = set(load_plans(default_plans_file()).categories)
     assert {spec.category for spec in default_registry().values()} <= categories

@@ -9,7 +9,7 @@ from serving.contract.query_classes import QUERY_SHAPES, QUERY_TYPES, SHAPE_TYPE
 from serving.plans.classify import classify
 from serving.plans.plans_file import load_plans
 from serving.search import analysis as search
-from serving.settings import default_plans_file
+from serving.settings.api import default_plans_file
 
 RULES = load_plans(default_plans_file()).classification
 

@@ -8,7 +8,7 @@ import pytest
 
 from serving.feedback.tuned_plans import TunedPlans
 from serving.plans.plans_file import load_plans
-from serving.settings import default_plans_file
+from serving.settings.api import default_plans_file
 
 
 def test_tuned_thresholds_override_the_plans_file() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from serving.feedback.tuning import MIN_SAMPLES, LoggedQuery, confidence, propose
 from serving.plans.plans_file import load_plans
-from serving.settings import default_plans_file
+from serving.settings.api import default_plans_file
 
 
 def test_no_proposal_without_enough_samples() -> None:
