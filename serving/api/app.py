@@ -41,8 +41,8 @@ from serving.api.routes import metrics as metrics_route
 from serving.api.routes.metrics import metrics_digest
 from serving.api.warm_up import warm_up
 from serving.contract import errors
+from serving.contract.error_responses import GATED_STATUSES, error_responses
 from serving.contract.limits import AnswerSizeLimit, BodySizeLimit
-from serving.contract.requests import GATED_STATUSES, error_responses
 from serving.coverage.log_sources import shipped_log_sources
 from serving.feedback.querylog import QueryLog
 from serving.feedback.tuned_plans import TunedPlans, stored_thresholds

@@ -1,5 +1,6 @@
-"""Pydantic models of the HTTP edge's requests, their field types and constraints, and the error body
-(responses: serving/contract/responses.py); descriptions and constraints feed the OpenAPI document."""
+"""Pydantic models of the HTTP edge's requests and their field types and constraints (upstream forms:
+upstream_requests.py; the error body: error_responses.py; responses: responses.py); descriptions and constraints
+feed the OpenAPI document."""
 
 from __future__ import annotations
 
@@ -309,54 +310,3 @@ Ids = Annotated[list[Text], AfterValidator(_no_nul)]  # documents or chunks by i
 
 class IdsRequest(Strict):
     ids: Ids = Field(min_length=1, max_length=MAX_IDS)
-
-
-class UpstreamOptions(Strict):
-    """How upstream forms are given: which keys, and whether read live."""
-
-    columns: list[Column] | None = Field(
-        default=None,
-        min_length=1,
-        max_length=MAX_COLUMNS,
-        description="Keep only these top-level keys of each structured record (JSON, YAML, TOML), and no text.",
-    )
-    live: SBool = Field(
-        default=False,
-        description="Read each record from the upstream at its published version instead of the stored form "
-        "(a batch reads the first SECRAG_MAX_LIVE_REFETCH ids live; each id beyond is an error of its own).",
-    )
-
-
-class UpstreamQuery(UpstreamOptions):
-    """One document's upstream form (GET /v1/docs/{doc_id}/upstream, as the MCP tool get_upstream)."""
-
-    doc_id: Text = Field(min_length=1)
-
-
-class UpstreamRequest(UpstreamOptions):
-    """Several documents' upstream forms (POST /v1/docs/upstream)."""
-
-    doc_ids: Ids = Field(
-        min_length=1,
-        max_length=MAX_IDS,
-        description="Document ids; unknown or invisible ones are listed in `missing`.",
-    )
-
-
-class ErrorResponse(BaseModel):
-    detail: Any = Field(description="A safe message, or the list of field errors (loc, msg, type).")
-    kind: str = Field(
-        description="A stable word for the kind of error (e.g. not_found, invalid_field, validation, "
-        "too_many_requests, unknown_api_key, statement_timeout, database_unavailable, internal)."
-    )
-
-
-# What every /v1 operation may answer besides its own (serving/api/app.py declares them on the routers):
-# an unparseable body (400), the gate (serving/access/quotas.py: 401, 429), the body limit (413),
-# validation (422) and the database (503 while down, 504 for a cancelled statement).
-GATED_STATUSES = (400, 401, 413, 422, 429, 503, 504)
-
-
-def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` declaring the error body for these statuses: the one table every router uses."""
-    return {status: {"model": ErrorResponse} for status in statuses}

@@ -30,8 +30,9 @@ from serving.contract.limits import NARROW, answer_bytes
 from serving.contract.lookup_models import LookupQuery
 from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
-from serving.contract.requests import IdsRequest, SearchRequest, UpstreamQuery, UpstreamRequest
+from serving.contract.requests import IdsRequest, SearchRequest
 from serving.contract.responses import StatsResponse
+from serving.contract.upstream_requests import UpstreamQuery, UpstreamRequest
 from serving.layers.compare import compare_layers
 from serving.mcp.calls import MaxChars, as_json, budget_of, field_annotation, run_safely, tool_signature, within
 from serving.mcp.gate import GateMiddleware, current_caller

@@ -12,7 +12,6 @@ from psycopg_pool import ConnectionPool
 from serving.access.keys import Principal
 from serving.contract.errors import ApiError, NotFound, TooManyRequests
 from serving.contract.limits import cap
-from serving.contract.requests import UpstreamRequest
 from serving.contract.responses import (
     Chunk,
     ChunksResponse,
@@ -22,6 +21,7 @@ from serving.contract.responses import (
     UpstreamError,
     UpstreamResponse,
 )
+from serving.contract.upstream_requests import UpstreamRequest
 from serving.reads.upstream import Refetcher, UpstreamRecord
 from serving.search.result_rows import location_of
 from serving.search.statements import Statements

@@ -9,7 +9,8 @@ from fastapi import APIRouter, Query
 from serving.api.deps import ChangeFeedDep, PrincipalDep
 from serving.api.routes import API_PREFIX, query_model
 from serving.contract.changes import CURSOR_PATTERN, MAX_CHANGES, ChangesQuery, ChangesResponse
-from serving.contract.requests import NO_NUL, error_responses
+from serving.contract.error_responses import error_responses
+from serving.contract.requests import NO_NUL
 
 router = APIRouter(prefix=API_PREFIX, tags=["sources"])
 _FIELDS = ChangesQuery.model_fields

@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from serving.api.deps import CoverageDep, PrincipalDep
 from serving.api.routes import API_PREFIX
 from serving.contract.coverage_models import CoverageRequest, CoverageResponse
-from serving.contract.requests import error_responses
+from serving.contract.error_responses import error_responses
 
 router = APIRouter(prefix=API_PREFIX, tags=["coverage"])
 

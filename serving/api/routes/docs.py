@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query
 
 from serving.api.deps import PrincipalDep, ReadsDep
 from serving.api.routes import API_PREFIX
-from serving.contract.requests import MAX_COLUMNS, Column, IdsRequest, UpstreamQuery, UpstreamRequest, error_responses
+from serving.contract.error_responses import error_responses
+from serving.contract.requests import MAX_COLUMNS, Column, IdsRequest
 from serving.contract.responses import (
     Chunk,
     ChunksResponse,
@@ -17,6 +18,7 @@ from serving.contract.responses import (
     UpstreamBatchResponse,
     UpstreamResponse,
 )
+from serving.contract.upstream_requests import UpstreamQuery, UpstreamRequest
 
 router = APIRouter(prefix=API_PREFIX, tags=["documents"])
 # Besides the gated statuses every /v1 operation declares (serving/api/app.py):

@@ -8,8 +8,8 @@ from fastapi import APIRouter
 
 from serving.api.deps import CallerDep, GateDep, LimitsDep, SearcherDep, ServiceDep
 from serving.api.routes import API_PREFIX
+from serving.contract.error_responses import error_responses
 from serving.contract.map_models import MapRequest, MapResponse
-from serving.contract.requests import error_responses
 from serving.mapping import mapper
 
 router = APIRouter(prefix=API_PREFIX, tags=["map"])

@@ -15,7 +15,7 @@ from serving.contract.layer_models import CompareRequest, CompareResponse
 from serving.contract.lookup_models import LookupQuery, LookupResponse
 from serving.contract.map_models import MapRequest, MapResponse
 from serving.contract.plan_models import ExplainResponse, PlanRequest, PlanResponse, PlansResponse
-from serving.contract.requests import IdsRequest, SearchRequest, UpstreamRequest
+from serving.contract.requests import IdsRequest, SearchRequest
 from serving.contract.responses import (
     Chunk,
     ChunksResponse,
@@ -29,6 +29,7 @@ from serving.contract.responses import (
     UpstreamBatchResponse,
     UpstreamResponse,
 )
+from serving.contract.upstream_requests import UpstreamRequest
 from serving.settings import ServingSettings
 
 # operation id -> (request body model, 200 response model)
