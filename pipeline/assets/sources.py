@@ -26,7 +26,9 @@ class SourceConfig(dg.Config):
         description="Commit SHA or release tag to publish instead of the latest upstream version (not for feeds).",
     )
     force: bool = Field(
-        default=False, description="Publish even if the version is empty or shrank by more than max_shrink."
+        default=False,
+        description="Publish even if the version is empty, shrank by more than max_shrink, or a kind of record "
+        "shrank past its band.",
     )
 
 
@@ -132,7 +134,7 @@ def build_source_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             context.log.info(f"{spec.name}@{done.version}: already published from the same inputs; nothing to do")
             yield from _unchanged(done)
             return
-        yield from _published(context, spec, config, done, store.shrink_limit(), stages)
+        yield from _published(context, spec, config, done, spec.max_shrink(store.shrink_limit()), stages)
 
     return _publish
 
@@ -173,6 +175,8 @@ def _published(
             "files_seen": done.outcome.files_seen,
             "with_techniques": done.outcome.with_techniques,
             **publish_metadata(result),
+            # What the parser found missing upstream (ATT&CK's fields that spec v4 removes), named, not dropped.
+            **{name: dg.MetadataValue.json(list(names)) for name, names in done.outcome.notes.items()},
             **{f"seconds_{phase}": round(s, 3) for phase, s in done.seconds.items()},
             "seconds": round(done.elapsed, 3),
             **stages,

@@ -41,13 +41,18 @@ def _read(spec: SourceSpec, root: Path, path: Path) -> bytes:
         raise ParseError(exc.reason) from exc
 
 
-def iter_file_records(spec: SourceSpec, root: Path, path: Path, web_url: str) -> Iterator[Record]:
+def iter_file_records(
+    spec: SourceSpec, root: Path, path: Path, web_url: str, notes: dict[str, list[list[str]]] | None = None
+) -> Iterator[Record]:
     """Records of one file, each with its upstream form (the file itself when it holds one record and the
-    parser gave none); raises ParseError for a bad one."""
+    parser gave none); raises ParseError for a bad one. The parser's notes on the file are appended to notes."""
     rel = path.relative_to(root).as_posix()
     data = _read(spec, root, path)
     file = SourceFile(source=spec.name, root=root, rel=rel, data=data, options=spec.options, web_url=web_url)
     produced = list(spec.parser_module().parse(file))
+    if notes is not None:
+        for name, values in file.notes.items():
+            notes.setdefault(name, []).append(values)
     if len(produced) == 1 and not produced[0].raw:
         text = data.decode("utf-8", "replace")
         produced[0] = dataclasses.replace(produced[0], raw=text, raw_media_type=of_path(rel), raw_whole_file=True)
@@ -72,10 +77,11 @@ def parse_source(
     records: dict[str, Record] = {}
     skipped: list[Skipped] = []
     failed_files = 0
+    notes: dict[str, list[list[str]]] = {}
     for path in files:
         rel = path.relative_to(root).as_posix()
         try:
-            produced = list(iter_file_records(spec, root, path, web_url))
+            produced = list(iter_file_records(spec, root, path, web_url, notes))
         except ParseError as exc:
             failed_files += 1
             skipped.append(Skipped(rel, exc.reason))
@@ -106,4 +112,11 @@ def parse_source(
         skipped=tuple(skipped),
         files_seen=len(files),
         seconds=time.monotonic() - started,
+        notes={name: _common(lists) for name, lists in notes.items()},
     )
+
+
+def _common(lists: list[list[str]]) -> tuple[str, ...]:
+    """The names in every list, in the first list's order."""
+    rest = [set(values) for values in lists[1:]]
+    return tuple(v for v in lists[0] if all(v in s for s in rest))

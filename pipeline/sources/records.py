@@ -27,6 +27,9 @@ class SourceFile:
     data: bytes
     options: Mapping[str, Any] = field(default_factory=dict)
     web_url: str = ""  # template with {path}; parsers call url_for()
+    # Facts a parser reports about the file beside its records (name -> names), e.g. the deprecated ATT&CK
+    # fields a bundle no longer holds; parse_source gathers them into the outcome.
+    notes: dict[str, list[str]] = field(default_factory=dict, compare=False)
 
     def text(self) -> str:
         return self.data.decode("utf-8-sig")
@@ -117,6 +120,8 @@ class ParseOutcome:
     skipped: tuple[Skipped, ...]
     files_seen: int
     seconds: float
+    # The files' notes (SourceFile.notes): for each name, the names every file that reported it reported.
+    notes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def with_techniques(self) -> int:

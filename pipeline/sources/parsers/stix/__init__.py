@@ -9,7 +9,7 @@ from secrag.errors import ParseError
 
 from ...mitre_lookup import bundle_objects
 from ...records import JSON, Record, SourceFile, with_raw
-from . import attack, capec, detections, mbc, procedures
+from . import attack, capec, deprecated, detections, mbc, procedures
 from .index import BundleIndex, StixObject, skipped
 
 _SCHEMES: dict[str, Callable[[StixObject, BundleIndex, SourceFile], Record | None]] = {
@@ -28,6 +28,9 @@ _DEFAULT_TYPES = {
     "mbc": tuple(mbc.KINDS),
 }
 
+# The schemes whose records read the fields ATT&CK spec v4 removes: their outcome names those a bundle lacks.
+_ATTACK_SCHEMES = ("attack", "attack_detections")
+
 
 def parse(file: SourceFile) -> Iterator[Record]:
     """One record per kept, non-retired object of the bundle."""
@@ -38,6 +41,8 @@ def parse(file: SourceFile) -> Iterator[Record]:
     objects = bundle_objects(file.data)
     keep = set(file.options.get("types") or _DEFAULT_TYPES[scheme]) & set(_DEFAULT_TYPES[scheme])
     ix = BundleIndex(objects)
+    if scheme in _ATTACK_SCHEMES:
+        file.notes[deprecated.NOTE] = deprecated.absent(objects)
     for obj in objects:
         if obj.get("type") in keep and not skipped(obj, file.options):
             record = build(obj, ix, file)

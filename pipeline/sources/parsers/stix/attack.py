@@ -75,7 +75,8 @@ def _technique(obj: StixObject, ix: BundleIndex, aid: str, name: str, tactics: t
         section("Tactics", ", ".join(tactics)),
         section("Platforms", ", ".join(obj.get("x_mitre_platforms") or ())),
         clean(obj.get("description")),
-        section("Detection", obj.get("x_mitre_detection")),
+        # v18's detection strategies say how to detect it; the deprecated free text only when none does.
+        section("Detection", None if strategies else obj.get("x_mitre_detection")),
         section("Mitigations", mitigations),
         section("Detection strategies", [f"{s['id']} {s['name']}" for s in strategies]),
     ]
