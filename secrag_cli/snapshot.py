@@ -41,8 +41,8 @@ def export_command(file: Path, sign_key: Path | None) -> None:
     click.echo(
         f"snapshot {file}: {file.stat().st_size / 2**20:.1f} MiB, schema version {manifest.schema_version}, "
         f"model {manifest.model.id} ({manifest.model.digest}), {len(manifest.sources)} sources, "
-        f"{rows['documents']} documents, {rows['chunks']} chunks, {rows['embeddings']} vectors"
-        + (", signed" if sign_key else "")
+        f"{rows['documents']} documents, {rows['chunks']} chunks, {rows['embeddings']} vectors, sentence model "
+        f"{manifest.trained.model_id if manifest.trained else 'none'}" + (", signed" if sign_key else "")
     )
     click.echo(
         f"left out {left.total} documents that are not public: {left.user_folders} of user folders, "
@@ -61,11 +61,18 @@ def import_into_store(location: str, settings: Settings, url: str) -> None:
         database.connect(url, timeout=settings.connect_timeout, autocommit=True) as conn,
     ):
         done = import_snapshot(
-            conn, settings.sql_dir, path, model, settings.snapshot_public_key, settings.snapshot_max_bytes
+            conn,
+            settings.sql_dir,
+            path,
+            model,
+            settings.snapshot_public_key,
+            settings.snapshot_max_bytes,
+            models_dir=settings.models_dir,
         )
     click.echo(
         f"snapshot imported in {done.seconds:.1f}s: {len(done.manifest.sources)} sources, {done.rows['documents']} "
-        f"documents, {done.rows['chunks']} chunks, model {model.id} (active: {done.active_model})"
+        f"documents, {done.rows['chunks']} chunks, model {model.id} (active: {done.active_model}), sentence model "
+        f"{done.sentence_model or 'none'}"
         + (", signature verified" if done.signed else ", signature not checked (SECRAG_SNAPSHOT_PUBLIC_KEY unset)")
     )
 

@@ -26,6 +26,7 @@ from secrag.version import version as secrag_version
 from . import signature
 from .manifest import MANIFEST, SIGNATURE, Manifest, ModelFacts, Part, SourceFacts
 from .parts import PART_TABLES, PUBLIC, export_statement, public_statement, table_columns
+from .trained_model import collect
 
 log = logging.getLogger(__name__)
 LOG_EVERY_BYTES = 256 * 1024 * 1024
@@ -36,12 +37,12 @@ def compressed(path: Path) -> bool:
     return path.name.endswith((".gz", ".tgz"))
 
 
-def _export_part(conn: psycopg.Connection, q: Queries, table: str, model: str, folder: Path) -> Part:
+def _export_part(conn: psycopg.Connection, q: Queries, table: str, models: list[str], folder: Path) -> Part:
     columns = table_columns(conn, q, table)
     member = f"parts/{table}.copy"
     digest, size, started, logged = hashlib.sha256(), 0, time.monotonic(), 0
     with (folder / f"{table}.copy").open("wb") as out, conn.cursor() as cur:
-        with cur.copy(export_statement(q, table, columns), PUBLIC | {"model": model}) as copy:
+        with cur.copy(export_statement(q, table, columns), PUBLIC | {"models": models}) as copy:
             for block in copy:
                 out.write(block)
                 digest.update(block)
@@ -105,7 +106,9 @@ def read_store(url: str, sql_dir: Path, models_dir: Path, folder: Path) -> Expor
                     hint="run `secrag db migrate` first",
                 )
             model = _active_model(conn, q, models_dir)
-            parts = tuple(_export_part(conn, q, table, model.id, folder) for table in PART_TABLES)
+            trained = collect(conn, sql_dir, models_dir, folder)
+            models = [model.id, *([trained.served_model] if trained else [])]
+            parts = tuple(_export_part(conn, q, table, models, folder) for table in PART_TABLES)
             sources = tuple(
                 SourceFacts(str(name), version, int(docs), int(chunks))
                 for name, version, docs, chunks in conn.execute(public_statement(q, q.source_summary), PUBLIC)
@@ -120,6 +123,7 @@ def read_store(url: str, sql_dir: Path, models_dir: Path, folder: Path) -> Expor
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         secrag_version=secrag_version(),
         server_version=server,
+        trained=trained,
     )
     return Exported(manifest, left_out)
 
@@ -153,6 +157,12 @@ def export_snapshot(url: str, sql_dir: Path, models_dir: Path, target: Path, sig
                 info.uid = info.gid = 0
                 info.uname = info.gname = ""
                 with (folder / f"{part.table}.copy").open("rb") as fh:
+                    tar.addfile(info, fh)
+            for file in manifest.trained.files if manifest.trained else ():
+                info = tar.gettarinfo(str(folder / file.member), arcname=file.member)
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                with (folder / file.member).open("rb") as fh:
                     tar.addfile(info, fh)
         partial.replace(target)
     log.info(

@@ -7,7 +7,9 @@ then every part's sha256. Then, in one transaction, into a store with no public 
 folders are never touched) that holds no publish newer than the snapshot: the parts by binary COPY, the
 store's triggers deriving chunk vectors, document accesses and technique documents; every row written checked
 public (no tenant, users or groups, no user folder's or one-time document's source: a snapshot never puts a
-row into a private view); the counts, the model's HNSW index and its activation. Each source's last published attempt
+row into a private view); the counts, the model's HNSW index and its activation. The promoted sentence model a
+snapshot carries (pipeline/snapshot/trained_model.py) is installed in the models folder, recorded with its gate
+figures and promoted when its vectors cover the sentence path's chunks. Each source's last published attempt
 comes with its fingerprint, so the pipeline's next refresh of a source whose upstream has not moved finds it
 unchanged (pipeline/refresh.py) and only the others are fetched and published again.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +32,7 @@ from secrag.db.queries import Queries, one_row
 from secrag.errors import SnapshotRefused
 from secrag.models.onnx_export import model_digest
 from secrag.models.registry import model_info
+from secrag.settings import get_settings
 
 from ..activation import activate_model_if_complete
 from ..model_store import ensure_model_index
@@ -36,6 +40,7 @@ from ..store.counts import refresh_all_counts
 from .manifest import Manifest, ModelFacts, Part
 from .parts import PUBLIC, column_list, import_statement, public_statement, table_columns
 from .reading import BLOCK, MAX_BYTES, UNREADABLE, Header, part_streams, read_header, verify_parts
+from .trained_model import install, register, stage, staging_folder
 
 log = logging.getLogger(__name__)
 INDEX_MEMORY = "512MB"
@@ -51,6 +56,7 @@ class Imported:
     signed: bool
     active_model: str | None
     seconds: float
+    sentence_model: str | None = None  # the trained model serving the sentence path after the import
 
 
 def local_model(model_id: str, models_dir: Path) -> ModelFacts:
@@ -135,13 +141,24 @@ def _copy(cur: psycopg.Cursor, statement: sql.Composed, part: Part, stream: IO[b
     return int(cur.rowcount)
 
 
-def _load_part(conn: psycopg.Connection, q: Queries, part: Part, stream: IO[bytes]) -> int:
+def _check_vector_models(conn: psycopg.Connection, q: Queries, manifest: Manifest) -> None:
+    models = [manifest.model.id, *([manifest.trained.served_model] if manifest.trained else [])]
+    row = conn.execute(q.staged_other_model, {"models": models}).fetchone()
+    if row is not None:
+        raise SnapshotRefused(
+            f"the snapshot's parts/embeddings.copy holds {row[1]} vectors of model {row[0]}, which its manifest "
+            "does not name; nothing was imported"
+        )
+
+
+def _load_part(conn: psycopg.Connection, q: Queries, manifest: Manifest, part: Part, stream: IO[bytes]) -> int:
     with conn.cursor() as cur:
         if part.table != "embeddings":
             loaded = _copy(cur, import_statement(q, part.table, part.columns), part, stream)
         else:
             conn.execute(q.stage_embeddings)
             loaded = _copy(cur, import_statement(q, "snapshot_embeddings", part.columns), part, stream)
+            _check_vector_models(conn, q, manifest)
             # Texts the store had embedded already (a user folder's) keep their vectors.
             cur.execute(sql.SQL(q.insert_staged_embeddings).format(columns=column_list(part.columns)))
     if loaded != part.rows:
@@ -173,8 +190,11 @@ def check_public(conn: psycopg.Connection, q: Queries) -> None:
         )
 
 
-def _load(conn: psycopg.Connection, sql_dir: Path, path: Path, header: Header) -> dict[str, int]:
-    """Every part into the store, in one transaction (the caller's)."""
+def _load(
+    conn: psycopg.Connection, sql_dir: Path, path: Path, header: Header, models_dir: Path
+) -> tuple[dict[str, int], str | None]:
+    """Every part into the store and the sentence model into `models_dir`, in one transaction (the caller's); the
+    rows loaded and the sentence model serving."""
     q = Queries(sql_dir, "snapshot")
     manifest = header.manifest
     conn.execute(q.lock_import)
@@ -189,16 +209,37 @@ def _load(conn: psycopg.Connection, sql_dir: Path, path: Path, header: Header) -
     conn.execute(q.drop_unpublished_public_sources)
     conn.execute(q.clear_techniques)
     store_q = Queries(sql_dir, "store")
-    conn.execute(store_q.ensure_model, {"model": manifest.model.id, "dimensions": manifest.model.dimensions})
+    trained = manifest.trained
+    models = {
+        manifest.model.id: manifest.model.dimensions,
+        **({trained.served_model: trained.dimensions} if trained else {}),
+    }
+    for model_id, dimensions in models.items():
+        conn.execute(store_q.ensure_model, {"model": model_id, "dimensions": dimensions})
     conn.execute(q.import_maintenance_memory, {"memory": INDEX_MEMORY})
-    rows = {part.table: _load_part(conn, q, part, stream) for part, stream in part_streams(path, header)}
-    check_public(conn, q)  # before the counts and the index update rows of their own
-    started = time.monotonic()
-    if ensure_model_index(conn, manifest.model.id, manifest.model.dimensions, store_q):
-        log.info("snapshot import: HNSW index of %s built in %.1fs", manifest.model.id, time.monotonic() - started)
+    staging = staging_folder(models_dir, trained) if trained else None
+    try:
+        rows = {}
+        for member, stream in part_streams(path, header):
+            if isinstance(member, Part):
+                rows[member.table] = _load_part(conn, q, manifest, member, stream)
+            else:
+                assert staging is not None
+                stage(member, stream, staging)
+        check_public(conn, q)  # before the counts and the index update rows of their own
+        if trained and staging:
+            install(trained, staging, models_dir)
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    for model_id, dimensions in models.items():
+        started = time.monotonic()
+        if ensure_model_index(conn, model_id, dimensions, store_q):
+            log.info("snapshot import: HNSW index of %s built in %.1fs", model_id, time.monotonic() - started)
+        conn.execute(store_q.refresh_model_vectors, {"model": model_id})
     refresh_all_counts(store_q, conn)
-    conn.execute(store_q.refresh_model_vectors, {"model": manifest.model.id})
-    return rows
+    serving = trained.model_id if trained and register(conn, sql_dir, trained) else None
+    return rows, serving
 
 
 def import_snapshot(
@@ -208,16 +249,19 @@ def import_snapshot(
     model: ModelFacts,
     public_key: str | None = None,
     max_bytes: int = MAX_BYTES,
+    models_dir: Path | None = None,
 ) -> Imported:
-    """Verify the snapshot at `path` and load it into the store of `conn` (autocommit) in one transaction;
+    """Verify the snapshot at `path` and load it into the store of `conn` (autocommit) in one transaction, its
+    sentence model into `models_dir` (default SECRAG_MODEL_CACHE_DIR's, where the registry reads trained models);
     SnapshotRefused (the store unchanged) when any check fails."""
+    models_dir = models_dir or get_settings().models_dir
     started = time.monotonic()
     header = read_header(path, public_key, max_bytes)
     check_compatible(conn, sql_dir, header.manifest, model)
     verify_parts(path, header)
     try:
         with conn.transaction():
-            rows = _load(conn, sql_dir, path, header)
+            rows, sentence = _load(conn, sql_dir, path, header, models_dir)
             activation = activate_model_if_complete(conn, sql_dir, model.id)
     except (psycopg.Error, *UNREADABLE) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -225,12 +269,13 @@ def import_snapshot(
     conn.execute(Queries(sql_dir, "snapshot").analyze_imported)
     seconds = time.monotonic() - started
     log.info(
-        "snapshot %s imported in %.1fs: %d sources, %d chunks, model %s (active: %s)",
+        "snapshot %s imported in %.1fs: %d sources, %d chunks, model %s (active: %s), sentence model %s",
         header.digest[:16],
         seconds,
         len(header.manifest.sources),
         rows.get("chunks", 0),
         model.id,
         activation.active,
+        sentence or "none",
     )
-    return Imported(header.manifest, rows, header.signed, activation.active, seconds)
+    return Imported(header.manifest, rows, header.signed, activation.active, seconds, sentence)

@@ -1,6 +1,7 @@
 """A snapshot's manifest (`manifest.json`, the tar's first member): the schema version, the model and its
-digest, each source's version and size, and every part's columns, rows, bytes and sha256; written as
-canonical JSON, so a signature over its bytes covers all of it."""
+digest, each source's version and size, every part's columns, rows, bytes and sha256, and the promoted trained
+model's files with theirs (pipeline/snapshot/trained_facts.py); written as canonical JSON, so a signature over
+its bytes covers all of it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from secrag.errors import ParseError, SnapshotRefused
 from secrag.files import safe_json
 
 from .parts import PART_TABLES, Column
+from .trained_facts import ModelFile, TrainedFacts, parse_trained
 
 FORMAT = "secrag-snapshot/1"
 MANIFEST = "manifest.json"
@@ -65,6 +67,7 @@ class Manifest:
     created_at: str
     secrag_version: str
     server_version: int  # the exporting PostgreSQL's server_version_num (binary COPY's types)
+    trained: TrainedFacts | None = None  # the promoted sentence model; None: none served (or an older snapshot)
     format: str = FORMAT
 
     def to_bytes(self) -> bytes:
@@ -72,6 +75,11 @@ class Manifest:
 
     def part(self, table: str) -> Part:
         return next(p for p in self.parts if p.table == table)
+
+    def members(self) -> tuple[Part | ModelFile, ...]:
+        """Every member after the manifest (and signature), in the tar's order: the parts, then the trained
+        model's files."""
+        return (*self.parts, *(self.trained.files if self.trained else ()))
 
     def rows(self) -> dict[str, int]:
         return {p.table: p.rows for p in self.parts}
@@ -155,4 +163,5 @@ def parse_manifest(data: bytes) -> Manifest:
         created_at=created_at,
         secrag_version=_field(raw, "secrag_version", str, ""),
         server_version=_field(raw, "server_version", int, ""),
+        trained=parse_trained(raw.get("trained")),
     )

@@ -18,6 +18,9 @@ from secrag.settings import SnapshotSettings
 
 from . import signature
 from .manifest import MANIFEST, MAX_MANIFEST_BYTES, SIGNATURE, Manifest, Part, parse_manifest
+from .trained_facts import ModelFile
+
+Member = Part | ModelFile  # a part, or a file of the trained model
 
 log = logging.getLogger(__name__)
 BLOCK = 1024 * 1024
@@ -65,11 +68,12 @@ def plain_size(path: Path) -> int | None:
 
 
 def check_declared(manifest: Manifest, size: int | None, max_bytes: int) -> None:
-    """SnapshotRefused unless the sizes the parts declare add up to at most `max_bytes` and, for an uncompressed
-    file of `size` bytes, to no more than the file holds: checked before any part is read."""
+    """SnapshotRefused unless the sizes the parts (and the trained model's files) declare add up to at most
+    `max_bytes` and, for an uncompressed file of `size` bytes, to no more than the file holds: checked before any
+    part is read."""
     total = 0
-    for part in manifest.parts:
-        if part.bytes < 0 or part.rows < 0:
+    for part in manifest.members():
+        if part.bytes < 0 or isinstance(part, Part) and part.rows < 0:
             raise SnapshotRefused(f"the snapshot's manifest is damaged: {part.member} declares a negative size")
         total += part.bytes
         if total > max_bytes:
@@ -120,10 +124,10 @@ def read_header(path: Path, public_key: str | None, max_bytes: int = MAX_BYTES) 
         return _header(tar, _members(tar), public_key, max_bytes, plain_size(path))[0]
 
 
-def _parts(path: Path, header: Header) -> Iterator[tuple[Part, IO[bytes]]]:
-    """Each part with a stream of its bytes, in the manifest's (load) order; SnapshotRefused for a member
-    out of place, missing or unknown."""
-    expected = list(header.manifest.parts)
+def _parts(path: Path, header: Header) -> Iterator[tuple[Member, IO[bytes]]]:
+    """Each part (then each file of the trained model) with a stream of its bytes, in the manifest's (load)
+    order; SnapshotRefused for a member out of place, missing or unknown."""
+    expected: list[Member] = list(header.manifest.members())
     size = plain_size(path)
     with _open(path) as tar:
         members = _members(tar)
@@ -172,6 +176,6 @@ def verify_parts(path: Path, header: Header) -> None:
         log.info("snapshot: %s verified (%d bytes)", part.member, part.bytes)
 
 
-def part_streams(path: Path, header: Header) -> Iterator[tuple[Part, IO[bytes]]]:
-    """The parts to load, in order (after verify_parts)."""
+def part_streams(path: Path, header: Header) -> Iterator[tuple[Member, IO[bytes]]]:
+    """The parts to load and the model files to install, in order (after verify_parts)."""
     return _parts(path, header)

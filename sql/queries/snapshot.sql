@@ -60,12 +60,13 @@ COPY (
 ) TO STDOUT (FORMAT BINARY)
 
 -- name: export_embeddings
--- The model's vectors of the public chunks' texts (a vector is keyed by its text's hash alone).
+-- The active model's vectors of the public chunks' texts, and the promoted sentence model's (%(models)s holds
+-- both ids; a vector is keyed by its text's hash and its model).
 COPY (
     SELECT {columns} FROM embeddings
-    WHERE model_id = %(model)s AND content_hash IN (
+    WHERE model_id = ANY(%(models)s) AND content_hash IN (
         SELECT content_hash FROM chunks WHERE doc_id IN ({public_documents})
-    ) ORDER BY content_hash
+    ) ORDER BY content_hash, model_id
 ) TO STDOUT (FORMAT BINARY)
 
 -- name: source_summary
@@ -180,6 +181,23 @@ COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)
 -- staging table, so those are kept instead of failing the COPY.
 CREATE TEMPORARY TABLE snapshot_embeddings (LIKE embeddings INCLUDING DEFAULTS) ON COMMIT DROP
 
+-- name: staged_other_model
+-- A staged vector of a model the snapshot does not carry (none: every vector is of the manifest's models).
+SELECT model_id, count(*) FROM snapshot_embeddings WHERE model_id <> ALL(%(models)s) GROUP BY model_id
+ORDER BY model_id LIMIT 1
+
+-- name: insert_trained_model
+-- The snapshot's sentence model, recorded as a candidate with its lineage and gate figures (promoted after, by
+-- pipeline/training/promotion.py's checks); a store that trained the same model keeps its own row.
+INSERT INTO trained_models (
+    model_id, served_model, base_model, replaces, attack_version, data_digest, recipe, validation, baseline,
+    passed, status, trained_at, train_seconds
+) VALUES (
+    %(model_id)s, %(served_model)s, %(base_model)s, %(replaces)s, %(attack_version)s, %(data_digest)s,
+    %(recipe)s, %(validation)s, %(baseline)s, %(passed)s, 'candidate', %(trained_at)s::timestamptz,
+    %(train_seconds)s
+) ON CONFLICT (model_id) DO NOTHING
+
 -- name: insert_staged_embeddings
 INSERT INTO embeddings ({columns}) SELECT {columns} FROM snapshot_embeddings ON CONFLICT DO NOTHING
 
@@ -189,4 +207,4 @@ SELECT dimensions FROM embedding_models WHERE model_id = %(model)s
 -- name: analyze_imported
 -- Planner statistics of everything an import wrote (autovacuum would wait for its threshold).
 ANALYZE sources, source_versions, mitre_techniques, documents, document_raw, document_artefacts, chunks, embeddings,
-    chunk_vectors, document_accesses, technique_documents
+    chunk_vectors, document_accesses, technique_documents, trained_models

@@ -1,0 +1,191 @@
+"""The promoted sentence model travels in a snapshot: a store whose sentence path a trained model serves (the tiny
+BERT of tests/plugins/tiny_model.py as the general model, trained one step on the quality gate test's store) is
+exported, its models folder removed, and imported into a fresh store with a models folder of its own (a new
+replica). The replica has the model's files, its row with its gate figures, serves it from its first search and
+answers sentences with the same ids and scores. A model file changed in the snapshot is refused."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+from pathlib import Path
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from pipeline.activation import activate_model_if_complete
+from pipeline.snapshot.export import export_snapshot
+from pipeline.snapshot.loading import import_snapshot, local_model
+from pipeline.snapshot.manifest import MANIFEST, parse_manifest
+from pipeline.training import promotion
+from pipeline.training.fine_tune import Recipe
+from pipeline.training.trainer import TrainingConfig, train_sentence_model
+from secrag.db import database
+from secrag.errors import SnapshotRefused
+from secrag.models.encoders import document_encoder
+from secrag.models.onnx_export import file_sha256
+from secrag.models.trained import trained_folder
+from secrag.settings import get_settings
+from serving.api.app import create_app
+from serving.search.encoder import shared_encoder, torch_embedder
+from serving.settings import ServingSettings
+from tests.integration.pipeline.training.test_quality_gate import models_dir, store  # noqa: F401 - fixtures
+from tests.integration.pipeline.training.test_trainer import TECHNIQUES
+from tests.plugins.tiny_model import TINY_INT8
+
+from .conftest import SQL_DIR
+
+ATTACK = {"sources": ["mitre_attack", "mitre_attack_procedures"]}
+# Sentences of reports' shape (the sentence path's), none of them a stored example's text.
+QUERIES = [f"The actor {phrases[0]}" for _, _, _, _, phrases in TECHNIQUES[:4]] + [
+    "The intruders ran encoded PowerShell commands and dumped credentials from memory on the server."
+]
+
+
+def _api(url: str, models: Path) -> TestClient:
+    settings = ServingSettings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=url,
+        embedding_model=TINY_INT8,
+        model_cache_dir=models,
+        pool_max_size=2,
+        anonymous_rate_per_minute=0,
+        rate_per_minute=0,
+        failed_keys_per_minute=0,
+        anonymous_heavy_concurrency=0,
+        heavy_concurrency=0,
+        result_cache_size=0,
+        warm_up=False,
+    )
+    return TestClient(create_app(settings))
+
+
+def _answers(url: str, models: Path, served: str) -> list[list[tuple[str, str, float]]]:
+    """The API's answers to QUERIES, its sentence model loaded first (as its warm-up does), checked: `served`."""
+    with _api(url, models) as client:
+        sentence = client.app.state.service.sentence  # type: ignore[attr-defined]
+        encoder = sentence.load_now()
+        assert encoder is not None and encoder.model_id == served
+        out = []
+        for query in QUERIES:
+            response = client.post("/v1/search", json={"query": query, "k": 10, "filters": ATTACK})
+            assert response.status_code == 200, response.text
+            out.append([(r["doc_id"], r["chunk_id"], r["score"]) for r in response.json()["results"]])
+    return out
+
+
+def _forget_loaded_models() -> None:
+    """The process's loaded encoders (a new replica is a new process)."""
+    shared_encoder.cache_clear()
+    torch_embedder.cache_clear()
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def trained(store: psycopg.Connection, models_dir: Path) -> str:  # noqa: F811
+    """The store's sentence path served by a tiny model trained one step (promoted: forced past its gate if
+    it did not pass), the tiny model the active general model."""
+    assert activate_model_if_complete(store, SQL_DIR, TINY_INT8).active == TINY_INT8
+    outcome = train_sentence_model(
+        store,
+        SQL_DIR,
+        TrainingConfig(base_model=TINY_INT8, models_dir=models_dir, recipe=Recipe(steps=1)),
+        lambda model: document_encoder(model, batch_size=64, threads=1, cache_dir=models_dir),
+    )
+    promotion.promote(store, SQL_DIR, outcome.model_id, force=True)
+    return outcome.model_id
+
+
+def _rewritten(source: Path, target: Path, member: str) -> None:
+    """A copy of the snapshot whose `member` has one byte changed (same size: only its checksum tells)."""
+    with tarfile.open(source) as tar, tarfile.open(target, "w") as out:
+        for info in tar.getmembers():
+            fh = tar.extractfile(info)
+            assert fh is not None
+            data = fh.read()
+            if info.name == member:
+                data = bytes([data[0] ^ 1]) + data[1:]
+            out.addfile(info, io.BytesIO(data))
+
+
+def test_the_sentence_model_travels_and_serves_from_the_first_search(
+    trained: str,
+    store: psycopg.Connection,  # noqa: F811
+    db_url: str,
+    models_dir: Path,  # noqa: F811
+    pg_server_url: str,
+    template_db: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.plugins.database import migrated_copy
+
+    row = promotion.promoted(store, SQL_DIR)
+    assert row is not None and row.model_id == trained
+    before = _answers(db_url, models_dir, row.served_model)
+    assert all(before)
+    weights = {p.name: file_sha256(p) for p in trained_folder(models_dir, trained).iterdir() if p.is_file()}
+
+    snapshot = tmp_path / "store.tar"
+    manifest = export_snapshot(db_url, SQL_DIR, models_dir, snapshot).manifest
+    assert manifest.trained is not None and manifest.trained.model_id == trained
+    assert manifest.trained.record["validation"] == dict(row.validation)
+    assert {f.kind for f in manifest.trained.files} == {"weights", "int8"}
+
+    # A new replica: none of the exporting machine's model files, its own models folder.
+    shutil.rmtree(models_dir)
+    replica = tmp_path / "replica-models"
+    monkeypatch.setenv("SECRAG_MODEL_CACHE_DIR", str(replica))
+    _forget_loaded_models()
+    with migrated_copy(pg_server_url, template_db, "secrag_snapshot_trained") as url:
+        with database.connect(url, autocommit=True) as conn:
+            done = import_snapshot(conn, SQL_DIR, snapshot, local_model(TINY_INT8, replica), models_dir=replica)
+            assert (done.active_model, done.sentence_model) == (TINY_INT8, trained)
+            imported = promotion.promoted(conn, SQL_DIR)
+            assert imported is not None and imported.status == "promoted"
+            assert (imported.validation, imported.baseline, imported.passed, imported.data_digest) == (
+                row.validation,
+                row.baseline,
+                row.passed,
+                row.data_digest,
+            )
+            assert promotion.coverage(conn, SQL_DIR, row.served_model) == 0
+        folder = trained_folder(replica, trained)
+        assert {name: file_sha256(folder / name) for name in weights} == weights
+        assert (replica / manifest.trained.export.path).is_file()
+        after = _answers(url, replica, row.served_model)
+    assert after == before
+
+
+def test_a_changed_model_file_is_refused(
+    trained: str,
+    db_url: str,
+    models_dir: Path,  # noqa: F811
+    pg_server_url: str,
+    template_db: str,
+    tmp_path: Path,
+) -> None:
+    from tests.plugins.database import migrated_copy
+
+    snapshot = tmp_path / "store.tar"
+    export_snapshot(db_url, SQL_DIR, models_dir, snapshot)
+    with tarfile.open(snapshot) as tar:
+        fh = tar.extractfile(MANIFEST)
+        assert fh is not None
+        facts = parse_manifest(fh.read()).trained
+    assert facts is not None
+    replica = tmp_path / "replica-models"
+    for file in facts.files:
+        if file.path not in ("model.safetensors", facts.export.path):
+            continue
+        tampered = tmp_path / "tampered.tar"
+        _rewritten(snapshot, tampered, file.member)
+        with migrated_copy(pg_server_url, template_db, "secrag_snapshot_trained_tampered") as url:
+            with database.connect(url, autocommit=True) as conn:
+                with pytest.raises(SnapshotRefused, match=f"{file.member} does not match its checksum"):
+                    import_snapshot(conn, SQL_DIR, tampered, local_model(TINY_INT8, models_dir), models_dir=replica)
+                assert conn.execute("SELECT count(*) FROM trained_models").fetchone() == (0,)
+                assert conn.execute("SELECT count(*) FROM documents").fetchone() == (0,)
+        assert not trained_folder(replica, trained).exists()
