@@ -211,7 +211,8 @@ def _refresh(attempt: _Attempt) -> Refreshed:
         skipped=outcome.skipped,
         lookup=lookup,
         chunking=chunking,
-        max_shrink=limits.max_shrink,
+        max_shrink=spec.max_shrink(limits.max_shrink),
+        shape=spec.shape,
         force=attempt.force,
         version_id=attempt.version_id,
         details={

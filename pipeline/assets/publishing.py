@@ -26,8 +26,8 @@ def publish_check_specs(key: dg.AssetKey) -> list[dg.AssetCheckSpec]:
             NO_SHRINK,
             asset=key,
             blocking=True,
-            description="The new version did not shrink by more than max_shrink "
-            "(else it is refused and the old version stays served).",
+            description="The new version did not shrink by more than max_shrink, nor any kind of record by more "
+            "than its band (registry shape:); else it is refused and the old version stays served.",
         ),
     ]
 
@@ -39,7 +39,8 @@ def publish_checks(
     refused = result.status == "refused"
     served = result.parsed + result.kept  # a kept document (its file unreadable) stays served
     empty = served == 0
-    shrank = bool(previous) and served < previous * (1 - max_shrink)
+    # A kind of record that shrank past its band is refused as `shrank` too, whatever the total did.
+    shrank = (bool(previous) and served < previous * (1 - max_shrink)) or result.refused == "shrank"
     facts: dict[str, Any] = {
         "records": result.parsed,
         "previous_records": previous,

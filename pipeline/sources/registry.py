@@ -18,6 +18,7 @@ from secrag.files.package_data import package_path
 from secrag.freshness import DEFAULT_POLL_SECONDS, POLL_FLOOR_SECONDS
 
 from ..chunking import ChunkConfig
+from .shape import ShapeBand, shape_from
 
 TRACKING = ("commit", "release", "feed", "bundled")  # bundled: shipped with secrag (sources/bundled.py)
 _DURATION = re.compile(r"^(\d+)\s*([smhd])$")
@@ -58,6 +59,12 @@ class SourceSpec:
     max_file_bytes: int = 10 * 1024 * 1024
     options: Mapping[str, Any] = field(default_factory=dict)
     chunking: Mapping[str, Any] = field(default_factory=dict)  # this source's ChunkConfig overrides
+    shape: ShapeBand | None = None  # the registry's shape band (registry/_defaults.yaml and `shape:`)
+
+    def max_shrink(self, default: float) -> float:
+        """The band of this source's record count: its stated one, else `default` (SECRAG_MAX_SHRINK)."""
+        stated = self.shape.max_shrink if self.shape is not None else None
+        return default if stated is None else stated
 
     def parser_module(self) -> ModuleType:
         return importlib.import_module(f"pipeline.sources.parsers.{self.parser}")
@@ -66,7 +73,10 @@ class SourceSpec:
 _REQUIRED = ("description", "branch", "tracking", "paths", "parser", "parser_version", "license", "category")
 
 
-def _spec_from(name: str, raw: Mapping[str, Any], origin: Path) -> SourceSpec:
+DEFAULTS = "_defaults"  # registry/_defaults.yaml: what every entry has unless it says otherwise (not a source)
+
+
+def _spec_from(name: str, raw: Mapping[str, Any], origin: Path, defaults: Mapping[str, Any]) -> SourceSpec:
     missing = [k for k in _REQUIRED if k not in raw]
     if missing:
         raise ConfigError(f"{origin}: missing {', '.join(missing)}")
@@ -86,6 +96,7 @@ def _spec_from(name: str, raw: Mapping[str, Any], origin: Path) -> SourceSpec:
     values.setdefault("repo", "")
     values["options"] = dict(raw.get("options") or {})
     values["chunking"] = dict(raw.get("chunking") or {})
+    values["shape"] = shape_from(raw.get("shape") or {}, defaults.get("shape") or {}, origin)
     try:
         ChunkConfig().with_overrides(values["chunking"])
     except ConfigError as exc:
@@ -95,14 +106,22 @@ def _spec_from(name: str, raw: Mapping[str, Any], origin: Path) -> SourceSpec:
 
 def load_registry(directory: Path | None = None) -> dict[str, SourceSpec]:
     """Every source spec in the directory (default: the registry shipped in the package), keyed by name."""
-    directory = directory if directory is not None else package_path("pipeline.sources", "registry")
+    shipped = package_path("pipeline.sources", "registry")
+    directory = directory if directory is not None else shipped
+    own = directory / f"{DEFAULTS}.yaml"
+    defaults = _mapping(own if own.is_file() else shipped / f"{DEFAULTS}.yaml")
     specs: dict[str, SourceSpec] = {}
     for path in sorted(directory.glob("*.yaml")):
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise ConfigError(f"{path}: expected a mapping")
-        specs[path.stem] = _spec_from(path.stem, raw, path)
+        if path.stem != DEFAULTS:
+            specs[path.stem] = _spec_from(path.stem, _mapping(path), path, defaults)
     return specs
+
+
+def _mapping(path: Path) -> dict[str, Any]:
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping")
+    return raw
 
 
 @lru_cache(maxsize=1)

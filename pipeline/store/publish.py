@@ -16,6 +16,7 @@ from secrag.errors import PublishRefused
 
 from ..chunking import ChunkConfig
 from ..sources.records import Record, Skipped
+from ..sources.shape import FOLDER, ShapeBand
 from . import versions
 from .counts import refresh_counts
 from .diff import Changes, Held, diff
@@ -24,6 +25,7 @@ from .rows import artefact_copy_row, chunk_copy_row, document_copy_row, document
 
 log = logging.getLogger(__name__)
 MAX_SKIP_SAMPLES = 20
+FORCE = "publish with force to accept"
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Publication:
     max_shrink: float = 0.5
     force: bool = False
     kept: Sequence[str] = ()  # doc ids whose documents stay as they are (their files could not be read)
+    shape: ShapeBand | None = None  # each kind's band too (sources; a user folder's records have no kinds)
 
     @property
     def info(self) -> dict[str, Any]:
@@ -55,7 +58,7 @@ def refusal(previous: int, count: int, max_shrink: float) -> str | None:
     if not count:
         return "empty result: nothing to publish"
     if previous and count < previous * (1 - max_shrink):
-        return f"shrank from {previous} to {count} records (more than {max_shrink:.0%}); publish with force to accept"
+        return f"shrank from {previous} to {count} records (more than {max_shrink:.0%}); {FORCE}"
     return None
 
 
@@ -96,6 +99,9 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     kept = set(pub.kept) & set(existing) - {r.doc_id for r in pub.records}
     count = len(pub.records) + len(kept)
     reason = None if pub.force else refusal(int(row[0]), count, pub.max_shrink)
+    kinds = [] if pub.force or not count else _kind_refusals(q, conn, pub)
+    if kinds:  # named before the total: which kind vanished tells where the upstream's layout moved
+        reason = "; ".join([*kinds, reason or FORCE])
     if reason:
         raise PublishRefused(reason, kind="empty" if not count else "shrank")
     # A kept document is neither compared nor removed: it stays as it was, chunks, vectors and artefacts too.
@@ -135,6 +141,18 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
         kept=len(kept),
         **counts,
     )
+
+
+def _kind_refusals(q: Queries, conn: psycopg.Connection, pub: Publication) -> list[str]:
+    """Each kind of the served version that this one would shrink past its band (the source is locked)."""
+    shape = pub.shape
+    if shape is None or not (shape.kind == FOLDER or shape.metadata_key):
+        return []
+    if shape.kind == FOLDER:
+        rows = conn.execute(q.served_folder_kinds, {"source": pub.source})
+    else:
+        rows = conn.execute(q.served_metadata_kinds, {"source": pub.source, "key": shape.metadata_key})
+    return shape.refusals({str(k): int(n) for k, n in rows}, shape.counts(pub.records))
 
 
 def _record_changes(

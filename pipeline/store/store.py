@@ -14,6 +14,7 @@ from secrag.error_kinds import ErrorKind
 from ..chunking import ChunkConfig
 from ..sources.mitre_lookup import MitreTechnique
 from ..sources.records import Record, Skipped
+from ..sources.shape import ShapeBand
 from . import versions
 from .models import PUBLIC, Access, PublishResult, SourceRow
 from .publish import Publication, publish
@@ -134,10 +135,12 @@ class Store:
         version_id: int | None = None,
         details: Mapping[str, Any] | None = None,
         kept: Sequence[str] = (),
+        shape: ShapeBand | None = None,
     ) -> PublishResult:
         """Publish one version of one source in one transaction (readers see old or new, never a mix).
 
-        Refuses (unless `force`) an empty version or one that shrank by more than `max_shrink`;
+        Refuses (unless `force`) an empty version, one that shrank by more than `max_shrink`, or one in which
+        a kind of record shrank past its `shape` band;
         a refusal is recorded with its reason and the previous version stays served. The documents of
         `kept` (doc ids) stay as they are: files that are there but could not be read this time.
         """
@@ -156,5 +159,6 @@ class Store:
             max_shrink=max_shrink,
             force=force,
             kept=kept,
+            shape=shape,
         )
         return publish(self.q, conn, pub)

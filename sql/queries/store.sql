@@ -119,6 +119,18 @@ SELECT record_count FROM sources WHERE name = %(source)s
 -- name: lock_source
 SELECT record_count, current_version FROM sources WHERE name = %(source)s FOR UPDATE
 
+-- name: served_metadata_kinds
+-- The served documents per kind, a kind being the text of one metadata key (pipeline/sources/shape.py).
+SELECT metadata ->> %(key)s, count(*) FROM documents
+WHERE source = %(source)s AND jsonb_typeof(metadata -> %(key)s) = 'string' AND metadata ->> %(key)s <> ''
+GROUP BY 1
+
+-- name: served_folder_kinds
+-- The served documents per kind, a kind being the first folder of the document's upstream path.
+SELECT split_part(upstream_path, '/', 1), count(*) FROM documents
+WHERE source = %(source)s AND strpos(upstream_path, '/') > 0
+GROUP BY 1
+
 -- name: existing_documents
 SELECT d.doc_id, d.content_hash, coalesce(string_agg(c.content_hash, ',' ORDER BY c.ordinal), ''), d.url
 FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id

@@ -33,8 +33,11 @@ def add_commit(
     message: str = "upstream change",
     *,
     keep: bool = False,
+    moves: Mapping[str, str] | None = None,
 ) -> str:
     """Commit changes (relpath -> new bytes, or None to delete) on the source's branch; the new SHA.
+
+    `moves` renames folders (old -> new), every file under them kept as it is (an upstream's layout moving).
 
     Release sources get a new tag and releases/latest; a changed feed file is republished too. A mirror
     that no longer matches its snapshot is rebuilt by the next build_mirror, unless `keep` records the
@@ -55,6 +58,13 @@ def add_commit(
 
     git("read-tree", parent)
     entries = []  # `update-index --index-info` lines; mode 0 removes (a bare repo has no work tree)
+    for old, new in (moves or {}).items():
+        old, new = _checked_rel(old), _checked_rel(new)
+        for line in git("ls-tree", "-r", parent, "--", f"{old}/").splitlines():
+            meta, rel = line.split("\t", 1)
+            mode, _type, blob = meta.split()
+            entries.append(f"0 {'0' * 40}\t{rel}\n")
+            entries.append(f"{mode} {blob}\t{new}/{rel.removeprefix(old + '/')}\n")
     for rel, data in sorted(checked.items()):
         if data is None:
             entries.append(f"0 {'0' * 40}\t{rel}\n")
