@@ -1,12 +1,14 @@
 """An upstream whose layout moved is refused, not served: real loopback upstreams changed by a commit, published
 through real Dagster materializations. Sigma's `rules` tree renamed (its kind vanishes, and most records with
-it), ATT&CK's sub-techniques without their ATT&CK reference (one kind vanishes while the record count stays in
-its band): each refused with the kind named, the no_suspicious_shrink check failing, the old version served
-and /v1/sources showing the refusal; a refresh within the bands publishes."""
+it), ATT&CK's techniques without their ATT&CK reference and Atomic's executors without their name (kinds
+vanish while the record count stays in its band): each refused with the kind named, the no_suspicious_shrink
+check failing, the old version served and /v1/sources showing the refusal; a refresh within the bands
+publishes."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -95,6 +97,42 @@ def test_a_renamed_sigma_rules_tree_is_refused_naming_it(
     with h.connect() as conn:
         served = conn.execute("SELECT current_version, record_count FROM sources WHERE name = 'sigma'").fetchone()
     assert served == (old, records)
+
+
+def test_atomic_executors_without_their_name_are_refused(
+    db_url: str,
+    tmp_path: Path,
+    mirror_factory: Callable[..., Mirror],
+    source_specs: Mapping[str, SourceSpec],
+    api: TestClient,
+) -> None:
+    """A dropped field: the executors say `type:` where they said `name:` (a few, indented otherwise, keep it);
+    every test still parses, so the record count is what it was, but each executor's tests (the source's
+    kinds) are all but gone."""
+    mirror = mirror_factory(["atomic"], fresh=True)
+    h = harness(db_url, mirror, tmp_path / "work", {"atomic": source_specs["atomic"]})
+    h.materialize("key:sources/atomic")
+    with h.connect() as conn:
+        old, records = conn.execute(
+            "SELECT current_version, record_count FROM sources WHERE name = 'atomic'"
+        ).fetchone()
+        kinds = _kinds(conn, "atomic", "executor")
+    assert {"powershell", "command_prompt", "sh", "bash"} <= set(kinds)
+
+    env = mirror_env(GIT_DIR=str(mirror.git_dir("atomic")))
+    files = run_git(["ls-tree", "-r", "--name-only", mirror.head("atomic"), "atomics/"], timeout=60, env=env).split()
+    renamed = re.compile(r"(?m)^(    )name:(\s*\S+\s*)$")  # the executor's own key, indented under it
+    changes = {rel: renamed.sub(r"\1type:\2", _blob(mirror, "atomic", rel).decode()).encode() for rel in files}
+    add_commit(mirror, "atomic", changes, "executor name: becomes type:")
+    result = h.materialize("key:sources/atomic", raise_on_error=False)
+    reason, listed = _refused(result, api, "atomic")
+    assert "shrank from" in reason and f"from {records} to" not in reason  # the count kept, kinds lost
+    for kind, count in kinds.items():
+        if count >= 10:
+            assert f"kind {kind!r} (metadata:executor) shrank from {count} to " in reason
+    assert listed["version"] == old
+    with h.connect() as conn:
+        assert _kinds(conn, "atomic", "executor") == kinds
 
 
 def test_techniques_without_their_reference_are_refused_within_the_count_band(
