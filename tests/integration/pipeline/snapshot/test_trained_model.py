@@ -2,13 +2,15 @@
 BERT of tests/plugins/tiny_model.py as the general model, trained one step on the quality gate test's store) is
 exported, its models folder removed, and imported into a fresh store with a models folder of its own (a new
 replica). The replica has the model's files, its row with its gate figures, serves it from its first search and
-answers sentences with the same ids and scores. A model file changed in the snapshot is refused."""
+answers sentences with the same ids and scores. A model file changed in the snapshot is refused, and so are
+vectors of a model the manifest does not name."""
 
 from __future__ import annotations
 
 import io
 import shutil
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import psycopg
@@ -98,13 +100,19 @@ def trained(store: psycopg.Connection, models_dir: Path) -> str:  # noqa: F811
     return outcome.model_id
 
 
-def _rewritten(source: Path, target: Path, member: str) -> None:
-    """A copy of the snapshot whose `member` has one byte changed (same size: only its checksum tells)."""
+def _rewritten(source: Path, target: Path, member: str = "", *, without_model: bool = False) -> None:
+    """A copy of the snapshot whose `member` has one byte changed (same size: only its checksum tells), or
+    (`without_model`) whose manifest and members leave the model out, its vectors left in the embeddings part."""
     with tarfile.open(source) as tar, tarfile.open(target, "w") as out:
         for info in tar.getmembers():
             fh = tar.extractfile(info)
             assert fh is not None
             data = fh.read()
+            if without_model and info.name.startswith("models/"):
+                continue
+            if without_model and info.name == MANIFEST:
+                data = replace(parse_manifest(data), trained=None).to_bytes()
+                info.size = len(data)
             if info.name == member:
                 data = bytes([data[0] ^ 1]) + data[1:]
             out.addfile(info, io.BytesIO(data))
@@ -189,3 +197,12 @@ def test_a_changed_model_file_is_refused(
                 assert conn.execute("SELECT count(*) FROM trained_models").fetchone() == (0,)
                 assert conn.execute("SELECT count(*) FROM documents").fetchone() == (0,)
         assert not trained_folder(replica, trained).exists()
+
+    # The model left out of the manifest, its vectors left in: vectors of a model the manifest does not name.
+    stripped = tmp_path / "stripped.tar"
+    _rewritten(snapshot, stripped, without_model=True)
+    with migrated_copy(pg_server_url, template_db, "secrag_snapshot_trained_tampered") as url:
+        with database.connect(url, autocommit=True) as conn:
+            with pytest.raises(SnapshotRefused, match=f"vectors of model {facts.served_model}, which its manifest"):
+                import_snapshot(conn, SQL_DIR, stripped, local_model(TINY_INT8, models_dir), models_dir=replica)
+            assert conn.execute("SELECT count(*) FROM documents").fetchone() == (0,)
