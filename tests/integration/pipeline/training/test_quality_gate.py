@@ -34,7 +34,7 @@ from secrag.models.trained import int8_id, trained_id
 from secrag.settings import get_settings
 from tests.plugins.tiny_model import DIMENSIONS, TINY, TINY_INT8
 
-from .test_trainer import TECHNIQUES
+from .test_trainer import TECHNIQUES, _technique_records
 
 SQL = sql_dir()
 # 30 actors, each with every example of every technique: 1,200 examples, the 40 of each of G0008, G0011 and
@@ -46,17 +46,7 @@ DOCUMENTS, DISTINCT_CHUNKS = 1208, 48
 
 
 def _records() -> dict[str, list[Record]]:
-    techniques = [
-        Record(
-            source="mitre_attack",
-            upstream_id=tid,
-            title=name,
-            body=f"Tactics: {tactic}\nPlatforms: Windows, Linux\n{description}",
-            techniques=(tid,),
-            metadata={"kind": "sub-technique" if "." in tid else "technique"},
-        )
-        for tid, name, tactic, description, _ in TECHNIQUES
-    ]
+    techniques = _technique_records()
     procedures = [
         Record(
             source="mitre_attack_procedures",
