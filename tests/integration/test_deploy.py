@@ -207,6 +207,23 @@ def test_the_helm_values_keep_the_instance_of_deploy_dagster_yaml() -> None:
         "maxRetries": instance["run_retries"]["max_retries"],
     }
     assert values["telemetry"]["enabled"] is instance["telemetry"]["enabled"] is False
+    assert values["additionalInstanceConfig"]["nux"] == instance["nux"] == {"enabled": False}
+
+
+def test_every_dagster_instance_opens_without_the_onboarding_prompt(tmp_path: Path) -> None:
+    """The UI opens on the asset graph: the repository root's and the deployments' instance files turn
+    Dagster's onboarding (newsletter sign-up) prompt off, and Dagster reads them so."""
+    from dagster import DagsterInstance
+    from dagster._config import validate_config
+    from dagster._core.instance.config import dagster_instance_config_schema
+
+    for path in (REPO_ROOT / "dagster.yaml", DEPLOY / "dagster.yaml"):
+        config = yaml.safe_load(path.read_text())
+        assert validate_config(dagster_instance_config_schema(), config).success, path
+        assert config["nux"] == {"enabled": False}, path
+    (tmp_path / "dagster.yaml").write_text((REPO_ROOT / "dagster.yaml").read_text())
+    with DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.nux_enabled is False
 
 
 def test_the_python_the_dockerfile_and_the_image_check_run_imports() -> None:
