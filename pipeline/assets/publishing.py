@@ -39,8 +39,11 @@ def publish_checks(
     refused = result.status == "refused"
     served = result.parsed + result.kept  # a kept document (its file unreadable) stays served
     empty = served == 0
-    # A kind of record that shrank past its band is refused as `shrank` too, whatever the total did.
-    shrank = (bool(previous) and served < previous * (1 - max_shrink)) or result.refused == "shrank"
+    # A kind of record that shrank past its band is refused as `shrank` too (or, forced, reported), whatever
+    # the total did.
+    forced_past = list(result.details.get("forced_past") or ())
+    kinds_shrank = result.refused == "shrank" or bool(forced_past)
+    shrank = (bool(previous) and served < previous * (1 - max_shrink)) or kinds_shrank
     facts: dict[str, Any] = {
         "records": result.parsed,
         "previous_records": previous,
@@ -49,6 +52,8 @@ def publish_checks(
     }
     if refused:
         facts["reason"] = result.reason or ""
+    if forced_past:
+        facts["forced_past"] = "; ".join(forced_past)
 
     def outcome(name: str, failed: bool) -> dg.AssetCheckResult:
         if not failed:

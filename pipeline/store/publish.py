@@ -99,8 +99,10 @@ def _publish_locked(q: Queries, conn: psycopg.Connection, pub: Publication, info
     kept = set(pub.kept) & set(existing) - {r.doc_id for r in pub.records}
     count = len(pub.records) + len(kept)
     reason = None if pub.force else refusal(int(row[0]), count, pub.max_shrink)
-    kinds = [] if pub.force or not count else _kind_refusals(q, conn, pub)
-    if kinds:  # named before the total: which kind vanished tells where the upstream's layout moved
+    kinds = _kind_refusals(q, conn, pub) if count else []
+    if kinds and pub.force:  # published anyway: the run and the version say which kinds it let shrink
+        info = {**info, "forced_past": kinds}
+    elif kinds:  # named before the total: which kind vanished tells where the upstream's layout moved
         reason = "; ".join([*kinds, reason or FORCE])
     if reason:
         raise PublishRefused(reason, kind="empty" if not count else "shrank")

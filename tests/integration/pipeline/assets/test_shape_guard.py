@@ -28,6 +28,7 @@ from tests.plugins.mirror_changes import add_commit
 
 pytestmark = pytest.mark.filterwarnings("ignore::dagster.BetaWarning", "ignore::DeprecationWarning:dagster")
 BUNDLE = "enterprise-attack/enterprise-attack.json"
+NODE = "sources__mitre_attack"
 
 
 @pytest.fixture
@@ -162,6 +163,14 @@ def test_techniques_without_their_reference_are_refused_within_the_count_band(
     assert listed["version"] == old
     with h.connect() as conn:
         assert _kinds(conn, "mitre_attack", "kind") == kinds
+
+    forced = h.materialize("key:sources/mitre_attack", run_config={"ops": {NODE: {"config": {"force": True}}}})
+    assert forced.success  # an operator who knows the change is real publishes it; the check says so
+    passed, severity, facts = _checks(forced)[NO_SHRINK]
+    assert (passed, severity) == (False, "WARN") and str(facts["forced_past"]).startswith("kind 'technique'")
+    with h.connect() as conn:
+        assert "technique" not in _kinds(conn, "mitre_attack", "kind")
+    assert _listed(api, "mitre_attack")["state"] == "ok"
 
 
 def test_a_refresh_within_the_bands_publishes(
