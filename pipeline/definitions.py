@@ -16,6 +16,7 @@ import dagster as dg
 from secrag.models.registry import model_info
 from secrag.settings import REPO_ROOT, Settings, get_settings
 
+from .assets.groups import groups_table
 from .automation import automation_sensor
 from .chunking import ChunkConfig
 from .factory import build_graph
@@ -80,7 +81,13 @@ def build_definitions(
         schedules=schedules,
         resources=dict(resources or default_resources(settings)),
         executor=dg.in_process_executor,
+        metadata={"asset_groups": dg.MetadataValue.md(groups_table(_group_names(graph.assets)))},
     )
+
+
+def _group_names(assets: Iterable[dg.AssetsDefinition | dg.SourceAsset]) -> set[str]:
+    specs = (spec for a in assets for spec in (a.specs if isinstance(a, dg.AssetsDefinition) else [a]))
+    return {spec.group_name or "default" for spec in specs}  # Dagster's name for a group not given
 
 
 @dg.definitions

@@ -14,6 +14,8 @@ def build_freshness_schedule(check_keys: list[dg.AssetCheckKey]) -> dg.ScheduleD
     )
     return dg.ScheduleDefinition(
         name="hourly_freshness_checks",
+        description="Every hour at minute 17 (UTC), runs the freshness_checks job: whether each online source's "
+        "upstream answered within two poll intervals and its last refresh did not fail. Materializes nothing.",
         cron_schedule=HOURLY,
         job=job,
         default_status=dg.DefaultScheduleStatus.RUNNING,
