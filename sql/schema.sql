@@ -246,6 +246,26 @@ CREATE TABLE public.mitre_techniques (
     CONSTRAINT mitre_techniques_id_check CHECK ((id ~ '^T[0-9]{4}(\.[0-9]{3})?$'::text))
 );
 
+CREATE TABLE public.pokes (
+    id bigint NOT NULL,
+    source text NOT NULL,
+    delivery_id text NOT NULL,
+    event text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    seen_at timestamp with time zone,
+    CONSTRAINT pokes_delivery_id_check CHECK (((length(delivery_id) >= 1) AND (length(delivery_id) <= 200))),
+    CONSTRAINT pokes_event_check CHECK (((length(event) >= 1) AND (length(event) <= 100)))
+);
+
+ALTER TABLE public.pokes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.pokes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE TABLE public.query_log (
     id bigint NOT NULL,
     logged_at timestamp with time zone DEFAULT now() NOT NULL,
@@ -481,6 +501,12 @@ ALTER TABLE ONLY public.ingested_documents
 ALTER TABLE ONLY public.mitre_techniques
     ADD CONSTRAINT mitre_techniques_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.pokes
+    ADD CONSTRAINT pokes_delivery_id_key UNIQUE (delivery_id);
+
+ALTER TABLE ONLY public.pokes
+    ADD CONSTRAINT pokes_pkey PRIMARY KEY (id);
+
 ALTER TABLE ONLY public.query_log
     ADD CONSTRAINT query_log_pkey PRIMARY KEY (id);
 
@@ -552,6 +578,8 @@ CREATE INDEX documents_updated_at_idx ON public.documents USING btree (updated_a
 CREATE UNIQUE INDEX embedding_models_one_active_idx ON public.embedding_models USING btree (active) WHERE active;
 
 CREATE INDEX embeddings_minilm_hnsw_idx ON public.embeddings USING hnsw (((vector)::public.vector(384)) public.vector_cosine_ops) WHERE (model_id = 'all-MiniLM-L6-v2'::text);
+
+CREATE INDEX pokes_unseen_idx ON public.pokes USING btree (source) WHERE (seen_at IS NULL);
 
 CREATE INDEX query_log_logged_at_idx ON public.query_log USING btree (logged_at);
 
@@ -630,6 +658,7 @@ ALTER TABLE ONLY public.technique_documents
     ADD CONSTRAINT technique_documents_doc_id_fkey FOREIGN KEY (doc_id) REFERENCES public.documents(doc_id) ON DELETE CASCADE;
 
 GRANT USAGE ON SCHEMA public TO secrag_querylog;
+GRANT USAGE ON SCHEMA public TO secrag_hooks;
 GRANT USAGE ON SCHEMA public TO secrag_reader;
 
 GRANT SELECT(chunk_id) ON TABLE public.chunk_vectors TO secrag_reader;
@@ -787,6 +816,12 @@ GRANT SELECT(revoked) ON TABLE public.mitre_techniques TO secrag_reader;
 GRANT SELECT(deprecated) ON TABLE public.mitre_techniques TO secrag_reader;
 
 GRANT SELECT(domain) ON TABLE public.mitre_techniques TO secrag_reader;
+
+GRANT INSERT(source) ON TABLE public.pokes TO secrag_hooks;
+
+GRANT INSERT(delivery_id) ON TABLE public.pokes TO secrag_hooks;
+
+GRANT INSERT(event) ON TABLE public.pokes TO secrag_hooks;
 
 GRANT INSERT ON TABLE public.query_log TO secrag_querylog;
 

@@ -1,0 +1,13 @@
+-- Pokes: webhooks' "look now" (migration 0029). The receiver inserts; the sources' sensors read and mark.
+
+-- name: insert_poke
+-- As secrag_hooks (INSERT only): no row when the delivery id was seen, which the receiver counts as a replay.
+INSERT INTO pokes (source, delivery_id, event) VALUES (%(source)s, %(delivery_id)s, %(event)s)
+ON CONFLICT (delivery_id) DO NOTHING
+
+-- name: unseen_pokes
+-- A sensor's cheap tick: the source's unseen pokes (partial index pokes_unseen_idx).
+SELECT id, event, received_at FROM pokes WHERE source = %(source)s AND seen_at IS NULL ORDER BY id
+
+-- name: mark_pokes_seen
+UPDATE pokes SET seen_at = now() WHERE source = %(source)s AND seen_at IS NULL AND id <= %(upto)s
