@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic.json_schema import JsonDict
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -254,7 +255,50 @@ class SnapshotSettings(BaseSettings):
     )
 
 
-class Settings(DatabaseSettings, UpstreamSettings, PipelineSettings, ModelSettings, SnapshotSettings):
+class HookSettings(BaseSettings):
+    """The webhook receiver (`secrag hooks`): upstreams' signed pushes that make a source's sensor look now."""
+
+    model_config = SETTINGS_CONFIG
+
+    hooks_enabled: bool = Field(
+        default=False,
+        description="Run the webhook receiver: `secrag hooks` refuses to start while this is off.",
+    )
+    hook_secrets: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        json_schema_extra=doc_default("none"),
+        description="Each source's webhook secret, a JSON map of source name to secret (the secret of its "
+        "GitHub webhook or feed signer); a source not named here is refused (404). Never logged.",
+    )
+    hook_secrets_file: Path | None = Field(
+        default=None,
+        description="A JSON file holding the same map (a mounted secret); its entries join SECRAG_HOOK_SECRETS.",
+    )
+    hook_max_body_bytes: int = Field(
+        default=1024 * 1024,
+        ge=1024,
+        le=25 * 1024 * 1024,
+        description="Largest webhook body read; a larger one is refused (413) before it is read past this.",
+    )
+    hooks_database_url: str | None = Field(
+        default=None,
+        json_schema_extra=doc_default("the secrag database as `secrag_hooks`"),
+        description="The receiver's login (INSERT on `pokes` only).",
+    )
+
+    def secrets(self) -> dict[str, SecretStr]:
+        """Every source's secret: the file's entries, then SECRAG_HOOK_SECRETS's over them."""
+        found: dict[str, SecretStr] = {}
+        if self.hook_secrets_file is not None:
+            raw = json.loads(self.hook_secrets_file.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict) or not all(isinstance(v, str) and v for v in raw.values()):
+                raise ValueError(f"{self.hook_secrets_file}: a JSON object of source names to secrets")
+            found.update({str(k): SecretStr(v) for k, v in raw.items()})
+        found.update(self.hook_secrets)
+        return found
+
+
+class Settings(DatabaseSettings, UpstreamSettings, PipelineSettings, ModelSettings, SnapshotSettings, HookSettings):
     """Every knob the pipeline and the command line read from the environment, by concern (the groups
     above); docs/configuration.md's tables are generated from these models (secrag/settings_docs.py)."""
 
@@ -276,6 +320,7 @@ SETTINGS_GROUPS: tuple[type[BaseSettings], ...] = (
     PipelineSettings,
     ModelSettings,
     SnapshotSettings,
+    HookSettings,
 )
 
 

@@ -12,6 +12,7 @@ from .backfill import backfill
 from .coverage import coverage
 from .db import db
 from .errors import SecragGroup
+from .hooks import hooks
 from .ingest import ingest
 from .map import map_file
 from .mcp import mcp
@@ -49,6 +50,7 @@ def cli(ctx: click.Context, verbose: bool, log_format: logs.LogFormat) -> None:
 cli.add_command(backfill)
 cli.add_command(coverage)
 cli.add_command(db)
+cli.add_command(hooks)
 cli.add_command(ingest)
 cli.add_command(map_file)
 cli.add_command(mcp)

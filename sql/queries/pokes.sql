@@ -1,9 +1,10 @@
 -- Pokes: webhooks' "look now" (migration 0029). The receiver inserts; the sources' sensors read and mark.
 
 -- name: insert_poke
--- As secrag_hooks (INSERT only): no row when the delivery id was seen, which the receiver counts as a replay.
+-- As secrag_hooks (INSERT only; naming the conflict target would need SELECT on it): no row when the delivery
+-- id was seen (its one unique key), which the receiver counts as a replay.
 INSERT INTO pokes (source, delivery_id, event) VALUES (%(source)s, %(delivery_id)s, %(event)s)
-ON CONFLICT (delivery_id) DO NOTHING
+ON CONFLICT DO NOTHING
 
 -- name: unseen_pokes
 -- A sensor's cheap tick: the source's unseen pokes (partial index pokes_unseen_idx).

@@ -1,0 +1,156 @@
+"""The webhook receiver over uvicorn on loopback, with real signatures over a real database: a signed push is
+recorded once; forged, unsigned, replayed, unknown-source and oversized deliveries change nothing and are counted."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import uvicorn
+
+from secrag.db import database
+from secrag.settings import Settings
+from serving.hooks.app import HOOKS_ROLE, create_app
+from serving.hooks.signatures import sign
+
+SECRET = b"it-is-a-secret"
+CAP = 4096
+PUSH = json.dumps({"ref": "refs/heads/master", "after": "0" * 40, "repository": {"full_name": "SigmaHQ/sigma"}})
+
+
+@pytest.fixture
+def hooks_base(db_url: str) -> Iterator[str]:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        database_url=db_url,
+        hooks_enabled=True,
+        hook_secrets={"sigma": SECRET.decode()},
+        hook_max_body_bytes=CAP,
+    )
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def github(
+    base: str, body: bytes, *, source: str = "sigma", event: str = "push", delivery: str | None = None, **headers: str
+) -> httpx.Response:
+    sent = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "X-Hub-Signature-256": sign(SECRET, body),
+        **headers,
+    }
+    return httpx.post(f"{base}/hooks/github/{source}", content=body, headers=sent, timeout=10)
+
+
+def pokes(db: psycopg.Connection) -> list[tuple[Any, ...]]:
+    return db.execute("SELECT source, delivery_id, event, seen_at FROM pokes ORDER BY id").fetchall()
+
+
+def counted(base: str) -> dict[str, float]:
+    text = httpx.get(f"{base}/metrics", timeout=10).text
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith('secrag_hook_deliveries_total{outcome="'):
+            label, value = line.split(" ")
+            found[label.split('"')[1]] = float(value)
+    return found
+
+
+def test_a_signed_push_is_recorded_as_a_poke(hooks_base: str, db: psycopg.Connection) -> None:
+    answer = github(hooks_base, PUSH.encode(), delivery="d-1")
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["kind"] == "accepted"
+    assert pokes(db) == [("sigma", "d-1", "push", None)]
+    release = github(hooks_base, b'{"action":"published"}', event="release", delivery="d-2")
+    assert release.status_code == 202
+    assert [row[2] for row in pokes(db)] == ["push", "release"]
+    assert counted(hooks_base)["accepted"] == 2
+
+
+def test_refused_deliveries_change_nothing_and_are_counted(hooks_base: str, db: psycopg.Connection) -> None:
+    body = PUSH.encode()
+    assert github(hooks_base, body, delivery="first").status_code == 202
+    before = pokes(db)
+
+    replay = github(hooks_base, body, delivery="first")
+    assert (replay.status_code, replay.json()["kind"]) == (409, "replayed")
+    forged = github(hooks_base, body, **{"X-Hub-Signature-256": sign(b"not-the-secret", body)})
+    assert (forged.status_code, forged.json()["kind"]) == (401, "forged")
+    tampered = github(hooks_base, body + b" ", **{"X-Hub-Signature-256": sign(SECRET, body)})
+    assert tampered.status_code == 401
+    unsigned = github(hooks_base, body, **{"X-Hub-Signature-256": ""})
+    assert (unsigned.status_code, unsigned.json()["kind"]) == (401, "unsigned")
+    unknown = github(hooks_base, body, source="nobody")
+    assert (unknown.status_code, unknown.json()["kind"]) == (404, "unknown_source")
+    large = b"x" * (CAP + 1)
+    declared = github(hooks_base, large)
+    assert (declared.status_code, declared.json()["kind"]) == (413, "too_large")
+    streamed = httpx.post(  # chunked: no length declared, cut off while reading
+        f"{hooks_base}/hooks/github/sigma",
+        content=iter([b"x" * 1024] * 8),
+        headers={"X-GitHub-Event": "push", "X-GitHub-Delivery": "big", "X-Hub-Signature-256": sign(SECRET, large)},
+        timeout=10,
+    )
+    assert streamed.status_code == 413
+    ping = github(hooks_base, b"{}", event="ping")
+    assert (ping.status_code, ping.json()["kind"]) == (200, "ignored")
+
+    assert pokes(db) == before
+    assert counted(hooks_base) == {
+        "accepted": 1,
+        "ignored": 1,
+        "replayed": 1,
+        "forged": 2,
+        "unsigned": 1,
+        "unknown_source": 1,
+        "too_large": 2,
+        "invalid": 0,
+    }
+
+
+def test_a_feed_s_signed_post_is_recorded(hooks_base: str, db: psycopg.Connection) -> None:
+    body = b'{"updated":"2026-12-06"}'
+    headers = {"X-Secrag-Delivery": "kev-1", "X-Secrag-Signature-256": sign(SECRET, body)}
+    answer = httpx.post(f"{hooks_base}/hooks/feed/sigma", content=body, headers=headers, timeout=10)
+    assert answer.status_code == 202, answer.text
+    assert pokes(db) == [("sigma", "kev-1", "feed", None)]
+    missing = httpx.post(
+        f"{hooks_base}/hooks/feed/sigma", content=body, headers={"X-Secrag-Signature-256": sign(SECRET, body)}
+    )
+    assert (missing.status_code, missing.json()["kind"]) == (400, "invalid")
+
+
+def test_the_hooks_role_inserts_pokes_and_reads_nothing(db_url: str) -> None:
+    with database.connect(database.with_user(db_url, HOOKS_ROLE), autocommit=True) as conn:
+        conn.execute("INSERT INTO pokes (source, delivery_id, event) VALUES ('sigma', 'x', 'push')")
+        for statement in (
+            "SELECT count(*) FROM pokes",
+            "UPDATE pokes SET seen_at = now()",
+            "DELETE FROM pokes",
+            "SELECT count(*) FROM documents",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
