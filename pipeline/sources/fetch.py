@@ -15,6 +15,7 @@ from .interface import FetchResult, UpstreamVersion
 from .probes import feed_version, tag_commit
 from .registry import SourceSpec
 from .upstream import UpstreamConfig
+from .version_index import fetch_indexed, from_index
 
 log = logging.getLogger(__name__)
 _SHORT_SHA = re.compile(r"^[0-9a-f]{4,39}$")
@@ -52,7 +53,8 @@ def fetch(
 ) -> FetchResult:
     """The source's files at `version` (or at `pin`: an older commit SHA or tag) under workdir.
 
-    For git sources workdir becomes a sparse checkout of exactly that commit. A feed is
+    For git sources workdir becomes a sparse checkout of exactly that commit (of the versioned files a release
+    index names, when the probe read the version from one). A feed is
     downloaded to workdir/<paths[0]> and its version re-read from the downloaded bytes,
     since the feed may have moved on since the probe.
     """
@@ -80,7 +82,10 @@ def fetch(
             label, commit = version.version, version.commit
         else:
             raise FetchError(f"{spec.name}: the probe recorded no commit to fetch")
-        checkout(repo_url, commit, spec.paths, workdir, cfg.fetch_timeout, cfg.policy)
+        if not pin and from_index(spec, version.url):
+            fetch_indexed(spec, repo_url, label, commit, workdir, cfg)
+        else:
+            checkout(repo_url, commit, spec.paths, workdir, cfg.fetch_timeout, cfg.policy)
         result = FetchResult(root=workdir, version=label, commit=commit)
     log.info(
         "fetched upstream",

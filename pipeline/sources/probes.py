@@ -1,6 +1,7 @@
 """Cheap upstream version probes: a branch's commit (`git ls-remote`), the latest release tag or a feed's
 version, the last two by conditional requests: given the previous probe's answer, a 304 confirms its version
-without a body, and a release's tag is not resolved to its commit again."""
+without a body, and a release's tag is not resolved to its commit again. A release source with a release index
+(ATT&CK's index.json) takes its version from the index at the branch head, the release tag when there is none."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -20,6 +22,7 @@ from .http_fetch import get_conditional
 from .interface import UpstreamVersion
 from .registry import SourceSpec
 from .upstream import UpstreamConfig
+from .version_index import from_index, index_url, indexed_release, read_index
 
 _TAG_RE = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/+-]{1,200}$")
 
@@ -120,6 +123,24 @@ def _answered(seen: UpstreamVersion, url: str, answer: Answer, known: UpstreamVe
     )
 
 
+def index_probe(
+    spec: SourceSpec, cfg: UpstreamConfig, left: Callable[[], float], now: datetime, known: UpstreamVersion | None
+) -> UpstreamVersion | None:
+    """The newest version the release index at the branch head lists, None when the head has no index (the
+    release tag answers then). The index is read only when the head moved since the last probe."""
+    url = _repo(spec, cfg)
+    head = branch_commit(url, spec.branch, cfg, left())
+    if known is not None and known.commit == head:
+        if from_index(spec, known.url):
+            return replace(known, checked_at=now, not_modified=False)
+        return None  # the same head still has no index
+    data = read_index(url, head, spec, cfg, left())
+    if data is None:
+        return None
+    release = indexed_release(data, spec, f"{spec.name}: {spec.version_index} at {head[:12]}")
+    return UpstreamVersion(spec.name, spec.tracking, release.label, head, index_url(spec, head), now)
+
+
 def probe(
     spec: SourceSpec, cfg: UpstreamConfig, timeout: float | None = None, known: UpstreamVersion | None = None
 ) -> UpstreamVersion:
@@ -139,6 +160,10 @@ def probe(
         url = _repo(spec, cfg)
         sha = branch_commit(url, spec.branch, cfg, left())
         return UpstreamVersion(spec.name, spec.tracking, sha, sha, url, now)
+    if spec.tracking == "release" and spec.version_index:
+        indexed = index_probe(spec, cfg, left, now, known)
+        if indexed is not None:
+            return indexed
     if spec.tracking == "release":
         url, api = _repo(spec, cfg), release_url(spec, cfg)
         answer = get_conditional(api, cfg, left(), known.validators(api) if known else {})

@@ -23,6 +23,7 @@ from .shape import ShapeBand, shape_from
 TRACKING = ("commit", "release", "feed", "bundled")  # bundled: shipped with secrag (sources/bundled.py)
 _DURATION = re.compile(r"^(\d+)\s*([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_PLAIN_JSON = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9._/-]{1,200}\.json$")
 
 
 def parse_duration(value: object) -> int:
@@ -53,6 +54,7 @@ class SourceSpec:
     github: str = ""  # owner/name, for the releases API
     feed_url: str = ""
     version_field: str = ""  # feed field holding the version; content hash when empty
+    version_index: str = ""  # a release index in the repository (ATT&CK's index.json): sources/version_index.py
     web_url: str = ""  # template with {version} and {path}
     enabled: bool = True
     poll_interval: int = DEFAULT_POLL_SECONDS["commit"]  # seconds between probes (see pipeline/polling.py)
@@ -85,6 +87,9 @@ def _spec_from(name: str, raw: Mapping[str, Any], origin: Path, defaults: Mappin
         raise ConfigError(f"{origin}: unknown keys {', '.join(sorted(unknown))}")
     if raw["tracking"] not in TRACKING:
         raise ConfigError(f"{origin}: tracking must be one of {', '.join(TRACKING)}")
+    index = raw.get("version_index", "")
+    if index and (raw["tracking"] != "release" or not raw.get("github") or not _PLAIN_JSON.match(str(index))):
+        raise ConfigError(f"{origin}: version_index must be a plain relative .json path of a release source on github")
     values = dict(raw)
     values["name"] = name
     values["paths"] = tuple(raw["paths"])
