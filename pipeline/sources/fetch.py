@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from secrag.errors import FetchError
@@ -12,10 +13,10 @@ from secrag.errors import FetchError
 from .git_fetch import SHA_RE, checkout
 from .http_fetch import download
 from .interface import FetchResult, UpstreamVersion
-from .probes import feed_version, tag_commit
+from .probes import branch_commit, feed_version, tag_commit
 from .registry import SourceSpec
 from .upstream import UpstreamConfig
-from .version_index import fetch_indexed, from_index
+from .version_index import TAG_PREFIX, fetch_indexed, from_index, index_url, indexed_release, read_index
 
 log = logging.getLogger(__name__)
 _SHORT_SHA = re.compile(r"^[0-9a-f]{4,39}$")
@@ -36,6 +37,18 @@ def _resolve_pin(spec: SourceSpec, repo_url: str, pin: str, cfg: UpstreamConfig,
         return (pin if spec.tracking == "release" else commit), commit
     commit = tag_commit(repo_url, pin, cfg, timeout)
     return (pin if spec.tracking == "release" else commit), commit
+
+
+def _indexed_pin(spec: SourceSpec, repo_url: str, pin: str, cfg: UpstreamConfig) -> UpstreamVersion | None:
+    """The branch head as a probe that read `pin` from the release index there; None when the source has no
+    index, the head has none, or it lists another release (the pin is then a tag or commit)."""
+    if not spec.version_index or not pin.startswith(TAG_PREFIX) or SHA_RE.match(pin):
+        return None
+    head = branch_commit(repo_url, spec.branch, cfg, cfg.probe_timeout)
+    data = read_index(repo_url, head, spec, cfg, cfg.probe_timeout)
+    if data is None or indexed_release(data, spec, f"{spec.name}: {spec.version_index} at {head[:12]}").label != pin:
+        return None
+    return UpstreamVersion(spec.name, spec.tracking, pin, head, index_url(spec, head), datetime.now(UTC))
 
 
 def feed_target(spec: SourceSpec, workdir: Path) -> Path:
@@ -76,6 +89,9 @@ def fetch(
         repo_url = cfg.repo_url(spec)
         if not repo_url:
             raise FetchError(f"{spec.name}: no repository URL in the registry")
+        indexed = _indexed_pin(spec, repo_url, pin, cfg) if pin else None
+        if indexed is not None:  # the release the index at the head lists (a sensor's run): it may have no tag yet
+            version, pin = indexed, None
         if pin:
             label, commit = _resolve_pin(spec, repo_url, pin, cfg, cfg.probe_timeout)
         elif version.commit:
