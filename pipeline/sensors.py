@@ -1,7 +1,8 @@
 """Sensors: one per online source (cursor = what its last probe saw) and one per user folder.
 
 A probe error is recorded as a failed attempt and propagates: Dagster shows a failed tick, never a silent
-skip, and the next tick tries again. Only a rate limit reached is a skip, saying until when.
+skip, and the next probe (a poll interval later, or on a poke) tries again. Only a rate limit reached is a skip,
+saying until when. Between probes a tick is one database read: has a webhook poked the source (pipeline/pokes.py)?
 """
 
 import json
@@ -22,6 +23,7 @@ from .assets.sources import REQUESTED_VERSION_TAG
 from .assets.upstream import observation
 from .checks import freshness_evaluation, freshness_verdict
 from .folders import FileEntry, FolderScan, FolderSpec, scan_folder
+from .pokes import POKE_TICK_SECONDS, Tick, mark_seen, read_tick
 from .probe_cursor import decode_cursor, encode_cursor, rate_limited
 from .refresh_inputs import source_row
 from .resources import StoreResource, UpstreamResource
@@ -65,6 +67,11 @@ def _state(conn: psycopg.Connection, queries: Queries, spec: SourceSpec) -> tupl
     return conn.execute(queries.source_state, {"source": spec.name}).fetchone()
 
 
+def _seen(conn: psycopg.Connection, queries: Queries, source: str, ticked: Tick) -> None:
+    if ticked.poke is not None:
+        mark_seen(conn, queries, source, ticked.poke)
+
+
 def _record_failure(db: Store, conn: psycopg.Connection, source: str, error: BaseException) -> None:
     try:
         db.record_probe_failure(conn, source, error)
@@ -73,15 +80,17 @@ def _record_failure(db: Store, conn: psycopg.Connection, source: str, error: Bas
 
 
 def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
-    """Probe the upstream every poll interval, conditionally where it can; observe a new version and request its
-    refresh, and report the source's freshness check whenever its verdict changes."""
+    """Probe the upstream every poll interval, or on the next tick after a poke (pipeline/pokes.py), conditionally
+    where it can; observe a new version and request its refresh, and report the source's freshness check whenever
+    its verdict changes."""
 
     @dg.sensor(
         name=f"{spec.name}_upstream",
-        minimum_interval_seconds=spec.poll_interval,
+        minimum_interval_seconds=min(POKE_TICK_SECONDS, spec.poll_interval),
         default_status=dg.DefaultSensorStatus.RUNNING,
         asset_selection=source_targets(spec.name),
-        description=f"Probes {spec.name} ({spec.tracking}) every {spec.poll_interval}s and records a new version "
+        description=f"Probes {spec.name} ({spec.tracking}) every {spec.poll_interval}s, or on the next "
+        f"{POKE_TICK_SECONDS}s tick after a webhook poked it (secrag hooks), and records a new version "
         f"on {upstream_key(spec.name).to_user_string()}; once the source is published, a new version is "
         f"refreshed at once ({', '.join(k.to_user_string() for k in source_targets(spec.name))}), a first build "
         f"by the automation sensor. Reports the freshness check of {source_key(spec.name).to_user_string()} "
@@ -98,11 +107,19 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
                 skip_reason=f"{spec.name}: the API's rate limit is down to its reserve; next probe after {reset}"
             )
         db, queries = store.store(), Queries(store.sql_path(), "pipeline")
+        poke_queries = Queries(store.sql_path(), "pokes")
         with store.connect() as conn:
+            ticked = read_tick(conn, poke_queries, spec.name)
+            why = ticked.due(spec.poll_interval, datetime.now(UTC), first=context.last_tick_completion_time is None)
+            if why is None:
+                return dg.SensorResult(
+                    skip_reason=f"{spec.name}: not poked, next probe {spec.poll_interval}s after the last"
+                )
             db.register_source(conn, source_row(spec))
             try:
                 seen = upstream.upstream().probe(spec, known=known)
             except FetchRateLimited as exc:
+                _seen(conn, poke_queries, spec.name, ticked)
                 _record_failure(db, conn, spec.name, exc)
                 verdict = freshness_change(context, spec, _state(conn, queries, spec))
                 cursor = encode_cursor(rate_limited(known, spec.name, exc.reset_at))
@@ -110,11 +127,13 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
                     skip_reason=f"{spec.name}: {exc}", cursor=cursor, asset_events=[verdict] if verdict else []
                 )
             except Exception as exc:
+                _seen(conn, poke_queries, spec.name, ticked)
                 _record_failure(db, conn, spec.name, exc)
                 changed = freshness_change(context, spec, _state(conn, queries, spec))
                 if changed is not None:
                     context.instance.report_runless_asset_event(changed)
                 raise
+            _seen(conn, poke_queries, spec.name, ticked)
             db.record_check(conn, spec.name, seen.version)
             db.record_probe_recovery(conn, spec.name, seen.version)
             state = _state(conn, queries, spec)
@@ -126,7 +145,9 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
             return dg.SensorResult(
                 skip_reason=f"{spec.name} unchanged at {seen.version} ({how})", cursor=cursor, asset_events=events
             )
-        context.log.info(f"{spec.name}: upstream moved from {known.version if known else 'nothing'} to {seen.version}")
+        context.log.info(
+            f"{spec.name} ({why}): upstream moved from {known.version if known else 'nothing'} to {seen.version}"
+        )
         # A source published before is refreshed at once; a first build is the automation's (ATT&CK's lookup first).
         published = state[0] if state else None
         runs = [refresh_request(spec, seen)] if published and published != seen.version else []

@@ -1,0 +1,42 @@
+"""Pokes in a source sensor's tick: the sensor ticks every POKE_TICK_SECONDS with one database read, and probes the
+upstream only when a webhook poked the source (`secrag hooks`) or its poll interval has passed since its last
+probe. A poke says nothing but "look now": the probe still asks the upstream itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import psycopg
+
+from secrag.db.queries import Queries
+
+POKE_TICK_SECONDS = 30  # how soon a poke is read; each tick is one indexed read of pokes and sources
+
+
+@dataclass(frozen=True)
+class Tick:
+    """What one tick read: the newest unseen poke (None: not poked) and the last probe's time (None: never)."""
+
+    poke: int | None
+    probed_at: datetime | None
+
+    def due(self, poll_interval: int, now: datetime, *, first: bool) -> str | None:
+        """Why this tick probes (None: it does not). The first tick since the sensor started always probes."""
+        if self.poke is not None:
+            return "poked"
+        if first or self.probed_at is None:
+            return "first probe"
+        if now - self.probed_at >= timedelta(seconds=poll_interval):
+            return "poll interval"
+        return None
+
+
+def read_tick(conn: psycopg.Connection, queries: Queries, source: str) -> Tick:
+    row = conn.execute(queries.poke_tick, {"source": source}).fetchone()
+    return Tick(None, None) if row is None else Tick(row[0], row[1])
+
+
+def mark_seen(conn: psycopg.Connection, queries: Queries, source: str, upto: int) -> None:
+    """The pokes the probe answered, up to the newest one the tick read (a later one waits for the next tick)."""
+    conn.execute(queries.mark_pokes_seen, {"source": source, "upto": upto})
