@@ -3,14 +3,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from pipeline.sources.registry import default_registry
+from pipeline.sources.registry import default_registry, load_registry
+from pipeline.sources.upstream import UpstreamConfig
 from pipeline.sources.version_index import IndexedRelease, indexed_release, read_index, versioned
-from secrag.errors import FetchError, FetchTooLarge
+from secrag.errors import ConfigError, FetchError, FetchTooLarge
+from secrag.files.package_data import package_path
+from secrag.net.download_limits import DownloadLimits
+from secrag.net.url_policy import UrlPolicy
 from tests.plugins.attack_spec_v4 import next_index
 from tests.plugins.upstream import SNAPSHOT
 
@@ -103,14 +109,7 @@ def test_a_broken_index_is_refused(data: bytes, says: str) -> None:
 
 
 def test_an_index_over_the_download_limit_is_refused(tmp_path: Path, stored: bytes) -> None:
-    """read through a real git repository (file://) with the download limit below the index's size"""
-    import dataclasses
-    import subprocess
-
-    from pipeline.sources.upstream import UpstreamConfig
-    from secrag.net.download_limits import DownloadLimits
-    from secrag.net.url_policy import UrlPolicy
-
+    """Read through a real git repository (file://) with the download limit below the index's size."""
     repo = tmp_path / "repo"
     (repo).mkdir()
     (repo / "index.json").write_bytes(stored)
@@ -130,3 +129,27 @@ def test_an_index_over_the_download_limit_is_refused(tmp_path: Path, stored: byt
     )
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
     assert read_index(repo.as_uri(), head.stdout.strip(), spec, cfg, 30.0) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "valid"),
+    [
+        ("version_index: index.json", True),
+        ("version_index: ../index.json", False),
+        ("version_index: /index.json", False),
+        ("version_index: index.yaml", False),
+        ("tracking: commit", False),  # a release index belongs to a release source
+    ],
+)
+def test_the_registry_takes_a_release_index_only_as_a_json_file_of_a_release_source(
+    tmp_path: Path, line: str, valid: bool
+) -> None:
+    shipped = (package_path("pipeline.sources", "registry") / "mitre_attack.yaml").read_text(encoding="utf-8")
+    key = line.split(":")[0] + ":"
+    entry = "\n".join(line if row.startswith(key) else row for row in shipped.splitlines()) + "\n"
+    (tmp_path / "mitre_attack.yaml").write_text(entry, encoding="utf-8")
+    if valid:
+        assert load_registry(tmp_path)["mitre_attack"].version_index == "index.json"
+        return
+    with pytest.raises(ConfigError, match="version_index"):
+        load_registry(tmp_path)
