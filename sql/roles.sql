@@ -9,6 +9,8 @@
 --   SECRAG_QUERYLOG_DATABASE_URL=postgresql://secrag_querylog:$QUERYLOG_PW@db.example/secrag  (query log only)
 -- `secrag db migrate` grants secrag_reader SELECT on the served columns (sql/reader_grants.sql, the one list)
 -- and secrag_querylog INSERT on query_log.
+-- The webhook receiver's role (`secrag hooks`, INSERT on pokes only) gets a password when one is given:
+--   -v hooks_password="$HOOKS_PW"   then SECRAG_HOOKS_DATABASE_URL=postgresql://secrag_hooks:$HOOKS_PW@db.example/secrag
 SELECT format('CREATE ROLE %I', name)
 FROM (VALUES ('secrag_reader'), ('secrag_querylog')) AS roles(name)
 WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = roles.name)
@@ -20,3 +22,10 @@ ALTER ROLE secrag_reader SET default_transaction_read_only = on;
 ALTER ROLE secrag_querylog LOGIN PASSWORD :'querylog_password'
     NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
 ALTER ROLE secrag_querylog SET statement_timeout = '2s';
+\if :{?hooks_password}
+SELECT 'CREATE ROLE secrag_hooks' WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'secrag_hooks')
+\gexec
+ALTER ROLE secrag_hooks LOGIN PASSWORD :'hooks_password'
+    NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+ALTER ROLE secrag_hooks SET statement_timeout = '2s';
+\endif

@@ -100,7 +100,7 @@ def test_each_command_is_an_entry_point_that_takes_its_arguments(where: str, com
 
 def test_compose_wires_the_roles_like_dagsters_docker_deployment() -> None:
     services = _compose()["services"]
-    assert set(services) == {"postgres", "migrate", "code-server", "webserver", "daemon", "api"}
+    assert set(services) == {"postgres", "migrate", "code-server", "webserver", "daemon", "api", "hooks"}
     for name in ("code-server", "api"):
         assert services[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
     for name in ("webserver", "daemon"):

@@ -71,7 +71,7 @@ def test_the_kubernetes_manifests_follow_the_api_schemas(version: str) -> None:
 
 
 def test_the_kubernetes_schemas_catch_a_wrong_manifest() -> None:
-    [deployment] = [d for d in _k8s_documents() if d["kind"] == "Deployment"]
+    [deployment] = [d for d in _k8s_documents() if d["kind"] == "Deployment" and d["metadata"]["name"] == "secrag-api"]
     deployment["spec"]["template"]["spec"]["containers"][0]["readinesProbe"] = {}
     with pytest.raises(kubernetes_validate.ValidationError, match="readinesProbe"):
         kubernetes_validate.validate(deployment, K8S_VERSIONS[-1], strict=True)
