@@ -67,9 +67,8 @@ def fetch(
     """The source's files at `version` (or at `pin`: an older commit SHA or tag) under workdir.
 
     For git sources workdir becomes a sparse checkout of exactly that commit (of the versioned files a release
-    index names, when the probe read the version from one). A feed is
-    downloaded to workdir/<paths[0]> and its version re-read from the downloaded bytes,
-    since the feed may have moved on since the probe.
+    index names, when the probe read the version from one). A feed is downloaded to workdir/<paths[0]> and its
+    version re-read from the downloaded bytes, since the feed may have moved on since the probe.
     """
     started = time.monotonic()
     if spec.tracking == "feed":
