@@ -58,6 +58,15 @@ DEPLOYMENT: tuple[Variable, ...] = (
         "The password of the query log's role `secrag_querylog`, set when the database is first created.",
         "deploy/compose.yaml, deploy/postgres-init.sh",
     ),
+    Variable(
+        "SECRAG_HOOKS_PASSWORD",
+        "unset: the `hooks` profile's role has no password",
+        "The password of the webhook receiver's role `secrag_hooks`, set when the database is first created.",
+        "deploy/compose.yaml, deploy/postgres-init.sh",
+    ),
+    Variable(
+        "SECRAG_HOOKS_PORT", "`8010`", "The host port the webhook receiver is published on.", "deploy/compose.yaml"
+    ),
     Variable("SECRAG_API_PORT", "`8000`", "The host port the API container is published on.", "deploy/compose.yaml"),
     Variable("SECRAG_API_WORKERS", "`2`", "Worker processes of the API container.", "deploy/compose.yaml"),
     Variable(
