@@ -1,0 +1,188 @@
+"""Push to searchable through the sensors: a Sigma rule committed upstream, with and without a signed webhook.
+
+    python bench/push.py --upstream ../shared/upstream [--pushes 10] [--polls 3] [--data-dir .secrag/bench-push]
+
+Starts the production topology (`secrag run`: code server, webserver, daemon with its sensors, API) and the
+webhook receiver (`secrag hooks`, SECRAG_HOOK_SECRETS holding sigma's secret) on a fresh data directory whose
+upstream mirror holds sigma and mitre_attack (whose technique lookup sigma's documents wait for), and waits for
+convergence (bench/freshness.py). Then, one after the other:
+- `--pushes` times: a new Sigma rule committed to the mirror, then, as the git server's post-receive hook would,
+  a GitHub `push` webhook signed with sigma's secret sent to the receiver; the time from the commit to the
+  first probe that saw it, to the first full-text hit and to the first vector hit of the rule (the API);
+- `--polls` times the same without the webhook: the poll alone.
+It prints p50 and max of each, and the receiver's /metrics counts (plus a forged, an unsigned and a replayed
+delivery, which must change nothing). Everything started is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for the tests' mirror helpers
+from pipeline.polling import poll_intervals  # noqa: E402
+from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
+from pipeline.sources.registry import default_registry  # noqa: E402
+from secrag.db import database, embedded  # noqa: E402
+from secrag.settings import Settings  # noqa: E402
+from secrag_cli.processes import stop_group  # noqa: E402
+from serving.hooks.signatures import sign  # noqa: E402
+
+from cold_start import daemon_healthy, free_port, get, location_loaded  # noqa: E402
+from freshness import SECRAG, _search, converged, new_sigma_rule, say, snapshot_of, start, wait_for  # noqa: E402
+
+SOURCES = ["mitre_attack", "sigma"]
+
+
+def deliver(hooks: str, secret: bytes, body: bytes, delivery: str, signature: str | None = None) -> int:
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": "push", "X-GitHub-Delivery": delivery}
+    signature = sign(secret, body) if signature is None else signature
+    if signature:
+        headers["X-Hub-Signature-256"] = signature
+    request = urllib.request.Request(f"{hooks}/hooks/github/sigma", data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def one_change(
+    mirror: Mirror, url: str, api: str, hooks: str | None, secret: bytes, timeout: float
+) -> dict[str, float]:
+    """Seconds from the commit to the probe that saw it, the first full-text and the first vector hit."""
+    token = uuid.uuid4().hex[:8]
+    committed = time.time()
+    title, commit = new_sigma_rule(mirror, token)
+    if hooks is not None:
+        body = json.dumps({"ref": "refs/heads/master", "after": commit, "repository": {"full_name": "sigma"}})
+        status = deliver(hooks, secret, body.encode(), str(uuid.uuid4()))
+        assert status == 202, f"the receiver answered {status}"
+    stamps: dict[str, float] = {}
+    while len(stamps) < 3 and time.time() - committed < timeout:
+        if "noticed" not in stamps:
+            with database.connect(url) as conn:
+                row = conn.execute("SELECT seen_since FROM sources WHERE name = 'sigma'").fetchone()
+            if row and row[0] and row[0].timestamp() >= committed - 1:
+                stamps["noticed"] = row[0].timestamp() - committed
+        fts = "fts_hit" not in stamps and _search(api, "sigma", token, "fts")
+        if fts and any(token in (r.get("title") or "") for r in fts):
+            stamps["fts_hit"] = time.time() - committed
+        if "vector_hit" not in stamps and any(r.get("title") == title for r in _search(api, "sigma", title, "vector")):
+            stamps["vector_hit"] = time.time() - committed
+        time.sleep(0.5)
+    return stamps
+
+
+def report(name: str, runs: list[dict[str, float]]) -> None:
+    say(f"\n{name}: seconds from the commit, {len(runs)} changes")
+    for stage in ("noticed", "fts_hit", "vector_hit"):
+        values = [r[stage] for r in runs if stage in r]
+        if len(values) < len(runs):
+            say(f"  {stage:<11} {len(runs) - len(values)} of {len(runs)} never got there")
+        if values:
+            say(f"  {stage:<11} p50 {statistics.median(values):6.1f}  max {max(values):6.1f}")
+
+
+def metrics(hooks: str) -> dict[str, float]:
+    with urllib.request.urlopen(f"{hooks}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith('secrag_hook_deliveries_total{outcome="'):
+            label, value = line.split(" ")
+            found[label.split('"')[1]] = float(value)
+    return found
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--upstream", type=Path, required=True)
+    ap.add_argument("--data-dir", type=Path, default=Path(".secrag/bench-push"))
+    ap.add_argument("--pushes", type=int, default=10)
+    ap.add_argument("--polls", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for convergence")
+    ap.add_argument("--change-timeout", type=float, default=900.0, help="seconds to wait for one change")
+    ap.add_argument("--model-cache-dir", type=Path, help="SECRAG_MODEL_CACHE_DIR (existing ONNX exports)")
+    args = ap.parse_args()
+    upstream, data_dir = args.upstream.resolve(), args.data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    snapshot = snapshot_of(upstream, SOURCES, data_dir / "snapshot")
+    secret = secrets.token_hex(32).encode()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
+    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0", SECRAG_HOOKS_ENABLED="true")
+    env["SECRAG_HOOK_SECRETS"] = json.dumps({"sigma": secret.decode()})
+    if args.model_cache_dir:
+        env["SECRAG_MODEL_CACHE_DIR"] = str(args.model_cache_dir.resolve())
+    settings = Settings(_env_file=None, data_dir=data_dir / "data", upstream_mirror=snapshot)
+    specs = default_registry()
+    ports = {"dagster": free_port(), "api": free_port(), "code": free_port(), "hooks": free_port()}
+    dagster, api = f"http://127.0.0.1:{ports['dagster']}", f"http://127.0.0.1:{ports['api']}"
+    hooks = f"http://127.0.0.1:{ports['hooks']}"
+    proc = start(env, data_dir, ports)
+    receiver: subprocess.Popen[bytes] | None = None
+    say(f"secrag run on {data_dir} (Dagster {dagster}, API {api}; log run.log); sigma polled every "
+        f"{poll_intervals(specs)['sigma']} s")  # fmt: skip
+    try:
+        wait_for(
+            "a healthy topology",
+            lambda: (get(f"{api}/readyz") == 200 and location_loaded(dagster) and daemon_healthy(dagster), "starting"),
+            proc,
+            900,
+        )
+        log = (data_dir / "hooks.log").open("ab")
+        receiver = subprocess.Popen(
+            [*SECRAG, "hooks", "--port", str(ports["hooks"])], env=env, cwd=data_dir, stdout=log, stderr=log,
+            start_new_session=True,
+        )  # fmt: skip
+        wait_for("the receiver", lambda: (get(f"{hooks}/healthz") == 200, "starting"), receiver, 120)
+        url = database.database_url(settings)
+        seconds = wait_for("convergence", lambda: converged(url, dagster, SOURCES), proc, args.timeout)
+        say(f"converged in {seconds:.0f} s")
+        mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=specs)
+        pushed: list[dict[str, Any]] = []
+        for i in range(args.pushes):
+            pushed.append(one_change(mirror, url, api, hooks, secret, args.change_timeout))
+            say(f"  push {i + 1}: {pushed[-1]}")
+        polled: list[dict[str, Any]] = []
+        for i in range(args.polls):
+            polled.append(one_change(mirror, url, api, None, secret, args.change_timeout))
+            say(f"  poll {i + 1}: {polled[-1]}")
+        with database.connect(url) as conn:
+            before = conn.execute("SELECT count(*) FROM pokes").fetchone()[0]
+        body = b'{"ref":"refs/heads/master"}'
+        refused = {
+            "forged": deliver(hooks, b"not-the-secret", body, str(uuid.uuid4())),
+            "unsigned": deliver(hooks, secret, body, str(uuid.uuid4()), signature=""),
+        }
+        first = str(uuid.uuid4())
+        deliver(hooks, secret, body, first)
+        refused["replayed"] = deliver(hooks, secret, body, first)
+        with database.connect(url) as conn:
+            after = conn.execute("SELECT count(*) FROM pokes").fetchone()[0]
+        report("with the webhook", pushed)
+        report("the poll alone", polled)
+        say(f"\nrefused deliveries: {refused}; pokes recorded by them: {after - before - 1} (one good delivery)")
+        say(f"receiver /metrics: {metrics(hooks)}")
+    finally:
+        if receiver is not None:
+            stop_group(receiver, grace=10)
+        stop_group(proc, grace=60)
+        embedded.stop(settings.pgdata)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
