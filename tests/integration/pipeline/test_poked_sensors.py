@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import httpx
 import pytest
 
 from pipeline.probe_cursor import decode_cursor
@@ -15,7 +16,9 @@ from pipeline.sources.mirror import Mirror
 from secrag.db import database
 from secrag.errors import FetchError
 from serving.hooks.app import HOOKS_ROLE
+from serving.hooks.signatures import sign
 from tests.plugins.graph import Harness, harness
+from tests.plugins.hooks_server import serve_hooks
 from tests.plugins.mirror_changes import add_commit
 
 pytestmark = pytest.mark.filterwarnings("ignore::dagster.BetaWarning", "ignore::DeprecationWarning:dagster")
@@ -111,3 +114,19 @@ def test_a_failing_probe_after_a_poke_is_a_failed_tick_and_keeps_the_cadence(gra
     # The failed probe counts as the last probe: the next tick waits for the interval or a poke.
     waits = later_tick(graph, cursor, broken(graph, tmp_path))
     assert waits.skip_reason is not None and "not poked" in waits.skip_reason.skip_message
+
+
+def test_a_signed_push_to_the_receiver_makes_the_next_tick_see_the_commit(graph: Harness, tmp_path: Path) -> None:
+    """The whole push path but the run: a GitHub push webhook over HTTP, then the sensor's next tick."""
+    cursor = first_tick(graph).cursor
+    new = add_commit(graph.mirror, "mitre_car", {"analytics/CAR-2013-01-002.yaml": None})
+    body = b'{"ref": "refs/heads/master", "after": "%s"}' % new.encode()
+    with serve_hooks(graph.url, {"mitre_car": "car-secret"}) as base:
+        forged = {"X-GitHub-Event": "push", "X-GitHub-Delivery": "f", "X-Hub-Signature-256": sign(b"x", body)}
+        assert httpx.post(f"{base}/hooks/github/mitre_car", content=body, headers=forged).status_code == 401
+        assert later_tick(graph, cursor, broken(graph, tmp_path)).skip_reason is not None  # nothing recorded
+        signed = {**forged, "X-GitHub-Delivery": "g", "X-Hub-Signature-256": sign(b"car-secret", body)}
+        assert httpx.post(f"{base}/hooks/github/mitre_car", content=body, headers=signed).status_code == 202
+    moved = later_tick(graph, cursor)
+    assert decode_cursor("mitre_car", moved.cursor).version == new
+    assert unseen(graph) == []

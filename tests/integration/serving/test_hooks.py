@@ -4,9 +4,6 @@ recorded once; forged, unsigned, replayed, unknown-source and oversized deliveri
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,12 +11,11 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-import uvicorn
 
 from secrag.db import database
-from secrag.settings import Settings
-from serving.hooks.app import HOOKS_ROLE, create_app
+from serving.hooks.app import HOOKS_ROLE
 from serving.hooks.signatures import sign
+from tests.plugins.hooks_server import serve_hooks
 
 SECRET = b"it-is-a-secret"
 CAP = 4096
@@ -28,28 +24,8 @@ PUSH = json.dumps({"ref": "refs/heads/master", "after": "0" * 40, "repository": 
 
 @pytest.fixture
 def hooks_base(db_url: str) -> Iterator[str]:
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        database_url=db_url,
-        hooks_enabled=True,
-        hook_secrets={"sigma": SECRET.decode()},
-        hook_max_body_bytes=CAP,
-    )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serve_hooks(db_url, {"sigma": SECRET.decode()}, CAP) as base:
+        yield base
 
 
 def github(
