@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.sources.fetch import fetch
+from pipeline.sources.probes import probe
 from pipeline.sources.registry import default_registry, load_registry
 from pipeline.sources.upstream import UpstreamConfig
 from pipeline.sources.version_index import IndexedRelease, indexed_release, read_index, versioned
@@ -108,27 +110,71 @@ def test_a_broken_index_is_refused(data: bytes, says: str) -> None:
         _release(data)
 
 
-def test_an_index_over_the_download_limit_is_refused(tmp_path: Path, stored: bytes) -> None:
-    """Read through a real git repository (file://) with the download limit below the index's size."""
-    repo = tmp_path / "repo"
-    (repo).mkdir()
-    (repo / "index.json").write_bytes(stored)
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    for args in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "index"]):
-        subprocess.run(["git", "-C", str(repo), *args], check=True, env={**env, "PATH": "/usr/bin:/bin"})
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
-    spec = default_registry()["mitre_attack"]
-    cfg = UpstreamConfig(policy=dataclasses.replace(UrlPolicy(), allow_file=True))
-    assert read_index(repo.as_uri(), commit.stdout.strip(), spec, cfg, 30.0) == stored
-    small = dataclasses.replace(cfg, limits=DownloadLimits(max_bytes=len(stored) - 1))
-    with pytest.raises(FetchTooLarge, match="index.json"):
-        read_index(repo.as_uri(), commit.stdout.strip(), spec, small, 30.0)
-    (repo / "index.json").unlink()
-    subprocess.run(
-        ["git", "-C", str(repo), "commit", "-q", "-am", "no index"], check=True, env={**env, "PATH": "/usr/bin:/bin"}
-    )
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@t",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@t",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "PATH": "/usr/bin:/bin",
+}
+LOCAL = UpstreamConfig(policy=dataclasses.replace(UrlPolicy(), allow_file=True), probe_timeout=30.0)
+
+
+def _commit(repo: Path, files: dict[str, bytes | None]) -> str:
+    """Commit files (None deletes one) on the repository's master branch (created on first use); the new SHA."""
+    if not repo.exists():
+        repo.mkdir()
+        subprocess.run(["git", "-C", str(repo), "init", "-q", "-b", "master"], check=True, env=GIT_ENV)
+    for rel, data in files.items():
+        path = repo / rel
+        if data is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for args in (["add", "-A"], ["commit", "-q", "-m", "change"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=GIT_ENV)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
-    assert read_index(repo.as_uri(), head.stdout.strip(), spec, cfg, 30.0) is None
+    return head.stdout.strip()
+
+
+def test_an_index_over_the_download_limit_is_refused_and_a_commit_without_one_has_none(
+    tmp_path: Path, stored: bytes
+) -> None:
+    """Read through a real git repository (file://) with the download limit below the index's size."""
+    repo, spec = tmp_path / "repo", default_registry()["mitre_attack"]
+    commit = _commit(repo, {"index.json": stored})
+    assert read_index(repo.as_uri(), commit, spec, LOCAL, 30.0) == stored
+    small = dataclasses.replace(LOCAL, limits=DownloadLimits(max_bytes=len(stored) - 1))
+    with pytest.raises(FetchTooLarge, match="index.json"):
+        read_index(repo.as_uri(), commit, spec, small, 30.0)
+    assert read_index(repo.as_uri(), _commit(repo, {"index.json": None, "x": b"x"}), spec, LOCAL, 30.0) is None
+
+
+def test_the_fetch_reads_the_bundle_the_index_names_and_fails_naming_one_the_commit_lacks(
+    tmp_path: Path, stored: bytes
+) -> None:
+    repo, spec = tmp_path / "repo", default_registry()["mitre_attack"]
+    cfg = dataclasses.replace(LOCAL, repo_overrides={"mitre_attack": repo.as_uri()})
+    bundle = spec.paths[0]
+    _commit(repo, {"index.json": next_index(stored), bundle: b'{"release": "18.1"}'})
+    seen = probe(spec, cfg)
+    assert seen.version == "v19.0"
+    with pytest.raises(
+        FetchError,
+        match="names enterprise-attack/enterprise-attack-19.0.json for v19.0, which that commit does not hold",
+    ):
+        fetch(spec, seen, cfg, tmp_path / "lacking")
+    _commit(repo, {versioned(bundle, "19.0"): b'{"release": "19.0"}'})
+    seen = probe(spec, cfg, known=seen)
+    fetched = fetch(spec, seen, cfg, tmp_path / "work")
+    assert (fetched.version, fetched.commit) == ("v19.0", seen.commit)
+    assert (fetched.root / bundle).read_bytes() == b'{"release": "19.0"}'
+    assert not (fetched.root / "index.json").exists() and not (fetched.root / versioned(bundle, "19.0")).exists()
+    # A run pinned to the release the sensor saw (no tag named v19.0 exists) takes the head the index lists it at.
+    pinned = fetch(spec, seen, cfg, tmp_path / "pinned", pin="v19.0")
+    assert (pinned.root / bundle).read_bytes() == b'{"release": "19.0"}' and pinned.commit == seen.commit
 
 
 @pytest.mark.parametrize(
