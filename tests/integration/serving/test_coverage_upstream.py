@@ -68,9 +68,18 @@ def api(store_url: str, settings_for: Callable[..., ServingSettings]) -> Iterato
 
 
 def covered(api: TestClient, **body: Any) -> dict[str, dict[str, Any]]:  # noqa: ANN401
-    response = api.post("/v1/coverage", json={"top": 1, "layer": False, **body})
-    assert response.status_code == 200, response.text
-    return {t["technique_id"]: t for t in response.json()["techniques"]}
+    """Every technique of the coverage answer, its pages followed (`next_cursor` passed back as `cursor`)."""
+    found: dict[str, dict[str, Any]] = {}
+    cursor = None
+    while True:
+        page = {"top": 1, "layer": False, "limit": 200, **body, **({"cursor": cursor} if cursor else {})}
+        response = api.post("/v1/coverage", json=page)
+        assert response.status_code == 200, response.text
+        answer = response.json()
+        found.update((t["technique_id"], t) for t in answer["techniques"])
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            return found
 
 
 def expected(labels: dict[str, Labels], technique: str, subtechniques: list[str]) -> dict[str, dict[str, int]]:

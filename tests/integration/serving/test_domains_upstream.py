@@ -63,9 +63,18 @@ def techniques(api: TestClient) -> dict[str, dict[str, str]]:
 
 
 def _coverage(api: TestClient, **body: Any) -> dict[str, Any]:  # noqa: ANN401
-    response = api.post("/v1/coverage", json={"top": 1, "layer": False, "analytics": False, **body})
-    assert response.status_code == 200, response.text
-    return dict(response.json())
+    """The coverage answer with the techniques of every page (`next_cursor` passed back as `cursor`)."""
+    techniques: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = {"top": 1, "layer": False, "analytics": False, "limit": 200, **body}
+        response = api.post("/v1/coverage", json={**page, **({"cursor": cursor} if cursor else {})})
+        assert response.status_code == 200, response.text
+        answer = dict(response.json())
+        techniques += answer["techniques"]
+        cursor = answer["next_cursor"]
+        if cursor is None:
+            return {**answer, "techniques": techniques}
 
 
 def disagreements(answer: dict[str, dict[str, str]], upstream: dict[str, Matrix]) -> list[str]:
