@@ -123,6 +123,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
     env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
     env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0", SECRAG_HOOKS_ENABLED="true")
+    env.update(SECRAG_SENTENCE_TRAINING="false")  # not what is measured: keeps the cores for the push path
     env["SECRAG_HOOK_SECRETS"] = json.dumps({"sigma": secret.decode()})
     if args.model_cache_dir:
         env["SECRAG_MODEL_CACHE_DIR"] = str(args.model_cache_dir.resolve())
