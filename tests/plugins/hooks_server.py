@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-import uvicorn
-
 from secrag.settings import Settings
 from serving.hooks.app import create_app
+from tests.plugins.loopback_server import served
 
 
 @contextmanager
@@ -24,18 +20,5 @@ def serve_hooks(db_url: str, secrets: Mapping[str, str], max_body_bytes: int = 1
         hook_secrets=dict(secrets),
         hook_max_body_bytes=max_body_bytes,
     )
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with served(lambda _port: create_app(settings), lifespan="on") as url:
+        yield url

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
+from starlette.types import ASGIApp
 
 from secrag.db import database
 from secrag.files.package_data import sql_dir
@@ -22,6 +19,7 @@ from serving.api.app import create_app
 from serving.search.encoder import shared_encoder
 from serving.settings import ServingSettings
 from tests.plugins.database import migrated_copy
+from tests.plugins.loopback_server import served
 
 from . import corpus
 
@@ -107,20 +105,9 @@ def live_api(serving_db_url: str, settings_for: Callable[..., ServingSettings]) 
 @contextmanager
 def live_server(url: str, settings_for: Callable[..., ServingSettings], **overrides: Any) -> Iterator[str]:  # noqa: ANN401
     """The API over `url` with these settings, served by uvicorn on a loopback port: its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    settings = settings_for(url, mcp_allowed_hosts=[f"127.0.0.1:{port}"], **overrides)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+
+    def app_for(port: int) -> ASGIApp:
+        return create_app(settings_for(url, mcp_allowed_hosts=[f"127.0.0.1:{port}"], **overrides))
+
+    with served(app_for, lifespan="on") as base:
+        yield base

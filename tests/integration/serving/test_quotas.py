@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from serving.api.app import create_app
 from serving.settings import ServingSettings
+from tests.plugins.loopback_server import served
 
 ALICE = {"X-API-Key": "alice-key"}
 
@@ -68,26 +65,10 @@ def test_unknown_keys_are_limited_per_client_address(
 @contextmanager
 def _served(app: FastAPI, forwarded_allow_ips: str | None) -> Iterator[str]:
     """The app behind uvicorn on a loopback port, configured as `secrag serve --forwarded-allow-ips` does."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        proxy_headers=forwarded_allow_ips is not None,
-        forwarded_allow_ips=forwarded_allow_ips,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:  # uvicorn sets it once the lifespan has started
-        assert thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with served(
+        lambda _port: app, proxy_headers=forwarded_allow_ips is not None, forwarded_allow_ips=forwarded_allow_ips
+    ) as url:
+        yield url
 
 
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted-proxy", "untrusted"])
