@@ -102,7 +102,8 @@ def fresh_store(pg_server_url: str, template_db: str) -> Callable[[str], Abstrac
     return lambda name: migrated_copy(pg_server_url, template_db, f"{name}_{os.getpid()}")
 
 
-def api(url: str) -> TestClient:
+def api(url: str, **overrides: Any) -> TestClient:  # noqa: ANN401
+    """The API over `url`, its quotas, caches and warm-up off, with `overrides` (a model, its cache) on top."""
     settings = ServingSettings(  # type: ignore[call-arg]
         _env_file=None,
         database_url=url,
@@ -114,5 +115,6 @@ def api(url: str) -> TestClient:
         heavy_concurrency=0,
         result_cache_size=0,
         warm_up=False,
+        **overrides,
     )
     return TestClient(create_app(settings))

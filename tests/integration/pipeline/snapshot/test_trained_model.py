@@ -30,14 +30,12 @@ from secrag.models.encoders import document_encoder
 from secrag.models.onnx_export import file_sha256
 from secrag.models.trained import trained_folder
 from secrag.settings import get_settings
-from serving.api.app import create_app
 from serving.search.encoder import shared_encoder, torch_embedder
-from serving.settings import ServingSettings
 from tests.integration.pipeline.training.test_quality_gate import models_dir, store  # noqa: F401 - fixtures
 from tests.integration.pipeline.training.test_trainer import TECHNIQUES
 from tests.plugins.tiny_model import TINY_INT8
 
-from .conftest import SQL_DIR
+from .conftest import SQL_DIR, api
 
 ATTACK = {"sources": ["mitre_attack", "mitre_attack_procedures"]}
 # Sentences of reports' shape (the sentence path's), none of them a stored example's text.
@@ -47,21 +45,7 @@ QUERIES = [f"The actor {phrases[0]}" for _, _, _, _, phrases in TECHNIQUES[:4]] 
 
 
 def _api(url: str, models: Path) -> TestClient:
-    settings = ServingSettings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=url,
-        embedding_model=TINY_INT8,
-        model_cache_dir=models,
-        pool_max_size=2,
-        anonymous_rate_per_minute=0,
-        rate_per_minute=0,
-        failed_keys_per_minute=0,
-        anonymous_heavy_concurrency=0,
-        heavy_concurrency=0,
-        result_cache_size=0,
-        warm_up=False,
-    )
-    return TestClient(create_app(settings))
+    return api(url, embedding_model=TINY_INT8, model_cache_dir=models)
 
 
 def _answers(url: str, models: Path, served: str) -> list[list[tuple[str, str, float]]]:
