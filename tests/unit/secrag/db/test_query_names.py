@@ -25,6 +25,7 @@ MODULE_GROUPS = {
     "pipeline/refresh.py": "pipeline",
     "pipeline/sensors.py": "pipeline",
     "pipeline/lookup_read.py": "pipeline",
+    "pipeline/pokes.py": "pokes",
     "pipeline/assets/stages.py": "pipeline",
     "pipeline/model_store.py": "store",
     "pipeline/assets/ingested.py": "ingest",
