@@ -21,11 +21,15 @@ def get_bytes(url: str, cfg: UpstreamConfig, timeout: float | None = None) -> by
 
 def get_json(url: str, cfg: UpstreamConfig, timeout: float | None = None) -> Any:  # noqa: ANN401
     """The JSON document at url."""
-    data = get_bytes(url, cfg, timeout)
+    return parse_json(get_bytes(url, cfg, timeout), url)
+
+
+def parse_json(data: bytes, where: str) -> Any:  # noqa: ANN401
+    """An upstream's JSON document, or a FetchError naming `where` it came from."""
     try:
         return json.loads(data)
     except ValueError as exc:
-        raise FetchError(f"{url}: not valid JSON ({exc})") from exc
+        raise FetchError(f"{where}: not valid JSON ({exc})") from exc
 
 
 def get_conditional(

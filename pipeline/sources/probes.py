@@ -18,7 +18,7 @@ from secrag.net.downloads import Answer
 from secrag.net.rate_limits import RateLimit
 
 from .git_fetch import SHA_RE, git_env, run_git
-from .http_fetch import get_conditional
+from .http_fetch import get_conditional, parse_json
 from .interface import UpstreamVersion
 from .registry import SourceSpec
 from .upstream import UpstreamConfig
@@ -74,10 +74,7 @@ def release_url(spec: SourceSpec, cfg: UpstreamConfig) -> str:
 
 def release_tag(url: str, body: bytes) -> str:
     """The tag name of a latest-release answer."""
-    try:
-        release = json.loads(body)
-    except ValueError as exc:
-        raise FetchError(f"{url}: not valid JSON ({exc})") from exc
+    release = parse_json(body, url)
     tag = release.get("tag_name") if isinstance(release, dict) else None
     if not isinstance(tag, str) or not tag:
         raise FetchError(f"{url}: no tag_name in the latest release")

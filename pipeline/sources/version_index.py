@@ -3,7 +3,6 @@ the source's paths, the versioned file it names, read from one commit with the d
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from secrag.errors import FetchError, FetchTooLarge
 from secrag.files.safe_files import FileGone, FileTooLarge, UnsafeFile, read_capped
 
 from .git_fetch import checkout
+from .http_fetch import parse_json
 from .registry import SourceSpec
 from .upstream import UpstreamConfig
 
@@ -85,10 +85,7 @@ def _newest(collection: Any, where: str) -> tuple[str, object]:  # noqa: ANN401 
 
 def indexed_release(data: bytes, spec: SourceSpec, where: str) -> IndexedRelease:
     """The newest version the index lists for each of the spec's paths, which must agree."""
-    try:
-        index = json.loads(data)
-    except ValueError as exc:
-        raise FetchError(f"{where}: not valid JSON ({exc})") from exc
+    index = parse_json(data, where)
     collections = index.get("collections") if isinstance(index, dict) else None
     if not isinstance(collections, list) or not collections:
         raise FetchError(f"{where}: no `collections` list")
