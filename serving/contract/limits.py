@@ -75,9 +75,15 @@ class BodySizeLimit:
         await _send_error(send, 413, f"request body larger than {self.max_bytes} bytes", "too_large")
 
 
+def compact_json(value: Any) -> str:  # noqa: ANN401 - any JSON value
+    """The value as compact JSON: the text an MCP client reads (a budget counts its characters), and an answer
+    as SECRAG_MAX_ANSWER_BYTES counts it (its UTF-8 bytes)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def answer_bytes(value: Any) -> int:  # noqa: ANN401 - any JSON value
     """The value's size as compact UTF-8 JSON: what SECRAG_MAX_ANSWER_BYTES counts of an answer."""
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return len(compact_json(value).encode())
 
 
 def answer_too_large(size: int, max_bytes: int, narrow: str) -> AnswerTooLarge:

@@ -87,9 +87,10 @@ def size(value: Any) -> int:  # noqa: ANN401 - any JSON value
     return len(compact(value))
 
 
-def fit(answer: dict[str, Any], max_chars: int, priority: Priority) -> dict[str, Any]:
-    """The answer within max_chars characters of compact JSON, what was cut said under NOTE_KEY."""
-    text = compact(answer)
+def fit(answer: dict[str, Any], max_chars: int, priority: Priority, text: str | None = None) -> dict[str, Any]:
+    """The answer within max_chars characters of compact JSON (`text`, when the caller has it), what was cut
+    said under NOTE_KEY."""
+    text = compact(answer) if text is None else text
     if len(text) <= max_chars:
         return answer
     work = Work(text, max_chars, RESUME_ROOM if priority.resume and priority.resume.cursor in answer else 0)

@@ -3,7 +3,6 @@ JSON, cut or whole, without serialising them again (serving/mcp/budget.py's arit
 
 from __future__ import annotations
 
-import json
 import re
 from bisect import bisect_left
 from collections.abc import Iterator
@@ -11,15 +10,15 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from serving.contract.limits import compact_json
+
 ELLIPSIS = "…"
 # What json.dumps(ensure_ascii=False) escapes: a quote, a backslash and the control characters.
 _ESCAPED = re.compile(r'["\\\x00-\x1f]')
 _SHORT_ESCAPES = frozenset('"\\\n\r\t\b\f')
 
 
-def compact(value: Any) -> str:  # noqa: ANN401 - any JSON value
-    """The value as compact JSON: the text an MCP client reads, whose characters a budget counts."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+compact = compact_json  # the text an MCP client reads, whose characters a budget counts
 
 
 def cut(text: str, cap: int) -> str:

@@ -50,9 +50,12 @@ def run_safely(call: Callable[[], T], tool: str = "", schema: dict[str, Any] | N
         return error_result(public_error(exc), tool, schema)
 
 
-def within(answer: dict[str, Any], max_chars: int, tool: str) -> CallToolResult:
-    """The answer fitted to its budget (serving/mcp/budget.py), its text the compact JSON the budget counts."""
-    fitted = fit(answer, max_chars, priority(tool))
+def within(answer: dict[str, Any], text: str, max_chars: int, tool: str) -> CallToolResult:
+    """The answer (`text`: its compact JSON) fitted to its budget (serving/mcp/budget.py), its text the compact
+    JSON the budget counts."""
+    if len(text) <= max_chars:
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
+    fitted = fit(answer, max_chars, priority(tool), text)
     return CallToolResult(content=[TextContent(type="text", text=compact(fitted))], structured_content=fitted)
 
 

@@ -26,7 +26,7 @@ from serving.access.request_limits import RequestLimits
 from serving.contract.changes import ChangesQuery
 from serving.contract.coverage_models import CoverageRequest
 from serving.contract.layer_models import CompareRequest
-from serving.contract.limits import NARROW, answer_bytes
+from serving.contract.limits import NARROW
 from serving.contract.lookup_models import LookupQuery
 from serving.contract.map_models import MapRequest
 from serving.contract.plan_models import PlanRequest
@@ -34,6 +34,7 @@ from serving.contract.requests import IdsRequest, SearchRequest
 from serving.contract.responses import StatsResponse
 from serving.contract.upstream_requests import UpstreamQuery, UpstreamRequest
 from serving.layers.compare import compare_layers
+from serving.mcp.budget_paths import compact
 from serving.mcp.calls import MaxChars, as_json, budget_of, field_annotation, run_safely, tool_signature, within
 from serving.mcp.gate import GateMiddleware, current_caller
 from serving.mcp.prompts import add_prompts
@@ -62,19 +63,20 @@ class _Tools:
     def _call(
         self, name: str, run: Callable[[Caller], Any], max_chars: int | None = None
     ) -> dict[str, Any] | CallToolResult:
-        def call() -> dict[str, Any]:
+        def call() -> tuple[dict[str, Any], str]:
             answer = as_json(run(current_caller()))  # admitted, with its slot, by serving/mcp/gate.py
+            text = compact(answer)  # serialised once: the bound's size, and the text itself when it fits
             # SECRAG_MAX_ANSWER_BYTES' last line of defence, on the whole answer before any max_chars fitting
-            self.get_service().limits.check_answer(answer_bytes(answer), NARROW)
-            return answer
+            self.get_service().limits.check_answer(len(text.encode()), NARROW)
+            return answer, text
 
         tool = self.server._tool_manager.get_tool(name)  # noqa: SLF001 - its input schema names valid values
-        answer = run_safely(call, name, tool.parameters if tool else None)
-        if isinstance(answer, CallToolResult):
-            return answer
+        done = run_safely(call, name, tool.parameters if tool else None)
+        if isinstance(done, CallToolResult):
+            return done
         service = self.get_service()
         budget = budget_of(max_chars, service.settings.mcp_max_chars, service.limits.max_answer_bytes)
-        return within(answer, budget, name)
+        return within(*done, budget, name)
 
     def from_model(self, name: str, description: str, model: type[BaseModel], run: Run, **fixed: Any) -> None:
         """A tool whose parameters are model's fields (less `fixed` ones), validated by the model itself."""
