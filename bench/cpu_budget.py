@@ -1,0 +1,261 @@
+"""CPU milliseconds per search at N concurrent clients: this process and its PostgreSQL backends, and where they go.
+
+    python bench/cpu_budget.py --database-url postgresql://...secrag_bench... [--clients 8] [--rounds 2]
+        [--mode hybrid] [--no-filters] [--shares] [--planning]
+
+Runs the dev queries through the API's own search code in process (budget.py's Service: caches and warm-up
+off) from `--clients` threads at once, one pass to warm up, then `--rounds` measured passes, and prints CPU
+per search, which is what a loaded machine runs out of (wall time there is mostly waiting):
+
+- `process`: this process's CPU over the measured passes (every thread: requests, encoder, side legs);
+- `postgres`: the CPU of every PostgreSQL backend the searches used (/proc/<pid>/schedstat, nanoseconds), so the
+  server must run on this machine and this user must be able to read its processes.
+
+`--shares` also times each part on the thread or backend that runs it (two /proc reads per statement, counted
+in `process`): each statement by name (sql/queries/serving.sql, or the legs it runs), the server's CPU and the
+client's (psycopg sends, receives and builds the rows), the pool's reset and check, the encoder's model runs
+(its leader thread; ONNX's own threads are in `other threads`) and the rest of the request threads' Python.
+`--planning` then plans each statement of one measured pass again with EXPLAIN (SUMMARY) and prints the mean
+planning milliseconds per search, by statement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import re
+import statistics
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from serving.access.keys import ANONYMOUS
+from serving.api.app import stop_service
+from serving.contract.requests import SearchRequest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from budget import dev_queries, in_process_service, statement_name  # noqa: E402
+
+PLANNING = re.compile(r"Planning Time: ([0-9.]+) ms")
+
+
+def backend_ns(pid: int) -> int:
+    """CPU nanoseconds the process has run (the first field of /proc/<pid>/schedstat); 0 once it has exited."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except FileNotFoundError:
+        return 0
+
+
+class Meter:
+    """CPU per share (nanoseconds), per statement (server and client), and the backends seen."""
+
+    def __init__(self, shares: bool) -> None:
+        self.shares = shares
+        self.lock = threading.Lock()
+        self.pids: set[int] = set()
+        self.cpu: dict[str, int] = defaultdict(int)
+        self.server: dict[str, int] = defaultdict(int)
+        self.client: dict[str, int] = defaultdict(int)
+        self.captured: list[tuple[str, str, Any]] | None = None  # (name, text, params) while capturing
+        self.local = threading.local()
+
+    def add(self, table: dict[str, int], name: str, ns: int) -> None:
+        with self.lock:
+            table[name] += ns
+
+    def clear(self) -> None:
+        with self.lock:
+            self.cpu.clear()
+            self.server.clear()
+            self.client.clear()
+
+
+def instrument(meter: Meter, names: dict[str, str], service: Any) -> None:  # noqa: ANN401 - the Service
+    """Note every statement's backend (and with shares, its CPU on both sides), the pool's reset and check and the
+    encoder's model runs."""
+    original = psycopg.Cursor.execute
+
+    def execute(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:  # noqa: ANN401
+        pid = self.connection.info.backend_pid
+        if pid not in meter.pids:
+            with meter.lock:
+                meter.pids.add(pid)
+        if not meter.shares:
+            return original(self, query, params, **kwargs)
+        name = getattr(meter.local, "name", None) or statement_name(query, names)
+        client0, server0 = time.thread_time_ns(), backend_ns(pid)
+        try:
+            return original(self, query, params, **kwargs)
+        finally:
+            server, client = backend_ns(pid) - server0, time.thread_time_ns() - client0
+            meter.add(meter.server, name, server)
+            meter.add(meter.client, name, client)
+            captured = meter.captured
+            if captured is not None and name.startswith(("legs:", "result_rows")) and params is not None:
+                with meter.lock:
+                    captured.append((name, str(query), list(params) if isinstance(params, list) else params))
+
+    psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    if not meter.shares:
+        return
+
+    def named(fn: Callable[..., Any], name: str, share: str) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+            meter.local.name = name
+            started = time.thread_time_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                meter.local.name = None
+                meter.add(meter.cpu, share, time.thread_time_ns() - started)
+
+        return run
+
+    pool = service.pool
+    pool._reset = named(pool._reset, "(the pool's reset)", "pool reset (client)")
+    if pool._check is not None:
+        pool._check = named(pool._check, "(the pool's check)", "pool check (client)")
+    encoder = service.searcher.encoder
+    encoder._run = named(encoder._run, "(encoder)", "encode (leader thread)")
+
+
+def measured_pass(service: Any, bodies: list[dict[str, Any]], clients: int, meter: Meter) -> int:  # noqa: ANN401
+    """Search every body once from `clients` threads; returns the request threads' CPU (ns)."""
+    todo: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
+    for body in bodies:
+        todo.put(body)
+    spent: list[int] = []
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        started = time.thread_time_ns()
+        try:
+            while True:
+                try:
+                    body = todo.get_nowait()
+                except queue.Empty:
+                    break
+                service.searcher.search(SearchRequest.model_validate(body), ANONYMOUS, cache=False)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, on the main thread
+            errors.append(exc)
+        finally:
+            with meter.lock:
+                spent.append(time.thread_time_ns() - started)
+
+    threads = [threading.Thread(target=client, name=f"client-{i}") for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return sum(spent)
+
+
+def planning_ms(url: str, captured: list[tuple[str, str, Any]]) -> dict[str, list[float]]:
+    """Each captured statement planned again (EXPLAIN SUMMARY, the reader's session settings): ms by name."""
+    by_name: dict[str, list[float]] = defaultdict(list)
+    with psycopg.connect(url, autocommit=True) as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        conn.execute(
+            "SELECT set_config('plan_cache_mode', 'force_custom_plan', false), set_config('jit', 'off', false),"
+            " set_config('max_parallel_workers_per_gather', '0', false)"
+        )
+        for name, text, params in captured:
+            rows = psycopg.RawCursor(conn).execute(f"EXPLAIN (SUMMARY ON, COSTS OFF) {text}", params).fetchall()
+            found = PLANNING.search("\n".join(r[0] for r in rows))
+            if found:
+                by_name[name].append(float(found.group(1)))
+    return by_name
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--database-url", required=True)
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=2, help="Measured passes over the dev queries (after one warm-up).")
+    ap.add_argument("--mode", default="hybrid")
+    ap.add_argument("--no-filters", action="store_true")
+    ap.add_argument("--shares", action="store_true", help="Also where the CPU goes (adds two /proc reads a statement).")
+    ap.add_argument("--planning", action="store_true", help="Also each statement's planning time (implies --shares).")
+    ap.add_argument("--queries", type=int, default=0, help="Only the first N dev queries (0: all).")
+    args = ap.parse_args()
+    bodies = []
+    for item in dev_queries()[: args.queries or None]:
+        body = {"query": item["query"], "mode": args.mode, "k": 10}
+        if not args.no_filters and item.get("filters"):
+            body["filters"] = item["filters"]
+        bodies.append(body)
+    service = in_process_service(args.database_url, parallel_legs=True)
+    meter = Meter(args.shares or args.planning)
+    names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
+    from serving.search.leg_runs import native
+
+    names |= {native(text)[0]: name for text, name in list(names.items())}
+    instrument(meter, names, service)
+    try:
+        measured_pass(service, bodies, args.clients, meter)  # warm-up: models, caches of the catalog, plans
+        meter.clear()
+        searches = len(bodies) * args.rounds
+        before = {pid: backend_ns(pid) for pid in meter.pids}
+        process0, wall0 = time.process_time_ns(), time.perf_counter()
+        request_ns = 0
+        kept: list[tuple[str, str, Any]] = []
+        for n in range(args.rounds):
+            meter.captured = [] if args.planning and n == 0 else None
+            captured = meter.captured
+            request_ns += measured_pass(service, bodies, args.clients, meter)
+            if captured is not None:
+                kept = captured
+        process_ns, wall = time.process_time_ns() - process0, time.perf_counter() - wall0
+        meter.captured = None
+        after = {pid: backend_ns(pid) for pid in meter.pids}
+        gone = [pid for pid in before if after.get(pid, 0) == 0]
+        postgres_ns = sum(after[pid] - before.get(pid, 0) for pid in after if after[pid])
+    finally:
+        stop_service(service)
+    ms = 1e-6 / searches
+    filters = "off" if args.no_filters else "as labelled"
+    print(
+        f"{len(bodies)} dev queries x {args.rounds} rounds, mode {args.mode}, filters {filters}, "
+        f"{args.clients} clients, caches off, {os.cpu_count()} cores"
+    )
+    print(f"CPU ms per search: process {process_ns * ms:.2f}, postgres {postgres_ns * ms:.2f}, ", end="")
+    print(f"total {(process_ns + postgres_ns) * ms:.2f}; {searches / wall:.1f} searches/s ({len(after)} backends)")
+    if gone:
+        print(f"(warning: {len(gone)} backends exited during the run: their CPU is not counted)")
+    if not meter.shares:
+        return
+    print(f"\n{'CPU ms/search':>14}  share")
+    shares = dict(meter.cpu)
+    statements_client = sum(meter.client.values())
+    print(f"{request_ns * ms:>14.2f}  request threads (all of it below)")
+    for share, ns in sorted(shares.items(), key=lambda kv: -kv[1]):
+        print(f"{ns * ms:>14.2f}    {share}")
+    print(f"{statements_client * ms:>14.2f}    statements (client)")
+    rest = request_ns - statements_client - sum(shares.values())
+    print(f"{rest * ms:>14.2f}    the rest: analysis, planning of the legs, fusion, rescoring, the response")
+    print(f"{(process_ns - request_ns) * ms:>14.2f}  other threads (ONNX's, the side legs', the pool's)")
+    print(f"{sum(meter.server.values()) * ms:>14.2f}  postgres, by statement:")
+    for name, ns in sorted(meter.server.items(), key=lambda kv: -kv[1]):
+        print(f"{ns * ms:>14.2f}    {name} (client {meter.client[name] * ms:.2f})")
+    if args.planning:
+        planned = planning_ms(args.database_url, kept)
+        print(f"\n{'planning ms/search':>18}  statement (EXPLAIN SUMMARY, one pass, custom plans)")
+        for name, values in sorted(planned.items(), key=lambda kv: -sum(kv[1])):
+            print(f"{sum(values) / len(bodies):>18.2f}  {name} (median {statistics.median(values):.3f} a run)")
+
+
+if __name__ == "__main__":
+    main()
