@@ -13,7 +13,7 @@ Service the app builds, caches off), one request at a time, and times:
 - `pg waited`: the part of it the request waited for (the voter legs' statement overlaps the others');
 - `python`: the rest of the request's time (analysis, planning, fusion, rescoring, the response model).
 
-HTTP (uvicorn, routing, validation, JSON) is what bench/search.py's latency adds on top. `--statements`
+HTTP (uvicorn, routing, validation, JSON) is what bench/peer_compare.py's latency adds on top. `--statements`
 adds each statement's mean time per search, by name (sql/queries/serving.sql) or by the legs it runs.
 """
 

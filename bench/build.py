@@ -2,11 +2,13 @@
 
     python bench/build.py --upstream ../shared/upstream [--only mitre_car,hijacklibs]
         [--data-dir .secrag/bench] [--standalone-sample 3000] [--into-existing] [--json]
+    python bench/build.py --upstream ../shared/upstream --parse-only [--only hunting_notes]
 
 Serves the snapshot as local git mirrors, creates a fresh database `secrag_bench` on the embedded
 server (or DATABASE_URL's server), materializes the whole graph in process, then embeds a sample
 of the same chunks with the same model outside the pipeline to compare. Leaves the database and
-mirrors in place for bench/refresh.py.
+mirrors in place (the bench store the other benches take). --parse-only parses each source's snapshot
+folder with its parser, no database: records, the share with ATT&CK techniques, skipped files, seconds.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from pipeline.sources.registry import SourceSpec, default_registry  # noqa: E402
 from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
 from secrag.db import database, migrations  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
+
+from lib.table import print_table  # noqa: E402
 
 BENCH_DB = "secrag_bench"
 PHASES = ("probe", "fetch", "parse", "publish")
@@ -181,6 +185,26 @@ def store_totals(url: str) -> dict[str, int]:
     return {"documents": docs, "chunks": chunks, "vectors": vectors}
 
 
+def parse_only(upstream: Path, specs: dict[str, SourceSpec]) -> int:
+    """Each source parsed from its snapshot folder: one table row, or its ParseError."""
+    from pipeline.sources.parsing import parse_source
+    from secrag.errors import ParseError
+
+    rows: list[list[object]] = []
+    for name, spec in sorted(specs.items()):
+        started = time.monotonic()
+        try:
+            outcome = parse_source(spec, upstream / name)
+        except ParseError as exc:
+            print(f"{name}: {exc}")
+            continue
+        seconds = round(time.monotonic() - started, 2)
+        rows.append([name, len(outcome.records), outcome.with_techniques, len(outcome.skipped), seconds])
+    print_table(["source", "records", "with techniques", "skipped files", "seconds"], rows)
+    print(f"peak RSS {peak_rss_mib()['process']} MiB")
+    return 0 if len(rows) == len(specs) else 1
+
+
 def peak_rss_mib() -> dict[str, float]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -204,9 +228,12 @@ def main() -> int:
         help="add the sources to the existing secrag_bench (migrated first) instead of a fresh database",
     )
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--parse-only", action="store_true", help="only parse each source's snapshot folder")
     args = ap.parse_args()
     settings = settings_for(args.data_dir)
     specs = select_specs(args.only)
+    if args.parse_only:
+        return parse_only(args.upstream, specs)
     t0 = time.monotonic()
     mirror = mirror_for(args.upstream.resolve(), args.data_dir, specs)
     mirror_seconds = time.monotonic() - t0
@@ -246,18 +273,13 @@ def main() -> int:
         },
     }
     if args.json:
-        print(json.dumps(report, indent=2))  # noqa: T201
+        print(json.dumps(report, indent=2))
     else:
+        per_source = report.pop("per_source")
         for key, value in report.items():
-            if key == "per_source":
-                print("per source:")  # noqa: T201
-                for name, row in value.items():
-                    print(  # noqa: T201
-                        f"  {name:<20} records={row['records']:<6} chunks={row['chunks_written']:<6} "
-                        f"seconds={row['seconds']}"
-                    )
-            else:
-                print(f"{key}: {value}")  # noqa: T201
+            print(f"{key}: {value}")
+        rows = [[name, r["records"], r["chunks_written"], r["seconds"]] for name, r in per_source.items()]
+        print_table(["source", "records", "chunks written", "seconds"], rows)
     return 0 if result.success else 1
 
 

@@ -53,9 +53,8 @@ from secrag_cli.processes import stop_group  # noqa: E402
 from tests.plugins.mirror_changes import add_commit  # noqa: E402
 from tests.plugins.upstream import FAST_RETRIES, LoopbackPolicy, LoopbackServer, serve_mirror  # noqa: E402
 
-from cold_start import daemon_healthy, free_port, get, graphql, location_loaded  # noqa: E402
+from lib.processes import SECRAG, daemon_healthy, free_port, get, graphql, location_loaded  # noqa: E402
 
-SECRAG = [sys.executable, "-m", "secrag_cli.main"]
 KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
 LOOKUP_SOURCE = "mitre_attack"
 STAGES = ("noticed", "run_queued", "run_started", "published", "embedded", "fts_hit", "vector_hit")

@@ -44,7 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from quality import Poster, api_settings, load_items
+
+from lib.api import Client, api_settings
+from lib.queries import load_items
 
 EVAL = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 DEFAULT_QUERIES = EVAL / "cti_dev_queries.jsonl"
@@ -295,14 +297,14 @@ def per_report_figures(report: Report, answer: Answer, default: float) -> dict[s
     }
 
 
-def map_text(http: Poster, text: str, **body: Any) -> dict[str, Any]:  # noqa: ANN401
+def map_text(http: Client, text: str, **body: Any) -> dict[str, Any]:  # noqa: ANN401
     response = http.post("/v1/map", json={"text": text, "layer": False, **body})
     if response.status_code != 200:
         raise SystemExit(f"POST /v1/map answered {response.status_code}: {response.text[:500]}")
     return response.json()  # type: ignore[no-any-return]
 
 
-def search_each(http: Poster, text: str) -> list[float]:
+def search_each(http: Client, text: str) -> list[float]:
     """Milliseconds of each of the text's sentences searched alone as a map searches it (what the map's
     concurrency and single encoder run save)."""
     from serving.mapping.sentences import split
@@ -334,7 +336,7 @@ def latency_text(reports: Sequence[Report], source: str, words: int) -> str:
     return leading_text(longest, [s.end for s in split(longest)], words)
 
 
-def latency(http: Poster, text: str, runs: int) -> dict[str, Any]:
+def latency(http: Client, text: str, runs: int) -> dict[str, Any]:
     """The text mapped `runs` times at one client (after a first request that loads the per-process caches),
     and its sentences searched one by one for comparison."""
     map_text(http, "A first request loads what the API caches per process.")
@@ -358,7 +360,7 @@ def latency(http: Poster, text: str, runs: int) -> dict[str, Any]:
     }
 
 
-def run(http: Poster, args: argparse.Namespace, source: str, path: Path, limit: int) -> dict[str, Any]:
+def run(http: Client, args: argparse.Namespace, source: str, path: Path, limit: int) -> dict[str, Any]:
     """Every figure of the run (see the module docstring)."""
     items = load_items(path)
     reports = from_reports(items) if source == "reports" else from_queries(items)
@@ -387,7 +389,7 @@ def run(http: Poster, args: argparse.Namespace, source: str, path: Path, limit: 
     return result
 
 
-def calibrate(http: Poster, items: list[dict[str, Any]], ranks: int) -> dict[str, Any]:
+def calibrate(http: Client, items: list[dict[str, Any]], ranks: int) -> dict[str, Any]:
     """Per rank, the share of dev sentences whose technique at that rank is one of the sentence's own."""
     right = [0] * ranks
     seen = [0] * ranks

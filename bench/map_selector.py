@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from quality import api_settings, load_items, ndcg, precision_at_1
 
 from serving.mapping.selector import features
 from serving.mapping.sentences import split
 from serving.search.search_file import MAP_FEATURES as FEATURES
+
+from lib.api import api_settings
+from lib.queries import load_items
+from lib.relevance import ndcg, precision_at_1
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 SWEEP = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)

@@ -2,16 +2,16 @@
 vectors, MITRE augmentation, keyword boosts, the same HTTP stack), driven interleaved: p50/p99 and req/s of
 both per setting (filters off and on x 1, 4 and 8 clients) and their ratio, and each one's nDCG@10.
 
-Start both on the same store, secrag with its caches and anonymous quotas off (bench/search.py), then:
+Start both on the same store, secrag with its caches and anonymous quotas off (bench/README.md), then:
 
     python bench/peer_compare.py --secrag-url http://127.0.0.1:8000 --peer-url http://127.0.0.1:8001 \\
         --queries ../shared/eval/dev_queries.jsonl [--clients 1,4,8] [--passes 2] [--json]
 
-Each setting sends the query set (deduplicated as bench/search.py does; `filters on`: each query's own source
+Each setting sends the query set (each distinct query once; `filters on`: each query's own source
 filter, `off`: none) `--passes` times to each server, alternating servers in ABBA order (secrag, peer, then
 peer, secrag, ...) so that drift on the machine hits both alike; a server's figures are over all its passes of
 the setting (req/s: its requests over its wall time). Every request is a hybrid search of k results; each
-client is a thread with one keep-alive http.client connection (bench/search.py's Poster), taking the next query
+client is a thread with one keep-alive http.client connection (bench/lib/api.py's Poster), taking the next query
 of the pass. ratio = secrag req/s / peer req/s. nDCG@10 (bench/quality.py's metric, over the queries' graded
 labels with their filters) is measured once per server, one client, before the timed runs.
 """
@@ -26,8 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from quality import evaluate, load_items, means
-from search import Poster, load_queries, percentile
+
+from lib.api import Poster
+from lib.queries import load_items, load_queries
+from lib.relevance import evaluate, means
+from lib.timing import percentile
 
 SERVERS = ("secrag", "peer")
 

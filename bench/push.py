@@ -39,8 +39,8 @@ from secrag.settings import Settings  # noqa: E402
 from secrag_cli.processes import stop_group  # noqa: E402
 from serving.hooks.signatures import sign  # noqa: E402
 
-from cold_start import daemon_healthy, free_port, get, location_loaded  # noqa: E402
 from freshness import SECRAG, _search, converged, new_sigma_rule, say, snapshot_of, start, wait_for  # noqa: E402
+from lib.processes import daemon_healthy, free_port, get, location_loaded  # noqa: E402
 
 SOURCES = ["mitre_attack", "sigma"]
 

@@ -1,16 +1,21 @@
 """Retrieval quality per task and mode: nDCG@10, MRR@10, Recall@10 and P@1 over graded relevance judgements.
 
+    python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url URL [--modes hybrid]
+        [--search-config my-search.yaml] [--without-own-documents] [--group-by shape] [--baseline before.json]
     python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --url http://127.0.0.1:8000
-    python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url postgresql://... \
-        [--save runs/after.json] [--baseline runs/before.json] [--search-config my-search.yaml]
+    python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url URL \
+        --vector-thresholds all-MiniLM-L6-v2-int8 [--percentile 0.01]
 
 With --database-url the API runs in process (caches off). --without-own-documents measures the text tasks
 (a pasted Atomic test, Elastic rule or CAPEC pattern: queries whose `origin` is a document of the store) on a
-copy of the store without each query's own document, so the query is a text the store has never seen:
-the copy (`<database>_without_own`, made from the store as a template, then the origins deleted) is kept
-for the next run and re-made with --fresh-copy. Every run is saved (default
-.secrag/quality/last.json) and compared with the previous one (or --baseline): the table's last
-column is the nDCG@10 delta of each task and mode, so every ranking change shows what it did.
+copy of the store without each query's own document (`<database>_without_own`, kept for the next run,
+re-made with --fresh-copy). Every run is saved (default .secrag/quality/last.json) and compared with the
+previous one (or --baseline): the last column is the nDCG@10 delta of each task and mode.
+
+--vector-thresholds measures, per model and query shape, the cosine under which the vector leg drops a
+candidate (search.yaml `vector_thresholds`): the `--percentile` of each relevant document's best chunk
+cosine to its query, rounded down to 0.01 (a shape with fewer than 20 pairs gets the model's `default`).
+Chunks are encoded here, so a model the store has not embedded is measured too. It prints the YAML to paste.
 Each line: {"task", "query", "filters": {"sources": [...]}, "relevant": [{"doc_id", "grade"}], "qid"}.
 """
 
@@ -21,89 +26,17 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 
-K = 10
+from lib.api import in_process
+from lib.queries import load_items
+from lib.relevance import evaluate, means
+from lib.table import print_table
+from lib.timing import percentile
+
 LAST_RUN = Path(".secrag/quality/last.json")
-
-
-def ndcg(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
-    dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(grades.values(), reverse=True)[:k]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
-    return dcg / idcg if idcg > 0 else 0.0
-
-
-def mrr(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
-    for i, d in enumerate(ranked[:k]):
-        if grades.get(d, 0) > 0:
-            return 1.0 / (i + 1)
-    return 0.0
-
-
-def recall(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
-    relevant = {d for d, g in grades.items() if g > 0}
-    return len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0
-
-
-def precision_at_1(ranked: list[str], grades: dict[str, int]) -> float:
-    """1 when the first result is relevant (any grade), else 0."""
-    return 1.0 if ranked and grades.get(ranked[0], 0) > 0 else 0.0
-
-
-Scores = dict[tuple[str, str], list[tuple[float, float, float, float]]]
-
-
-class Poster(Protocol):
-    """An HTTP client of the API (httpx.Client, or FastAPI's TestClient for an API in process)."""
-
-    def post(self, url: str, *, json: Any) -> Any: ...  # noqa: ANN401
-
-
-def load_items(path: Path, limit: int = 0) -> list[dict[str, Any]]:
-    items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return items[:limit] if limit else items
-
-
-def evaluate(
-    http: Poster,
-    items: list[dict[str, Any]],
-    modes: list[str],
-    extra: dict[str, Any],
-    dropped: dict[str, int] | None = None,
-    group_by: str = "task",
-) -> tuple[Scores, int]:
-    """nDCG@10, MRR@10, Recall@10 and P@1 per (task, mode) and overall ("ALL"); and the failed requests.
-    `dropped` adds up, per mode, the vector candidates under the serving model's threshold."""
-    scores: Scores = defaultdict(list)
-    failures = 0
-    for item in items:
-        grades = {r["doc_id"]: int(r.get("grade", 1)) for r in item["relevant"]}
-        for mode in modes:
-            body = {
-                "query": item["query"][:8000],
-                "mode": mode,
-                "k": K,
-                "filters": {k: v for k, v in (item.get("filters") or {}).items() if v},
-                "return": {"snippets": False},
-                **extra,
-            }
-            response = http.post("/v1/search", json=body)
-            if response.status_code != 200:
-                failures += 1
-                ranked: list[str] = []
-            else:
-                ranked = [r["doc_id"] for r in response.json()["results"]]
-                if dropped is not None:
-                    dropped[mode] = dropped.get(mode, 0) + response.json().get("below_vector_threshold", 0)
-            result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades), precision_at_1(ranked, grades))
-            scores[(group_of(item, group_by), mode)].append(result)
-            scores[("ALL", mode)].append(result)
-    return scores, failures
-
-
 # The tasks whose query is the text of a document of the store (its `origin`).
 TEXT_TASKS = ("atomic_to_technique", "elastic_to_technique", "capec_to_technique")
 
@@ -117,19 +50,16 @@ def copy_without_own(url: str, items: list[dict[str, Any]], *, fresh: bool = Fal
     store = str(conninfo.conninfo_to_dict(url)["dbname"])
     name = f"{store}_without_own"
     copy = database.with_database(url, name)
-    admin = database.with_database(url, "postgres")
-    with database.connect(admin, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        if exists and not fresh:
+    with database.connect(database.with_database(url, "postgres"), autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() and not fresh:
             return copy
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        source = sql.Identifier(store)
         # a template must have no other session: end the store's own (an API on it reconnects)
         conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
             (store,),
         )
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), source))
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(store)))
     origins = sorted({item["origin"] for item in items if item.get("origin")})
     with database.connect(copy, autocommit=True) as conn:
         deleted = conn.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (origins,)).rowcount
@@ -138,86 +68,96 @@ def copy_without_own(url: str, items: list[dict[str, Any]], *, fresh: bool = Fal
     return copy
 
 
-def group_of(item: dict[str, Any], group_by: str) -> str:
-    """The row of the table a query counts in: its task, its query shape (serving/search/analysis.py), or
-    its length in words (1-4, 5-9, 10-19, 20+)."""
-    if group_by == "shape":
-        from serving.search.analysis import classify
+def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], share: float) -> None:
+    """Per model, the YAML of search.yaml's `vector_thresholds` (see the module's usage)."""
+    import numpy as np
 
-        return f"{item.get('task', 'all')}/{classify(item['query'])}"
-    if group_by == "words":
-        n = len(item["query"].split())
-        bucket = "1-4" if n < 5 else "5-9" if n < 10 else "10-19" if n < 20 else "20+"
-        return f"{item.get('task', 'all')}/{bucket} words"
-    return str(item.get("task", "all"))
+    from pipeline.indexing import embedding_input
+    from secrag.db import database
+    from secrag.db.queries import Queries
+    from secrag.enrichment import enrich
+    from secrag.files.package_data import sql_dir
+    from secrag.models.encoders import document_encoder
+    from secrag.settings import get_settings
+    from serving.search.analysis import analyse
+    from serving.search.encoder import shared_encoder
 
+    relevant = sorted({r["doc_id"] for item in items for r in item["relevant"] if r["grade"] > 0})
+    chunks: dict[str, list[str]] = defaultdict(list)
+    with database.connect(url, autocommit=True) as conn:
+        lookup = dict(conn.execute(Queries(sql_dir(), "serving").technique_names).fetchall())  # the API's
+        rows = conn.execute(
+            "SELECT doc_id, title, enriched_text FROM chunks WHERE doc_id = ANY(%s) ORDER BY chunk_id", [relevant]
+        )
+        for doc_id, title, text in rows:
+            chunks[doc_id].append(embedding_input(title, text))
+    queries = [(analyse(item["query"]).query_type, enrich(item["query"].strip(), lookup), item) for item in items]
+    models_dir = get_settings().models_dir
+    print("vector_thresholds:")
+    for model_id in models:
+        encoder = shared_encoder(model_id, cache_dir=models_dir, cache_size=0)
+        docs = document_encoder(model_id, batch_size=64, threads=0, cache_dir=models_dir)
+        by_doc = {d: np.asarray(docs.encode_documents(chunks[d])) for d in relevant if chunks.get(d)}
+        per_shape: dict[str, list[float]] = defaultdict(list)
+        for shape, enriched, item in queries:
+            query = np.asarray(encoder.encode(enriched), dtype=np.float32)
+            for rel in item["relevant"]:
+                if rel["grade"] > 0 and rel["doc_id"] in by_doc:
+                    per_shape[shape].append(float(np.max(by_doc[rel["doc_id"]] @ query)))
 
-def means(values: list[tuple[float, float, float, float]]) -> list[float]:
-    return [sum(v[i] for v in values) / len(values) for i in range(4)]
+        def floor(values: list[float]) -> float:
+            return math.floor(percentile(values, share * 100) * 100) / 100
+
+        chosen = [f"default: {floor([c for v in per_shape.values() for c in v])}"]
+        chosen += [f"{shape}: {floor(v)}" for shape, v in sorted(per_shape.items()) if len(v) >= 20]
+        print(f"  {model_id}: {{{', '.join(chosen)}}}  # pairs per shape: {dict(sorted(per_shape.items()))}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=Path, required=True)
-    parser.add_argument("--url", default="http://127.0.0.1:8000")
+    parser.add_argument("--url", default="http://127.0.0.1:8000", help="An API to ask (without --database-url).")
+    parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
     parser.add_argument("--modes", default="hybrid,fts,vector,fuzzy")
     parser.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all).")
     parser.add_argument("--api-key", default=None)
-    parser.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="NAME=JSON",
-        help="Extra request field, e.g. --param w_fuzzy=0 --param rrf_k0=30 (repeatable).",
-    )
-    parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
-    parser.add_argument(
-        "--search-config",
-        type=Path,
-        default=None,
-        help="With --database-url: this search.yaml, not the shipped one.",
-    )
-    parser.add_argument(
-        "--without-own-documents",
-        action="store_true",
-        help="With --database-url: only the text tasks, on a copy of the store without the queries' own documents.",
-    )
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=JSON", help="Extra request field.")
+    parser.add_argument("--search-config", type=Path, default=None, help="This search.yaml, not the shipped one.")
+    parser.add_argument("--without-own-documents", action="store_true", help="The text tasks, without their own.")
     parser.add_argument("--fresh-copy", action="store_true", help="Re-make the copy of --without-own-documents.")
     parser.add_argument("--group-by", choices=["task", "shape", "words"], default="task", help="The table's rows.")
     parser.add_argument("--save", type=Path, default=LAST_RUN, help="Where this run's table is written.")
     parser.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
+    parser.add_argument("--vector-thresholds", nargs="+", metavar="MODEL", help="Measure these models' thresholds.")
+    parser.add_argument("--percentile", type=float, default=0.01, help="With --vector-thresholds: the share kept.")
     args = parser.parse_args()
     items = load_items(args.queries, args.limit)
+    if (args.without_own_documents or args.vector_thresholds or args.search_config) and not args.database_url:
+        parser.error("--without-own-documents, --vector-thresholds and --search-config need --database-url")
+    if args.vector_thresholds:
+        vector_thresholds(args.database_url, items, args.vector_thresholds, args.percentile)
+        return
     if args.without_own_documents:
-        if not args.database_url:
-            parser.error("--without-own-documents needs --database-url")
         items = [item for item in items if item.get("task") in TEXT_TASKS]
         args.database_url = copy_without_own(args.database_url, items, fresh=args.fresh_copy)
-    headers = {"X-API-Key": args.api_key} if args.api_key else {}
     extra = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}
-    baseline_path = args.baseline or args.save
-    baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
+    modes = args.modes.split(",")
     dropped: dict[str, int] = {}
     if args.database_url:
-        scores, failures = _in_process(
-            args.database_url,
-            items,
-            args.modes.split(","),
-            extra,
-            search_config=args.search_config,
-            dropped=dropped,
-            group_by=args.group_by,
-        )
+        with in_process(args.database_url, args.search_config) as api:
+            scores, failures = evaluate(api, items, modes, extra, dropped, args.group_by)
     else:
+        headers = {"X-API-Key": args.api_key} if args.api_key else {}
         with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
-            scores, failures = evaluate(http, items, args.modes.split(","), extra, dropped, args.group_by)
-    table = {f"{task}|{mode}": means(values) + [len(values)] for (task, mode), values in scores.items()}
-    print(f"{'task':<28} {'mode':<8} {'n':>5} {'nDCG@10':>8} {'MRR@10':>8} {'R@10':>8} {'P@1':>6} {'delta':>7}")
+            scores, failures = evaluate(http, items, modes, extra, dropped, args.group_by)
+    baseline_path = args.baseline or args.save
+    baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
+    rows = []
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
-        m = means(values)
-        before = baseline.get(f"{task}|{mode}")
-        delta = f"{m[0] - before[0]:+7.3f}" if before else f"{'':>7}"
-        print(f"{task:<28} {mode:<8} {len(values):>5} {m[0]:>8.3f} {m[1]:>8.3f} {m[2]:>8.3f} {m[3]:>6.3f} {delta}")
+        m, before = means(values), baseline.get(f"{task}|{mode}")
+        delta = round(m[0] - before[0], 3) if before else None
+        rows.append([task, mode, len(values), *(round(v, 3) for v in m), delta])
+    print_table(["task", "mode", "n", "nDCG@10", "MRR@10", "R@10", "P@1", "delta"], rows)
     if baseline:
         print(f"delta: nDCG@10 against {baseline_path}")
     if failures:
@@ -225,42 +165,8 @@ def main() -> None:
     for mode, count in sorted(dropped.items()):
         print(f"{mode}: {count / len(items):.2f} vector candidates per query under the model's threshold")
     args.save.parent.mkdir(parents=True, exist_ok=True)
+    table = {f"{task}|{mode}": means(values) + [len(values)] for (task, mode), values in scores.items()}
     args.save.write_text(json.dumps(table, indent=1, sort_keys=True))
-
-
-def _in_process(
-    url: str,
-    items: list[dict[str, Any]],
-    modes: list[str],
-    extra: dict[str, Any],
-    search_config: Path | None = None,
-    dropped: dict[str, int] | None = None,
-    group_by: str = "task",
-) -> tuple[Scores, int]:
-    """evaluate() against the API run in process on the store at `url` (caches off); `search_config`
-    replaces the shipped search.yaml (bench/class_weights.py)."""
-    from fastapi.testclient import TestClient
-
-    from serving.api.app import create_app
-
-    with TestClient(create_app(api_settings(url, search_config))) as api:
-        return evaluate(api, items, modes, extra, dropped, group_by)
-
-
-def api_settings(url: str, search_config: Path | None = None) -> Any:  # noqa: ANN401 - a ServingSettings
-    """The API's settings for an in-process bench on the store at `url`: caches, quotas and MCP off."""
-    from serving.settings import ServingSettings
-
-    return ServingSettings(  # type: ignore[call-arg]
-        _env_file=None,
-        **({"search_config": search_config} if search_config else {}),
-        database_url=url,
-        mcp_enabled=False,
-        query_cache_size=0,
-        result_cache_size=0,
-        anonymous_rate_per_minute=0,
-        anonymous_heavy_concurrency=0,
-    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ the first `--queries` dev queries in each shape: hybrid with no filter, hybrid f
 vector only. Printed per N: chunks, build times, sizes, the server's memory (PSS of its processes) and
 p50/p99 of the in-process request time. `--keep` keeps the databases; otherwise they are dropped;
 `--reuse` measures a kept one again without growing it (no build times then).
+
+    python bench/scale.py --database-url URL --recall-ef 60 100 200 400 800 [--queries 50] [--source sigma]
+
+measures only the vector leg's HNSW walk on the store as it is: recall@60 against exact cosine and the
+statement's p50/p99 per hnsw.ef_search (with --source, filtered to one source as the vector leg does).
 """
 
 from __future__ import annotations
@@ -30,13 +35,15 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from quality import api_settings
 
 from secrag.db import database
 
-from cold_start import children, memory_mb
+from lib.api import in_process
+from lib.processes import children, memory_mb
+from lib.queries import DEV_QUERIES, load_items
+from lib.table import print_table
+from lib.timing import percentile
 
-QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
 GROWN_INDEXES = ("hnsw", "chunks_tsv_idx", "chunks_first_title_trgm_idx")
 SHAPES: dict[str, dict[str, Any]] = {
     "hybrid": {"mode": "hybrid"},
@@ -211,26 +218,56 @@ def search_latency(url: str, texts: list[str], k: int) -> dict[str, tuple[float,
     """p50/p99 in ms of POST /v1/search per shape, the API in process (caches off), after one warm pass,
     and how many requests failed (a 504 when a statement outlives the reader's statement timeout; its
     time counts too)."""
-    from fastapi.testclient import TestClient
-
-    from serving.api.app import create_app
-
     figures = {}
-    with TestClient(create_app(api_settings(url))) as api:
+    with in_process(url) as api:
         for shape, body in SHAPES.items():
             times, failed = [], 0
             for timed in (False, True):
                 for text in texts:
                     started = time.perf_counter()
                     response = api.post("/v1/search", json={"query": text, "k": k, **body})
-                    elapsed = (time.perf_counter() - started) * 1000
                     if timed:
-                        times.append(elapsed)
+                        times.append((time.perf_counter() - started) * 1000)
                         failed += response.status_code != 200
-            times.sort()
-            p99 = times[min(len(times) - 1, int(0.99 * len(times)))]
-            figures[shape] = (statistics.median(times), p99, failed)
+            figures[shape] = (percentile(times, 50), percentile(times, 99), failed)
     return figures
+
+
+def recall_per_ef(url: str, texts: list[str], k: int, efs: list[int], source: str | None) -> None:
+    """Recall@k of the vector leg's HNSW walk against exact cosine (a sequential scan), and the statement's
+    p50/p99, per hnsw.ef_search; `source` filters both to one source as the vector leg does."""
+    from pgvector.psycopg import register_vector
+
+    from serving.search.encoder import shared_encoder
+
+    with database.connect(url, autocommit=True) as conn:
+        register_vector(conn)
+        model = conn.execute("SELECT model_id FROM embedding_models WHERE active").fetchone()[0]  # type: ignore[index]
+        encoder = shared_encoder(model, 1, backend="onnx", encoder_threads=1, cache_size=0)
+        vectors = [encoder.encode(t) for t in texts]
+        where = sql.SQL("AND c.source = {}").format(sql.Literal(source)) if source else sql.SQL("")
+        statement = sql.SQL(
+            "SELECT c.chunk_id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash "
+            "WHERE e.model_id = {model} {where} ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(k)s"
+        ).format(model=sql.Literal(model), where=where, d=sql.Literal(encoder.dimensions))
+        conn.execute("SET max_parallel_workers_per_gather = 0")
+        conn.execute("SET jit = off")
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        conn.execute("SET enable_indexscan = off")
+        truth = [{r[0] for r in conn.execute(statement, {"q": v, "k": k})} for v in vectors]
+        conn.execute("RESET enable_indexscan")
+        rows = []
+        for ef in efs:
+            conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef)))
+            times, recalls = [], []
+            for v, expected in zip(vectors, truth, strict=True):
+                started = time.perf_counter()
+                found = {r[0] for r in conn.execute(statement, {"q": v, "k": k})}
+                times.append((time.perf_counter() - started) * 1000)
+                recalls.append(len(found & expected) / max(1, len(expected)))
+            rows.append([ef, statistics.mean(recalls), min(recalls), percentile(times, 50), percentile(times, 99)])
+    print(f"model {model}, {len(vectors)} dev queries, recall@{k}{f', source {source}' if source else ''}")
+    print_table(["ef_search", "recall", "min", "p50 ms", "p99 ms"], rows)
 
 
 VARIANTS = {  # the vector index at lower precision: its expression, operator class and nearest-k query
@@ -423,7 +460,7 @@ def main() -> None:
     ap.add_argument("--noise", type=float, default=0.015, help="per-dimension standard deviation of a copy's noise")
     ap.add_argument("--maintenance-work-mem", default="4GB")
     ap.add_argument("--parallel-workers", type=int, default=1)
-    ap.add_argument("--query-file", type=Path, default=QUERIES)
+    ap.add_argument("--query-file", type=Path, default=DEV_QUERIES)
     ap.add_argument(
         "--texts",
         choices=["copies", "mixed"],
@@ -439,9 +476,13 @@ def main() -> None:
         "--variant-k", type=int, default=60, help="k of the variant comparison (the API's vector candidates)"
     )
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--recall-ef", type=int, nargs="+", help="only the HNSW walk's recall@--variant-k per ef_search")
+    ap.add_argument("--source", help="with --recall-ef: filtered to this source")
     args = ap.parse_args()
-    texts = [json.loads(line)["query"] for line in args.query_file.read_text().splitlines() if line.strip()]
-    texts = texts[: args.queries]
+    texts = [item["query"] for item in load_items(args.query_file, args.queries)]
+    if args.recall_ef:
+        recall_per_ef(args.database_url, texts, args.variant_k, args.recall_ef, args.source)
+        return
     base = args.database_url.split("?")[0].rsplit("/", 1)[1]
     results = []
     for target in args.chunks:

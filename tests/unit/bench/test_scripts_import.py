@@ -1,22 +1,38 @@
-"""Every bench script still imports: a script names the code it measures, and a rename must not leave one broken
-until somebody runs it (the lint's type check covers the packages, not bench/)."""
+"""Every bench script still imports and answers --help: a script names the code it measures, and a rename must not
+leave one broken until somebody runs it (the lint's type check covers the packages, not bench/)."""
 
 from __future__ import annotations
 
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
+SCRIPTS = sorted(p.name for p in BENCH.glob("*.py"))
 
 
-@pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py")))
-def test_the_script_imports(script: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(BENCH))  # scripts import their siblings (build, cold_start, plans, ...)
+def load(script: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCH))  # scripts import bench/lib and their siblings
     spec = importlib.util.spec_from_file_location(f"bench_{script[:-3]}", BENCH / script)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, module)
     spec.loader.exec_module(module)  # runs the imports and definitions; main() runs only as __main__
+    return module
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_script_answers_help(
+    script: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = load(script, monkeypatch)
+    if not hasattr(module, "main"):
+        return  # a sibling other scripts import (mirror_edits.py): importing it was the check
+    monkeypatch.setattr(sys, "argv", [script, "--help"])
+    with pytest.raises(SystemExit) as exited:
+        module.main()
+    assert exited.value.code == 0
+    assert "usage:" in capsys.readouterr().out

@@ -1,0 +1,1 @@
+"""What the bench entry points share: the in-process API, queries, relevance metrics, timing, tables, processes."""

@@ -1,0 +1,74 @@
+"""Processes a bench starts and watches: `secrag` itself, free ports, health checks, memory per process."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+SECRAG = [sys.executable, "-m", "secrag_cli.main"]
+DAEMON_HEALTH = "{ instance { daemonHealth { allDaemonStatuses { daemonType healthy } } } }"
+LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get(url: str) -> int:
+    """The status of a GET, 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except OSError:
+        return 0
+
+
+def graphql(url: str, query: str) -> dict[str, Any]:
+    """The `data` of a query to the Dagster webserver at `url`, {} when it fails."""
+    request = urllib.request.Request(
+        f"{url}/graphql", data=json.dumps({"query": query}).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return dict(json.load(response).get("data") or {})
+    except (OSError, ValueError):
+        return {}
+
+
+def location_loaded(url: str) -> bool:
+    entries = (graphql(url, LOCATIONS).get("workspaceOrError") or {}).get("locationEntries") or []
+    return any(e["loadStatus"] == "LOADED" for e in entries)
+
+
+def daemon_healthy(url: str) -> bool:
+    health = ((graphql(url, DAEMON_HEALTH).get("instance") or {}).get("daemonHealth") or {}).get("allDaemonStatuses")
+    return bool(health) and all(d["healthy"] for d in health if d["daemonType"] in ("SENSOR", "QUEUED_RUN_COORDINATOR"))
+
+
+def memory_mb(pid: int) -> tuple[float, float]:
+    """Resident and proportional set size of a process, in MB."""
+    rss = pss = 0
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Rss:"):
+            rss = int(line.split()[1])
+        elif line.startswith("Pss:"):
+            pss = int(line.split()[1])
+    return rss / 1024, pss / 1024
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(proc.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
