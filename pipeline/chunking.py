@@ -26,7 +26,7 @@ class ChunkConfig:
     paragraphs being cut into overlapping windows; otherwise only those windows overlap."""
 
     # 1000/200 across paragraphs: dev hybrid nDCG@10 0.845 against 0.838 with 150 inside long paragraphs
-    # only (bench/rechunk.py + bench/quality.py; docs/figures.md "Chunking").
+    # only (bench/quality.py on a store built with each).
     target: int = 1000
     overlap: int = 200
     across: bool = True

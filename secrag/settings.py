@@ -18,7 +18,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR_NAME = ".secrag"
 _PROJECT_FILES = ("dagster.yaml", "workspace.yaml")
 # The embedding model by default (secrag/models/models.yaml): int8 is 1.8x faster to embed with here and scores
-# as fp32 does on the dev queries (hybrid nDCG@10 0.613 vs 0.614; bench/models.py). fp32 stays selectable.
+# as fp32 does on the dev queries (hybrid nDCG@10 0.613 vs 0.614). fp32 stays selectable.
 DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
 
 

@@ -18,6 +18,7 @@ from .map import map_file
 from .mcp import mcp
 from .models import models
 from .preflight import preflight
+from .reference_docs import reference
 from .run import run
 from .serve import serve
 from .settings_docs import settings
@@ -56,6 +57,7 @@ cli.add_command(map_file)
 cli.add_command(mcp)
 cli.add_command(models)
 cli.add_command(preflight)
+cli.add_command(reference)
 cli.add_command(run)
 cli.add_command(serve)
 cli.add_command(settings)

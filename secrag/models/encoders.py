@@ -1,8 +1,8 @@
 """The encoder documents are embedded with: onnxruntime for every model, the same runtime the API
 encodes queries with.
 
-Measured on 2,000 chunks of the snapshot (AMD EPYC, AVX2, 2 threads; `bench/models.py` and the
-closing note of the speed issue): sentence-transformers on torch at batch 64 embedded 22.0 chunks/s,
+Measured on 2,000 chunks of the snapshot (AMD EPYC, AVX2, 2 threads; the closing note of the
+speed issue): sentence-transformers on torch at batch 64 embedded 22.0 chunks/s,
 onnxruntime fp32 27.9 (1.27x, vectors equal to 1e-4), onnxruntime int8 40.2 (1.83x). The ONNX export
 is made once per model (torch is needed only for that) and kept in the models folder.
 """

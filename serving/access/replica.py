@@ -9,8 +9,8 @@ The lag is read once per probe or scrape, never per request.
 
 The lag overstates during long write transactions: while a publish streams WAL that is not yet all
 replayed, it reads as the age of the last replayed commit, so it climbs with the publish (about its
-duration) although the standby is milliseconds behind and nothing committed is missing
-(bench/replica_lag.py). Set the maximum above the longest publish, or expect instances to leave the
+duration) although the standby is milliseconds behind and nothing committed is missing.
+Set the maximum above the longest publish, or expect instances to leave the
 load balancer during one.
 """
 

@@ -4,9 +4,12 @@ The API logs in as secrag_reader (SELECT on the served tables, nothing else); it
 owner's credentials, so no statement it runs can write, escalate or reach the server's programs.
 A login that could (a superuser, a role with any other attribute, a member of any role but
 secrag_reader, an owner of anything, a login that may write or create in any schema) is refused at
-start-up and on every new connection unless `allow_privileged_reader` says otherwise. Session settings a
-request may change (statement_timeout, hnsw.ef_search, ...) are reset whenever a connection goes
-back to the pool, so nothing one request set survives into the next.
+start-up and on every new connection unless `allow_privileged_reader` says otherwise. A request changes one
+session setting, hnsw.ef_search, and only through `ReaderSessions.ef_search`, which every walk of the HNSW index
+calls first: a connection keeps the value it was last given, the next request sets its own when it differs,
+and a connection goes back to the pool without a round trip. Any other setting a request makes is its
+transaction's (set_config(..., true)), so nothing one request set survives into the next
+(tests/unit/serving/test_session_settings.py keeps it so).
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def _ways_out(conn: psycopg.Connection[Any], queries: Queries) -> list[str]:
 
 
 class ReaderSessions:
-    """Configures, checks and resets the reader pool's connections."""
+    """Configures and checks the reader pool's connections, and sets hnsw.ef_search on them."""
 
     def __init__(self, queries: Queries, settings: ServingSettings) -> None:
         self._queries = queries
@@ -76,7 +79,6 @@ class ReaderSessions:
             "ef_search": str(DEFAULT_EF_SEARCH),
             "trgm_threshold": str(TRGM_THRESHOLD),
         }
-        self._reset: str | None = None  # RESET ALL and the session settings in one text (reset() renders it)
         # hnsw.ef_search per pooled connection when not the session default (entries go with their connection)
         self._ef_by_conn: weakref.WeakKeyDictionary[psycopg.Connection[Any], str] = weakref.WeakKeyDictionary()
 
@@ -100,16 +102,6 @@ class ReaderSessions:
         conn.autocommit = True
         self.check(conn)
         conn.execute(self._queries.session_settings, self._settings)
-
-    def reset(self, conn: psycopg.Connection[Any]) -> None:
-        """A connection back from a request: every setting it changed goes back to the session's (one round trip)."""
-        if self._reset is None:
-            # The settings rendered with their values (psycopg quotes them) after RESET ALL in one text: a query
-            # without parameters may hold two statements.
-            rendered = psycopg.ClientCursor(conn).mogrify(self._queries.session_settings, self._settings)
-            self._reset = f"RESET ALL;\n{rendered}"
-        conn.execute(self._reset)
-        self._ef_by_conn.pop(conn, None)
 
     def ef_search(self, conn: psycopg.Connection[Any], wanted: int) -> None:
         """Set hnsw.ef_search on the connection when it differs from what the session already has."""

@@ -68,11 +68,15 @@ class TooManyRequests(ApiError):
 
 
 class NotFound(ApiError):
+    """No such record, path, actor, tactic or domain, or one the caller may not see."""
+
     status = 404
     kind = "not_found"
 
 
 class NotImplementedFeature(ApiError):
+    """A request the store cannot answer for this record (e.g. a live upstream read of a source not on GitHub)."""
+
     status = 501
     kind = "not_implemented"
 
@@ -85,11 +89,15 @@ class UpstreamFailed(ApiError):
 
 
 class UpstreamTimeout(ApiError):
+    """A live upstream read past SECRAG_UPSTREAM_TIMEOUT."""
+
     status = 504
     kind = "upstream_timeout"
 
 
 class UpstreamTooLarge(ApiError):
+    """An upstream record over SECRAG_UPSTREAM_MAX_BYTES."""
+
     status = 413
     kind = "upstream_too_large"
 

@@ -33,7 +33,7 @@ class MapRequest(Strict):
     min_score: Annotated[float, Field(ge=0, le=1), NUMBER] | None = Field(
         default=None,
         description="Techniques scoring under this are left out (default: the search config's `map.min_score`, "
-        "chosen on labelled reports; see docs/api.md).",
+        "chosen on labelled reports: serving/search/search.yaml).",
     )
     limit: SInt = Field(
         default=DEFAULT_LIMIT,
@@ -97,7 +97,7 @@ class UnansweredSentence(BaseModel):
     end: int = Field(description="One past its last character: text[start:end] is the sentence.")
     reason: UnansweredReason = Field(
         description="`timeout`: the map's deadline (SECRAG_MAP_TIMEOUT_SECONDS) came before its search ran or "
-        "finished; the others: the search failed that way (as /v1/search would answer, see docs/api.md)."
+        "finished; the others: the search failed that way (a kind of /v1/search's errors)."
     )
 
 

@@ -38,7 +38,7 @@ class LayerTechnique(BaseModel):
         default=None,
         exclude_if=lambda v: v is None,
         description="A map's: 100 x the technique's map score, rounded; a coverage's: the kinds covering it (0-3); "
-        "a comparison's: its operands' (see docs/api.md). Absent: unscored.",
+        "a comparison's: its operands', as the request's `scores` says. Absent: unscored.",
     )
     comment: str = Field(description="Why the technique is in the layer (a map's: its supporting sentences).")
     enabled: bool = True

@@ -1,4 +1,4 @@
-"""Which documents count as which kind of coverage: the one place that says so (docs/api.md quotes it).
+"""Which documents count as which kind of coverage: the one place that says so (/v1/coverage's description sums it up).
 
 A document counts for a technique when its labels (`documents.techniques`) name the technique; its kind is
 its source's: the registry's category for online sources, its own kind for the caller's folders.

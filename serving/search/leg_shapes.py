@@ -23,8 +23,8 @@ from serving.search.statements import VOTER_LEGS
 # the vector leg's 60, 0.604 at 100, 0.595 at 300).
 FTS_CORPUS_MAX_MATCHES = 1000
 # Filters estimated to keep at most this many chunks get exact vector distances (over chunk_vectors, migration
-# 0009) instead of the HNSW index: about 0.45 us a chunk on the full snapshot, 2.2 ms for sigma's 4,817
-# (bench/filtered.py), where an iterative HNSW scan took 9 ms and missed 3 % of the nearest.
+# 0009) instead of the HNSW index: about 0.45 us a chunk on the full snapshot, 2.2 ms for sigma's 4,817,
+# where an iterative HNSW scan took 9 ms and missed 3 % of the nearest.
 EXACT_VECTOR_MAX_CHUNKS = 10000
 # A voter leg with named voting sources (the procedure examples) takes exact distances over their vectors up
 # to this many chunks (the real corpus's 16,017 procedure examples), where a whole-graph walk keeping a source
@@ -40,7 +40,7 @@ CHUNKS_PER_DOC_BOUND = 8
 PROSE_MAX_WORDS = 8
 PROSE_MAX_SHARE = 0.02
 # Hybrid ranks the full text of longer prose within the vector pool by its rarest distinct words: ts_rank_cd
-# of an OR of hundreds of words costs seconds even on a pool (a 900-word query: 2.5 s; see bench/flood.py).
+# of an OR of hundreds of words costs seconds even on a pool (a 900-word query: 2.5 s).
 POOL_MAX_WORDS = 64
 
 

@@ -5,7 +5,7 @@ two statements rather than their sum. Only while a core is idle: with as many se
 only queue behind the others and cost its own planning and round trip, so the legs stay in the one statement.
 Counting searches alone also split searches while the other requests were between their searches (in their
 HTTP, dependencies or thread hop): 4 clients gave 90.7 and 92.6 req/s, and 92.4 and 96.3 with the requests
-counted (bench/search.py --clients 4)."""
+counted."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Online sources' vectors held in the API's memory, for the legs that take exact distances over named
 sources: the vector leg filtered to a few small sources, and the procedures voter leg (the ATT&CK procedure
 examples). A matrix product over the 16,017 procedure examples and its top k take 1.8 ms on one core, where
-PostgreSQL's exact scan of the same rows took 13 ms under EXPLAIN ANALYZE (bench/pg_parts.py).
+PostgreSQL's exact scan of the same rows took 13 ms under EXPLAIN ANALYZE.
 
 Only public rows of online sources are held (no tenant, so every caller may see them; the statement that
 reads the chosen chunks still applies the filters and the access check). A source is held at one version:
@@ -76,7 +76,7 @@ class SourceVectors:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         # One BLAS thread per product: OpenBLAS's own threads spin after each call and take the cores the
-        # database and the other requests need (bench/search.py at 4 clients, filters as labelled: 63 req/s
+        # database and the other requests need (4 clients, filters as labelled: 63 req/s
         # with two threads, 79 with one; a product over the 16,017 procedure examples takes 1.3 ms on one).
         self._blas = ThreadpoolController()
 

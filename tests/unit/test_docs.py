@@ -49,8 +49,8 @@ def _code(text: str) -> Iterator[str]:
 
 
 def _slug(heading: str) -> str:
-    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
-    plain = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    """GitHub's anchor for a heading: lower case, punctuation but `-` and `_` dropped, spaces as hyphens."""
+    plain = re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
     return re.sub(r"[^\w\- ]", "", plain).replace(" ", "-")
 
 

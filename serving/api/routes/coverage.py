@@ -27,8 +27,12 @@ router = APIRouter(prefix=API_PREFIX, tags=["coverage"])
         "gaps (no detection; a test but no detection; a detection but no test; an analytic but no detection; "
         "analytics no held schema describes) and an ATT&CK Navigator layer (format 4.5) coloured by coverage. "
         "Counted from the documents' technique labels in one statement (the analytics in a second), over the "
-        "documents the caller may see; "
-        "how each kind is decided: docs/api.md."
+        "documents the caller may see. A document's kind is its source's (serving/coverage/kinds.py): detections "
+        "are the rule sets (sources of category detection), tests the attack simulations (category test), "
+        "countermeasures D3FEND's defensive techniques and ATT&CK's mitigations, notes the caller's own folders. "
+        "An id counts as the rule set writes it: a rule tagged with a revoked technique counts for that id, not "
+        "its replacement; deprecated rules do not count. An answer is a page of `limit` techniques in technique "
+        "order (`next_cursor` while more follow); its layer, gaps and log sources are the page's."
     ),
 )
 def coverage(body: CoverageRequest, counts: CoverageDep, principal: PrincipalDep) -> CoverageResponse:

@@ -22,8 +22,10 @@ router = APIRouter(prefix=API_PREFIX, tags=["layers"])
         "when given) of techniques the store's ATT&CK has and has neither revoked nor deprecated; the others are "
         "reported per layer, never an error. Each technique of the result keeps a score (`scores`: the left's, "
         "the right's, their max, min or sum; minus keeps the left's) and a comment saying which layers it is in, "
-        "with their scores and comments. E.g. an actor's techniques that none of my rules detect: its coverage "
-        "layer minus a layer of my rules (docs/api.md)."
+        "with their scores and comments, cut at 1,000 characters, and one entry per tactic its layers placed it "
+        "under. E.g. an actor's techniques that none of my rules detect: its coverage layer (POST /v1/coverage "
+        "with `actor`) minus a layer of my rules, with `right_min_score: 1` when the rule layer lists undetected "
+        "techniques with score 0; a rule tagged with a revoked id subtracts nothing (it needs the new id)."
     ),
 )
 def compare_layers(body: CompareRequest, layers: LayersDep) -> CompareResponse:

@@ -38,6 +38,15 @@ def lookup(
     HijackLibs executables), file name (LOLBAS binaries and scripts, GTFOBins binaries, HijackLibs DLLs and
     executables, LOLDrivers drivers) or Windows path (LOLBAS full paths, HijackLibs expected and vulnerable
     paths), the records the caller may see that hold it, each with the fields it is in. A value no record
-    holds has no records (not an error). Matching rules: docs/api.md."""
+    holds has no records (not an error); a value's records come those it names first, then by source and title.
+
+    Hashes (32, 40 or 64 hex digits) match in any case, whatever their kind. Windows names and paths match in any
+    case, GTFOBins (Unix) names exactly. Paths are compared in one canonical form: lower case, backslashes, no
+    quotes or repeated separators, each system root as one variable (C:\\Windows\\System32, %SYSTEM32% and
+    %windir%\\System32 are one; C:\\Program Files and C:\\Program Files (x86) are both %programfiles%); a
+    placeholder the sources write (%VERSION%, <version>) matches any one part. A value holding a separator is
+    also looked up by its last part, as a file name. The values travel in the URL: servers and proxies commonly
+    refuse a request line over 8 KB, so split a batch of long paths. Search pins the same records first for a
+    query that is a hash or one token ending in a file name."""
     query = query_model(LookupQuery, value=value, limit=limit)
     return artefacts.lookup(query, principal)

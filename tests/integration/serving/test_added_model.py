@@ -145,7 +145,7 @@ def test_the_api_serves_the_added_model_without_a_threshold(
     with TestClient(create_app(pinned)) as api:
         minilm = _search(api, "log4j remote code execution", "vector")
         assert minilm["model"] == DEFAULT_MODEL and minilm["vector_threshold"] is not None
-    measured = tmp_path / "search.yaml"  # once measured (bench/vector_thresholds.py), its threshold applies
+    measured = tmp_path / "search.yaml"  # once measured (bench/quality.py --vector-thresholds), its threshold applies
     measured.write_text(f"vector_thresholds: {{{TINY_INT8}: {{default: -1.0}}}}\n", encoding="utf-8")
     with TestClient(create_app(settings.model_copy(update={"search_config": measured}))) as api:
         assert _search(api, "log4j remote code execution", "vector")["vector_threshold"] == -1.0

@@ -22,7 +22,7 @@ from tests.plugins.upstream import SNAPSHOT
 from . import upstream_labels, upstream_store
 from .upstream_labels import Labels
 
-# What each published source counts as (docs/api.md#coverage, serving/coverage/kinds.py).
+# What each published source counts as (serving/coverage/kinds.py, POST /v1/coverage's description).
 KIND_OF = {
     "sigma": "detections",
     "elastic": "detections",

@@ -81,7 +81,7 @@ def test_layers_of_two_domains_compare_in_the_lefts(client: TestClient) -> None:
 
 
 def test_an_actors_coverage_layer_minus_my_rules_is_one_call(client: TestClient) -> None:
-    """The docs/api.md example: G0007's techniques none of my rules detect."""
+    """The compare example of docs/reference/api.md: G0007's techniques none of my rules detect."""
     coverage = posted(client, "/v1/coverage", {"actor": "G0007", "analytics": False})
     group = {t["technique_id"] for t in coverage["techniques"]}
     answer = posted(

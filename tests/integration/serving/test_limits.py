@@ -83,7 +83,7 @@ def test_response_cap_truncates(serving_db_url: str, settings_for: Callable[...,
 
 def test_statement_timeout_is_504_while_the_lock_is_still_held(serving_db_url: str, client: TestClient) -> None:
     """The search is cancelled by its statement timeout, not answered once the lock goes: the holder keeps
-    the lock until the test lets it go, after the answer (bench/deadlines.py times the 504)."""
+    the lock until the test lets it go, after the answer."""
     locked = threading.Event()
     release = threading.Event()
     let_go: list[bool] = []
@@ -129,7 +129,7 @@ def test_database_down_is_503_and_recovers(
         allow(False)
         try:
             for path in ("/v1/sources", "/v1/stats"):
-                response = api.get(path)  # answered while the database still refuses (bench/deadlines.py times it)
+                response = api.get(path)  # answered while the database still refuses
                 assert response.status_code == 503 and response.headers["Retry-After"]
                 assert_clean(response.text)
             assert api.get("/readyz").status_code == 503

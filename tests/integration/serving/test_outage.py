@@ -1,7 +1,6 @@
 """A real database server stopped and started under the API: 503s while down, recovery once it is back.
 
-How fast each is (503 latency, seconds to recover) is printed by `python bench/outage.py`; the test asserts the
-order of events only."""
+The test asserts the order of events only, not how fast each is."""
 
 from __future__ import annotations
 

@@ -199,7 +199,7 @@ def test_hanging_upstream_is_504_within_the_cap(
     client = app_with(upstream_raw_base=http_server.base_url, upstream_timeout=1.0)
     response = client.get(f"/v1/docs/{doc_id}/upstream", params={"live": "true"})
     assert response.status_code == 504
-    # The cap came first: the upstream still held the request (bench/deadlines.py times it).
+    # The cap came first: the upstream still held the request.
     assert http_server.hits(raw) and http_server.statuses(raw) == []
 
 

@@ -75,7 +75,7 @@ def test_the_table_resolves_most_log_source_references() -> None:
     table = shipped_log_sources()
     references = attack_log_sources()
     resolved = sum(table.resolve(name, channel).resolved for name, channel in references)
-    assert len(references) > 4000 and resolved / len(references) > 0.85  # bench/log_sources.py prints the figures
+    assert len(references) > 4000 and resolved / len(references) > 0.85
 
 
 def test_every_schema_it_names_exists_in_the_snapshot() -> None:

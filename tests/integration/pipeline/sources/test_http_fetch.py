@@ -67,7 +67,7 @@ def test_hang_fails_within_the_timeout(http_server: LoopbackServer) -> None:
     url = http_server.hang("/hang", seconds=60)
     with pytest.raises(FetchError, match="timed out"):
         get_bytes(url, CFG, timeout=1.0)
-    # The client's deadline came first: the server still held the request (bench/deadlines.py times it).
+    # The client's deadline came first: the server still held the request.
     assert http_server.hits("/hang") and http_server.statuses("/hang") == []
 
 

@@ -151,7 +151,7 @@ def test_probe_of_a_hanging_repo_is_bounded(
     with pytest.raises(FetchError, match="timed out"):
         probe(source_specs["hijacklibs"], cfg, timeout=1.0)
     assert http_server.hits("/hijacklibs.git/info/refs")  # git really was waiting on the server
-    # ... and was stopped while the server still held the request (bench/deadlines.py times it)
+    # ... and was stopped while the server still held the request
     assert http_server.statuses("/hijacklibs.git/info/refs") == []
 
 

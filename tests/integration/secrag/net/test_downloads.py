@@ -87,7 +87,7 @@ def test_a_slow_drip_server_hits_the_deadline(http_server: LoopbackServer, body:
     url = http_server.drip("/drip", body, every=0.25)
     with pytest.raises(FetchTimeout):
         get_bytes(url, LoopbackPolicy(), DownloadLimits(max_attempts=1), timeout=1.5)
-    # The deadline came first: the server had not sent the whole answer (bench/deadlines.py times it).
+    # The deadline came first: the server had not sent the whole answer.
     assert http_server.hits("/drip") and http_server.statuses("/drip") == []
 
 

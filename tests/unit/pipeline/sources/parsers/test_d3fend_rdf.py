@@ -21,7 +21,7 @@ ROOT = UPSTREAM / "mitre_d3fend"
 
 @pytest.fixture(scope="module")
 def outcome() -> ParseOutcome:
-    # The 2.5 MB Turtle file parses in about a second: `python bench/parse_all.py --only mitre_d3fend`.
+    # The 2.5 MB Turtle file parses in about a second: `bench/build.py --parse-only --only mitre_d3fend`.
     return parse_source(default_registry()["mitre_d3fend"], ROOT)
 
 
