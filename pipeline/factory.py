@@ -12,6 +12,7 @@ from .assets.folders import build_folder_asset
 from .assets.ingested import build_ingested_assets, ingested_sensor
 from .assets.keys import FRESHNESS, LOOKUP_SOURCES, REFRESH_OK, folder_key, source_key
 from .assets.lookups import build_lookup_asset
+from .assets.map_verifier import build_map_verifier_asset
 from .assets.sentence_model import build_sentence_model_asset
 from .assets.sources import build_source_asset
 from .assets.upstream import build_upstream_asset
@@ -73,7 +74,7 @@ def build_graph(
     if lookup_sources:
         graph.assets.append(build_lookup_asset(lookup_sources))
     if training_steps and set(TRAINING_SOURCES) <= {s.name for s in enabled}:  # None or 0: no training
-        graph.assets.append(build_sentence_model_asset(training_steps))
+        graph.assets += [build_sentence_model_asset(training_steps), build_map_verifier_asset()]
     graph.assets += build_ingested_assets(chunker_version=chunking.version, embed_code=embed_code)  # `secrag ingest`
     graph.sensors.append(ingested_sensor)
     for folder in folders:

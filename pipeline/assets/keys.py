@@ -43,3 +43,6 @@ def embeddings_key(source: str) -> dg.AssetKey:
 # The sentence model (pipeline/assets/sentence_model.py) and its quality gate.
 SENTENCE_MODEL_KEY = dg.AssetKey(["models", "sentence_model"])
 SENTENCE_QUALITY = "beats_served_model"
+# The map's verifier trained beside the promoted sentence model (pipeline/assets/map_verifier.py) and its gate.
+MAP_VERIFIER_KEY = dg.AssetKey(["models", "map_verifier"])
+VERIFIER_QUALITY = "beats_the_vote"

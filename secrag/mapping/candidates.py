@@ -1,18 +1,19 @@
-"""A text's sentences against the sentence model's vectors of ATT&CK held in the API's memory: for each sentence,
-its nearest procedure examples vote for their techniques (each by its cosine similarity) and its nearest
-technique documents add their own similarity; each sentence's candidates carry the features the selector
-(serving/mapping/selector.py) turns into a probability. One matrix product per source for all sentences and
-no statement: the map's votes come from the vectors the API already holds."""
+"""A text's sentences against the sentence model's vectors of ATT&CK held in memory: for each sentence, its nearest
+procedure examples vote for their techniques (each by its cosine similarity) and its nearest technique documents
+add their own similarity; each sentence's candidates carry the features the verifier (secrag/mapping/verifier.py)
+or the selector (serving/mapping/selector.py) turns into a probability. One matrix product per source for all
+sentences and no statement. The training of the verifier (pipeline/training/verifier_data.py) computes the same
+candidates for procedure examples, each with its own actor's examples left out (`exclude`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from secrag.identifiers import is_technique_id
-from serving.search.source_vectors import Held
 
 ATTACK_PREFIX = "mitre_attack:"
 
@@ -33,6 +34,22 @@ class Candidate:
     named: bool  # the sentence writes its id
     name_found: bool  # the sentence writes its name
     chunk_id: str  # its document's chunk nearest the sentence (the citation)
+    example_margin: float = 0.0  # example_sim minus the best other technique's example_sim
+    family_margin: float = 0.0  # doc_sim minus the best doc_sim of its parent and siblings (or children); 0: none
+    parent_margin: float = 0.0  # a sub-technique's doc_sim minus its parent's; a parent's minus its best child's
+
+
+class HeldRows(Protocol):
+    """One source's held vectors (serving/search/source_vectors.py Held): unit rows with their ids and labels."""
+
+    @property
+    def chunk_ids(self) -> list[str]: ...
+    @property
+    def doc_ids(self) -> list[str]: ...
+    @property
+    def matrix(self) -> np.ndarray: ...
+    @property
+    def labels(self) -> tuple[tuple[str, ...], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -46,9 +63,10 @@ class HeldAttack:
     techniques: list[str]  # one per group
     starts: np.ndarray  # first row of each group
     chunks: list[str]  # one per row
+    family: np.ndarray  # per technique, the group index of its parent's id (parents: their own)
 
     @classmethod
-    def of(cls, procedures: Sequence[Held], attack: Sequence[Held]) -> HeldAttack:
+    def of(cls, procedures: Sequence[HeldRows], attack: Sequence[HeldRows]) -> HeldAttack:
         rows: list[tuple[str, str, np.ndarray]] = []
         for held in attack:
             for i, doc_id in enumerate(held.doc_ids):
@@ -67,7 +85,14 @@ class HeldAttack:
             techniques=techniques,
             starts=np.asarray(starts, dtype=np.intp),
             chunks=[r[1] for r in rows],
+            family=_families(techniques),
         )
+
+
+def _families(techniques: Sequence[str]) -> np.ndarray:
+    """Each technique's family as a number: the index of its parent id's first appearance."""
+    first: dict[str, int] = {}
+    return np.asarray([first.setdefault(t.split(".", 1)[0], i) for i, t in enumerate(techniques)], dtype=np.intp)
 
 
 def _rows(matrices: list[np.ndarray], dims: int) -> np.ndarray:
@@ -85,17 +110,23 @@ def candidates(
     top: int,
     named: Sequence[Set[str]],
     names_found: Sequence[Set[str]],
+    exclude: Sequence[np.ndarray] | None = None,
 ) -> list[list[Candidate]]:
     """Each sentence's candidates (unit rows `queries`, in order): the `top` techniques by vote share, the `top`
-    by document similarity and every technique it names, best share first."""
+    by document similarity and every technique it names, best share first. `exclude`: per sentence, the example
+    rows that may not vote for it (a training example's own actor's)."""
     if not len(queries) or not held.techniques:
         return [[] for _ in range(len(queries))]
     example_sims = queries @ held.examples.T
+    if exclude is not None:
+        for i, rows in enumerate(exclude):
+            example_sims[i, rows] = -np.inf
     doc_sims = queries @ held.documents.T
     technique_sims = np.maximum.reduceat(doc_sims, held.starts, axis=1)  # each technique's best chunk
     ends = [*held.starts[1:], len(held.chunks)]
     index = {t: i for i, t in enumerate(held.techniques)}
     k = min(voters, example_sims.shape[1])
+    families = {int(f): np.flatnonzero(held.family == f) for f in np.unique(held.family)}
     out: list[list[Candidate]] = []
     for i in range(len(queries)):
         shares: dict[str, float] = {}
@@ -103,6 +134,7 @@ def candidates(
         near = 0.0
         if k:
             picked = np.argpartition(-example_sims[i], k - 1)[:k]
+            picked = picked[np.isfinite(example_sims[i, picked])]
             total = float(example_sims[i, picked].sum())
             near = total / k
             for j in picked:
@@ -112,9 +144,10 @@ def candidates(
                     best_example[label] = max(best_example.get(label, 0.0), sim)
         by_vote = sorted(shares, key=lambda t: (-shares[t], t))
         vote_rank = {t: r for r, t in enumerate(by_vote, start=1)}
-        order = np.argsort(-technique_sims[i], kind="stable")
+        sims = technique_sims[i]
+        order = np.argsort(-sims, kind="stable")
         doc_rank = {held.techniques[g]: r for r, g in enumerate(order, start=1)}
-        best_sim = float(technique_sims[i, order[0]])
+        best_sim = float(sims[order[0]])
         by_doc = [held.techniques[g] for g in order[:top]]
         chosen = dict.fromkeys([*by_vote[:top], *by_doc, *sorted(named[i])])
         found: list[Candidate] = []
@@ -126,7 +159,10 @@ def candidates(
             row = start + int(np.argmax(doc_sims[i, start:end]))
             share = shares.get(technique, 0.0)
             others = max((s for t, s in shares.items() if t != technique), default=0.0)
-            sim = float(technique_sims[i, g])
+            example = best_example.get(technique, 0.0)
+            other_example = max((s for t, s in best_example.items() if t != technique), default=0.0)
+            sim = float(sims[g])
+            family, parent = _family_margins(sims, families[int(held.family[g])], g, technique, index)
             found.append(
                 Candidate(
                     technique=technique,
@@ -136,8 +172,11 @@ def candidates(
                     doc_rank=doc_rank[technique],
                     doc_margin=round(sim - best_sim, 6),
                     share_margin=round(share - others, 6),
-                    example_sim=round(best_example.get(technique, 0.0), 6),
+                    example_sim=round(example, 6),
                     near_sim=round(near, 6),
+                    example_margin=round(example - other_example, 6),
+                    family_margin=round(family, 6),
+                    parent_margin=round(parent, 6),
                     named=technique in named[i],
                     name_found=technique in names_found[i],
                     chunk_id=held.chunks[row],
@@ -146,3 +185,18 @@ def candidates(
         found.sort(key=lambda c: (-c.share, -c.doc_sim, c.technique))
         out.append(found)
     return out
+
+
+def _family_margins(
+    sims: np.ndarray, members: np.ndarray, g: int, technique: str, index: dict[str, int]
+) -> tuple[float, float]:
+    """(doc_sim minus the best of its family's other techniques, doc_sim minus its parent's or best child's)."""
+    others = members[members != g]
+    sim = float(sims[g])
+    if not len(others):
+        return 0.0, 0.0
+    family_margin = sim - float(sims[others].max())
+    if "." in technique:
+        parent = index.get(technique.split(".", 1)[0])
+        return family_margin, (sim - float(sims[parent])) if parent is not None else 0.0
+    return family_margin, family_margin  # a parent's others are its children

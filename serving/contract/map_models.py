@@ -67,8 +67,9 @@ class SupportingSentence(BaseModel):
     rank: int = Field(description="The technique's rank among the ATT&CK techniques found for this sentence.")
     search_score: float = Field(description="The technique's hybrid search score for this sentence (see /v1/search).")
     vote: float = Field(
-        description="What the sentence adds to the technique's score: the share of labelled sentences whose "
-        "technique at this rank was right (1 when the sentence names the technique's id)."
+        description="What the sentence adds to the technique's score: the probability that it describes the "
+        "technique, by the verifier or selector of the sentence model's path, or by the search path's share of "
+        "labelled sentences whose technique at this rank was right (1 when the sentence names the technique's id)."
     )
 
 
@@ -77,8 +78,9 @@ class MappedTechnique(BaseModel):
     name: str = Field(description="The technique's full name (Parent: Sub for a sub-technique).")
     domain: AttackDomain | None = Field(default=None, description="Its ATT&CK domain (the map's).")
     score: float = Field(
-        description="How likely the text describes the technique, in [0, 1]: 1 - prod(1 - vote) over its "
-        "supporting sentences (noisy-or: each sentence is independent evidence)."
+        description="How likely the text describes the technique, in [0, 1]: the report-level decision's "
+        "probability over its supporting sentences' votes when search.yaml sets `map.decision`, else "
+        "1 - prod(1 - vote) (noisy-or: each sentence is independent evidence)."
     )
     tactics: list[str] = Field(description="Its ATT&CK tactics (short names, e.g. credential-access).")
     sentences: list[SupportingSentence] = Field(description="The sentences it was found for, in text order.")
@@ -104,6 +106,9 @@ class UnansweredSentence(BaseModel):
 class MapResponse(BaseModel):
     techniques: list[MappedTechnique] = Field(description="Best first (score, then id).")
     sentences: int = Field(description="Sentences mapped (distinct ones searched once).")
+    set_aside: int = Field(
+        default=0, description="Sentences the behaviour gate found no behaviour in: they support no technique."
+    )
     min_score: float = Field(description="The min_score applied.")
     omitted: int = Field(description="Techniques at or over min_score left out by `limit`.")
     model: str = Field(description="The embedding model of the searches (see /v1/stats).")

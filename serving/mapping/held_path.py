@@ -1,6 +1,7 @@
 """The map's sentence-model path: every sentence encoded in batches by the sentence model, its candidates taken
-from that model's vectors of ATT&CK held in the API's memory (serving/mapping/votes.py), scored by the selector
-(serving/mapping/selector.py), and the cited chunks read in one statement. Used while a sentence model serves and
+from that model's vectors of ATT&CK held in the API's memory (secrag/mapping/candidates.py), scored by the selector
+(serving/mapping/selector.py) or by the verifier trained beside the sentence model (secrag/mapping/verifier.py,
+search.yaml `map.verify`), and the cited chunks read in one statement. Used while a sentence model serves and
 its vectors are held; otherwise (None) the map searches each sentence."""
 
 from __future__ import annotations
@@ -9,15 +10,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 
 import numpy as np
 
+from secrag.mapping.candidates import Candidate, HeldAttack, candidates
 from serving.access.keys import Principal
 from serving.contract.responses import LegScores, SearchResult
 from serving.mapping.evidence import Vote, named_techniques
 from serving.mapping.selector import probability
 from serving.mapping.sentences import Sentence
-from serving.mapping.votes import Candidate, HeldAttack, candidates
+from serving.mapping.verifier_file import verifier_of
 from serving.search.leg_runs import fetch
 from serving.search.result_rows import location_of
 from serving.search.search_file import MapSelector
@@ -30,6 +33,23 @@ ATTACK = "mitre_attack"
 Turn = Callable[[], AbstractContextManager[bool]]  # a turn of the process's map work (MapCapacity.turn)
 
 
+@dataclass(frozen=True)
+class HeldEvidence:
+    """Each sentence's candidates and its vector of the sentence model, with that model's id."""
+
+    model_id: str
+    candidates: list[list[Candidate]]
+    vectors: np.ndarray
+
+
+@dataclass(frozen=True)
+class HeldVotes:
+    """The sentences' votes, and which sentences the behaviour gate set aside (their indices)."""
+
+    votes: list[Vote]
+    set_aside: frozenset[int]
+
+
 def held_votes(
     searcher: Searcher,
     sentences: Sequence[Sentence],
@@ -37,19 +57,38 @@ def held_votes(
     principal: Principal,
     turn: Turn,
     deadline: float,
-) -> list[Vote] | None:
-    """Every sentence's votes: its candidates at or over the selector's floor, each voting its probability; None
-    when no sentence model serves or its vectors are not held yet (the caller searches each sentence). Its
+    *,
+    verify: bool = False,
+) -> HeldVotes | None:
+    """Every sentence's votes: its candidates at or over the selector's floor, each voting its probability (the
+    verifier's, with `verify` and a verifier kept beside the sentence model; else the selector's); None when no
+    sentence model serves or its vectors are not held yet (the caller searches each sentence). A sentence the
+    verifier's behaviour gate finds no behaviour in is set aside, unless it writes a technique's id. Its
     statements take turns as its encoding does, so they stay on the maps' share of the connections."""
-    found = held_candidates(searcher, sentences, voters=selector.voters, top=selector.top, turn=turn, deadline=deadline)
+    found = held_evidence(searcher, sentences, voters=selector.voters, top=selector.top, turn=turn, deadline=deadline)
     if found is None:
         return None
+    verifier = verifier_of(found.model_id) if verify else None
+    aside: frozenset[int] = frozenset()
+    if verifier is not None and verifier.gate is not None and sentences:
+        behaviour = verifier.gate.scores(found.vectors, [s.query for s in sentences])
+        aside = frozenset(
+            i
+            for i, p in enumerate(behaviour)
+            if p < verifier.gate.threshold and not any(c.named for c in found.candidates[i])
+        )
     scored: dict[int, list[tuple[Candidate, float]]] = {}
-    for i, sentence_candidates in enumerate(found):
-        for candidate in sentence_candidates:
-            p = probability(candidate, selector.intercept, selector.weights)
+    for i, sentence_candidates in enumerate(found.candidates):
+        if i in aside or not sentence_candidates:
+            continue
+        probs = (
+            verifier.scores(sentence_candidates)
+            if verifier is not None
+            else [probability(c, selector.intercept, selector.weights) for c in sentence_candidates]
+        )
+        for candidate, p in zip(sentence_candidates, probs, strict=True):
             if p >= selector.floor:
-                scored.setdefault(i, []).append((candidate, p))
+                scored.setdefault(i, []).append((candidate, float(p)))
     with turn() as had:  # its one statement on a connection of the maps' share, as a search's
         if not had:
             return None
@@ -61,7 +100,7 @@ def held_votes(
             hit = hits.get(candidate.chunk_id)
             if hit is not None:  # a document the caller may not see does not vote
                 votes.append(Vote(i, candidate.technique, round(p, 6), rank, hit.model_copy(update={"score": p})))
-    return votes
+    return HeldVotes(votes, aside)
 
 
 def held_candidates(
@@ -73,8 +112,22 @@ def held_candidates(
     turn: Turn | None = None,
     deadline: float = float("inf"),
 ) -> list[list[Candidate]] | None:
-    """Each sentence's candidates from the sentence model's held vectors; None when no sentence model serves, its
-    vectors are not held yet, or the deadline came before every sentence was encoded."""
+    """Each sentence's candidates from the sentence model's held vectors (held_evidence's)."""
+    found = held_evidence(searcher, sentences, voters=voters, top=top, turn=turn, deadline=deadline)
+    return found.candidates if found is not None else None
+
+
+def held_evidence(
+    searcher: Searcher,
+    sentences: Sequence[Sentence],
+    *,
+    voters: int,
+    top: int,
+    turn: Turn | None = None,
+    deadline: float = float("inf"),
+) -> HeldEvidence | None:
+    """Each sentence's candidates from the sentence model's held vectors, and its vector; None when no sentence
+    model serves, its vectors are not held yet, or the deadline came before every sentence was encoded."""
     model = searcher.sentence.encoder() if searcher.sentence is not None else None
     if model is None or searcher.vectors is None:
         return None
@@ -95,14 +148,16 @@ def held_candidates(
                 return None
             rows.extend(model.encode_many(texts[start : start + model.max_batch]))
     names = searcher.catalog.technique_names()
-    return candidates(
-        np.asarray(rows, dtype=np.float32).reshape(len(rows), -1),
+    vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+    found = candidates(
+        vectors,
         _held_attack(model.model_id, procedures, attack),
         voters=voters,
         top=top,
         named=[named_techniques(s.text) for s in sentences],
         names_found=[frozenset(names.find(s.text)) for s in sentences],
     )
+    return HeldEvidence(model.model_id, found, vectors)
 
 
 _LAST: dict[tuple[str, tuple[str, ...]], HeldAttack] = {}

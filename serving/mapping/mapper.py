@@ -35,6 +35,7 @@ from serving.contract.requests import AttackDomain, ReturnOptions, SearchFilters
 from serving.contract.responses import SearchResponse
 from serving.layers.screen import LayerReads, asked_domain
 from serving.mapping.capacity import PROCESS, MapCapacity
+from serving.mapping.decision import decide
 from serving.mapping.evidence import Evidence, Vote, combine, named_techniques, votes_of
 from serving.mapping.held_path import Turn, held_votes
 from serving.mapping.layer import navigator_layer
@@ -99,13 +100,19 @@ def map_text(
     with admit(len(queries), capacity.width) as width, capacity.maps.counting():
         if tuning.selector is not None and req.domain == DEFAULT_DOMAIN:  # the sentence model's are Enterprise's
             held = held_votes(
-                searcher, sentences, tuning.selector, principal, lambda: capacity.turn(deadline, caller), deadline
+                searcher,
+                sentences,
+                tuning.selector,
+                principal,
+                lambda: capacity.turn(deadline, caller),
+                deadline,
+                verify=tuning.verify,
             )
         if held is None:
             turn = functools.partial(capacity.turn, deadline, caller)
             answers = _search_all(searcher, queries, tuning.candidates, width, principal, turn, deadline, req.domain)
     votes = (
-        held
+        held.votes
         if held is not None
         else [
             vote
@@ -117,10 +124,11 @@ def map_text(
         ]
     )
     min_score = tuning.min_score if req.min_score is None else req.min_score
+    combined = combine(votes)
+    if held is not None and tuning.decision is not None:
+        combined = decide(combined, len(sentences), tuning.decision.intercept, tuning.decision.weights)
     kept = [
-        e
-        for e in combine(votes)
-        if e.score >= min_score and (within is None or e.technique in within.techniques.techniques)
+        e for e in combined if e.score >= min_score and (within is None or e.technique in within.techniques.techniques)
     ]
     names = searcher.catalog.technique_lookup()
     tactics = searcher.catalog.technique_tactics()
@@ -153,6 +161,7 @@ def map_text(
     return MapResponse(
         techniques=techniques,
         sentences=len(sentences),
+        set_aside=len(held.set_aside) if held is not None else 0,
         min_score=min_score,
         omitted=max(0, len(kept) - req.limit),
         model=model,

@@ -1,5 +1,5 @@
 """Whether a sentence describes a technique, and which: a logistic model over each candidate's evidence
-(serving/mapping/votes.py), its coefficients learnt on labelled whole reports (bench/map_selector.py) and kept in
+(secrag/mapping/candidates.py), its coefficients learnt on labelled whole reports (bench/map_selector.py) and kept in
 search.yaml (`map.selector`), so its output is a probability: the share of candidates so scored that an analyst
 annotated on that sentence. A sentence that describes nothing gives every candidate a low one."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from serving.mapping.votes import Candidate
+from secrag.mapping.candidates import Candidate
 
 
 def features(candidate: Candidate) -> dict[str, float]:

@@ -90,6 +90,25 @@ class MapSelector(ConfigModel):
         return weights
 
 
+# A technique's evidence across a text that the map's decision weighs (serving/mapping/decision.py).
+DECISION_FEATURES = ("best", "second", "strong", "mass", "family_gap", "parent_gap", "sub_technique", "length")
+
+
+class MapDecision(ConfigModel):
+    """The map's report-level decision: a logistic model over each technique's verified evidence across the text."""
+
+    intercept: float
+    weights: dict[str, float] = Field(description="Coefficient per feature (DECISION_FEATURES).")
+
+    @field_validator("weights")
+    @classmethod
+    def _known(cls, weights: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(weights) - set(DECISION_FEATURES))
+        if unknown:
+            raise ValueError(f"unknown features {unknown}; known: {', '.join(DECISION_FEATURES)}")
+        return weights
+
+
 class MapTuning(ConfigModel):
     """How POST /v1/map reads the search of each sentence of a text (serving/mapping)."""
 
@@ -109,8 +128,17 @@ class MapTuning(ConfigModel):
     )
     selector: MapSelector | None = Field(
         default=None,
-        description="The sentence model's path (serving/mapping/votes.py, selector.py); without it, or while no "
+        description="The sentence model's path (secrag/mapping/candidates.py, selector.py); without it, or while no "
         "sentence model serves, each sentence is searched and votes by rank_precision.",
+    )
+    verify: bool = Field(
+        default=False,
+        description="Score the candidates by the verifier trained beside the served sentence model (and set aside "
+        "the sentences its behaviour gate finds no behaviour in) instead of the selector, when it has one.",
+    )
+    decision: MapDecision | None = Field(
+        default=None,
+        description="The report-level decision (serving/mapping/decision.py); without it, noisy-or combines.",
     )
 
 

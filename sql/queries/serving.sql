@@ -781,7 +781,7 @@ SELECT source, updated_at::text || '/' || chunks AS version FROM source_counts
 -- One online source's public vectors of one model in pgvector's binary form, with the source's data version
 -- (as source_data_versions reads it) in the same statement (serving/search/source_vectors.py). No row: the source has no counts yet; one row
 -- without a chunk: no vectors. At most max_rows (one more than the API holds tells it the source is too large).
--- Each chunk comes with its document's techniques: the map's votes read them (serving/mapping/votes.py).
+-- Each chunk comes with its document's techniques: the map's votes read them (secrag/mapping/candidates.py).
 SELECT v.version, cv.chunk_id, cv.doc_id, vector_send(cv.vector) AS vector, cv.techniques
 FROM (SELECT updated_at::text || '/' || chunks AS version FROM source_counts WHERE source = %(source)s) v
 LEFT JOIN LATERAL (

@@ -98,3 +98,26 @@ SELECT c.doc_id, e.vector
 FROM chunks c
 JOIN embeddings e ON e.content_hash = c.content_hash AND e.model_id = %(model)s
 WHERE c.doc_id = ANY(%(doc_ids)s) AND c.ordinal = 0
+
+-- name: model_chunk_vectors
+-- Every public chunk of the sources with its vector of one model, its document's techniques and the example's
+-- actor (the map verifier's training holds them as the API does: pipeline/training/verifier_data.py).
+SELECT cv.source, cv.chunk_id, cv.doc_id, cv.vector, d.techniques, d.metadata ->> 'actor_id' AS actor
+FROM chunk_vectors cv
+JOIN documents d ON d.doc_id = cv.doc_id
+WHERE cv.model_id = %(model)s AND cv.source = ANY(%(sources)s) AND cv.tenant IS NULL
+ORDER BY cv.source, cv.chunk_id
+
+-- name: narrative_texts
+-- Text of the store that describes no procedure, the behaviour gate's negatives: ATT&CK's groups, software,
+-- campaigns and mitigations and every other source's documents of the kinds named, public, at most `limit`
+-- per source, in a stable order.
+SELECT source, doc_id, body FROM (
+    SELECT d.source, d.doc_id, d.body,
+           row_number() OVER (PARTITION BY d.source ORDER BY md5(d.doc_id)) AS n
+    FROM documents d
+    WHERE d.tenant IS NULL AND d.source = ANY(%(sources)s)
+      AND (d.metadata ->> 'kind' = ANY(%(kinds)s) OR d.source = ANY(%(whole_sources)s))
+) picked
+WHERE n <= %(limit)s
+ORDER BY source, doc_id

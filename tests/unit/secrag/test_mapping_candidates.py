@@ -1,4 +1,4 @@
-"""A text's sentences against ATT&CK's held vectors (serving/mapping/votes.py): the technique documents grouped by
+"""A text's sentences against ATT&CK's held vectors (secrag/mapping/candidates.py): the technique documents grouped by
 technique, and each sentence's candidates with their evidence, on hand-made unit vectors."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from serving.mapping.votes import Candidate, HeldAttack, candidates
+from secrag.mapping.candidates import Candidate, HeldAttack, candidates
 from serving.search.source_vectors import Held
 
 
@@ -149,3 +149,42 @@ def test_each_sentence_has_its_own_candidates_in_order() -> None:
     assert [c.technique for c in second] == ["T1059.001", "T1003.001"]
     assert second[0].share == pytest.approx(0.8 / 1.4, abs=1e-5) and second[0].doc_rank == 1
     assert second[1].chunk_id == "mitre_attack:T1003.001#0"
+
+
+def test_excluded_examples_do_not_vote() -> None:
+    """A training example's own actor's examples are left out: here p1 and p2, so T1003.001 has no vote."""
+    held = HeldAttack.of(PROCEDURES, [ATTACK])
+    [sentence] = candidates(
+        SENTENCE,
+        held,
+        voters=3,
+        top=3,
+        named=[frozenset()],
+        names_found=[frozenset()],
+        exclude=[np.asarray([0, 1], dtype=np.intp)],
+    )
+    found = {c.technique: c for c in sentence}
+    assert found["T1003.001"].share == 0.0 and found["T1003.001"].example_sim == 0.0
+    assert found["T1059.001"].example_sim == pytest.approx(0.6)
+    total = 0.7 + 0.6 + 0.0  # p5, p3, p4 are the three nearest left
+    assert found["T1059.001"].share == pytest.approx(0.6 / total, abs=1e-5)
+    assert found["T1059.001"].example_margin == pytest.approx(0.6 - 0.7, abs=1e-5)  # T9999's example is nearer
+
+
+def test_family_and_parent_margins() -> None:
+    """A sub-technique against its parent and siblings: T1003.001 (0.8) beside T1003 (0.5) and T1003.002 (0.9)."""
+    attack = _held(
+        [
+            ("mitre_attack:T1003#0", _unit(0.5, 0.8660254, 0, 0)),
+            ("mitre_attack:T1003.001#0", _unit(0.8, 0.6, 0, 0)),
+            ("mitre_attack:T1003.002#0", _unit(0.9, 0, 0.43588989, 0)),
+            ("mitre_attack:T1059.001#0", _unit(0, 1, 0, 0)),
+        ]
+    )
+    held = HeldAttack.of(PROCEDURES, [attack])
+    [sentence] = candidates(SENTENCE, held, voters=2, top=4, named=[frozenset()], names_found=[frozenset()])
+    found = {c.technique: c for c in sentence}
+    assert found["T1003.001"].family_margin == pytest.approx(0.8 - 0.9, abs=1e-5)
+    assert found["T1003.001"].parent_margin == pytest.approx(0.8 - 0.5, abs=1e-5)
+    assert found["T1003"].parent_margin == pytest.approx(0.5 - 0.9, abs=1e-5)  # a parent against its best child
+    assert found["T1059.001"].family_margin == 0.0 and found["T1059.001"].parent_margin == 0.0  # alone

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
+from secrag.mapping.candidates import Candidate
 from serving.mapping.selector import features, probability
-from serving.mapping.votes import Candidate
 from serving.search.search_file import MAP_FEATURES
 
 CANDIDATE = Candidate(

@@ -1,0 +1,51 @@
+"""The report-level decision per technique (search.yaml `map.decision`): a logistic model over the technique's
+verified evidence across the text (its strongest and second sentence, how many sentences verify it, the
+competition of its siblings and of its parent), its coefficients fitted on whole labelled reports with
+cross-validation by report (bench/map_decision.py), so a technique's score is the probability that an analyst
+annotated it in the text and `min_score` a probability cut. Without it, the noisy-or of serving/mapping/evidence.py
+decides."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from serving.mapping.evidence import Evidence
+
+STRONG = 0.5  # a sentence verifying a technique at this probability or more counts as one of its sentences
+
+
+def features(found: Sequence[Evidence], sentences: int) -> dict[str, dict[str, float]]:
+    """Each technique's evidence across the text as numbers, from its sentences' verified probabilities."""
+    best = {e.technique: max(v.vote for v in e.votes) for e in found}
+    out: dict[str, dict[str, float]] = {}
+    for e in found:
+        probs = sorted((v.vote for v in e.votes), reverse=True)
+        parent = e.technique.split(".", 1)[0]
+        family = [t for t in best if t != e.technique and t.split(".", 1)[0] == parent]
+        rival = max((best[t] for t in family), default=0.0)
+        over = best.get(parent, 0.0) if parent != e.technique else max((best[t] for t in family), default=0.0)
+        out[e.technique] = {
+            "best": probs[0],
+            "second": probs[1] if len(probs) > 1 else 0.0,
+            "strong": math.log1p(sum(p >= STRONG for p in probs)),
+            "mass": math.log1p(sum(probs)),
+            "family_gap": probs[0] - rival,
+            "parent_gap": probs[0] - over,
+            "sub_technique": float("." in e.technique),
+            "length": math.log1p(sentences) / 10.0,
+        }
+    return out
+
+
+def decide(found: Sequence[Evidence], sentences: int, intercept: float, weights: Mapping[str, float]) -> list[Evidence]:
+    """The techniques rescored by the decision, best first (ties by id)."""
+    values = features(found, sentences)
+    scored = []
+    for e in found:
+        x = values[e.technique]
+        z = intercept + sum(w * x[name] for name, w in weights.items())
+        p = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+        named = any(v.vote >= 1.0 for v in e.votes)  # a sentence writes its id
+        scored.append(Evidence(e.technique, round(1.0 if named else p, 6), e.votes))
+    return sorted(scored, key=lambda e: (-e.score, e.technique))
