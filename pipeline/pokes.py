@@ -1,6 +1,7 @@
 """Pokes in a source sensor's tick: the sensor ticks every POKE_TICK_SECONDS with one database read, and probes the
 upstream only when a webhook poked the source (`secrag hooks`) or its poll interval has passed since its last
-probe. A poke says nothing but "look now": the probe still asks the upstream itself."""
+probe. A poke says nothing but "look now": the probe still asks the upstream itself. A poke names its hook, and
+every source on that hook reads it: a repository's webhook pokes each source on the repository."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from datetime import datetime, timedelta
 import psycopg
 
 from secrag.db.queries import Queries
+from secrag.hook_names import repository_of
+
+from .sources.registry import SourceSpec
 
 POKE_TICK_SECONDS = 30  # how soon a poke is read; each tick is one indexed read of pokes and sources
 
@@ -32,11 +36,18 @@ class Tick:
         return None
 
 
-def read_tick(conn: psycopg.Connection, queries: Queries, source: str) -> Tick:
-    row = conn.execute(queries.poke_tick, {"source": source}).fetchone()
+def hooks_of(spec: SourceSpec) -> list[str]:
+    """The hooks whose pokes this source reads: its own name (a feed's signed POST) and its repository's."""
+    repository = repository_of(spec.repo) if spec.repo else None
+    return [spec.name] if repository is None else [spec.name, repository]
+
+
+def read_tick(conn: psycopg.Connection, queries: Queries, spec: SourceSpec) -> Tick:
+    row = conn.execute(queries.poke_tick, {"source": spec.name, "hooks": hooks_of(spec)}).fetchone()
     return Tick(None, None) if row is None else Tick(row[0], row[1])
 
 
 def mark_seen(conn: psycopg.Connection, queries: Queries, source: str, upto: int) -> None:
-    """The pokes the probe answered, up to the newest one the tick read (a later one waits for the next tick)."""
+    """The pokes the source's probe answered, up to the newest one the tick read (a later one waits for the next
+    tick); the other sources on the same hook answer them on their own ticks."""
     conn.execute(queries.mark_pokes_seen, {"source": source, "upto": upto})

@@ -109,7 +109,7 @@ def build_source_sensor(spec: SourceSpec) -> dg.SensorDefinition:
         db, queries = store.store(), Queries(store.sql_path(), "pipeline")
         poke_queries = Queries(store.sql_path(), "pokes")
         with store.connect() as conn:
-            ticked = read_tick(conn, poke_queries, spec.name)
+            ticked = read_tick(conn, poke_queries, spec)
             why = ticked.due(spec.poll_interval, datetime.now(UTC), first=context.last_tick_completion_time is None)
             if why is None:
                 return dg.SensorResult(

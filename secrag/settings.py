@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from secrag.files.package_data import sql_dir
 from secrag.freshness import DEFAULT_POLL_SECONDS, POLL_FLOOR_SECONDS, POLL_JITTER
+from secrag.hook_names import hook_name
 
 # The checkout secrag runs from: dagster.yaml, workspace.yaml and folders.yaml live here.
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -267,8 +268,9 @@ class HookSettings(BaseSettings):
     hook_secrets: dict[str, SecretStr] = Field(
         default_factory=dict,
         json_schema_extra=doc_default("none"),
-        description="Each source's webhook secret, a JSON map of source name to secret (the secret of its "
-        "GitHub webhook or feed signer); a source not named here is refused (404). Never logged.",
+        description="Each webhook's secret, a JSON map of hook to secret: a repository's `owner/name` (its GitHub "
+        "webhook pokes every source on it) or a source's name (a feed's signed POST); a hook not named here is "
+        "refused (404). Never logged.",
     )
     hook_secrets_file: Path | None = Field(
         default=None,
@@ -283,18 +285,32 @@ class HookSettings(BaseSettings):
     hooks_database_url: str | None = Field(
         default=None,
         json_schema_extra=doc_default("the secrag database as `secrag_hooks`"),
-        description="The receiver's login (INSERT on `pokes` only).",
+        description="The receiver's login (INSERT on `pokes` and its retention only).",
+    )
+    hook_delivery_retention_seconds: int = Field(
+        default=7 * 86400,
+        ge=3600,
+        le=90 * 86400,
+        description="How long a hook's delivery ids are remembered, so that a replay is refused (409); an older "
+        "delivery id is accepted again (it only makes a sensor look).",
+    )
+    hook_delivery_ids_kept: int = Field(
+        default=1000,
+        ge=10,
+        le=1_000_000,
+        description="How many of a hook's newest delivery ids are remembered at most; the oldest beyond it are "
+        "forgotten when a delivery is accepted.",
     )
 
     def secrets(self) -> dict[str, SecretStr]:
-        """Every source's secret: the file's entries, then SECRAG_HOOK_SECRETS's over them."""
+        """Every hook's secret by its name (secrag/hook_names.py): the file's entries, then SECRAG_HOOK_SECRETS's."""
         found: dict[str, SecretStr] = {}
         if self.hook_secrets_file is not None:
             raw = json.loads(self.hook_secrets_file.read_text(encoding="utf-8"))
             if not isinstance(raw, dict) or not all(isinstance(v, str) and v for v in raw.values()):
-                raise ValueError(f"{self.hook_secrets_file}: a JSON object of source names to secrets")
-            found.update({str(k): SecretStr(v) for k, v in raw.items()})
-        found.update(self.hook_secrets)
+                raise ValueError(f"{self.hook_secrets_file}: a JSON object of hooks to secrets")
+            found.update({hook_name(str(k)): SecretStr(v) for k, v in raw.items()})
+        found.update({hook_name(k): v for k, v in self.hook_secrets.items()})
         return found
 
 

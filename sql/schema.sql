@@ -59,6 +59,20 @@ BEGIN
     RETURN NULL;
 END $$;
 
+CREATE FUNCTION public.forget_deliveries(p_hook text, keep interval, keep_count integer) RETURNS integer
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO 'public', 'pg_temp'
+    AS $$
+    WITH gone AS (
+        DELETE FROM pokes
+        WHERE hook = p_hook
+          AND (received_at < now() - keep
+               OR id <= (SELECT id FROM pokes WHERE hook = p_hook ORDER BY id DESC OFFSET keep_count LIMIT 1))
+        RETURNING 1
+    )
+    SELECT count(*)::integer FROM gone
+$$;
+
 CREATE FUNCTION public.technique_documents_added() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -248,13 +262,13 @@ CREATE TABLE public.mitre_techniques (
 
 CREATE TABLE public.pokes (
     id bigint NOT NULL,
-    source text NOT NULL,
+    hook text CONSTRAINT pokes_source_not_null NOT NULL,
     delivery_id text NOT NULL,
     event text NOT NULL,
     received_at timestamp with time zone DEFAULT now() NOT NULL,
-    seen_at timestamp with time zone,
     CONSTRAINT pokes_delivery_id_check CHECK (((length(delivery_id) >= 1) AND (length(delivery_id) <= 200))),
-    CONSTRAINT pokes_event_check CHECK (((length(event) >= 1) AND (length(event) <= 100)))
+    CONSTRAINT pokes_event_check CHECK (((length(event) >= 1) AND (length(event) <= 100))),
+    CONSTRAINT pokes_hook_check CHECK (((length(hook) >= 1) AND (length(hook) <= 200)))
 );
 
 ALTER TABLE public.pokes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
@@ -351,6 +365,7 @@ CREATE TABLE public.sources (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     poll_interval integer,
     seen_since timestamp with time zone,
+    poked_upto bigint,
     CONSTRAINT sources_kind_check CHECK ((kind = ANY (ARRAY['online'::text, 'user_folder'::text, 'static'::text]))),
     CONSTRAINT sources_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9_.-]*$'::text)),
     CONSTRAINT sources_poll_interval_check CHECK ((poll_interval > 0)),
@@ -502,7 +517,7 @@ ALTER TABLE ONLY public.mitre_techniques
     ADD CONSTRAINT mitre_techniques_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.pokes
-    ADD CONSTRAINT pokes_delivery_id_key UNIQUE (delivery_id);
+    ADD CONSTRAINT pokes_hook_delivery_id_key UNIQUE (hook, delivery_id);
 
 ALTER TABLE ONLY public.pokes
     ADD CONSTRAINT pokes_pkey PRIMARY KEY (id);
@@ -579,7 +594,7 @@ CREATE UNIQUE INDEX embedding_models_one_active_idx ON public.embedding_models U
 
 CREATE INDEX embeddings_minilm_hnsw_idx ON public.embeddings USING hnsw (((vector)::public.vector(384)) public.vector_cosine_ops) WHERE (model_id = 'all-MiniLM-L6-v2'::text);
 
-CREATE INDEX pokes_unseen_idx ON public.pokes USING btree (source) WHERE (seen_at IS NULL);
+CREATE INDEX pokes_hook_id_idx ON public.pokes USING btree (hook, id);
 
 CREATE INDEX query_log_logged_at_idx ON public.query_log USING btree (logged_at);
 
@@ -660,6 +675,9 @@ ALTER TABLE ONLY public.technique_documents
 GRANT USAGE ON SCHEMA public TO secrag_querylog;
 GRANT USAGE ON SCHEMA public TO secrag_hooks;
 GRANT USAGE ON SCHEMA public TO secrag_reader;
+
+REVOKE ALL ON FUNCTION public.forget_deliveries(p_hook text, keep interval, keep_count integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.forget_deliveries(p_hook text, keep interval, keep_count integer) TO secrag_hooks;
 
 GRANT SELECT(chunk_id) ON TABLE public.chunk_vectors TO secrag_reader;
 
@@ -817,7 +835,7 @@ GRANT SELECT(deprecated) ON TABLE public.mitre_techniques TO secrag_reader;
 
 GRANT SELECT(domain) ON TABLE public.mitre_techniques TO secrag_reader;
 
-GRANT INSERT(source) ON TABLE public.pokes TO secrag_hooks;
+GRANT INSERT(hook) ON TABLE public.pokes TO secrag_hooks;
 
 GRANT INSERT(delivery_id) ON TABLE public.pokes TO secrag_hooks;
 

@@ -1,7 +1,8 @@
-"""The receiver's app: POST /hooks/github/{source} (GitHub's push and release webhooks) and /hooks/feed/{source}
-(any signer of a feed), GET /metrics and /healthz. A delivery is checked in this order, each refusal counted: a
-source with a secret (else 404), a body under the cap (else 413, read no further), a signature (else 401), a
-delivery id never seen (else 409); then a poke is recorded (202)."""
+"""The receiver's app: POST /hooks/github/{owner}/{name} (a repository's GitHub push and release webhooks, which
+poke every source on it) and /hooks/feed/{source} (any signer of a feed), GET /metrics and /healthz. A delivery is
+checked in this order, each refusal counted: a hook with a secret (else 404), a body under the cap (else 413, read
+no further), a signature (else 401), a delivery id the hook has not seen (else 409); then a poke is recorded (202)
+and the hook's oldest delivery ids beyond its retention are forgotten."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ class Form:
     signature: str
 
 
-GITHUB = Form("X-GitHub-Event", "X-GitHub-Delivery", "X-Hub-Signature-256")
-FEED = Form("X-Secrag-Event", "X-Secrag-Delivery", "X-Secrag-Signature-256")
+GITHUB_FORM = Form("X-GitHub-Event", "X-GitHub-Delivery", "X-Hub-Signature-256")
+FEED_FORM = Form("X-Secrag-Event", "X-Secrag-Delivery", "X-Secrag-Signature-256")
 
 
 class TooLarge(Exception):
@@ -89,15 +90,24 @@ def create_app(settings: Settings) -> FastAPI:
 
     app = FastAPI(title="secrag hooks", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
 
-    def record(source: str, delivery: str, event: str) -> bool:
-        with pool.connection() as conn:
-            cur = conn.execute(queries.insert_poke, {"source": source, "delivery_id": delivery, "event": event})
-            return cur.rowcount == 1
+    retention = {
+        "keep_seconds": settings.hook_delivery_retention_seconds,
+        "keep_count": settings.hook_delivery_ids_kept,
+    }
 
-    async def receive(request: Request, source: str, form: Form, events: frozenset[str] | None) -> JSONResponse:
-        secret = secrets.get(source)
+    def record(hook: str, delivery: str, event: str) -> bool:
+        """A poke, unless the hook saw this delivery id; then the hook's retention (ids beyond it forgotten)."""
+        with pool.connection() as conn:
+            cur = conn.execute(queries.insert_poke, {"hook": hook, "delivery_id": delivery, "event": event})
+            if cur.rowcount != 1:
+                return False
+            conn.execute(queries.forget_deliveries, {"hook": hook, **retention})
+            return True
+
+    async def receive(request: Request, hook: str, form: Form, events: frozenset[str] | None) -> JSONResponse:
+        secret = secrets.get(hook)
         if secret is None:
-            return _answer(counters, 404, "unknown_source", "no webhook is configured for this source")
+            return _answer(counters, 404, "unknown_source", "no webhook is configured for this repository or feed")
         try:
             body = await read_capped(request, settings.hook_max_body_bytes)
         except TooLarge:
@@ -110,20 +120,20 @@ def create_app(settings: Settings) -> FastAPI:
             return _answer(counters, 400, "invalid", f"{form.delivery} and {form.event} name the delivery")
         if events is not None and event not in events:
             return _answer(counters, 200, "ignored", f"{event} events do not poke a source")
-        if not await run_in_threadpool(record, source, delivery, event):
+        if not await run_in_threadpool(record, hook, delivery, event):
             return _answer(counters, 409, "replayed", "this delivery was received before")
-        log.info("poked", extra={"source": source, "event": event, "delivery": delivery})
-        return _answer(counters, 202, "accepted", f"{source} will be probed on its sensor's next tick")
+        log.info("poked", extra={"hook": hook, "event": event, "delivery": delivery})
+        return _answer(counters, 202, "accepted", f"{hook}'s sources will be probed on their sensors' next tick")
 
-    @app.post("/hooks/github/{source}", status_code=202)
-    async def github(request: Request, source: str) -> JSONResponse:
-        """A GitHub webhook (content type application/json) for a source; push and release poke it."""
-        return await receive(request, source, GITHUB, GITHUB_EVENTS)
+    @app.post("/hooks/github/{owner}/{name}", status_code=202)
+    async def github(request: Request, owner: str, name: str) -> JSONResponse:
+        """A repository's GitHub webhook (content type application/json); push and release poke its sources."""
+        return await receive(request, f"{owner}/{name}".lower(), GITHUB_FORM, GITHUB_EVENTS)  # as GitHub: any case
 
     @app.post("/hooks/feed/{source}", status_code=202)
     async def feed(request: Request, source: str) -> JSONResponse:
         """A feed's signed POST: X-Secrag-Delivery and X-Secrag-Signature-256 as GitHub's headers."""
-        return await receive(request, source, FEED, None)
+        return await receive(request, source, FEED_FORM, None)
 
     @app.get("/metrics")
     def metrics() -> Response:

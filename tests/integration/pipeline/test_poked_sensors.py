@@ -1,5 +1,6 @@
 """A source sensor between probes, through its cursor with a real Dagster instance: a tick reads the pokes; a poke
-(as `secrag hooks` records it) makes the next tick probe and is marked seen; no poke keeps the poll cadence."""
+(as `secrag hooks` records it) of the source's repository makes the next tick probe and is marked answered; no poke
+keeps the poll cadence."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.plugins.mirror_changes import add_commit
 
 pytestmark = pytest.mark.filterwarnings("ignore::dagster.BetaWarning", "ignore::DeprecationWarning:dagster")
 SENSOR = "mitre_car_upstream"
+REPOSITORY = "mitre-attack/car"  # mitre_car's repository, as its webhook names it
 
 
 @pytest.fixture
@@ -46,17 +48,21 @@ def first_tick(h: Harness) -> dg.SensorResult:
     return h.defs.resolve_sensor_def(SENSOR)(dg.build_sensor_context(resources=h.resources, instance=h.instance))
 
 
-def poke(h: Harness, delivery: str) -> None:
+def poke(h: Harness, delivery: str, hook: str = REPOSITORY) -> None:
     """What the receiver records, as its login."""
     with database.connect(database.with_user(h.url, HOOKS_ROLE), autocommit=True) as conn:
         conn.execute(
-            "INSERT INTO pokes (source, delivery_id, event) VALUES ('mitre_car', %(d)s, 'push')", {"d": delivery}
+            "INSERT INTO pokes (hook, delivery_id, event) VALUES (%(h)s, %(d)s, 'push')", {"h": hook, "d": delivery}
         )
 
 
 def unseen(h: Harness) -> list[str]:
+    """The pokes mitre_car's probes have not answered."""
     with h.connect() as conn:
-        rows = conn.execute("SELECT delivery_id FROM pokes WHERE seen_at IS NULL ORDER BY id").fetchall()
+        rows = conn.execute(
+            "SELECT delivery_id FROM pokes WHERE id > (SELECT coalesce(poked_upto, 0) FROM sources"
+            " WHERE name = 'mitre_car') ORDER BY id"
+        ).fetchall()
     return [r[0] for r in rows]
 
 
@@ -94,6 +100,19 @@ def test_a_poke_makes_the_next_tick_probe_and_is_marked_seen(graph: Harness) -> 
     assert again.skip_reason is not None and "not poked" in again.skip_reason.skip_message
 
 
+def test_a_poke_of_another_repository_is_not_read_but_one_by_the_source_s_name_is(
+    graph: Harness, tmp_path: Path
+) -> None:
+    cursor = first_tick(graph).cursor
+    poke(graph, "attack-push", hook="mitre-attack/attack-stix-data")
+    quiet = later_tick(graph, cursor, broken(graph, tmp_path))
+    assert quiet.skip_reason is not None and "not poked" in quiet.skip_reason.skip_message
+    poke(graph, "feed-post", hook="mitre_car")  # /hooks/feed/mitre_car: a signed POST for this one source
+    probed = later_tick(graph, cursor)
+    assert probed.skip_reason is not None and "unchanged" in probed.skip_reason.skip_message
+    assert unseen(graph) == []
+
+
 def test_a_poke_with_nothing_new_upstream_changes_nothing(graph: Harness) -> None:
     """A webhook is not believed: poked while the upstream has not moved, the probe finds the same version."""
     cursor = first_tick(graph).cursor
@@ -121,12 +140,12 @@ def test_a_signed_push_to_the_receiver_makes_the_next_tick_see_the_commit(graph:
     cursor = first_tick(graph).cursor
     new = add_commit(graph.mirror, "mitre_car", {"analytics/CAR-2013-01-002.yaml": None})
     body = b'{"ref": "refs/heads/master", "after": "%s"}' % new.encode()
-    with serve_hooks(graph.url, {"mitre_car": "car-secret"}) as base:
+    with serve_hooks(graph.url, {REPOSITORY: "car-secret"}) as base:
         forged = {"X-GitHub-Event": "push", "X-GitHub-Delivery": "f", "X-Hub-Signature-256": sign(b"x", body)}
-        assert httpx.post(f"{base}/hooks/github/mitre_car", content=body, headers=forged).status_code == 401
+        assert httpx.post(f"{base}/hooks/github/{REPOSITORY}", content=body, headers=forged).status_code == 401
         assert later_tick(graph, cursor, broken(graph, tmp_path)).skip_reason is not None  # nothing recorded
         signed = {**forged, "X-GitHub-Delivery": "g", "X-Hub-Signature-256": sign(b"car-secret", body)}
-        assert httpx.post(f"{base}/hooks/github/mitre_car", content=body, headers=signed).status_code == 202
+        assert httpx.post(f"{base}/hooks/github/{REPOSITORY}", content=body, headers=signed).status_code == 202
     moved = later_tick(graph, cursor)
     assert decode_cursor("mitre_car", moved.cursor).version == new
     assert unseen(graph) == []

@@ -41,10 +41,10 @@ def test_verify(header: str | None, verdict: Verdict) -> None:
 
 def test_secrets_come_from_the_map_and_the_file_and_are_never_shown(tmp_path: Path) -> None:
     file = tmp_path / "secrets.json"
-    file.write_text(json.dumps({"sigma": "from-file", "cisa_kev": "kev"}), encoding="utf-8")
-    settings = Settings(_env_file=None, hook_secrets={"sigma": "from-env"}, hook_secrets_file=file)  # type: ignore[call-arg]
+    file.write_text(json.dumps({"sigmahq/sigma": "from-file", "cisa_kev": "kev"}), encoding="utf-8")
+    settings = Settings(_env_file=None, hook_secrets={"SigmaHQ/sigma": "from-env"}, hook_secrets_file=file)  # type: ignore[call-arg]
     found = settings.secrets()
-    assert {k: v.get_secret_value() for k, v in found.items()} == {"sigma": "from-env", "cisa_kev": "kev"}
+    assert {k: v.get_secret_value() for k, v in found.items()} == {"sigmahq/sigma": "from-env", "cisa_kev": "kev"}
     assert "from-env" not in repr(settings) and "from-env" not in str(found)
     assert settings.hooks_enabled is False  # off by default
 
@@ -52,5 +52,7 @@ def test_secrets_come_from_the_map_and_the_file_and_are_never_shown(tmp_path: Pa
 def test_a_secrets_file_that_is_not_a_map_of_secrets_is_refused(tmp_path: Path) -> None:
     file = tmp_path / "secrets.json"
     file.write_text(json.dumps({"sigma": ""}), encoding="utf-8")
-    with pytest.raises(ValueError, match="source names to secrets"):
+    with pytest.raises(ValueError, match="hooks to secrets"):
         Settings(_env_file=None, hook_secrets_file=file).secrets()  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="names no webhook"):
+        Settings(_env_file=None, hook_secrets={"SigmaHQ/sigma/rules": "s"}).secrets()  # type: ignore[call-arg]
