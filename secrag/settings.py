@@ -146,7 +146,7 @@ class PipelineSettings(BaseSettings):
         default=600,
         ge=1,
         le=100_000,
-        description="Training steps of the sentence model (32 pairs each); about 2.7 s a step on 2 cores.",
+        description="Training steps of the sentence model (32 pairs each); a step's time is in docs/figures.md.",
     )
     chunk_target_chars: int = Field(
         default=1000,

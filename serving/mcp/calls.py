@@ -28,7 +28,7 @@ MaxChars = Annotated[
         description=f"Response budget in characters ({MIN_CHARS:,}-{MAX_CHARS:,}) of the answer as compact JSON: "
         "within it the most useful fields come first (ids, titles, scores, sources, urls), long texts are "
         "shortened and lists trimmed from the end, and `budget` says what was cut. Unset: this deployment's "
-        "default (SECRAG_MCP_MAX_CHARS, 100,000 unless configured otherwise)."
+        "default (SECRAG_MCP_MAX_CHARS)."
     ),
 ]
 

@@ -64,8 +64,8 @@ class SearchSettings(BaseSettings):
         description="Map work all maps of the API process run at once (a batch of sentences encoded, or one "
         "sentence searched). 0: half the cores the process may use (one at least), and more, up to the pool "
         "less SECRAG_MAP_RESERVE_CONNECTIONS, while no other API request is in flight. Maps then leave the other "
-        "cores to other requests: on 2 cores, other callers' searches kept their p50 within 2x of an idle API "
-        "while four maximal maps ran (bench/map_load.py). Set: exactly that many, whatever else runs.",
+        "cores to other requests (docs/figures.md, maps shared between callers). Set: exactly that many, whatever "
+        "else runs.",
     )
     map_reserve_connections: int = Field(
         default=2,
@@ -81,9 +81,8 @@ class SearchSettings(BaseSettings):
         le=600,
         description="How long a map may run (its sentences' encoding and searches). The sentences not searched "
         "by then are reported in the answer's `unanswered`, with what the others found; its queued searches "
-        "are dropped and its running statements cancelled before it answers. On 2 cores a 2,000-word report "
-        "maps in about 5 s and a maximal one (600 sentences) in about 20 s when alone; maps at once share the "
-        "process's map work (SECRAG_MAP_PROCESS_CONCURRENCY).",
+        "are dropped and its running statements cancelled before it answers. Maps at once share the process's "
+        "map work (SECRAG_MAP_PROCESS_CONCURRENCY); how long a report takes is in docs/figures.md.",
     )
     search_parallel_legs: bool = Field(
         default=True,
@@ -95,7 +94,7 @@ class SearchSettings(BaseSettings):
         default=128,
         ge=0,
         description="Memory per API process for online sources' vectors (MB): a search filtered to such sources, "
-        "and the procedures voter leg, take exact distances over them in the API (about 1 ms for 16,000 chunks) "
+        "and the procedures voter leg, take exact distances over them in the API "
         "instead of in PostgreSQL; loaded in the background, used only at the source's current data version. "
         "0 = off. The `secrag_source_vectors` metric shows what is held.",
     )

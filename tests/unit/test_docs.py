@@ -10,10 +10,11 @@ from pathlib import Path
 
 import click
 from pydantic import AliasChoices
+from pydantic.fields import FieldInfo
 
-from secrag.settings import REPO_ROOT, Settings
+from secrag.settings import REPO_ROOT, SETTINGS_GROUPS, Settings
 from secrag_cli.main import cli
-from serving.settings import ServingSettings
+from serving.settings import SERVING_GROUPS, ServingSettings
 
 DOCS = [REPO_ROOT / "README.md", REPO_ROOT / "CHANGELOG.md", *sorted((REPO_ROOT / "docs").rglob("*.md"))]
 
@@ -156,41 +157,67 @@ _FIGURE = re.compile(
     r"(?<![\w.,/-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)? ?(?:ms|chunks/s|req/s|GB|MB|KB|KiB|MiB|GiB|minutes|h)\b"
     r"|(?<![\w.])[01]\.\d{3}\b"
 )
-# The generated settings reference states defaults, and the changelog history: neither is a figure's home.
-_NOT_FIGURE_PAGES = {"docs/configuration.md", "CHANGELOG.md"}
+# What a settings description may not say at all: a figure, a time it takes ("about 5 s") or a ratio ("2x").
+_MEASURED = re.compile(rf"{_FIGURE.pattern}|\babout \d[\d,.]* ?(?:s|seconds)\b|(?<![\w.])\d+(?:\.\d+)?x\b")
+# Generated reference states defaults, and the changelog history: neither is a figure's home.
+_NOT_FIGURE_PAGES = {"docs/configuration.md", "docs/reference/api.md", "CHANGELOG.md"}
+# The settings' descriptions, which docs/configuration.md copies in: one more page, under this name.
+SETTINGS_PAGE = "the settings' descriptions (secrag/settings.py, serving/settings/)"
+_NAMED_PAGE = re.compile(r"\bdocs/[\w/-]+\.md\b")
 
 
 # On a line that states another measure which happens to have the same value as a figure elsewhere.
 DISTINCT = "<!-- distinct figure -->"
 
 
-def _figure_lines(doc: Path) -> Iterator[tuple[str, str]]:
-    """(figure, line) for each figure in the prose and tables of a page (code blocks and spans left out)."""
-    for line in _FENCE.sub("", _text(doc)).splitlines():
+def _settings() -> Iterator[tuple[str, FieldInfo]]:
+    """(Group.field, field) of every setting, each in the group that declares it."""
+    for group in (*SETTINGS_GROUPS, *SERVING_GROUPS):
+        for name, field in group.model_fields.items():
+            if name in group.__annotations__:
+                yield f"{group.__name__}.{name}", field
+
+
+def _settings_lines() -> list[str]:
+    return [f"{name}: {' '.join((field.description or '').split())}" for name, field in _settings()]
+
+
+def _page_lines() -> dict[str, list[str]]:
+    """Each page's prose and table lines (code blocks left out), the settings' descriptions as one page."""
+    pages = {_where(doc): _FENCE.sub("", _text(doc)).splitlines() for doc in DOCS if doc.exists()}
+    return {**pages, SETTINGS_PAGE: _settings_lines()}
+
+
+def _figure_lines(lines: list[str]) -> Iterator[tuple[str, str]]:
+    """(figure, line) for each figure in lines (code spans left out)."""
+    for line in lines:
         if DISTINCT in line:
             continue
         for figure in _FIGURE.findall(_SPAN.sub("", line)):
             yield figure, line
 
 
-def _links_to(line: str, doc: Path) -> set[str]:
+def _links_to(line: str, page: str) -> set[str]:
+    """The pages a line links to; a settings description names one as docs/NAME.md."""
+    if page == SETTINGS_PAGE:
+        return set(_NAMED_PAGE.findall(line))
     found = set()
     for target in _LINK.findall(line):
         path = target.partition("#")[0]
         if path and not re.match(r"[a-z]+:", path):
-            found.add(_where((doc.parent / path).resolve()))
+            found.add(_where(((REPO_ROOT / page).parent / path).resolve()))
     return found
 
 
 def test_every_figure_has_one_home() -> None:
     """A figure stands on one page, its home; another page may quote it only on a line that links to that
-    home. Two pages stating the same figure unlinked is the drift this catches. A line stating another
-    measure that shares a figure's value says so with DISTINCT."""
-    pages = [doc for doc in DOCS if doc.exists() and _where(doc) not in _NOT_FIGURE_PAGES]
+    home. Two pages stating the same figure unlinked is the drift this catches; the settings' descriptions are
+    a page too. A line stating another measure which shares a figure's value says so with DISTINCT."""
     where: dict[str, dict[str, list[str]]] = {}
-    for doc in pages:
-        for figure, line in _figure_lines(doc):
-            where.setdefault(figure, {}).setdefault(_where(doc), []).append(line)
+    for page, lines in _page_lines().items():
+        if page not in _NOT_FIGURE_PAGES:
+            for figure, line in _figure_lines(lines):
+                where.setdefault(figure, {}).setdefault(page, []).append(line)
     twice = []
     for figure, by_page in sorted(where.items()):
         if len(by_page) < 2:
@@ -198,13 +225,81 @@ def test_every_figure_has_one_home() -> None:
         homes = {
             page
             for page, lines in by_page.items()
-            if not all(_links_to(line, REPO_ROOT / page) & (set(by_page) - {page}) for line in lines)
+            if not all(_links_to(line, page) & (set(by_page) - {page}) for line in lines)
         }
         if len(homes) > 1:
             twice.append(f"{figure}: {', '.join(sorted(homes))}")
     assert not twice, "figures stated on more than one page (keep one home, link to it from the others):\n" + (
         "\n".join(twice)
     )
+
+
+def test_settings_descriptions_state_no_measured_figure() -> None:
+    """A setting says what it does; how fast or large that turned out is docs/figures.md's (with its command)."""
+    measured = [
+        f"{line[: line.index(':')]}: {m.group(0)}" for line in _settings_lines() for m in _MEASURED.finditer(line)
+    ]
+    assert not measured, "figures in settings' descriptions (move them to docs/figures.md):\n" + "\n".join(measured)
+
+
+def _default_forms(value: object) -> set[str]:
+    """How prose writes a numeric default: 131072, 131,072, and a byte count as 8 MiB or 8 MB. 0 and 1 are left
+    out: prose says what they mean ("0: off"), which is not stating the default."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value in (0, 1):
+        return set()
+    number = int(value) if float(value).is_integer() else value
+    forms = {str(number), f"{number:,}"}
+    for unit, size in (("KiB", 1024), ("MiB", 1024**2), ("GiB", 1024**3), ("KB", 1000), ("MB", 1000**2)):
+        if isinstance(number, int) and number >= size and number % size == 0:
+            forms.add(f"{number // size} {unit}")
+    return forms
+
+
+def _defaults() -> dict[str, set[str]]:
+    """SECRAG_* variable -> the forms of its numeric default."""
+    found = {}
+    for name, field in _settings():
+        alias = field.validation_alias
+        names = alias.choices if isinstance(alias, AliasChoices) else [f"SECRAG_{name.split('.')[1].upper()}"]
+        for variable in names:
+            found[str(variable)] = _default_forms(field.default)
+    return {variable: forms for variable, forms in found.items() if forms}
+
+
+def stated_defaults(line: str, defaults: dict[str, set[str]]) -> list[str]:
+    """The variables whose default the line states beside them: in the 40 characters either side of the name,
+    not reaching another variable."""
+    stated = []
+    for match in _VARIABLE.finditer(line):
+        forms = defaults.get(match.group(0), set())
+        before = line[max(0, match.start() - 40) : match.start()].rsplit("SECRAG_", 1)[-1]
+        after = line[match.end() : match.end() + 40].split("SECRAG_", 1)[0]
+        if any(re.search(rf"(?<![\w.,]){re.escape(form)}(?![\w,]|\.\d)", f"{before} {after}") for form in forms):
+            stated.append(match.group(0))
+    return stated
+
+
+def test_no_page_restates_a_default() -> None:
+    """A setting's default lives in the models (docs/configuration.md, generated); any other page, the
+    generated API reference and the settings' own descriptions included, names the variable and links there."""
+    defaults = _defaults()
+    stated = [
+        f"{page}: {variable} ({' / '.join(sorted(defaults[variable]))})"
+        for page, lines in _page_lines().items()
+        if page not in {"docs/configuration.md", "CHANGELOG.md"}
+        for line in lines
+        for variable in stated_defaults(line, defaults)
+    ]
+    assert not stated, "defaults stated outside the settings reference:\n" + "\n".join(sorted(set(stated)))
+
+
+def test_a_stated_default_is_found() -> None:
+    defaults = {"SECRAG_MAP_TIMEOUT_SECONDS": {"30"}, "SECRAG_MAP_MAX_CHARS": _default_forms(131072)}
+    assert stated_defaults("a deadline, `SECRAG_MAP_TIMEOUT_SECONDS` (30 s), then", defaults)
+    assert stated_defaults("texts over SECRAG_MAP_MAX_CHARS (131,072 characters) are refused", defaults)
+    assert stated_defaults("128 KiB (`SECRAG_MAP_MAX_CHARS`)", defaults)
+    assert not stated_defaults("`SECRAG_MAP_TIMEOUT_SECONDS` bounds a map; 300 sentences", defaults)
+    assert not stated_defaults("SECRAG_MAP_TIMEOUT_SECONDS; SECRAG_OTHER (30 s)", defaults)
 
 
 def test_every_diagram_is_rendered() -> None:

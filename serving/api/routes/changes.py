@@ -29,6 +29,6 @@ def list_changes(
 ) -> ChangesResponse:
     """What each publish added, modified (content changed) and removed, newest first: document ids, titles,
     the kind of change, the upstream versions before and after, and when; only documents the caller may see.
-    The history is kept for SECRAG_CHANGE_HISTORY_DAYS (90 days by default)."""
+    The history is kept for SECRAG_CHANGE_HISTORY_DAYS."""
     query = query_model(ChangesQuery, sources=sources, since=since, limit=limit, cursor=cursor)
     return feed.page(query, principal)

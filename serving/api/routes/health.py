@@ -21,7 +21,7 @@ def healthz() -> Health:
 @router.get("/readyz", response_model=Readiness, responses={503: {"model": Readiness}})
 def readyz(request: Request, service: ServiceDep) -> JSONResponse:
     """Database reachable, schema at the expected migration, query model loaded, and a standby no further
-    behind its primary than SECRAG_REPLICA_MAX_LAG_SECONDS (30 s; 0: no limit) (503 otherwise);
+    behind its primary than SECRAG_REPLICA_MAX_LAG_SECONDS (0: no limit) (503 otherwise);
     `replica` says whether the API reads a standby and its lag."""
     report = readiness(service, request.app.state.expected_schema_version)
     return JSONResponse(
