@@ -20,6 +20,7 @@ from secrag.errors import ConfigError, SecragError
 from secrag.settings import Settings, get_settings
 
 from .errors import SecragGroup
+from .sources_docs import docs
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,9 @@ PROBE_WORKERS = 8
 @click.group(cls=SecragGroup)
 def sources() -> None:
     """List the upstream sources and check their current versions."""
+
+
+sources.add_command(docs)
 
 
 def _upstream(spec: SourceSpec) -> str:

@@ -24,7 +24,7 @@ ASSET_GROUPS: dict[str, str] = {
     "documents, vectors.",
     "lookups": "The ATT&CK technique lookup (id to name, tactics, platforms, parent, redirects, domain) that "
     "every publish and the API resolve technique ids with.",
-    "user_folders": "Your own folders of documents (secrag.yaml `folders`, each with its tenant) and the "
+    "user_folders": "Your own folders of documents (folders.yaml, each with its tenant or public) and the "
     "one-time documents of `secrag ingest`: their documents and vectors.",
     "models": "The sentence model: the embedding model fine-tuned on ATT&CK's procedure examples, promoted only "
     "when it beats the served model on held-back actors.",

@@ -3,7 +3,6 @@ the registry's `shape:` (defaults in registry/_defaults.yaml, overrides per sour
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ from pipeline.sources.records import Record
 from pipeline.sources.registry import default_registry, load_registry
 from pipeline.sources.shape import ShapeBand, shape_from
 from secrag.errors import ConfigError
-from secrag.settings import REPO_ROOT
 
 BASE = {"kind": "metadata:kind", "max_shrink": None, "kind_max_shrink": 0.5, "min_kind_records": 10}
 
@@ -96,18 +94,3 @@ def test_an_entry_overrides_the_defaults_and_a_registry_may_state_its_own(tmp_pa
 def test_an_invalid_band_is_refused(tmp_path: Path, shape: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_registry(_entry(tmp_path, shape + "\n"))
-
-
-def test_docs_list_where_each_source_reads_its_kinds() -> None:
-    """docs/pipeline.md's table of kinds names every source once, under the kind its registry entry reads."""
-    text = (REPO_ROOT / "docs" / "pipeline.md").read_text(encoding="utf-8")
-    section = text.split("### A source's shape", 1)[1].split("\n#", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
-    assert rows
-    listed: dict[str, str] = {}
-    for row in rows:
-        kind, sources = (cell.strip() for cell in row.strip("|").split("|"))
-        for source in re.findall(r"`([a-z0-9_]+)`", sources):
-            assert source not in listed, source
-            listed[source] = re.findall(r"`([^`]+)`", kind)[0]
-    assert listed == {name: spec.shape.kind for name, spec in default_registry().items() if spec.shape}
