@@ -1,15 +1,16 @@
-"""Push to searchable through the sensors: a Sigma rule committed upstream, with and without a signed webhook.
+"""Push to searchable through the sensors: a Sigma rule pushed upstream, with and without a signed webhook.
 
     python bench/push.py --upstream ../shared/upstream [--pushes 10] [--polls 3] [--data-dir .secrag/bench-push]
 
 Starts the production topology (`secrag run`: code server, webserver, daemon with its sensors, API) and the
-webhook receiver (`secrag hooks`, SECRAG_HOOK_SECRETS holding sigma's secret) on a fresh data directory whose
-upstream mirror holds sigma and mitre_attack (whose technique lookup sigma's documents wait for), and waits for
-convergence (bench/freshness.py). Then, one after the other:
-- `--pushes` times: a new Sigma rule committed to the mirror, then, as the git server's post-receive hook would,
-  a GitHub `push` webhook signed with sigma's secret sent to the receiver; the time from the commit to the
-  first probe that saw it, to the first full-text hit and to the first vector hit of the rule (the API);
-- `--polls` times the same without the webhook: the poll alone.
+webhook receiver (`secrag hooks`, SECRAG_HOOK_SECRETS holding the secret of SigmaHQ/sigma's webhook) on a fresh
+data directory whose upstream mirror holds sigma and mitre_attack (whose technique lookup sigma's documents wait
+for), and waits for convergence (bench/freshness.py). The mirror's bare sigma repository is the git server: its
+post-receive hook (bench/post_receive.py) sends the signed GitHub `push` webhook. Then, one after the other:
+- `--pushes` times: a new Sigma rule committed in a clone and `git push`ed to the server, whose hook sends the
+  webhook; the time from the commit to the first probe that saw it, to the first full-text hit and to the first
+  vector hit of the rule (the API);
+- `--polls` times the same with the hook removed: the poll alone.
 It prints p50 and max of each, and the receiver's /metrics counts (plus a forged, an unsigned and a replayed
 delivery, which must change nothing). Everything started is stopped at the end.
 """
@@ -27,22 +28,67 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, for the tests' mirror helpers
 from pipeline.polling import poll_intervals  # noqa: E402
-from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
+from pipeline.sources.git_fetch import run_git  # noqa: E402
+from pipeline.sources.mirror import GIT_TIMEOUT, Mirror, build_mirror, mirror_env  # noqa: E402
 from pipeline.sources.registry import default_registry  # noqa: E402
 from secrag.db import database, embedded  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
 from secrag_cli.processes import stop_group  # noqa: E402
 from serving.hooks.signatures import sign  # noqa: E402
+from tests.plugins.mirror_changes import _keep_head  # noqa: E402
 
 from freshness import SECRAG, _search, converged, new_sigma_rule, say, snapshot_of, start, wait_for  # noqa: E402
 from lib.processes import daemon_healthy, free_port, get, location_loaded  # noqa: E402
 
 SOURCES = ["mitre_attack", "sigma"]
+REPOSITORY = "SigmaHQ/sigma"  # sigma's webhook (SECRAG_HOOK_SECRETS's key and the receiver's path)
+HOOK = Path(__file__).resolve().parent / "post_receive.py"
+
+
+class GitServer:
+    """A source's bare repository in the mirror as its upstream's git server, and a clone that pushes to it."""
+
+    def __init__(self, mirror: Mirror, source: str, repository: str, work: Path) -> None:
+        self.mirror, self.source, self.repository = mirror, source, repository
+        self.server = mirror.git_dir(source)
+        clone = work / "git" / self.server.name
+        if not clone.exists():
+            self.git("clone", "--bare", "--shared", str(self.server), str(clone))
+        self.clone = replace(mirror, root=work)  # a change is committed here, as a contributor does
+
+    def git(self, *args: str, git_dir: Path | None = None) -> str:
+        env = mirror_env() if git_dir is None else mirror_env(GIT_DIR=str(git_dir))
+        return run_git(args, timeout=GIT_TIMEOUT, env=env, what="bench git server").strip()
+
+    def install_hook(self, hooks: str, secret_file: Path) -> None:
+        """The post-receive hook (bench/post_receive.py) that sends the repository's signed push webhook."""
+        settings = {"hookurl": hooks, "repository": self.repository, "hooksecretfile": str(secret_file)}
+        for key, value in settings.items():
+            self.git("config", f"secrag.{key}", value, git_dir=self.server)
+        hook = self.server / "hooks" / "post-receive"
+        hook.parent.mkdir(exist_ok=True)
+        hook.write_text(f"#!/bin/sh\nexec {sys.executable} {HOOK}\n", encoding="utf-8")
+        hook.chmod(0o755)
+
+    def remove_hook(self) -> None:
+        (self.server / "hooks" / "post-receive").unlink(missing_ok=True)
+
+    def push(self, commit: str) -> str:
+        """`git push` of the clone's commit to the server's branch: what the server's hook said (stderr)."""
+        branch = f"refs/heads/{self.mirror.sources[self.source].branch}"
+        env = mirror_env(GIT_DIR=str(self.clone.git_dir(self.source)))
+        done = subprocess.run(
+            ["git", "push", "--quiet", str(self.server), f"{commit}:{branch}"],
+            env=env, capture_output=True, text=True, timeout=GIT_TIMEOUT, check=True,
+        )  # fmt: skip
+        _keep_head(self.mirror, self.mirror.sources[self.source].mirror_name, commit)  # so runs keep it
+        return done.stderr.strip()
 
 
 def deliver(hooks: str, secret: bytes, body: bytes, delivery: str, signature: str | None = None) -> int:
@@ -50,7 +96,7 @@ def deliver(hooks: str, secret: bytes, body: bytes, delivery: str, signature: st
     signature = sign(secret, body) if signature is None else signature
     if signature:
         headers["X-Hub-Signature-256"] = signature
-    request = urllib.request.Request(f"{hooks}/hooks/github/sigma", data=body, headers=headers)
+    request = urllib.request.Request(f"{hooks}/hooks/github/{REPOSITORY}", data=body, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return int(response.status)
@@ -58,17 +104,14 @@ def deliver(hooks: str, secret: bytes, body: bytes, delivery: str, signature: st
         return int(exc.code)
 
 
-def one_change(
-    mirror: Mirror, url: str, api: str, hooks: str | None, secret: bytes, timeout: float
-) -> dict[str, float]:
+def one_change(server: GitServer, url: str, api: str, hooked: bool, timeout: float) -> dict[str, float]:
     """Seconds from the commit to the probe that saw it, the first full-text and the first vector hit."""
     token = uuid.uuid4().hex[:8]
     committed = time.time()
-    title, commit = new_sigma_rule(mirror, token)
-    if hooks is not None:
-        body = json.dumps({"ref": "refs/heads/master", "after": commit, "repository": {"full_name": "sigma"}})
-        status = deliver(hooks, secret, body.encode(), str(uuid.uuid4()))
-        assert status == 202, f"the receiver answered {status}"
+    title, commit = new_sigma_rule(server.clone, token)
+    said = server.push(commit)
+    if hooked:  # the server's post-receive hook sent the webhook during the push
+        assert "answered 202" in said, f"the post-receive hook said: {said!r}"
     stamps: dict[str, float] = {}
     while len(stamps) < 3 and time.time() - committed < timeout:
         if "noticed" not in stamps:
@@ -124,7 +167,10 @@ def main() -> int:
     env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
     env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0", SECRAG_HOOKS_ENABLED="true")
     env.update(SECRAG_SENTENCE_TRAINING="false")  # not what is measured: keeps the cores for the push path
-    env["SECRAG_HOOK_SECRETS"] = json.dumps({"sigma": secret.decode()})
+    env["SECRAG_HOOK_SECRETS"] = json.dumps({REPOSITORY: secret.decode()})
+    secret_file = data_dir / "sigma-webhook-secret"
+    secret_file.write_bytes(secret)
+    secret_file.chmod(0o600)
     if args.model_cache_dir:
         env["SECRAG_MODEL_CACHE_DIR"] = str(args.model_cache_dir.resolve())
     settings = Settings(_env_file=None, data_dir=data_dir / "data", upstream_mirror=snapshot)
@@ -153,13 +199,16 @@ def main() -> int:
         seconds = wait_for("convergence", lambda: converged(url, dagster, SOURCES), proc, args.timeout)
         say(f"converged in {seconds:.0f} s")
         mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=specs)
+        server = GitServer(mirror, "sigma", REPOSITORY, data_dir / "clone")
+        server.install_hook(hooks, secret_file)
         pushed: list[dict[str, Any]] = []
         for i in range(args.pushes):
-            pushed.append(one_change(mirror, url, api, hooks, secret, args.change_timeout))
+            pushed.append(one_change(server, url, api, True, args.change_timeout))
             say(f"  push {i + 1}: {pushed[-1]}")
+        server.remove_hook()
         polled: list[dict[str, Any]] = []
         for i in range(args.polls):
-            polled.append(one_change(mirror, url, api, None, secret, args.change_timeout))
+            polled.append(one_change(server, url, api, False, args.change_timeout))
             say(f"  poll {i + 1}: {polled[-1]}")
         with database.connect(url) as conn:
             before = conn.execute("SELECT count(*) FROM pokes").fetchone()[0]
