@@ -15,24 +15,25 @@ from serving.mapping.evidence import Evidence
 STRONG = 0.5  # a sentence verifying a technique at this probability or more counts as one of its sentences
 
 
-def features(found: Sequence[Evidence], sentences: int) -> dict[str, dict[str, float]]:
-    """Each technique's evidence across the text as numbers, from its sentences' verified probabilities."""
-    best = {e.technique: max(v.vote for v in e.votes) for e in found}
+def features(found: Mapping[str, Sequence[float]], sentences: int) -> dict[str, dict[str, float]]:
+    """Each technique's evidence across the text as numbers, from its sentences' verified probabilities (one per
+    sentence that supports it)."""
+    best = {t: max(probs) for t, probs in found.items() if probs}
     out: dict[str, dict[str, float]] = {}
-    for e in found:
-        probs = sorted((v.vote for v in e.votes), reverse=True)
-        parent = e.technique.split(".", 1)[0]
-        family = [t for t in best if t != e.technique and t.split(".", 1)[0] == parent]
+    for technique in best:
+        probs = sorted(found[technique], reverse=True)
+        parent = technique.split(".", 1)[0]
+        family = [t for t in best if t != technique and t.split(".", 1)[0] == parent]
         rival = max((best[t] for t in family), default=0.0)
-        over = best.get(parent, 0.0) if parent != e.technique else max((best[t] for t in family), default=0.0)
-        out[e.technique] = {
+        over = best.get(parent, 0.0) if parent != technique else max((best[t] for t in family), default=0.0)
+        out[technique] = {
             "best": probs[0],
             "second": probs[1] if len(probs) > 1 else 0.0,
             "strong": math.log1p(sum(p >= STRONG for p in probs)),
             "mass": math.log1p(sum(probs)),
             "family_gap": probs[0] - rival,
             "parent_gap": probs[0] - over,
-            "sub_technique": float("." in e.technique),
+            "sub_technique": float("." in technique),
             "length": math.log1p(sentences) / 10.0,
         }
     return out
@@ -40,7 +41,7 @@ def features(found: Sequence[Evidence], sentences: int) -> dict[str, dict[str, f
 
 def decide(found: Sequence[Evidence], sentences: int, intercept: float, weights: Mapping[str, float]) -> list[Evidence]:
     """The techniques rescored by the decision, best first (ties by id)."""
-    values = features(found, sentences)
+    values = features({e.technique: [v.vote for v in e.votes] for e in found}, sentences)
     scored = []
     for e in found:
         x = values[e.technique]

@@ -38,7 +38,7 @@ FOUND = [
 
 
 def test_the_features_are_the_ones_the_search_file_accepts() -> None:
-    values = features(FOUND, sentences=20)
+    values = features({e.technique: [v.vote for v in e.votes] for e in FOUND}, sentences=20)
     assert all(tuple(v) == DECISION_FEATURES for v in values.values())
     lsass = values["T1003.001"]
     assert (lsass["best"], lsass["second"]) == (0.9, 0.6)

@@ -1,0 +1,229 @@
+"""Train the map's verifier and behaviour gate on a store (pipeline/training/verifier.py) and measure each stage on
+whole labelled reports: the candidates of every sentence from the sentence model's held vectors, scored by the
+selector (search.yaml map.selector) or the verifier, the sentences the gate sets aside, and each technique decided by
+noisy-or or by the report-level decision (serving/mapping/decision.py), its coefficients fitted with
+cross-validation by report (five folds) and the default min_score the cross-validated curve's best F1.
+
+    python bench/map_verifier.py --database-url postgresql://... [--train] [--folds 5] [--floor 0.05]
+
+Prints the training's figures, time and peak memory (with --train), then per stage micro/macro P/R/F1 at each
+min_score, the gate's share of sentences (and of annotated ones) set aside, the labelled sentences ranked by the
+selector and by the verifier (nDCG@10, P@1), and the decision's coefficients for search.yaml.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from map_selector import SHARED, prf, searcher_of
+
+from serving.mapping.decision import features as decision_features
+from serving.mapping.selector import probability
+from serving.mapping.sentences import Sentence, split
+from serving.search.search_file import DECISION_FEATURES
+
+from lib.queries import load_items
+from lib.relevance import ndcg, precision_at_1
+
+SWEEP = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7)
+
+
+def evidence(searcher: Any, sentences: list[Sentence], voters: int, top: int) -> Any:  # noqa: ANN401
+    from serving.mapping.held_path import held_evidence
+
+    for _ in range(600):
+        found = held_evidence(searcher, sentences, voters=voters, top=top)
+        if found is not None:
+            return found
+        time.sleep(0.5)
+    raise SystemExit("no sentence model serves, or its vectors were not held within 5 minutes")
+
+
+def train(url: str) -> None:
+    from pipeline.training.verifier import train_promoted_verifier
+    from secrag.db import database
+    from secrag.models.encoders import document_encoder
+    from secrag.settings import get_settings
+
+    settings = get_settings()
+    started = time.monotonic()
+    with database.connect(url, autocommit=True) as conn:
+        outcome = train_promoted_verifier(
+            conn,
+            settings.sql_dir,
+            settings.models_dir,
+            lambda m: document_encoder(m, batch_size=64, threads=2, cache_dir=settings.models_dir),
+            progress=lambda line: print(f"  {line}", flush=True),  # noqa: T201
+        )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"training: {time.monotonic() - started:.1f} s, peak RSS {peak:.0f} MiB")  # noqa: T201
+    if outcome is not None:
+        print(f"  kept: {outcome.passed} -> {outcome.written}\n  figures: {outcome.figures}")  # noqa: T201
+
+
+def rows_of(searcher: Any, reports: list[dict[str, Any]], selector: Any, verifier: Any) -> list[dict[str, Any]]:  # noqa: ANN401
+    """Per report, per sentence: gold techniques, gate score, and its candidates' selector and verifier scores."""
+    out: list[dict[str, Any]] = []
+    for r, report in enumerate(reports):
+        sentences = split(report["text"])
+        found = evidence(searcher, sentences, selector.voters, selector.top)
+        gate = (
+            verifier.gate.scores(found.vectors, [s.query for s in sentences])
+            if verifier is not None and verifier.gate is not None
+            else np.ones(len(sentences))
+        )
+        for s, (sentence, cands) in enumerate(zip(sentences, found.candidates, strict=True)):
+            gold = {
+                a["technique"] for a in report["annotations"] if a["start"] < sentence.end and sentence.start < a["end"]
+            }
+            out.append(
+                {
+                    "report": r,
+                    "sentences": len(sentences),
+                    "gold": gold,
+                    "gate": float(gate[s]),
+                    "named": any(c.named for c in cands),
+                    "cands": [c.technique for c in cands],
+                    "selector": [probability(c, selector.intercept, selector.weights) for c in cands],
+                    "verifier": list(verifier.scores(cands)) if verifier is not None and cands else [],
+                }
+            )
+    return out
+
+
+def per_report(
+    rows: list[dict[str, Any]], key: str, floor: float, threshold: float | None
+) -> dict[int, dict[str, list[float]]]:
+    """Per report, each technique's probabilities (a sentence's best) at or over the floor; sentences the gate
+    scores under `threshold` (None: no gate) left out unless they write an id."""
+    found: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if threshold is not None and row["gate"] < threshold and not row["named"]:
+            continue
+        best: dict[str, float] = {}
+        for t, p in zip(row["cands"], row[key], strict=True):
+            if p >= floor:
+                best[t] = max(best.get(t, 0.0), float(p))
+        for t, p in best.items():
+            found[row["report"]][t].append(p)
+    return found
+
+
+def noisy_or(found: dict[int, dict[str, list[float]]]) -> dict[int, dict[str, float]]:
+    return {r: {t: 1.0 - math.prod(1.0 - p for p in ps) for t, ps in techs.items()} for r, techs in found.items()}
+
+
+def decision_rows(
+    found: dict[int, dict[str, list[float]]], gold: dict[int, set[str]], lengths: dict[int, int]
+) -> list[tuple[int, str, list[float], int]]:
+    out = []
+    for r, techs in found.items():
+        values = decision_features(techs, lengths[r])
+        for t, x in values.items():
+            out.append((r, t, [x[f] for f in DECISION_FEATURES], int(t in gold[r])))
+    return out
+
+
+def fit_decision(rows: list[tuple[int, str, list[float], int]]) -> Any:  # noqa: ANN401
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=1.0, max_iter=2000).fit([r[2] for r in rows], [r[3] for r in rows])
+
+
+def decided(rows: list[tuple[int, str, list[float], int]], folds: int) -> dict[int, dict[str, float]]:
+    """Each (report, technique)'s decision probability, fitted on the other folds' reports."""
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    for fold in range(folds):
+        model = fit_decision([r for r in rows if r[0] % folds != fold])
+        test = [r for r in rows if r[0] % folds == fold]
+        if test:
+            for (r, t, _, _), p in zip(test, model.predict_proba([x[2] for x in test])[:, 1], strict=True):
+                out[r][t] = float(p)
+    return out
+
+
+def curve(name: str, found: dict[int, dict[str, float]], gold: dict[int, set[str]], everyone: list[int]) -> None:
+    best = max(SWEEP, key=lambda th: prf(found, gold, everyone, th)["F1"])
+    print(f"{name} (best F1 at min_score {best}):")  # noqa: T201
+    for threshold in SWEEP:
+        f = prf(found, gold, everyone, threshold)
+        print(f"  min_score {threshold:.2f}: " + "  ".join(f"{k} {v:.3f}" for k, v in f.items()))  # noqa: T201
+
+
+def ranking(searcher: Any, items: list[dict[str, Any]], selector: Any, verifier: Any) -> None:  # noqa: ANN401
+    sentences = [Sentence(text=i["query"], start=0, end=len(i["query"])) for i in items]
+    found = evidence(searcher, sentences, selector.voters, selector.top)
+    for name in ("selector", "verifier"):
+        if name == "verifier" and verifier is None:
+            continue
+        n = p1 = 0.0
+        for item, cands in zip(items, found.candidates, strict=True):
+            probs = (
+                [probability(c, selector.intercept, selector.weights) for c in cands]
+                if name == "selector"
+                else list(verifier.scores(cands))
+            )
+            order = sorted(zip(cands, probs, strict=True), key=lambda cp: -cp[1])
+            ranked = [f"mitre_attack:{c.technique}" for c, _ in order]
+            grades = {r["doc_id"]: int(r["grade"]) for r in item["relevant"]}
+            n += ndcg(ranked, grades)
+            p1 += precision_at_1(ranked, grades)
+        print(f"labelled sentences ranked by the {name}: nDCG@10 {n / len(items):.4f} P@1 {p1 / len(items):.4f}")  # noqa: T201
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--database-url", required=True)
+    ap.add_argument("--reports", type=Path, default=SHARED / "cti_dev_reports.jsonl")
+    ap.add_argument("--sentences", type=Path, default=SHARED / "cti_dev_queries.jsonl")
+    ap.add_argument("--train", action="store_true", help="train the verifier of the promoted sentence model first")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--floor", type=float, default=0.05)
+    args = ap.parse_args()
+    if args.train:
+        train(args.database_url)
+    from serving.mapping.verifier_file import verifier_of
+
+    searcher = searcher_of(args.database_url)
+    selector = searcher.config.map.selector
+    reports = load_items(args.reports)
+    probe = evidence(searcher, [Sentence(0, 5, "probe")], selector.voters, selector.top)
+    verifier = verifier_of(probe.model_id)
+    print(f"sentence model {probe.model_id}; verifier: {verifier.figures if verifier else None}")  # noqa: T201
+    gold = {i: set(r["techniques"]) for i, r in enumerate(reports)}
+    everyone = list(range(len(reports)))
+    rows = rows_of(searcher, reports, selector, verifier)
+    lengths = {row["report"]: row["sentences"] for row in rows}
+    threshold = verifier.gate.threshold if verifier is not None and verifier.gate is not None else None
+    if threshold is not None:
+        aside = [row for row in rows if row["gate"] < threshold and not row["named"]]
+        annotated = [row for row in rows if row["gold"]]
+        print(  # noqa: T201
+            f"gate (threshold {threshold}): sets aside {len(aside)} of {len(rows)} sentences, "
+            f"{sum(1 for row in aside if row['gold'])} of the {len(annotated)} annotated ones"
+        )
+    stages = [("selector, noisy-or", "selector", None)]
+    if verifier is not None:
+        stages += [("verifier, noisy-or", "verifier", None), ("gate + verifier, noisy-or", "verifier", threshold)]
+    for name, key, gate in stages:
+        found = per_report(rows, key, args.floor, gate)
+        curve(name, noisy_or(found), gold, everyone)
+        table = decision_rows(found, gold, lengths)
+        curve(f"{name.split(',')[0]}, decision (cross-validated by report)", decided(table, args.folds), gold, everyone)
+        model = fit_decision(table)
+        weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
+        print(f"  map.decision: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
+    if args.sentences.exists():
+        ranking(searcher, load_items(args.sentences), selector, verifier)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
