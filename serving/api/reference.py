@@ -21,9 +21,11 @@ from serving.access.request_limits import RequestLimits
 from serving.api.app import create_app
 from serving.api.openapi import load_examples
 from serving.api.reference_mcp import mcp_part
-from serving.api.reference_schema import cell, default_text, model_link, model_section, type_text
+from serving.api.reference_schema import anchor, cell, default_text, model_link, model_section, type_text
+from serving.api.routes import metrics as metrics_route
 from serving.contract import errors
 from serving.mcp.tools import build_mcp
+from serving.observability.prometheus import Exposition
 from serving.settings import ServingSettings
 
 HEADER = (
@@ -137,7 +139,8 @@ def rest_part(document: dict[str, Any], examples: dict[str, Any]) -> list[str]:
     operations = sorted(
         (path, method, operation) for path, item in document["paths"].items() for method, operation in item.items()
     )
-    lines = ["## REST", ""]
+    index = ", ".join(f"[`{m.upper()} {p}`](#{anchor(f'{m} {p}')})" for p, m, _ in operations)
+    lines = ["## REST", "", f"Operations: {index}.", ""]
     for path, method, operation in operations:
         lines += operation_section(method, path, operation, examples)
     return lines
@@ -147,6 +150,15 @@ def errors_part() -> list[str]:
     rows = [f"| {status} | `{kind}` | {cell(meaning)} |" for status, kind, meaning in error_kinds()]
     head = 'Every error body is `{"detail": ..., "kind": ...}`; an MCP tool error carries the same with a `hint`.'
     return ["## Error kinds", "", head, "", "| status | kind | meaning |", "|---|---|---|", *rows, ""]
+
+
+def metrics_part() -> list[str]:
+    """GET /metrics, outside the OpenAPI document: what the route says of itself, and each metric family."""
+    families = sorted(Exposition().registry.collect(), key=lambda family: family.name)
+    suffix = {"counter": "_total", "info": "_info"}
+    rows = [f"| `{f.name}{suffix.get(f.type, '')}` | {f.type} | {cell(f.documentation)} |" for f in families]
+    head = ["## Metrics", "", " ".join((metrics_route.__doc__ or "").split()), ""]
+    return [*head, "| metric | type | what it counts |", "|---|---|---|", *rows, ""]
 
 
 def reference_text() -> str:
@@ -180,6 +192,7 @@ def reference_text() -> str:
     lines = ["# API reference", "", HEADER, "", INTRO, ""]
     lines += rest_part(document, examples)
     lines += mcp_part(server.instructions or "", tools, resources, templates, prompts, by_operation, schemas)
+    lines += metrics_part()
     lines += errors_part()
     lines += ["## Models", ""]
     for name in sorted(schemas):

@@ -106,7 +106,9 @@ def mcp_part(
     models: dict[str, Any],
 ) -> list[str]:
     """The MCP chapter: the server's instructions, each tool by name, then the resources and prompts."""
-    lines = ["## MCP", "", " ".join(instructions.split()), ""]
+    names = sorted(tool.name for tool in tools)
+    index = ", ".join(f"[`{name}`](#{anchor(name)})" for name in names)
+    lines = ["## MCP", "", " ".join(instructions.split()), "", f"Tools: {index}.", ""]
     budget = next((t.input_schema["properties"][BUDGET] for t in tools if BUDGET in t.input_schema["properties"]), None)
     if budget:
         lines += [f"Every tool takes `{BUDGET}` ({type_text(budget)}): {' '.join(budget['description'].split())}", ""]
