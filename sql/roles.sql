@@ -9,7 +9,8 @@
 --   SECRAG_QUERYLOG_DATABASE_URL=postgresql://secrag_querylog:$QUERYLOG_PW@db.example/secrag  (query log only)
 -- `secrag db migrate` grants secrag_reader SELECT on the served columns (sql/reader_grants.sql, the one list)
 -- and secrag_querylog INSERT on query_log.
--- The webhook receiver's role (`secrag hooks`, INSERT on pokes only) gets a password when one is given:
+-- The webhook receiver's role (`secrag hooks`, INSERT on pokes and their retention) gets a password when one
+-- is given:
 --   -v hooks_password="$HOOKS_PW"   then SECRAG_HOOKS_DATABASE_URL=postgresql://secrag_hooks:$HOOKS_PW@db.example/secrag
 SELECT format('CREATE ROLE %I', name)
 FROM (VALUES ('secrag_reader'), ('secrag_querylog')) AS roles(name)
