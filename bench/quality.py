@@ -110,7 +110,8 @@ def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], 
 
         chosen = [f"default: {floor([c for v in per_shape.values() for c in v])}"]
         chosen += [f"{shape}: {floor(v)}" for shape, v in sorted(per_shape.items()) if len(v) >= 20]
-        print(f"  {model_id}: {{{', '.join(chosen)}}}  # pairs per shape: {dict(sorted(per_shape.items()))}")
+        pairs = {shape: len(values) for shape, values in sorted(per_shape.items())}
+        print(f"  {model_id}: {{{', '.join(chosen)}}}  # pairs per shape: {pairs}")
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ p50/p99 of the in-process request time. `--keep` keeps the databases; otherwise 
 
 measures only the vector leg's HNSW walk on the store as it is: recall@60 against exact cosine and the
 statement's p50/p99 per hnsw.ef_search (with --source, filtered to one source as the vector leg does).
+--api-memory N starts `secrag serve --workers N` on the store and prints each worker's RSS and PSS.
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 from psycopg import sql
 
 from secrag.db import database
 
 from lib.api import in_process
-from lib.processes import children, memory_mb
+from lib.processes import SECRAG, children, free_port, get, memory_mb
 from lib.queries import DEV_QUERIES, load_items
 from lib.table import print_table
 from lib.timing import percentile
@@ -449,6 +451,36 @@ def report(result: dict[str, Any]) -> None:
         )
 
 
+def api_memory(url: str, workers: int) -> None:
+    """Resident and proportional set size of each worker of `secrag serve --workers N` on the store at `url`,
+    after enough searches that each has encoded a query and searched."""
+    import os
+    import subprocess
+
+    from secrag_cli.processes import stop_group
+
+    port = free_port()
+    env = {**os.environ, "SECRAG_DATABASE_URL": url}
+    command = [*SECRAG, "serve", "--port", str(port), "--workers", str(workers)]
+    quiet = subprocess.DEVNULL
+    proc = subprocess.Popen(command, env=env, stdout=quiet, stderr=quiet, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while get(f"http://127.0.0.1:{port}/readyz") != 200:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("secrag serve did not become ready (GET /readyz shows why)")
+            time.sleep(0.5)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            for _ in range(workers * 8):  # spread over the workers
+                http.post("/v1/search", json={"query": "credential dumping from lsass", "k": 10})
+        # uvicorn's workers, not multiprocessing's resource tracker beside them
+        pids = [p for p in children(proc.pid) if b"resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes()]
+        rows = [[f"worker {pid}", *memory_mb(pid)] for pid in sorted(pids)] + [["launcher", *memory_mb(proc.pid)]]
+        print_table(["process", "RSS MB", "PSS MB"], [[n, round(r), round(p)] for n, r, p in rows])
+    finally:
+        stop_group(proc, grace=60)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--database-url", required=True, help="the real store to grow from (nothing connected to it)")
@@ -478,8 +510,12 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the figures here")
     ap.add_argument("--recall-ef", type=int, nargs="+", help="only the HNSW walk's recall@--variant-k per ef_search")
     ap.add_argument("--source", help="with --recall-ef: filtered to this source")
+    ap.add_argument("--api-memory", type=int, metavar="WORKERS", help="only the memory of each API worker")
     args = ap.parse_args()
     texts = [item["query"] for item in load_items(args.query_file, args.queries)]
+    if args.api_memory:
+        api_memory(args.database_url, args.api_memory)
+        return
     if args.recall_ef:
         recall_per_ef(args.database_url, texts, args.variant_k, args.recall_ef, args.source)
         return
