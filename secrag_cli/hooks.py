@@ -27,8 +27,9 @@ from .run import check_port_free
     "unset: the peer address is the client (quotas count per client address).",
 )
 def hooks(host: str, port: int, log_level: str, forwarded_allow_ips: str | None) -> None:
-    """Receive signed upstream webhooks at http://HOST:PORT/hooks/github/SOURCE and /hooks/feed/SOURCE, recording
-    a poke the source's sensor reads on its next tick (SECRAG_HOOKS_ENABLED must be on)."""
+    """Receive signed upstream webhooks at http://HOST:PORT/hooks/github/OWNER/NAME (a repository's: every source
+    on it) and /hooks/feed/SOURCE, recording a poke the sources' sensors read on their next tick
+    (SECRAG_HOOKS_ENABLED must be on)."""
     import uvicorn
 
     from secrag import logs
@@ -37,8 +38,12 @@ def hooks(host: str, port: int, log_level: str, forwarded_allow_ips: str | None)
     settings = get_settings()
     if not settings.hooks_enabled:
         raise click.UsageError("the webhook receiver is off: set SECRAG_HOOKS_ENABLED=true")
-    if not settings.secrets():
-        raise click.UsageError("no source has a webhook secret: set SECRAG_HOOK_SECRETS or SECRAG_HOOK_SECRETS_FILE")
+    try:
+        secrets = settings.secrets()
+    except ValueError as exc:  # a key that names no repository or source, or a file that is no map
+        raise click.UsageError(str(exc)) from exc
+    if not secrets:
+        raise click.UsageError("no webhook has a secret: set SECRAG_HOOK_SECRETS or SECRAG_HOOK_SECRETS_FILE")
     log_format = (click.get_current_context().obj or {}).get("log_format", "text")
     check_port_free(host, port, "--port")
     uvicorn.run(
