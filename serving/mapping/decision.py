@@ -1,7 +1,7 @@
 """The report-level decision per technique (search.yaml `map.decision`): a logistic model over the technique's
 verified evidence across the text (its strongest and second sentence, how many sentences verify it, the
 competition of its siblings and of its parent), its coefficients fitted on whole labelled reports with
-cross-validation by report (bench/map_decision.py), so a technique's score is the probability that an analyst
+cross-validation by report (bench/map_verifier.py), so a technique's score is the probability that an analyst
 annotated it in the text and `min_score` a probability cut. Without it, the noisy-or of serving/mapping/evidence.py
 decides."""
 

@@ -4,6 +4,7 @@ leave one broken until somebody runs it (the lint's type check covers the packag
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -36,3 +37,33 @@ def test_the_script_answers_help(
         module.main()
     assert exited.value.code == 0
     assert "usage:" in capsys.readouterr().out
+
+
+ROOT = BENCH.parent
+NAMED = re.compile(r"\bbench/[a-z_/]+\.py\b")
+# Where a bench is named: the docs and the code. The CHANGELOG and the applied migrations keep their history.
+NAMING = [
+    "README.md",
+    "Makefile",
+    "pyproject.toml",
+    "bench",
+    "docs",
+    "deploy",
+    "secrag",
+    "secrag_cli",
+    "serving",
+    "pipeline",
+    "tests",
+]
+
+
+def test_every_bench_named_exists() -> None:
+    files = [p for name in NAMING for p in ([ROOT / name] if (ROOT / name).is_file() else (ROOT / name).rglob("*"))]
+    named = {
+        f"{path.relative_to(ROOT)}: {match}"
+        for path in files
+        if path.is_file() and path.suffix in {".py", ".md", ".yaml", ".yml", ".toml", ".sh", ""}
+        for match in NAMED.findall(path.read_text(encoding="utf-8", errors="replace"))
+        if not (ROOT / match).is_file()
+    }
+    assert not named, "retired benches still named:\n" + "\n".join(sorted(named))
