@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 MIN_NAME_CHARS = 6  # shorter names ("Hooking" is 7) are too easily part of other prose
@@ -23,6 +23,15 @@ class TechniqueNames:
     """Normalised technique names -> ids, longest first."""
 
     names: tuple[tuple[str, str], ...]
+    # the positions in `names` of the names starting with each word: a name is in a query only if its first word is
+    # (a query is checked against the few names its words start, not against every name)
+    by_first_word: Mapping[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        index: dict[str, list[int]] = {}
+        for position, (name, _) in enumerate(self.names):
+            index.setdefault(name.split(maxsplit=1)[0], []).append(position)
+        object.__setattr__(self, "by_first_word", {word: tuple(found) for word, found in index.items()})
 
     @classmethod
     def from_lookup(cls, lookup: Mapping[str, str]) -> TechniqueNames:
@@ -38,7 +47,8 @@ class TechniqueNames:
         ("Parent: Sub") hides its parent's name inside it."""
         text = normalise(query)
         found: list[str] = []
-        for name, tid in self.names:
+        starts = sorted({p for word in set(text.split()) for p in self.by_first_word.get(word, ())})
+        for name, tid in (self.names[p] for p in starts):  # in the order of `names`, longest first
             if name in text:
                 found.append(tid)
                 text = text.replace(name, " | ")  # the parent's name inside the full name is used up
