@@ -272,78 +272,6 @@ def recall_per_ef(url: str, texts: list[str], k: int, efs: list[int], source: st
     print_table(["ef_search", "recall", "min", "p50 ms", "p99 ms"], rows)
 
 
-VARIANTS = {  # the vector index at lower precision: its expression, operator class and nearest-k query
-    "vector (as served)": (None, "{vec} <=> %(q)s::vector({d})"),
-    "halfvec": (
-        "(vector::halfvec({d})) halfvec_cosine_ops",
-        "(vector::halfvec({d})) <=> %(q)s::vector({d})::halfvec({d})",
-    ),
-    "binary + re-rank x4": ("(binary_quantize(vector)::bit({d})) bit_hamming_ops", None),
-}
-
-
-def vector_variants(
-    conn: psycopg.Connection, model: str, dims: int, vectors: list[Any], k: int, served: tuple[float, float]
-) -> dict[str, Any]:
-    """Each lower-precision index built beside the served one: build time, size, recall@k against exact
-    cosine distances and p50 of the nearest-k statement (hnsw.ef_search 100)."""
-    from pgvector.psycopg import register_vector
-
-    register_vector(conn)
-    where = sql.SQL("model_id = {}").format(sql.Literal(model))
-    vec = f"(vector::vector({dims}))"
-    nearest = "SELECT content_hash FROM embeddings WHERE {where} ORDER BY {order} LIMIT %(k)s"
-    conn.execute("SET hnsw.ef_search = 100")
-    conn.execute("SET enable_indexscan = off")
-    truth = [
-        {
-            r[0]
-            for r in conn.execute(
-                sql.SQL(nearest).format(where=where, order=sql.SQL(f"{vec} <=> %(q)s::vector({dims})")),
-                {"q": v, "k": k},
-            )
-        }
-        for v in vectors
-    ]
-    conn.execute("RESET enable_indexscan")
-    figures: dict[str, Any] = {}
-    for name, (opclass, order) in VARIANTS.items():
-        index, (built, size) = None, served
-        if opclass:
-            index = "scale_variant_idx"
-            started = time.monotonic()
-            conn.execute(
-                sql.SQL("CREATE INDEX {i} ON embeddings USING hnsw ({e}) WHERE {w}").format(
-                    i=sql.Identifier(index), e=sql.SQL(opclass.format(d=dims)), w=where
-                )
-            )
-            built, size = time.monotonic() - started, relation_mb(conn, index)
-        if order is None:  # binary: hamming distance over bits for 4k candidates, then exact cosine
-            statement = sql.SQL(
-                "SELECT content_hash FROM (SELECT content_hash, vector FROM embeddings WHERE {w} "
-                "ORDER BY binary_quantize(vector)::bit({d}) <~> binary_quantize(%(q)s::vector({d})) "
-                "LIMIT %(k)s * 4) c ORDER BY (vector::vector({d})) <=> %(q)s::vector({d}) LIMIT %(k)s"
-            ).format(w=where, d=sql.Literal(dims))
-        else:
-            statement = sql.SQL(nearest).format(where=where, order=sql.SQL(order.format(vec=vec, d=dims)))
-        times, recalls = [], []
-        for v, expected in zip(vectors, truth, strict=True):
-            started = time.perf_counter()
-            found = {r[0] for r in conn.execute(statement, {"q": v, "k": k})}
-            times.append((time.perf_counter() - started) * 1000)
-            recalls.append(len(found & expected) / max(1, len(expected)))
-        figures[name] = {
-            "build_s": built,
-            "size_mb": size,
-            "recall": statistics.mean(recalls),
-            "p50_ms": statistics.median(times),
-        }
-        log(f"{name}: recall@{k} {figures[name]['recall']:.3f}, p50 {figures[name]['p50_ms']:.1f} ms")
-        if index:
-            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
-    return figures
-
-
 def measure(server_url: str, base: str, target: int, args: argparse.Namespace, texts: list[str]) -> dict[str, Any]:
     name = f"secrag_scale_{target}" + ("_mixed" if args.texts == "mixed" else "")
     admin = database.with_database(server_url, "postgres")
@@ -368,10 +296,9 @@ def measure(server_url: str, base: str, target: int, args: argparse.Namespace, t
                 [model],
             )
         ]
-        # Index builds (ours and the variants') with the memory to keep the graph in memory.
+        # Index builds with the memory to keep the graph in memory.
         conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(args.maintenance_work_mem)))
         conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(sql.Literal(args.parallel_workers)))
-        conn.execute("DROP INDEX IF EXISTS scale_variant_idx")  # left by an interrupted run
         if reuse:
             log(f"{name}: measured as it is (--reuse)")
         else:
@@ -415,14 +342,6 @@ def measure(server_url: str, base: str, target: int, args: argparse.Namespace, t
         for shape, (p50, p99, failed) in result["latency_ms"].items():
             log(f"search {shape}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, {failed} failed")
         result["server_pss_mb"] = server_pss_mb(conn)
-        if args.variants:
-            from serving.search.encoder import shared_encoder
-
-            encoder = shared_encoder(model, 1, backend="onnx", encoder_threads=1, cache_size=0)
-            vectors = [encoder.encode(t) for t in texts[: args.variant_queries]]
-            hnsw = next(i for i in indexes if i.endswith("_hnsw_idx"))
-            served = (result["index_s"].get(hnsw, 0.0), result["sizes_mb"][hnsw])
-            result["variants"] = vector_variants(conn, model, encoder.dimensions, vectors, args.variant_k, served)
         result["shared_buffers"] = conn.execute("SELECT current_setting('shared_buffers')").fetchone()[0]  # type: ignore[index]
     if not args.keep:
         with database.connect(admin, autocommit=True) as conn:
@@ -444,11 +363,6 @@ def report(result: dict[str, Any]) -> None:
     )
     for shape, (p50, p99, failed) in result["latency_ms"].items():
         print(f"search {shape:<26} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   {failed} failed")
-    for name, v in result.get("variants", {}).items():
-        print(
-            f"vector index {name:<20} build {v['build_s']:7.1f}s  size {v['size_mb']:6.0f} MB  "
-            f"recall {v['recall']:.3f}  p50 {v['p50_ms']:6.1f} ms"
-        )
 
 
 def api_memory(url: str, workers: int) -> None:
@@ -502,13 +416,9 @@ def main() -> None:
     )
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--reuse", action="store_true", help="measure a kept secrag_scale_<N> as it is")
-    ap.add_argument("--variants", action="store_true", help="also build halfvec and binary indexes and compare")
-    ap.add_argument("--variant-queries", type=int, default=50)
-    ap.add_argument(
-        "--variant-k", type=int, default=60, help="k of the variant comparison (the API's vector candidates)"
-    )
+    ap.add_argument("--recall-k", type=int, default=60, help="k of --recall-ef (the API's vector candidates)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
-    ap.add_argument("--recall-ef", type=int, nargs="+", help="only the HNSW walk's recall@--variant-k per ef_search")
+    ap.add_argument("--recall-ef", type=int, nargs="+", help="only the HNSW walk's recall per ef_search")
     ap.add_argument("--source", help="with --recall-ef: filtered to this source")
     ap.add_argument("--api-memory", type=int, metavar="WORKERS", help="only the memory of each API worker")
     args = ap.parse_args()
@@ -517,7 +427,7 @@ def main() -> None:
         api_memory(args.database_url, args.api_memory)
         return
     if args.recall_ef:
-        recall_per_ef(args.database_url, texts, args.variant_k, args.recall_ef, args.source)
+        recall_per_ef(args.database_url, texts, args.recall_k, args.recall_ef, args.source)
         return
     base = args.database_url.split("?")[0].rsplit("/", 1)[1]
     results = []
