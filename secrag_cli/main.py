@@ -9,6 +9,7 @@ import click
 from secrag import logs
 
 from .backfill import backfill
+from .cli_docs import commands
 from .coverage import coverage
 from .db import db
 from .errors import SecragGroup
@@ -49,6 +50,7 @@ def cli(ctx: click.Context, verbose: bool, log_format: logs.LogFormat) -> None:
 
 
 cli.add_command(backfill)
+cli.add_command(commands)
 cli.add_command(coverage)
 cli.add_command(db)
 cli.add_command(hooks)

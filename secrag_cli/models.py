@@ -122,8 +122,8 @@ def fetch(model_id: str) -> None:
     "--maintenance-work-mem",
     default="1GB",
     show_default=True,
-    help="Memory for each build (PostgreSQL's maintenance_work_mem): about 2 KB a chunk keeps the graph in memory; "
-    "with less the build spills and takes many times longer.",
+    help="Memory for each build (PostgreSQL's maintenance_work_mem): enough keeps the graph in memory "
+    "(docs/scaling.md sizes it); with less the build spills and takes many times longer.",
 )
 def index_source(sources: tuple[str, ...], min_chunks: int | None, drop: bool, maintenance_work_mem: str) -> None:
     """Give SOURCES (or every source of --min-chunks chunks) an HNSW index of their own for the active model,
