@@ -1,6 +1,7 @@
 """Where a search's time goes: query encoding, PostgreSQL, and secrag's own Python, per request.
 
     python bench/budget.py --database-url postgresql://...secrag_bench... [--mode hybrid] [--no-filters] [--statements]
+    python bench/budget.py --database-url postgresql://...secrag_bench... --clients 8 [--shares] [--planning]
 
 Runs every dev query once (after a warm-up pass) through the API's own search code in process (the
 Service the app builds, caches off), one request at a time, and times:
@@ -15,6 +16,7 @@ Service the app builds, caches off), one request at a time, and times:
 
 HTTP (uvicorn, routing, validation, JSON) is what bench/peer_compare.py's latency adds on top. `--statements`
 adds each statement's mean time per search, by name (sql/queries/serving.sql) or by the legs it runs.
+`--clients N` measures CPU per search at N concurrent clients instead (bench/cpu_budget.py says how).
 """
 
 from __future__ import annotations
@@ -140,7 +142,22 @@ def main() -> None:
     ap.add_argument(
         "--serial-legs", action="store_true", help="Run every leg in one statement (SECRAG_SEARCH_PARALLEL_LEGS=false)."
     )
+    ap.add_argument(
+        "--clients",
+        type=int,
+        default=0,
+        help="CPU per search at this many concurrent clients instead (cpu_budget.py: process and PostgreSQL).",
+    )
+    ap.add_argument("--rounds", type=int, default=2, help="With --clients: measured passes after one warm-up.")
+    ap.add_argument("--shares", action="store_true", help="With --clients: where the CPU goes.")
+    ap.add_argument("--planning", action="store_true", help="With --clients: each statement's planning time too.")
+    ap.add_argument("--queries", type=int, default=0, help="With --clients: only the first N dev queries (0: all).")
     args = ap.parse_args()
+    if args.clients:
+        from cpu_budget import report
+
+        report(args)
+        return
     items = dev_queries()
     service = in_process_service(args.database_url, parallel_legs=not args.serial_legs)
     clock = Clock()

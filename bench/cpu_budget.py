@@ -1,6 +1,7 @@
-"""CPU milliseconds per search at N concurrent clients: this process and its PostgreSQL backends, and where they go.
+"""budget.py --clients N: CPU milliseconds per search at N concurrent clients, this process's and its PostgreSQL
+backends', and where they go.
 
-    python bench/cpu_budget.py --database-url postgresql://...secrag_bench... [--clients 8] [--rounds 2]
+    python bench/budget.py --database-url postgresql://...secrag_bench... --clients 8 [--rounds 2]
         [--mode hybrid] [--no-filters] [--shares] [--planning]
 
 Runs the dev queries through the API's own search code in process (budget.py's Service: caches and warm-up
@@ -26,22 +27,18 @@ import os
 import queue
 import re
 import statistics
-import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import psycopg
+from budget import dev_queries, in_process_service, statement_name
 
 from serving.access.keys import ANONYMOUS
 from serving.api.app import stop_service
 from serving.contract.requests import SearchRequest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from budget import dev_queries, in_process_service, statement_name  # noqa: E402
 
 PLANNING = re.compile(r"Planning Time: ([0-9.]+) ms")
 
@@ -180,17 +177,9 @@ def planning_ms(url: str, captured: list[tuple[str, str, Any]]) -> dict[str, lis
     return by_name
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--database-url", required=True)
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--rounds", type=int, default=2, help="Measured passes over the dev queries (after one warm-up).")
-    ap.add_argument("--mode", default="hybrid")
-    ap.add_argument("--no-filters", action="store_true")
-    ap.add_argument("--shares", action="store_true", help="Also where the CPU goes (adds two /proc reads a statement).")
-    ap.add_argument("--planning", action="store_true", help="Also each statement's planning time (implies --shares).")
-    ap.add_argument("--queries", type=int, default=0, help="Only the first N dev queries (0: all).")
-    args = ap.parse_args()
+def report(args: argparse.Namespace) -> None:
+    """budget.py's --clients report (its arguments: database_url, clients, rounds, mode, no_filters, shares,
+    planning, queries)."""
     bodies = []
     for item in dev_queries()[: args.queries or None]:
         body = {"query": item["query"], "mode": args.mode, "k": 10}
@@ -256,7 +245,3 @@ def main() -> None:
         print(f"\n{'planning ms/search':>18}  statement (EXPLAIN SUMMARY, one pass, custom plans)")
         for name, values in sorted(planned.items(), key=lambda kv: -sum(kv[1])):
             print(f"{sum(values) / len(bodies):>18.2f}  {name} (median {statistics.median(values):.3f} a run)")
-
-
-if __name__ == "__main__":
-    main()
