@@ -100,18 +100,23 @@ class SearchResponse(BaseModel):
 
 
 class Document(BaseModel):
-    doc_id: str
-    source: str
-    source_version: str
+    doc_id: str = Field(description="`<source>:<the record's id>`, e.g. mitre_attack:T1003, sigma:<rule id>.")
+    source: str = Field(description="The source or folder it was published from (GET /v1/sources).")
+    source_version: str = Field(description="The upstream version it was published from (commit, tag, feed version).")
     title: str
-    url: str | None
-    body: str
-    metadata: dict[str, Any]
-    techniques: list[str]
-    platforms: list[str]
-    tags: list[str]
-    created_at: datetime
-    updated_at: datetime
+    url: str | None = Field(description="Its upstream page or file, when it has one.")
+    body: str = Field(description="Its whole text, of which its chunks are parts.")
+    metadata: dict[str, Any] = Field(
+        description="The record's own fields. An ATT&CK technique's list its detection strategies and analytics "
+        "(`detection_strategies`, `analytics`); a detection strategy's (mitre_attack_detections:DET0103) lists "
+        "its `analytics`, each with its id, platforms and log sources and a document of its own "
+        "(mitre_attack_detections:AN0286); every ATT&CK document says its `domain`."
+    )
+    techniques: list[str] = Field(description="The ATT&CK techniques it is labelled with, set at publish.")
+    platforms: list[str] = Field(description="The platforms it applies to, as the search filters name them.")
+    tags: list[str] = Field(description="The record's tags, as `filters.tags_any` and `tags_all` match them.")
+    created_at: datetime = Field(description="When it was first published.")
+    updated_at: datetime = Field(description="When a publish last wrote it.")
     media_type: str | None = Field(
         default=None, description="Its upstream form's media type, or its file's in a user folder."
     )
@@ -170,14 +175,19 @@ class UpstreamBatchResponse(BaseModel):
 
 
 class Chunk(BaseModel):
-    chunk_id: str
+    chunk_id: str = Field(description="`<doc_id>#<ordinal>`.")
     doc_id: str
     source: str
-    ordinal: int
+    ordinal: int = Field(description="Its place in its document, from 0.")
     title: str
-    text: str
-    enriched_text: str
-    identifiers: list[str]
+    text: str = Field(description="Its part of the document's text.")
+    enriched_text: str = Field(
+        description="The text as indexed and embedded: the ATT&CK names of the technique ids it mentions added."
+    )
+    identifiers: list[str] = Field(
+        description="The identifier forms of its text and of its record's id, title and techniques (lower case), "
+        "which full-text search weighs as a title."
+    )
     location: Location = Field(default_factory=Location)
 
 

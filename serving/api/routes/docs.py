@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from serving.api.deps import PrincipalDep, ReadsDep
 from serving.api.routes import API_PREFIX
@@ -24,6 +24,8 @@ router = APIRouter(prefix=API_PREFIX, tags=["documents"])
 # Besides the gated statuses every /v1 operation declares (serving/api/app.py):
 _404 = error_responses(404)
 _UPSTREAM_ERRORS = error_responses(404, 501, 502)  # a refetch's own: 413 and 504 are among the gated
+DocId = Annotated[str, Path(description="`<source>:<the record's id>`, e.g. mitre_attack:T1003.")]
+ChunkId = Annotated[str, Path(description="`<doc_id>#<ordinal>`, with `#` sent as %23.")]
 
 
 @router.post(
@@ -39,7 +41,7 @@ def get_upstreams(body: UpstreamRequest, reads: ReadsDep, principal: PrincipalDe
 
 @router.get("/docs/{doc_id:path}/upstream", response_model=UpstreamResponse, responses=_UPSTREAM_ERRORS)
 def get_upstream(
-    doc_id: str,
+    doc_id: DocId,
     reads: ReadsDep,
     principal: PrincipalDep,
     live: Annotated[bool, Query(description=UpstreamQuery.model_fields["live"].description)] = False,
@@ -57,7 +59,7 @@ def get_upstream(
 
 
 @router.get("/docs/{doc_id:path}", response_model=Document, responses=_404)
-def get_document(doc_id: str, reads: ReadsDep, principal: PrincipalDep) -> Document:
+def get_document(doc_id: DocId, reads: ReadsDep, principal: PrincipalDep) -> Document:
     """One document (404 when absent or not visible to the caller)."""
     return reads.document(doc_id, principal)
 
@@ -69,8 +71,8 @@ def get_documents(body: IdsRequest, reads: ReadsDep, principal: PrincipalDep) ->
 
 
 @router.get("/chunks/{chunk_id:path}", response_model=Chunk, responses=_404)
-def get_chunk(chunk_id: str, reads: ReadsDep, principal: PrincipalDep) -> Chunk:
-    """One chunk (`<doc_id>#<ordinal>`, with `#` URL-encoded as %23)."""
+def get_chunk(chunk_id: ChunkId, reads: ReadsDep, principal: PrincipalDep) -> Chunk:
+    """One chunk (404 when absent or not visible to the caller)."""
     return reads.chunk(chunk_id, principal)
 
 
