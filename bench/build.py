@@ -41,9 +41,9 @@ from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
 from secrag.db import database, migrations  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
 
+from lib.store import BENCH_DB  # noqa: E402
 from lib.table import print_table  # noqa: E402
 
-BENCH_DB = "secrag_bench"
 PHASES = ("probe", "fetch", "parse", "publish")
 
 

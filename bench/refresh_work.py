@@ -59,14 +59,14 @@ from pipeline.sources.interface import Upstream  # noqa: E402
 from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
 from pipeline.sources.registry import SourceSpec, default_registry  # noqa: E402
 from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
-from secrag.db import database, embedded, migrations  # noqa: E402
+from secrag.db import embedded, migrations  # noqa: E402
 from secrag.db.queries import Queries  # noqa: E402
 from secrag.errors import SecragError  # noqa: E402
 from secrag.models.embedder import TextModel  # noqa: E402
 from secrag.models.encoders import document_encoder  # noqa: E402
 from secrag.settings import Settings, get_settings  # noqa: E402
 
-from build import BENCH_DB  # noqa: E402
+from lib.store import bench_store_url  # noqa: E402
 from mirror_edits import ADDED, change_upstream, pick_edit, planned_change  # noqa: E402
 
 PHASES = {  # what each phase does on a refresh of one changed record
@@ -319,7 +319,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--upstream", type=Path, help="the snapshot the store's mirrors were built from")
     ap.add_argument("--data-dir", type=Path, default=Path(".secrag/bench"), help="bench/build.py's data directory")
-    ap.add_argument("--database-url", help=f"the store (default: {BENCH_DB} on <data dir>/pgdata's server)")
+    ap.add_argument("--database-url", help="the store (default: the bench store in --data-dir)")
     ap.add_argument("--sources", default="", help="comma-separated source names (default: every upstream source)")
     ap.add_argument("--model-cache-dir", type=Path, help="ONNX exports (default: SECRAG_MODEL_CACHE_DIR or .secrag)")
     ap.add_argument("--keep-changes", action="store_true", help="leave the changed versions served")
@@ -343,7 +343,7 @@ def main() -> int:
     data_dir = args.data_dir.resolve()
     settings = Settings(data_dir=data_dir, database_url=args.database_url)
     was_running = bool(args.database_url) or embedded.status(settings.pgdata).running
-    url = args.database_url or database.with_database(database.server_url(settings), BENCH_DB)
+    url = args.database_url or bench_store_url(data_dir)
     names = [s.name for s in specs]
     mirror = mirror_of(args.upstream.resolve(), data_dir, names)
     upstream = upstream_of(mirror)

@@ -43,6 +43,7 @@ from secrag.db import database
 from lib.api import in_process
 from lib.processes import SECRAG, children, free_port, get, memory_mb
 from lib.queries import DEV_QUERIES, load_items
+from lib.store import bench_store_url
 from lib.table import print_table
 from lib.timing import percentile
 
@@ -397,7 +398,7 @@ def api_memory(url: str, workers: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--database-url", required=True, help="the real store to grow from (nothing connected to it)")
+    ap.add_argument("--database-url", help="the real store to grow from, nothing connected (default: the bench store)")
     ap.add_argument(
         "--chunks", type=int, nargs="+", default=[0, 200_000, 1_000_000], help="targets; 0: the real store as it is"
     )
@@ -422,6 +423,7 @@ def main() -> None:
     ap.add_argument("--source", help="with --recall-ef: filtered to this source")
     ap.add_argument("--api-memory", type=int, metavar="WORKERS", help="only the memory of each API worker")
     args = ap.parse_args()
+    args.database_url = args.database_url or bench_store_url()
     texts = [item["query"] for item in load_items(args.query_file, args.queries)]
     if args.api_memory:
         api_memory(args.database_url, args.api_memory)
