@@ -34,9 +34,14 @@ def model_link(ref: str) -> str:
     return f"[`{name}`](#{anchor(name)})"
 
 
+def _number(value: float) -> str:
+    """A bound as written: 1 rather than 1.0."""
+    return json.dumps(int(value) if isinstance(value, float) and value.is_integer() else value)
+
+
 def bounds(schema: dict[str, Any]) -> list[str]:
     """The schema's limits in words (minimum, maxLength, ...), a pattern as `pattern`."""
-    found = [text.format(json.dumps(schema[key])) for key, text in _BOUNDS if key in schema]
+    found = [text.format(_number(schema[key])) for key, text in _BOUNDS if key in schema]
     if "pattern" in schema:
         found.append("pattern")
     return found
