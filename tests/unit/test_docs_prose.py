@@ -106,3 +106,14 @@ def test_the_lab_note_patterns_leave_plain_english_alone() -> None:
     ]
     assert [text for text in plain if LAB_NOTES.search(text)] == []
     assert [text for text in notes if not LAB_NOTES.search(text)] == []
+
+
+def test_troubleshooting_says_what_to_do_for_every_refresh_error_kind() -> None:
+    """Each kind `/v1/sources` can give (secrag/error_kinds.py) has its row in troubleshooting.md's table."""
+    from secrag.error_kinds import KINDS
+
+    page = (REPO_ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    table = page.split("## Refreshes", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+    named = {kind for row in rows for kind in re.findall(r"`([a-z_]+)`", row)}
+    assert set(KINDS) - named == set()
