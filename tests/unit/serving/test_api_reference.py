@@ -15,6 +15,8 @@ from secrag_cli.main import cli
 from secrag_cli.reference_docs import REFERENCE_FILE
 from serving.api.app import create_app
 from serving.api.reference import OTHER_KINDS, DefaultSettings, error_kinds, reference_text
+from serving.api.reference_mcp import model_of
+from serving.api.reference_schema import REF, type_text
 from serving.contract.errors import UnknownApiKey, public_error
 
 
@@ -76,3 +78,18 @@ def test_every_kind_has_a_meaning() -> None:
     assert all(meaning for _, _, meaning in error_kinds())
     kinds = [kind for _, kind, _ in error_kinds()]
     assert len(kinds) == len(set(kinds))
+
+
+def test_types_read_as_words() -> None:
+    assert type_text({"anyOf": [{"$ref": f"{REF}LayerIn"}, {"type": "null"}]}) == "[`LayerIn`](#layerin) or null"
+    assert type_text({"type": "array", "items": {"type": "string", "maxLength": 64}}) == "array of string (length ≤ 64)"
+    assert type_text({"type": "integer", "minimum": 1.0, "maximum": 50}) == "integer (≥ 1, ≤ 50)"
+    assert type_text({"enum": ["fts", "vector"]}) == 'one of `"fts"`, `"vector"`'
+    assert type_text({"type": "object", "additionalProperties": {"type": "integer"}}) == "object of integer"
+
+
+def test_a_tool_taking_a_models_fields_links_to_it() -> None:
+    models = {"SearchRequest": {"properties": {"query": {}, "k": {}, "mode": {}}}, "Other": {"properties": {"x": {}}}}
+    assert model_of({"query": {}, "k": {}, "mode": {}}, models) == ("SearchRequest", [])
+    assert model_of({"query": {}, "k": {}}, models) == ("SearchRequest", ["mode"])
+    assert model_of({"value": {}}, models) is None
