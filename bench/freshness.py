@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -54,6 +53,8 @@ from tests.plugins.mirror_changes import add_commit  # noqa: E402
 from tests.plugins.upstream import FAST_RETRIES, LoopbackPolicy, LoopbackServer, serve_mirror  # noqa: E402
 
 from lib.processes import SECRAG, daemon_healthy, free_port, get, graphql, location_loaded  # noqa: E402
+from lib.table import print_table  # noqa: E402
+from lib.timing import percentile  # noqa: E402
 
 KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
 LOOKUP_SOURCE = "mitre_attack"
@@ -204,16 +205,7 @@ def _search(api: str, source: str, query: str, mode: str) -> list[dict[str, Any]
 
 
 def _materialized(dagster: str, key: list[str]) -> dict[str, Any]:
-    request = urllib.request.Request(
-        f"{dagster}/graphql",
-        data=json.dumps({"query": MATERIALIZATION, "variables": {"key": {"path": key}}}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            found = json.load(response).get("data") or {}
-    except (OSError, ValueError):
-        return {}
+    found = graphql(dagster, MATERIALIZATION, {"key": {"path": key}})
     events = (found.get("assetOrError") or {}).get("assetMaterializations") or []
     if not events:
         return {}
@@ -280,9 +272,8 @@ def changes_latency(api: str, rounds: int) -> None:
             with urllib.request.urlopen(f"{api}/v1/changes?{urllib.parse.urlencode(params)}", timeout=30) as r:
                 r.read()
             timings.append((time.perf_counter() - started) * 1000)
-        timings.sort()
-        p95 = timings[max(0, int(len(timings) * 0.95) - 1)]
-        say(f"  {name:<18} p50 {statistics.median(timings):7.1f}  p95 {p95:7.1f}  ({rounds} requests)")
+        p50, p95 = percentile(timings, 50), percentile(timings, 95)
+        say(f"  {name:<18} p50 {p50:7.1f}  p95 {p95:7.1f}  ({rounds} requests)")
 
 
 def changes_storage(url: str) -> None:
@@ -339,7 +330,8 @@ def probe_hour(upstream: Path, work: Path) -> None:
         cfg = cfg.with_mirror(mirror.repos, feeds, api)
         intervals = poll_intervals({n: specs[n] for n in names})
         say("\n(d) one hour of probes at the default intervals, conditional requests to the loopback mirror")
-        say(f"  {'source':<26} {'interval':>8} {'probes':>7} {'304':>5} {'share':>6}  (one upstream change mid-hour)")
+        say("  one upstream change mid-hour in cisa_kev and stratus_red_team")
+        rows: list[list[object]] = []
         for name in sorted(names):
             server.answered.clear()
             count = 3600 // intervals[name]
@@ -353,8 +345,8 @@ def probe_hour(upstream: Path, work: Path) -> None:
                 known = decode_cursor(name, encode_cursor(replace(seen)))  # what the sensor's cursor keeps
             statuses = [s for _, s in server.answered]
             not_modified = statuses.count(304)
-            share = not_modified / max(len(statuses), 1)
-            say(f"  {name:<26} {intervals[name]:8d} {count:7d} {not_modified:5d} {share:6.0%}")
+            rows.append([name, intervals[name], count, not_modified, f"{not_modified / max(len(statuses), 1):.0%}"])
+        print_table(["source", "interval", "probes", "304", "share"], rows)
     finally:
         server.close()
     commits = [n for n, s in specs.items() if s.tracking == "commit"]

@@ -29,13 +29,12 @@ def get(url: str) -> int:
         return 0
 
 
-def graphql(url: str, query: str) -> dict[str, Any]:
+def graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
     """The `data` of a query to the Dagster webserver at `url`, {} when it fails."""
-    request = urllib.request.Request(
-        f"{url}/graphql", data=json.dumps({"query": query}).encode(), headers={"Content-Type": "application/json"}
-    )
+    body = json.dumps({"query": query, "variables": variables or {}}).encode()
+    request = urllib.request.Request(f"{url}/graphql", data=body, headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=10) as response:
             return dict(json.load(response).get("data") or {})
     except (OSError, ValueError):
         return {}
