@@ -355,15 +355,15 @@ def report(result: dict[str, Any]) -> None:
     cosine = result["cosine_to_original"]
     similarity = f"mean cosine of a copy to its original {cosine:.3f}" if cosine is not None else "no copies"
     print(f"grown in {result['grow_s']:.0f}s; {similarity}")
-    for name, seconds in result["index_s"].items():
-        print(f"index build {name:<45} {seconds:8.1f}s")
-    for name, mb in result["sizes_mb"].items():
-        print(f"size {name:<52} {mb:8.0f} MB")
-    print(
-        f"server PSS after the searches: {result['server_pss_mb']:.0f} MB (shared_buffers {result['shared_buffers']})"
-    )
-    for shape, (p50, p99, failed) in result["latency_ms"].items():
-        print(f"search {shape:<26} p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   {failed} failed")
+    pss, buffers = result["server_pss_mb"], result["shared_buffers"]
+    print(f"server PSS after the searches: {pss:.0f} MB (shared_buffers {buffers})")
+    sizes = [
+        [name, round(mb), round(result["index_s"][name], 1) if name in result["index_s"] else None]
+        for name, mb in result["sizes_mb"].items()
+    ]
+    print_table(["relation", "MB", "index build s"], sizes)
+    latency = [[shape, round(p50, 1), round(p99, 1), n] for shape, (p50, p99, n) in result["latency_ms"].items()]
+    print_table(["search", "p50 ms", "p99 ms", "failed"], latency)
 
 
 def api_memory(url: str, workers: int) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 def cell(value: object) -> str:
     if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+        return f"{value:.3f}" if abs(value) < 1 else f"{value:.1f}"
     return "" if value is None else str(value)
 
 
