@@ -186,6 +186,7 @@ def main() -> int:
     ap.add_argument("--train", action="store_true", help="train the verifier of the promoted sentence model first")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--floor", type=float, default=0.05)
+    ap.add_argument("--gate", type=float, nargs="*", help="behaviour gate thresholds to try (default: the trained one)")
     args = ap.parse_args()
     if args.train:
         train(args.database_url)
@@ -209,14 +210,22 @@ def main() -> int:
             f"gate (threshold {threshold}): sets aside {len(aside)} of {len(rows)} sentences, "
             f"{sum(1 for row in aside if row['gold'])} of the {len(annotated)} annotated ones"
         )
-    stages = [("selector, noisy-or", "selector", None)]
+    stages = [("selector", "selector", None)]
     if verifier is not None:
-        stages += [("verifier, noisy-or", "verifier", None), ("gate + verifier, noisy-or", "verifier", threshold)]
+        stages += [("verifier", "verifier", None)]
+        for gate in args.gate or [threshold]:
+            stages += [
+                (f"gate {gate:.3f} + selector", "selector", gate),
+                (f"gate {gate:.3f} + verifier", "verifier", gate),
+            ]
     for name, key, gate in stages:
         found = per_report(rows, key, args.floor, gate)
-        curve(name, noisy_or(found), gold, everyone)
+        if gate is not None:
+            aside = [row for row in rows if row["gate"] < gate and not row["named"]]
+            print(f"{name}: {len(aside)} sentences set aside, {sum(1 for r in aside if r['gold'])} annotated")  # noqa: T201
+        curve(f"{name}, noisy-or", noisy_or(found), gold, everyone)
         table = decision_rows(found, gold, lengths)
-        curve(f"{name.split(',')[0]}, decision (cross-validated by report)", decided(table, args.folds), gold, everyone)
+        curve(f"{name}, decision (cross-validated by report)", decided(table, args.folds), gold, everyone)
         model = fit_decision(table)
         weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
         print(f"  map.decision: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
