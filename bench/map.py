@@ -4,7 +4,7 @@ and recall per report, and the precision of the supporting sentences, against th
     python bench/map.py --database-url postgresql://...   # the API in process on that store (caches off)
     python bench/map.py --url http://127.0.0.1:8000 [--api-key KEY]
         [--reports [../shared/eval/cti_dev_reports.jsonl] | --queries [../shared/eval/cti_dev_queries.jsonl]]
-        [--words 2000] [--runs 5] [--sweep 0.3,0.4,...] [--with-parents] [--calibrate]
+        [--search-config search.yaml] [--words 2000] [--runs 5] [--sweep 0.3,0.4,...] [--with-parents] [--calibrate]
         [--save runs/map.json] [--json]
 
 Two sources of reports; the default is --reports when ../shared/eval/cti_dev_reports.jsonl exists, else
@@ -481,6 +481,9 @@ def main() -> None:
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     parser.add_argument("--api-key", default=None)
     parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
+    parser.add_argument(
+        "--search-config", type=Path, default=None, help="An operator's search.yaml laid over the shipped one."
+    )
     parser.add_argument("--words", type=int, default=2000, help="Words of the latency report.")
     parser.add_argument("--runs", type=int, default=5, help="Timed maps of the latency report.")
     parser.add_argument(
@@ -498,7 +501,7 @@ def main() -> None:
 
         from serving.api.app import create_app
 
-        settings = api_settings(args.database_url).model_copy(update={"map_max_techniques": 500})
+        settings = api_settings(args.database_url, args.search_config).model_copy(update={"map_max_techniques": 500})
         with TestClient(create_app(settings)) as api:
             result = run(api, args, kind, path, limit=500)
     else:
