@@ -117,3 +117,13 @@ def test_troubleshooting_says_what_to_do_for_every_refresh_error_kind() -> None:
     rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
     named = {kind for row in rows for kind in re.findall(r"`([a-z_]+)`", row)}
     assert set(KINDS) - named == set()
+
+
+def test_security_names_the_hosts_allowed_by_default() -> None:
+    """The allow-list's one page (security.md) names exactly the hosts the URL policy allows without settings."""
+    from secrag.net.url_policy import DEFAULT_HOSTS
+
+    section = (REPO_ROOT / "docs" / "security.md").read_text(encoding="utf-8").split("## Outbound requests", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z0-9.-]+\.(?:com|gov|org))`", section))
+    assert named == set(DEFAULT_HOSTS)
