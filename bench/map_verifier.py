@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from map_selector import SHARED, prf, searcher_of
+from map_selector import SHARED, prf
 
 from serving.mapping.decision import features as decision_features
 from serving.mapping.selector import probability
 from serving.mapping.sentences import Sentence, split
 from serving.search.search_file import DECISION_FEATURES
 
+from lib.api import api_settings
 from lib.queries import load_items
 from lib.relevance import ndcg, precision_at_1
 
@@ -44,6 +45,45 @@ def evidence(searcher: Any, sentences: list[Sentence], voters: int, top: int) ->
             return found
         time.sleep(0.5)
     raise SystemExit("no sentence model serves, or its vectors were not held within 5 minutes")
+
+
+def searcher_of(url: str, sentence_model: str | None) -> Any:  # noqa: ANN401 - the in-process API's Searcher
+    from fastapi.testclient import TestClient
+
+    from serving.api.app import create_app
+
+    settings = api_settings(url)
+    if sentence_model:
+        settings = settings.model_copy(update={"sentence_model": sentence_model})
+    client = TestClient(create_app(settings))
+    client.__enter__()
+    return client.app.state.service.model.current()  # type: ignore[attr-defined]
+
+
+def train_pinned(url: str, model: str, models_dir: Path) -> None:
+    """Train the verifier of a model that is not promoted (a dry run on the general model's vectors)."""
+    from pipeline.training.verifier import train_verifier
+    from secrag.db import database
+    from secrag.models.encoders import document_encoder
+    from secrag.settings import get_settings
+    from serving.mapping.verifier_file import folder_of
+
+    settings = get_settings()
+    folder = folder_of(model, models_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with database.connect(url, autocommit=True) as conn:
+        outcome = train_verifier(
+            conn,
+            settings.sql_dir,
+            folder,
+            model,
+            document_encoder(model, batch_size=64, threads=2, cache_dir=settings.models_dir),
+            progress=lambda line: print(f"  {line}", flush=True),  # noqa: T201
+        )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"training: {time.monotonic() - started:.1f} s, peak RSS {peak:.0f} MiB")  # noqa: T201
+    print(f"  kept: {outcome.passed} -> {outcome.written}\n  figures: {outcome.figures}")  # noqa: T201
 
 
 def train(url: str) -> None:
@@ -185,18 +225,22 @@ def main() -> int:
     ap.add_argument("--sentences", type=Path, default=SHARED / "cti_dev_queries.jsonl")
     ap.add_argument("--train", action="store_true", help="train the verifier of the promoted sentence model first")
     ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--sentence-model", default=None, help="pin the sentence model (default: the promoted one)")
+    ap.add_argument("--models-dir", type=Path, default=None, help="where a pinned model's verifier.json is kept")
     ap.add_argument("--floor", type=float, default=0.05)
     ap.add_argument("--gate", type=float, nargs="*", help="behaviour gate thresholds to try (default: the trained one)")
     args = ap.parse_args()
-    if args.train:
+    if args.train and args.sentence_model:
+        train_pinned(args.database_url, args.sentence_model, args.models_dir)
+    elif args.train:
         train(args.database_url)
     from serving.mapping.verifier_file import verifier_of
 
-    searcher = searcher_of(args.database_url)
+    searcher = searcher_of(args.database_url, args.sentence_model)
     selector = searcher.config.map.selector
     reports = load_items(args.reports)
     probe = evidence(searcher, [Sentence(0, 5, "probe")], selector.voters, selector.top)
-    verifier = verifier_of(probe.model_id)
+    verifier = verifier_of(probe.model_id, args.models_dir)
     print(f"sentence model {probe.model_id}; verifier: {verifier.figures if verifier else None}")  # noqa: T201
     gold = {i: set(r["techniques"]) for i, r in enumerate(reports)}
     everyone = list(range(len(reports)))
