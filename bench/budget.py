@@ -22,7 +22,6 @@ adds each statement's mean time per search, by name (sql/queries/serving.sql) or
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import threading
@@ -30,7 +29,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -42,7 +40,8 @@ from serving.observability.prometheus import Exposition
 from serving.service import Service
 from serving.settings import ServingSettings
 
-QUERIES = Path(__file__).resolve().parents[2] / "shared" / "eval" / "dev_queries.jsonl"
+from lib.queries import DEV_QUERIES, load_items
+
 LEG = re.compile(r"SELECT '(\w+)' AS leg")
 
 
@@ -116,7 +115,7 @@ def instrument(clock: Clock, names: dict[str, str]) -> None:
 
 
 def dev_queries() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in QUERIES.read_text().splitlines() if line.strip()]
+    return load_items(DEV_QUERIES)
 
 
 def in_process_service(database_url: str, *, parallel_legs: bool) -> Service:

@@ -46,9 +46,8 @@ from typing import Any
 import httpx
 
 from lib.api import Client, api_settings
-from lib.queries import load_items
+from lib.queries import EVAL, load_items
 
-EVAL = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 DEFAULT_QUERIES = EVAL / "cti_dev_queries.jsonl"
 DEFAULT_REPORTS = EVAL / "cti_dev_reports.jsonl"
 SWEEP = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)

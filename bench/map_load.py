@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 
-EVAL = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
+from lib.queries import EVAL
 
 
 def _pct(values: list[float], q: float) -> float:
