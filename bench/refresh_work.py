@@ -1,8 +1,7 @@
-"""The work after the probe, per source (issue 31, item 2: at most 30 s for any source): one upstream change
-of the source's kind, refreshed in process as the `sources/<source>` and `embeddings/<source>` assets do.
+"""The work after the probe, per source: one upstream change of the source's kind, refreshed in process as the
+`sources/<source>` and `embeddings/<source>` assets do.
 
     python bench/refresh_work.py --list                       # the sources and their changes; touches nothing
-    python bench/refresh_work.py --upstream ../shared/upstream --data-dir .secrag/bench --dry-run
     python bench/refresh_work.py --upstream ../shared/upstream --data-dir .secrag/bench
         [--sources sigma,cisa_kev] [--keep-changes] [--model-cache-dir .secrag/models] [--json]
 
@@ -21,7 +20,7 @@ if stopped and stopped again at the end, or --database-url; the mirrors in <data
    `activate_model_if_complete` (what `embeddings/<source>` calls), each phase timed.
 
 One row per source, slowest first: the phases after the probe (fetch, parse, publish, lookup, embed, and
-other: technique names, fingerprint, enrichment table), their sum (the figure issue 31 bounds), and what
+other: technique names, fingerprint, enrichment table), their sum (bounded by --budget), and what
 the publish recorded (+added ~modified -removed). Then the slowest source and its dominant phase.
 
 Not measured here (bench/freshness.py measures them end to end): the sensor tick, the run queue, the run's
@@ -53,7 +52,7 @@ from pipeline.activation import activate_model_if_complete  # noqa: E402
 from pipeline.embedding import embed_pending  # noqa: E402
 from pipeline.lookup_read import read_lookup  # noqa: E402
 from pipeline.refresh import RefreshLimits, refresh_source  # noqa: E402
-from pipeline.refresh_inputs import ATTACK_SOURCE, LOOKUP_SOURCES, publish_fingerprint  # noqa: E402
+from pipeline.refresh_inputs import ATTACK_SOURCE, LOOKUP_SOURCES  # noqa: E402
 from pipeline.resources import EmbedderResource, StoreResource, UpstreamResource  # noqa: E402
 from pipeline.sources.interface import Upstream  # noqa: E402
 from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
@@ -67,7 +66,7 @@ from secrag.models.encoders import document_encoder  # noqa: E402
 from secrag.settings import Settings, get_settings  # noqa: E402
 
 from lib.store import bench_store_url  # noqa: E402
-from mirror_edits import ADDED, change_upstream, pick_edit, planned_change  # noqa: E402
+from mirror_edits import change_upstream, planned_change  # noqa: E402
 
 PHASES = {  # what each phase does on a refresh of one changed record
     "fetch": "checks out the whole new version",
@@ -94,7 +93,7 @@ class Bench:
     conn: psycopg.Connection
     store: StoreResource
     upstream: Upstream
-    encoder: TextModel | None = None  # None: a dry run
+    encoder: TextModel
     write_batch: int = 0  # chunks per committed COPY of vectors (EmbedderResource.write_batch)
 
     def limits(self) -> RefreshLimits:
@@ -142,7 +141,6 @@ def rebuild_lookup(bench: Bench) -> int:
 
 def refresh_once(bench: Bench, spec: SourceSpec, step: str) -> Row:
     """Refresh, lookup (ATT&CK), embed and activate, as the assets call them; each phase timed."""
-    assert bench.encoder is not None, "a dry run refreshes nothing"
     queries = Queries(bench.store.sql_path(), "pipeline")
     done = refresh_source(spec, bench.upstream, bench.conn, bench.store.store(), queries, bench.limits())
     seconds = {phase: done.seconds.get(phase, 0.0) for phase in ("fetch", "parse", "publish")}
@@ -216,8 +214,8 @@ def verdict(rows: list[Row], budget: float, load: float) -> None:
         f"{slow.embedded} embedded; {slow.change}): the {phase} {PHASES[phase]}"
     )
     say(
-        f"over {budget:.0f} s: {', '.join(over) if over else 'none'} (issue 31 item 2; in production each embedding "
-        f"run's process also loads the encoder, {load:.1f} s here)"
+        f"over {budget:.0f} s: {', '.join(over) if over else 'none'} (in production each embedding run's process "
+        f"also loads the encoder, {load:.1f} s here)"
     )
 
 
@@ -248,49 +246,6 @@ def active_model(conn: psycopg.Connection) -> str:
     if row is None:
         raise SystemExit("the store has no active embedding model: build it first (bench/build.py)")
     return str(row[0])
-
-
-def settles_unchanged(bench: Bench, spec: SourceSpec, version: str) -> bool:
-    """Whether the settling refresh will find nothing to do: the inputs `refresh_source` fingerprints (upstream
-    version, parser, chunker, ATT&CK names) are those of the last publish."""
-    q = Queries(bench.store.sql_path(), "pipeline")
-    names = bench.store.store().technique_names(bench.conn)
-    chunker = bench.limits().chunking.with_overrides(spec.chunking).version
-    fingerprint = publish_fingerprint(spec, version, chunker, None if spec.name in LOOKUP_SOURCES else names)
-    last = bench.conn.execute(q.last_published_fingerprint, {"source": spec.name}).fetchone()
-    return last is not None and last[0] == fingerprint
-
-
-def dry_run(bench: Bench, mirror: Mirror, specs: list[SourceSpec]) -> None:
-    """Pending migrations; each source's served version against its mirror, whether the settling refresh
-    republishes, the chunks without a vector, and the record each change would touch."""
-    conn = bench.conn
-    todo = migrations.pending(conn, bench.store.sql_path())
-    say(f"migrations to apply first: {', '.join(f'{m.version:04d}_{m.name}' for m in todo) or 'none'}")
-    if todo:
-        say("(the run applies them, as bench/build.py does; the rest of the dry run reads the migrated schema)")
-        return
-    say(f"{'source':<24} {'kind':<8} {'served':<14} {'mirror':<14} {'settle':<9} {'pending':>7}  change")
-    for spec in specs:
-        served = conn.execute("SELECT current_version FROM sources WHERE name = %s", [spec.name]).fetchone()
-        pending_row = conn.execute(
-            "SELECT count(DISTINCT c.content_hash) FROM chunks c WHERE c.source = %s AND NOT EXISTS (SELECT 1 "
-            "FROM embeddings e JOIN embedding_models m ON m.model_id = e.model_id AND m.active "
-            "WHERE e.content_hash = c.content_hash)",
-            [spec.name],
-        ).fetchone()
-        pending = pending_row[0] if pending_row else 0
-        seen = bench.upstream.probe(spec).version
-        settle = "no-op" if settles_unchanged(bench, spec, seen) else "REPUBLISH"
-        change = planned_change(spec)
-        if spec.name not in ADDED:
-            try:
-                edit = pick_edit(conn, mirror, spec.name, "dryrun")
-                change += f": {edit.doc_id} in {edit.path} ({edit.snippet!r})"
-            except LookupError as exc:
-                change += f": NONE ({exc})"
-        version = (served[0] if served else None) or "-"
-        say(f"{spec.name:<24} {spec.tracking:<8} {version[:14]:<14} {seen[:14]:<14} {settle:<9} {pending:7d}  {change}")
 
 
 def run(bench: Bench, mirror: Mirror, specs: list[SourceSpec], revert: Callable[[], object] | None) -> list[Row]:
@@ -325,12 +280,6 @@ def main() -> int:
     ap.add_argument("--keep-changes", action="store_true", help="leave the changed versions served")
     ap.add_argument("--budget", type=float, default=30.0, help="seconds after the probe a source may take")
     ap.add_argument("--list", action="store_true", help="print the sources and their changes, touch nothing")
-    ap.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="check the store and the mirror and name the record each change would touch; change nothing in "
-        "the store (a mirror that left its snapshot is rebuilt, as at every start)",
-    )
     ap.add_argument("--json", action="store_true", help="also print every row as JSON")
     args = ap.parse_args()
     specs = selected(args.sources)
@@ -350,9 +299,6 @@ def main() -> int:
     store = StoreResource(database_url=url, work_dir=str(data_dir / "work"))
     try:
         with store.connect() as conn:
-            if args.dry_run:
-                dry_run(Bench(conn, store, upstream), mirror, specs)
-                return 0
             applied = migrations.migrate(conn, store.sql_path())  # as `secrag run` and bench/build.py do
             if applied:
                 say(f"applied migrations {', '.join(f'{m.version:04d}_{m.name}' for m in applied)}")
