@@ -16,3 +16,7 @@ def bench_store_url(data_dir: Path = BENCH_DIR, *, create: bool = False) -> str:
 
     settings = Settings(_env_file=None, data_dir=data_dir, database_url=None)  # type: ignore[call-arg]
     return database.with_database(database.server_url(settings, create=create), BENCH_DB)
+
+
+if __name__ == "__main__":  # STORE=$(python bench/lib/store.py): the URL for the benches' --database-url
+    print(bench_store_url())
