@@ -12,7 +12,7 @@ from pathlib import Path
 
 from secrag.settings import REPO_ROOT
 
-_FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(r"^( *)```(\w+)\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
 _ADDRESSES = ("http://127.0.0.1:8000", "http://localhost:8000", "localhost:8000")
 
 
@@ -29,8 +29,9 @@ def blocks(page: str, section: str | None = None) -> list[Block]:
     text = (REPO_ROOT / "docs" / page).read_text(encoding="utf-8")
     if section is not None:
         text = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    text = re.sub(r"^ {3}", "", text, flags=re.MULTILINE)  # blocks inside numbered steps
-    return [Block(lang, body) for lang, body in _FENCE.findall(text)]
+    return [  # a block inside a numbered step is indented as its fence
+        Block(lang, re.sub(f"^{indent}", "", body, flags=re.MULTILINE)) for indent, lang, body in _FENCE.findall(text)
+    ]
 
 
 def localised(text: str, api: str | None) -> str:
@@ -54,9 +55,13 @@ def run_sh(script: str, cwd: Path, api: str | None = None, env: dict[str, str] |
 
 
 def run_page(page: str, cwd: Path, api: str | None = None, env: dict[str, str] | None = None) -> list[str]:
-    """Every `sh` block of the page in order; a `text` block right after one lists lines its output holds
-    (among others; `…` stands for any text). The outputs, one per `sh` block."""
-    found = blocks(page)
+    """Every `sh` block of the page in order, as `run_blocks` runs them."""
+    return run_blocks(blocks(page), cwd, api, env)
+
+
+def run_blocks(found: list[Block], cwd: Path, api: str | None = None, env: dict[str, str] | None = None) -> list[str]:
+    """Every `sh` block in order; a `text` block right after one lists lines its output holds (among others;
+    `…` stands for any text). The outputs, one per `sh` block."""
     outputs = []
     for i, block in enumerate(found):
         if block.lang != "sh":

@@ -139,7 +139,7 @@ def test_an_empty_tenant_is_a_file_error(tmp_path: Path):
 
 def test_the_example_file_is_valid():
     example = Path(__file__).resolve().parents[3] / "folders.example.yaml"  # at the top of the checkout
-    private, public = load_folders(example)
+    public, private = load_folders(example)  # the public folder first: an anonymous newcomer sees it
     assert (private.name, private.tenant, private.users, private.groups) == (
         "soc_runbooks",
         "acme",
