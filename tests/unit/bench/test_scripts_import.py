@@ -67,3 +67,9 @@ def test_every_bench_named_exists() -> None:
         if not (ROOT / match).is_file()
     }
     assert not named, "retired benches still named:\n" + "\n".join(sorted(named))
+
+
+def test_the_front_door_names_every_script() -> None:
+    front_door = (BENCH / "README.md").read_text(encoding="utf-8")
+    unnamed = [script for script in SCRIPTS if not re.search(rf"(`|bench/){re.escape(script)}\b", front_door)]
+    assert not unnamed, f"bench/README.md names no question or place for: {unnamed}"
