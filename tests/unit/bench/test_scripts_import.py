@@ -45,6 +45,7 @@ NAMED = re.compile(r"\bbench/[a-z_/]+\.py\b")
 NAMING = [
     "README.md",
     "Makefile",
+    ".ci",
     "pyproject.toml",
     "bench",
     "docs",
