@@ -52,7 +52,7 @@ from secrag_cli.processes import stop_group  # noqa: E402
 from tests.plugins.mirror_changes import add_commit  # noqa: E402
 from tests.plugins.upstream import FAST_RETRIES, LoopbackPolicy, LoopbackServer, serve_mirror  # noqa: E402
 
-from lib.processes import SECRAG, daemon_healthy, free_port, get, graphql, location_loaded  # noqa: E402
+from lib.processes import SECRAG, daemon_healthy, free_port, get, graphql, location_loaded, serving  # noqa: E402
 from lib.table import print_table  # noqa: E402
 from lib.timing import percentile  # noqa: E402
 
@@ -296,23 +296,13 @@ def feed_figures(data_dir: Path, rounds: int) -> None:
     """(b) and (c) on the store a run of this bench left, served by `secrag serve` alone."""
     settings = Settings(_env_file=None, data_dir=data_dir / "data")
     url = database.database_url(settings)
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
     env.update(SECRAG_DATA_DIR=str(settings.data_dir), SECRAG_DATABASE_URL=url, SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")
-    log = (data_dir / "serve.log").open("ab")
-    proc = subprocess.Popen(
-        [*SECRAG, "serve", "--port", str(port)], env=env, cwd=data_dir, stdout=log, stderr=log, start_new_session=True
-    )
     try:
-        deadline = time.monotonic() + 300
-        while get(f"http://127.0.0.1:{port}/readyz") != 200:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"secrag serve did not become ready; see {data_dir / 'serve.log'}")
-            time.sleep(1)
-        changes_latency(f"http://127.0.0.1:{port}", rounds)
-        changes_storage(url)
+        with serving(env, log=data_dir / "serve.log") as (api, _):
+            changes_latency(api, rounds)
+            changes_storage(url)
     finally:
-        stop_group(proc, grace=30)
         embedded.stop(settings.pgdata)
 
 

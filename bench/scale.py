@@ -41,7 +41,7 @@ from psycopg import sql
 from secrag.db import database
 
 from lib.api import in_process
-from lib.processes import SECRAG, children, free_port, get, memory_mb
+from lib.processes import children, memory_mb, serving
 from lib.queries import DEV_QUERIES, load_items
 from lib.store import bench_store_url
 from lib.table import print_table
@@ -370,30 +370,15 @@ def api_memory(url: str, workers: int) -> None:
     """Resident and proportional set size of each worker of `secrag serve --workers N` on the store at `url`,
     after enough searches that each has encoded a query and searched."""
     import os
-    import subprocess
 
-    from secrag_cli.processes import stop_group
-
-    port = free_port()
-    env = {**os.environ, "SECRAG_DATABASE_URL": url}
-    command = [*SECRAG, "serve", "--port", str(port), "--workers", str(workers)]
-    quiet = subprocess.DEVNULL
-    proc = subprocess.Popen(command, env=env, stdout=quiet, stderr=quiet, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while get(f"http://127.0.0.1:{port}/readyz") != 200:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("secrag serve did not become ready (GET /readyz shows why)")
-            time.sleep(0.5)
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+    with serving({**os.environ, "SECRAG_DATABASE_URL": url}, "--workers", str(workers)) as (api, pid):
+        with httpx.Client(base_url=api, timeout=30) as http:
             for _ in range(workers * 8):  # spread over the workers
                 http.post("/v1/search", json={"query": "credential dumping from lsass", "k": 10})
         # uvicorn's workers, not multiprocessing's resource tracker beside them
-        pids = [p for p in children(proc.pid) if b"resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes()]
-        rows = [[f"worker {pid}", *memory_mb(pid)] for pid in sorted(pids)] + [["launcher", *memory_mb(proc.pid)]]
+        pids = [p for p in children(pid) if b"resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes()]
+        rows = [[f"worker {p}", *memory_mb(p)] for p in sorted(pids)] + [["launcher", *memory_mb(pid)]]
         print_table(["process", "RSS MB", "PSS MB"], [[n, round(r), round(p)] for n, r, p in rows])
-    finally:
-        stop_group(proc, grace=60)
 
 
 def main() -> None:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
+import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +75,26 @@ def children(pid: int) -> list[int]:
             except (OSError, ValueError, IndexError):
                 continue
     return found
+
+
+@contextmanager
+def serving(env: dict[str, str], *args: str, log: Path | None = None) -> Iterator[tuple[str, int]]:
+    """`secrag serve ARGS` on a free port with `env`, once GET /readyz answers 200 (at most 5 minutes): its URL
+    and process id; stopped with its process group after the block. Its output goes to `log`, or nowhere."""
+    from secrag_cli.processes import stop_group
+
+    port = free_port()
+    out = log.open("ab") if log else subprocess.DEVNULL
+    command = [*SECRAG, "serve", "--port", str(port), *args]
+    proc = subprocess.Popen(command, env=env, stdout=out, stderr=out, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while get(f"http://127.0.0.1:{port}/readyz") != 200:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"secrag serve did not become ready; see {log or 'its GET /readyz'}")
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}", proc.pid
+    finally:
+        stop_group(proc, grace=60)
+        if log:
+            out.close()  # type: ignore[union-attr]
