@@ -3,8 +3,10 @@ leave one broken until somebody runs it (the lint's type check covers the packag
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import re
+import shlex
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -74,3 +76,33 @@ def test_the_front_door_names_every_script() -> None:
     front_door = (BENCH / "README.md").read_text(encoding="utf-8")
     unnamed = [script for script in SCRIPTS if not re.search(rf"(`|bench/){re.escape(script)}\b", front_door)]
     assert not unnamed, f"bench/README.md names no question or place for: {unnamed}"
+
+
+class Parsed(Exception):
+    """Raised once a script's arguments parsed: the test stops its main() there."""
+
+
+COMMAND = re.compile(r"python (bench/[a-z_]+\.py)((?:\\\n|[^`\n])*)")
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    pages = [ROOT / "README.md", BENCH / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = {(m[1], m[2]) for page in pages for m in COMMAND.finditer(page.read_text(encoding="utf-8"))}
+    return sorted(found)
+
+
+@pytest.mark.parametrize(("script", "arguments"), documented_commands())
+def test_every_documented_command_parses(script: str, arguments: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The docs' `python bench/X.py ...` commands name only flags the script has (`[--flag]` read as given)."""
+    words = shlex.split(arguments.replace("\\\n", " ").split(" #")[0].replace("[", "").replace("]", ""))
+    module = load(Path(script).name, monkeypatch)
+    parse = argparse.ArgumentParser.parse_args
+
+    def parsed(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        parse(self, *args, **kwargs)  # type: ignore[arg-type]
+        raise Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parsed)
+    monkeypatch.setattr(sys, "argv", [script, *(w for w in words if w != "&")])
+    with pytest.raises(Parsed):
+        module.main()
