@@ -197,6 +197,13 @@ def curve(name: str, found: dict[int, dict[str, float]], gold: dict[int, set[str
         print(f"  min_score {threshold:.2f}: " + "  ".join(f"{k} {v:.3f}" for k, v in f.items()))  # noqa: T201
 
 
+def outside(found: dict[int, dict[str, float]], gold: dict[int, set[str]], threshold: float) -> str:
+    """How many wrong techniques at `threshold` are annotated in no report at all (TRAM annotates a fixed set)."""
+    space = set().union(*gold.values())
+    wrong = [t for r, techs in found.items() for t, s in techs.items() if s >= threshold and t not in gold[r]]
+    return f"{len(wrong)} wrong at {threshold}, {sum(t not in space for t in wrong)} of them annotated in no report"
+
+
 def ranking(searcher: Any, items: list[dict[str, Any]], selector: Any, verifier: Any) -> None:  # noqa: ANN401
     sentences = [Sentence(text=i["query"], start=0, end=len(i["query"])) for i in items]
     found = evidence(searcher, sentences, selector.voters, selector.top)
@@ -268,6 +275,7 @@ def main() -> int:
             aside = [row for row in rows if row["gate"] < gate and not row["named"]]
             print(f"{name}: {len(aside)} sentences set aside, {sum(1 for r in aside if r['gold'])} annotated")  # noqa: T201
         curve(f"{name}, noisy-or", noisy_or(found), gold, everyone)
+        print(f"  {outside(noisy_or(found), gold, searcher.config.map.min_score)}")  # noqa: T201
         table = decision_rows(found, gold, lengths)
         curve(f"{name}, decision (cross-validated by report)", decided(table, args.folds), gold, everyone)
         model = fit_decision(table)
