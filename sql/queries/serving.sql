@@ -266,11 +266,12 @@ WITH nn AS MATERIALIZED (
     GROUP BY t.technique
 ), candidates AS MATERIALIZED (
     -- At most label_candidates documents per voted technique (migration 0023), fewest labels first, each
-    -- scored from the index (its labels are there): the mean vote of its labels.
+    -- scored from the index (its labels are there): the mean vote of its labels. A document's rows share
+    -- its labels, so it is told apart by its id alone (hashing the label arrays too cost a twentieth of the statement).
     SELECT k.doc_id, k.doc_id || '#0' AS chunk_id,
            ((SELECT sum(v.vote) FROM votes v WHERE v.technique = ANY(k.techniques)) / cardinality(k.techniques))::float8
                AS score
-    FROM (SELECT DISTINCT k.doc_id, k.techniques FROM votes v CROSS JOIN LATERAL ({labelled}) k) k
+    FROM (SELECT DISTINCT ON (k.doc_id) k.doc_id, k.techniques FROM votes v CROSS JOIN LATERAL ({labelled}) k) k
 ), ranked AS MATERIALIZED (
     -- The best vec_k that pass the filters and the access check, read from documents best first until
     -- vec_k have passed (not every candidate).
