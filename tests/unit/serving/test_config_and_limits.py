@@ -60,7 +60,7 @@ def test_ef_search_grows_with_the_store(tmp_path: Path) -> None:
     config = load_search_config()
     assert config.ef_search_for(0) == config.ef_search_for(65_000) == 60
     assert config.ef_search_for(200_000) == 200 and config.ef_search_for(1_000_000) == 400
-    assert config.label_candidates == 500
+    assert config.label_candidates == 100
     path = tmp_path / "search.yaml"
     for steps in ("[{chunks: 10, ef: 60}]", "[{chunks: 0, ef: 60}, {chunks: 0, ef: 100}]", "[]"):
         path.write_text(f"ef_search: {steps}\n")
