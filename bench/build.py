@@ -47,10 +47,6 @@ from lib.table import print_table  # noqa: E402
 PHASES = ("probe", "fetch", "parse", "publish")
 
 
-def settings_for(data_dir: Path) -> Settings:
-    return Settings(data_dir=data_dir)
-
-
 def select_specs(only: str) -> dict[str, SourceSpec]:
     names = {s for s in only.split(",") if s}
     specs = default_registry()
@@ -62,19 +58,14 @@ def mirror_for(upstream: Path, data_dir: Path, specs: dict[str, SourceSpec]) -> 
     return build_mirror(upstream, (data_dir / "mirrors").resolve(), specs=default_registry(), sources=names)
 
 
-def fresh_database(settings: Settings) -> str:
+def bench_database(settings: Settings, *, fresh: bool) -> str:
+    """The migrated bench store, made again from nothing when `fresh`."""
     server = database.server_url(settings, create=True)
-    with database.connect(database.with_database(server, "postgres"), autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DB)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DB)))
+    if fresh:
+        with database.connect(database.with_database(server, "postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(BENCH_DB)))
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(BENCH_DB)))
     url = database.with_database(server, BENCH_DB)
-    with database.connect(url, autocommit=True) as conn:
-        migrations.migrate(conn, settings.sql_dir)
-    return url
-
-
-def existing_database(settings: Settings) -> str:
-    url = database.with_database(database.server_url(settings, create=True), BENCH_DB)
     with database.connect(url, autocommit=True) as conn:
         migrations.migrate(conn, settings.sql_dir)
     return url
@@ -136,17 +127,6 @@ def phase_seconds(mats: dict[str, dict[str, Any]]) -> dict[str, float]:
             for phase in EMBED_PHASES:
                 totals[f"embed_{phase}"] += float(meta.get(f"embed_seconds_{phase}", 0.0))
     return {k: round(v, 1) for k, v in totals.items()}
-
-
-def embedding_phases(mats: dict[str, dict[str, Any]], phases: dict[str, float]) -> dict[str, dict[str, float]]:
-    """Each embedding phase's seconds over the build and the chunks per second it alone would allow
-    (`write` runs beside `encode`; `wait` is what the encoder waited for it)."""
-    embedded = sum(int(m.get("embedded", 0)) for k, m in mats.items() if k.startswith("embeddings/"))
-    out = {}
-    for phase in EMBED_PHASES:
-        seconds = phases.get(f"embed_{phase}", 0.0)
-        out[phase] = {"seconds": seconds, "chunks_per_second": round(embedded / seconds, 1) if seconds else 0.0}
-    return out
 
 
 def standalone_embedding(url: str, settings: Settings, sample: int) -> dict[str, float]:
@@ -216,28 +196,19 @@ def main() -> int:
     ap.add_argument("--upstream", type=Path, required=True, help="snapshot folder, one sub-folder per source")
     ap.add_argument("--data-dir", type=Path, default=Path(".secrag/bench"), help="mirrors and work folders")
     ap.add_argument("--only", default="", help="comma-separated source names (default: all)")
-    ap.add_argument(
-        "--standalone-sample",
-        type=int,
-        default=3000,
-        help="chunks embedded outside the pipeline for the throughput figure (0 = all)",
-    )
-    ap.add_argument(
-        "--into-existing",
-        action="store_true",
-        help="add the sources to the existing secrag_bench (migrated first) instead of a fresh database",
-    )
+    ap.add_argument("--standalone-sample", type=int, default=3000, help="chunks embedded outside the pipeline")
+    ap.add_argument("--into-existing", action="store_true", help="add to the existing secrag_bench, not a fresh one")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--parse-only", action="store_true", help="only parse each source's snapshot folder")
     args = ap.parse_args()
-    settings = settings_for(args.data_dir)
+    settings = Settings(data_dir=args.data_dir)
     specs = select_specs(args.only)
     if args.parse_only:
         return parse_only(args.upstream, specs)
     t0 = time.monotonic()
     mirror = mirror_for(args.upstream.resolve(), args.data_dir, specs)
     mirror_seconds = time.monotonic() - t0
-    url = existing_database(settings) if args.into_existing else fresh_database(settings)
+    url = bench_database(settings, fresh=not args.into_existing)
     defs = bench_definitions(settings, url, mirror, specs)
     result, seconds = run_graph(defs)
     mats = materializations(result)
@@ -249,8 +220,7 @@ def main() -> int:
         **totals,
         "mirror_seconds": round(mirror_seconds, 1),
         "graph_seconds": round(seconds, 1),
-        "phases": phases,
-        "embedding_phases": embedding_phases(mats, phases),
+        "phases": phases,  # embed_write runs beside embed_encode; embed_wait is what the encoder waited for it
         "pipeline_embedding_chunks_per_second": round(
             sum(m.get("embedded", 0) for k, m in mats.items() if k.startswith("embeddings/"))
             / max(phases.get("embed", 0.0), 1e-9),

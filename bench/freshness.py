@@ -1,25 +1,15 @@
 """Time to searchable through the production topology, and what frequent probes and the change feed cost.
 
-    python bench/freshness.py --upstream ../shared/upstream [--kinds commit,release,feed]
-        [--data-dir .secrag/bench-fresh] [--poll-interval SECONDS] [--timeout 7200] [--model-cache-dir DIR]
-    python bench/freshness.py --upstream ../shared/upstream --probes-only
-    python bench/freshness.py --upstream ../shared/upstream --feed-only   # (b), (c) again on the store (a) left
+    python bench/freshness.py --upstream ../shared/upstream [--kinds commit,release,feed] [--data-dir DIR]
+        [--poll-interval SECONDS] [--timeout 7200] [--model-cache-dir DIR] [--probes-only | --feed-only]
 
-(a) Starts `secrag run` (code server, webserver, daemon with its sensors, API) on a fresh data directory whose
-    SECRAG_UPSTREAM_MIRROR is a snapshot of the measured sources (sigma for commits, stratus_red_team for
-    releases, cisa_kev for feeds, and mitre_attack, whose technique lookup the others wait for), and waits
-    for convergence: every source published and embedded, no run queued or running. Then, per kind, it
-    commits one new record to the source's mirror, as upstream would (a Sigma rule; a KEV entry under a new
-    catalogVersion; a new stratus_red_team technique page in a new release), and times each stage from the
-    commit: probe noticed (the first probe that saw the version), run queued, run started, published (the
-    run's metadata, read through Dagster's GraphQL), embedded, first full-text hit and first vector hit (the
-    API). Nothing is called by hand: the sensors notice, request and run it.
-(b) GET /v1/changes latency on the store that first build left (its history: every document added).
-(c) What the change history costs: bytes per entry (table and indexes), per source.
-(d) One hour of probes of the release and feed sources at their default intervals, sent by the online
-    upstream (conditional requests) to a loopback HTTP server of the mirror, with one upstream change in the
-    hour: requests per source and the share answered 304.
-Everything started is stopped at the end (process groups, the embedded PostgreSQL).
+(a) `secrag run` on a fresh data directory whose SECRAG_UPSTREAM_MIRROR holds the measured sources (sigma,
+    stratus_red_team, cisa_kev, and mitre_attack for the lookup); once converged, per kind one new record is
+    committed to the mirror as upstream would, and each stage is timed from the commit: noticed, run queued,
+    started, published, embedded (Dagster's GraphQL), first full-text and vector hit (the API).
+(b) GET /v1/changes latency and (c) bytes per change entry, on the store (a) left (--feed-only: only these).
+(d) One hour of conditional probes of the release and feed sources at their default intervals against a
+    loopback server of the mirror, one upstream change mid-hour: requests and 304s per source (--probes-only).
 """
 
 from __future__ import annotations
@@ -72,9 +62,6 @@ def say(text: str) -> None:
     print(text, flush=True)
 
 
-# --- the snapshot, the topology and convergence ------------------------------------------------------
-
-
 def snapshot_of(upstream: Path, names: list[str], target: Path) -> Path:
     """A snapshot folder holding only these sources' folders (links to the real ones)."""
     target.mkdir(parents=True, exist_ok=True)
@@ -122,9 +109,6 @@ def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.
         if time.monotonic() - started > timeout:
             raise SystemExit(f"no {what} after {timeout:.0f} s: {state}")
         time.sleep(5)
-
-
-# --- one upstream change per kind --------------------------------------------------------------------
 
 
 def _show(mirror: Mirror, source: str, rel: str) -> bytes:
@@ -191,9 +175,6 @@ def new_stratus_technique(mirror: Mirror, token: str) -> tuple[str, str]:
 CHANGES = {"commit": new_sigma_rule, "feed": new_kev_entry, "release": new_stratus_technique}
 
 
-# --- timing one change through the stages ------------------------------------------------------------
-
-
 def _search(api: str, source: str, query: str, mode: str) -> list[dict[str, Any]]:
     body = json.dumps({"query": query, "mode": mode, "k": 10, "filters": {"sources": [source]}}).encode()
     request = urllib.request.Request(f"{api}/v1/search", data=body, headers={"Content-Type": "application/json"})
@@ -247,14 +228,12 @@ def time_change(kind: str, mirror: Mirror, url: str, api: str, dagster: str, tim
 
 def report_stages(results: list[dict[str, Any]], intervals: dict[str, int]) -> None:
     say("\n(a) time from the upstream commit to each stage, seconds")
-    say(f"{'kind':<8} {'source':<17} {'interval':>8} " + " ".join(f"{s:>11}" for s in STAGES) + f" {'after probe':>11}")
-    for r in results:
-        cells = [f"{r[s] - r['committed']:11.1f}" if s in r else f"{'-':>11}" for s in STAGES]
-        after = f"{r['vector_hit'] - r['noticed']:11.1f}" if "vector_hit" in r and "noticed" in r else f"{'-':>11}"
-        say(f"{r['kind']:<8} {r['source']:<17} {intervals[r['source']]:8d} " + " ".join(cells) + f" {after}")
-
-
-# --- the change feed: latency and storage ------------------------------------------------------------
+    rows = [
+        [r["kind"], r["source"], intervals[r["source"]], *(r[s] - r["committed"] if s in r else None for s in STAGES)]
+        + [r["vector_hit"] - r["noticed"] if "vector_hit" in r and "noticed" in r else None]
+        for r in results
+    ]
+    print_table(["kind", "source", "interval", *STAGES, "after probe"], rows)
 
 
 def changes_latency(api: str, rounds: int) -> None:
@@ -265,6 +244,7 @@ def changes_latency(api: str, rounds: int) -> None:
         "sigma, 100": {"sources": "sigma", "limit": 100},
         "since a day ago": {"since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400))},
     }
+    rows: list[list[object]] = []
     for name, params in cases.items():
         timings = []
         for _ in range(rounds):
@@ -272,8 +252,8 @@ def changes_latency(api: str, rounds: int) -> None:
             with urllib.request.urlopen(f"{api}/v1/changes?{urllib.parse.urlencode(params)}", timeout=30) as r:
                 r.read()
             timings.append((time.perf_counter() - started) * 1000)
-        p50, p95 = percentile(timings, 50), percentile(timings, 95)
-        say(f"  {name:<18} p50 {p50:7.1f}  p95 {p95:7.1f}  ({rounds} requests)")
+        rows.append([name, percentile(timings, 50), percentile(timings, 95), rounds])
+    print_table(["request", "p50", "p95", "requests"], rows)
 
 
 def changes_storage(url: str) -> None:
@@ -282,14 +262,8 @@ def changes_storage(url: str) -> None:
         total = conn.execute("SELECT pg_total_relation_size('document_changes')").fetchone()[0]
         rows = conn.execute("SELECT source, count(*) FROM document_changes GROUP BY source ORDER BY source").fetchall()
     entries = sum(n for _, n in rows)
-    per_entry = total / max(entries, 1)
-    say(f"  {entries} entries, {total / 1e6:.1f} MB with indexes: {per_entry:.0f} bytes an entry")
-    for source, n in rows:
-        say(f"  {source:<26} {n:7d} entries  {n * per_entry / 1e6:7.2f} MB")
-    say(
-        f"  a day with 50 changed records of one source: {50 * per_entry / 1e3:.1f} kB; 90 days: "
-        f"{90 * 50 * per_entry / 1e6:.2f} MB"
-    )
+    say(f"  {entries} entries, {total / 1e6:.1f} MB with indexes: {total / max(entries, 1):.0f} bytes an entry")
+    print_table(["source", "entries"], rows)
 
 
 def feed_figures(data_dir: Path, rounds: int) -> None:
@@ -306,9 +280,6 @@ def feed_figures(data_dir: Path, rounds: int) -> None:
         embedded.stop(settings.pgdata)
 
 
-# --- (d) one hour of conditional probes --------------------------------------------------------------
-
-
 def probe_hour(upstream: Path, work: Path) -> None:
     specs = default_registry()
     names = [n for n, s in specs.items() if s.tracking in ("release", "feed")]
@@ -319,8 +290,7 @@ def probe_hour(upstream: Path, work: Path) -> None:
         cfg = UpstreamConfig(policy=LoopbackPolicy(), limits=FAST_RETRIES, probe_timeout=20.0)
         cfg = cfg.with_mirror(mirror.repos, feeds, api)
         intervals = poll_intervals({n: specs[n] for n in names})
-        say("\n(d) one hour of probes at the default intervals, conditional requests to the loopback mirror")
-        say("  one upstream change mid-hour in cisa_kev and stratus_red_team")
+        say("\n(d) one hour of probes at the default intervals; one change mid-hour in cisa_kev, stratus_red_team")
         rows: list[list[object]] = []
         for name in sorted(names):
             server.answered.clear()
@@ -328,9 +298,7 @@ def probe_hour(upstream: Path, work: Path) -> None:
             known: UpstreamVersion | None = None
             for i in range(count):
                 if i == count // 2 and name in ("cisa_kev", "stratus_red_team"):
-                    kev = name == "cisa_kev"
-                    change = new_kev_entry if kev else new_stratus_technique
-                    change(mirror, uuid.uuid4().hex[:8])
+                    (new_kev_entry if name == "cisa_kev" else new_stratus_technique)(mirror, uuid.uuid4().hex[:8])
                 seen = probe(specs[name], cfg, known=known)
                 known = decode_cursor(name, encode_cursor(replace(seen)))  # what the sensor's cursor keeps
             statuses = [s for _, s in server.answered]
@@ -341,13 +309,8 @@ def probe_hour(upstream: Path, work: Path) -> None:
         server.close()
     commits = [n for n, s in specs.items() if s.tracking == "commit"]
     per_hour = sorted(3600 / s for n, s in poll_intervals(specs).items() if n in commits)
-    say(
-        f"  commit sources: git ls-remote {per_hour[0]:.1f} to {per_hour[-1]:.1f} times an hour each "
-        f"({len(commits)} sources, {sum(per_hour):.0f} an hour in all)"
-    )
-
-
-# --- main --------------------------------------------------------------------------------------------
+    say(f"  {len(commits)} commit sources: git ls-remote {per_hour[0]:.1f} to {per_hour[-1]:.1f} times an hour each,")
+    say(f"  {sum(per_hour):.0f} an hour in all")
 
 
 def main() -> int:
@@ -360,9 +323,7 @@ def main() -> int:
     ap.add_argument("--change-timeout", type=float, default=900.0, help="seconds to wait for one change")
     ap.add_argument("--latency-rounds", type=int, default=50)
     ap.add_argument("--probes-only", action="store_true", help="only (d): no topology")
-    ap.add_argument(
-        "--feed-only", action="store_true", help="only (b) and (c), with just the API on the store a run left"
-    )
+    ap.add_argument("--feed-only", action="store_true", help="only (b) and (c), on the store a run left")
     ap.add_argument("--model-cache-dir", type=Path, help="SECRAG_MODEL_CACHE_DIR (existing ONNX exports)")
     args = ap.parse_args()
     upstream, data_dir = args.upstream.resolve(), args.data_dir.resolve()

@@ -7,16 +7,10 @@
         --vector-thresholds all-MiniLM-L6-v2-int8 [--percentile 0.01]
 
 With --database-url the API runs in process (caches off). --without-own-documents measures the text tasks
-(a pasted Atomic test, Elastic rule or CAPEC pattern: queries whose `origin` is a document of the store) on a
-copy of the store without each query's own document (`<database>_without_own`, kept for the next run,
-re-made with --fresh-copy). Every run is saved (default .secrag/quality/last.json) and compared with the
-previous one (or --baseline): the last column is the nDCG@10 delta of each task and mode.
-
---vector-thresholds measures, per model and query shape, the cosine under which the vector leg drops a
-candidate (search.yaml `vector_thresholds`): the `--percentile` of each relevant document's best chunk
-cosine to its query, rounded down to 0.01 (a shape with fewer than 20 pairs gets the model's `default`).
-Chunks are encoded here, so a model the store has not embedded is measured too. It prints the YAML to paste.
-Each line: {"task", "query", "filters": {"sources": [...]}, "relevant": [{"doc_id", "grade"}], "qid"}.
+(queries whose `origin` is a document of the store) on a copy without those documents (`<db>_without_own`,
+re-made with --fresh-copy). Each run is saved (--save) and its nDCG@10 compared with the last (or --baseline).
+--vector-thresholds prints search.yaml's `vector_thresholds` per model and query shape: the --percentile of
+each relevant document's best chunk cosine to its query, rounded down to 0.01.
 """
 
 from __future__ import annotations

@@ -5,34 +5,13 @@
     python bench/refresh_work.py --upstream ../shared/upstream --data-dir .secrag/bench
         [--sources sigma,cisa_kev] [--keep-changes] [--model-cache-dir .secrag/models] [--json]
 
-On a store bench/build.py left (database `secrag_bench` on the embedded server of <data dir>/pgdata, started
-if stopped and stopped again at the end, or --database-url; the mirrors in <data dir>/mirrors, built from
---upstream), migrated first as `secrag run` does, for each source of the registry (mitre_attack first):
-
-1. settle: refresh it once, as a sensor tick with nothing new would (expected `unchanged`; a store behind
-   its mirror catches up here, so the measured refresh holds only the one change) and embed what is pending;
-2. change its mirror as upstream would: sigma gets a new rule, stratus_red_team a new technique page in a
-   new release, cisa_kev a new entry under a new catalogVersion (bench/freshness.py's changes); every other
-   source one touched record (a run of words of a published record gets two words appended in its upstream
-   file), in a new commit, or a new release for release-tracked sources;
-3. refresh it: `refresh_source` (probe, fetch, parse, publish: what `sources/<source>` calls), for
-   mitre_attack the technique lookup rebuild (`lookups/mitre_techniques`), then `embed_pending` and
-   `activate_model_if_complete` (what `embeddings/<source>` calls), each phase timed.
-
-One row per source, slowest first: the phases after the probe (fetch, parse, publish, lookup, embed, and
-other: technique names, fingerprint, enrichment table), their sum (bounded by --budget), and what
-the publish recorded (+added ~modified -removed). Then the slowest source and its dominant phase.
-
-Not measured here (bench/freshness.py measures them end to end): the sensor tick, the run queue, the run's
-process start and the encoder load each embedding run's process pays (printed once, as loaded here). A new
-ATT&CK release also re-runs every source's refresh through the lookup; those find nothing to do, and the
-settle rows show what each such no-op costs. mitre_attack_procedures reads mitre_attack's file and release,
-so its settle publishes the release made for mitre_attack (every record parsed, none changed).
-
-By default the changes are undone at the end: the mirrors are rebuilt from the snapshot and each changed
-source refreshed again (timed as a second set of rows, `revert`), so the store serves the snapshot as
-before, through normal refreshes only. --keep-changes leaves the changed versions served, and the mirror
-rebuilds from the snapshot at its next build either way.
+On the store bench/build.py left (its embedded server started if stopped, or --database-url; its mirrors
+rebuilt from --upstream), migrated first, for each upstream source (mitre_attack first): settle (refresh once,
+expected `unchanged`, and embed what is pending), change its mirror once (bench/mirror_edits.py), then
+refresh, rebuild the ATT&CK lookup where it applies, embed and activate, each phase timed. One row per source,
+slowest first, then the slowest source's dominant phase. The sensor tick, run queue and process start are
+bench/freshness.py's. The changes are undone at the end by rebuilding the mirrors and refreshing again
+(`revert` rows) unless --keep-changes.
 """
 
 from __future__ import annotations
@@ -66,6 +45,7 @@ from secrag.models.encoders import document_encoder  # noqa: E402
 from secrag.settings import Settings, get_settings  # noqa: E402
 
 from lib.store import bench_store_url  # noqa: E402
+from lib.table import print_table  # noqa: E402
 from mirror_edits import change_upstream, planned_change  # noqa: E402
 
 PHASES = {  # what each phase does on a refresh of one changed record
@@ -81,9 +61,6 @@ FAILURES = (SecragError, LookupError)  # a refresh that failed (recorded as such
 
 def say(text: str) -> None:
     print(text, flush=True)
-
-
-# --- one refresh, as the assets run it ---------------------------------------------------------------
 
 
 @dataclass
@@ -185,20 +162,14 @@ def measure(bench: Bench, mirror: Mirror, spec: SourceSpec) -> tuple[Row, Row]:
     return settle, row
 
 
-# --- the report ----------------------------------------------------------------------------------------
-
-
 def report(rows: list[Row], title: str) -> None:
     say(f"\n{title}: seconds after the probe, slowest first")
-    head = f"{'source':<24} {'kind':<8} {'status':<10} " + " ".join(f"{p:>7}" for p in PHASES)
-    say(head + f" {'total':>7} {'probe':>6} {'+add ~mod -rem':>15} {'embedded':>8} {'records':>8}")
-    for r in sorted(rows, key=lambda r: r.total, reverse=True):
-        cells = " ".join(f"{r.seconds[p]:7.2f}" if p in r.seconds else f"{'-':>7}" for p in PHASES)
-        counts = f"+{r.added} ~{r.modified} -{r.removed}"
-        say(
-            f"{r.source:<24} {r.kind:<8} {r.status:<10} {cells} {r.total:7.2f} {r.probe:6.2f} {counts:>15} "
-            f"{r.embedded:8d} {r.records:8d}"
-        )
+    table = [
+        [r.source, r.kind, r.status, *(r.seconds.get(p) for p in PHASES), r.total, r.probe]
+        + [f"+{r.added} ~{r.modified} -{r.removed}", r.embedded, r.records]
+        for r in sorted(rows, key=lambda r: r.total, reverse=True)
+    ]
+    print_table(["source", "kind", "status", *PHASES, "total", "probe", "+add ~mod -rem", "embedded", "records"], table)
 
 
 def verdict(rows: list[Row], budget: float, load: float) -> None:
@@ -217,9 +188,6 @@ def verdict(rows: list[Row], budget: float, load: float) -> None:
         f"over {budget:.0f} s: {', '.join(over) if over else 'none'} (in production each embedding run's process "
         f"also loads the encoder, {load:.1f} s here)"
     )
-
-
-# --- the store, the mirror, main -----------------------------------------------------------------------
 
 
 def selected(names: str) -> list[SourceSpec]:

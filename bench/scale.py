@@ -1,27 +1,15 @@
 """Sizing: synthetic stores of N chunks grown from a real one; index builds, sizes, memory and search latency.
 
-    python bench/scale.py --database-url postgresql://...secrag_bench... --chunks 200000 1000000
-
-For each N, a database `secrag_scale_<N>` is cloned from the real store (CREATE DATABASE ... TEMPLATE:
-nothing may be connected to it) and grown to about N chunks by copying every document with its chunks
-`copies` times (ids suffixed `~k`). Each copy's vectors are the originals plus uniform noise of the
-given per-dimension standard deviation, renormalised, so the copies are new points near the real ones
-(the mean cosine to the original is printed), and its text is the original's, so full text matches grow
-with N as they would in a larger corpus of similar content. Only the active model's vectors are kept.
-
-The HNSW, full-text (GIN) and trigram indexes are dropped before the copies and built afterwards, each
-timed, with `--maintenance-work-mem` and `--parallel-workers` for the session (what `docs/scaling.md`
-recommends for a bulk build). Then the API runs in process on the grown store (caches off) and answers
-the first `--queries` dev queries in each shape: hybrid with no filter, hybrid filtered to one source,
-vector only. Printed per N: chunks, build times, sizes, the server's memory (PSS of its processes) and
-p50/p99 of the in-process request time. `--keep` keeps the databases; otherwise they are dropped;
-`--reuse` measures a kept one again without growing it (no build times then).
-
+    python bench/scale.py --database-url URL --chunks 0 200000 1000000 [--texts mixed] [--keep | --reuse]
     python bench/scale.py --database-url URL --recall-ef 60 100 200 400 800 [--queries 50] [--source sigma]
+    python bench/scale.py --database-url URL --api-memory 2
 
-measures only the vector leg's HNSW walk on the store as it is: recall@60 against exact cosine and the
-statement's p50/p99 per hnsw.ef_search (with --source, filtered to one source as the vector leg does).
---api-memory N starts `secrag serve --workers N` on the store and prints each worker's RSS and PSS.
+Per N, `secrag_scale_<N>` is cloned from the store (nothing may be connected to it) and grown to about N
+chunks with the HNSW, full-text and trigram indexes dropped, then rebuilt and timed: `copies` repeats every
+document with noisy copies of its vectors (near-duplicates), `mixed` adds user-folder-like notes mixing two
+real chunks' sentences and vectors. Printed: build times, sizes, the server's PSS and the in-process API's
+p50/p99 per search shape. --recall-ef: the HNSW walk's recall@60 against exact cosine per ef_search.
+--api-memory N: each worker's RSS and PSS under `secrag serve --workers N`.
 """
 
 from __future__ import annotations
