@@ -102,17 +102,26 @@ def grow(conn: psycopg.Connection, model: str, base_chunks: int, target: int, no
             "AND e.model_id = %(model)s WHERE c.doc_id LIKE '%%~' || %(k)s::text ORDER BY c.content_hash"
         ),
     ]
-    missing, k = target - base_chunks, 0
+    count = "SELECT count(*) FROM chunks WHERE doc_id LIKE '%%~' || %(k)s::text"
+    grow_in_rounds(conn, "copy", [*statements, count], {"w": half_width, "model": model}, base_chunks, target)
+
+
+def grow_in_rounds(
+    conn: psycopg.Connection, label: str, statements: list[Any], params: dict[str, Any], base: int, target: int
+) -> None:
+    """Run the statements once a round, each round in one transaction on the share of the documents still
+    missing, until about `target` chunks; the last statement counts the round's chunks."""
+    missing, k = target - base, 0
     while missing > 0:
         k += 1
-        share = min(10000, math.ceil(10000 * missing / base_chunks))
+        share = min(10000, math.ceil(10000 * missing / base))
         started = time.monotonic()
         with conn.transaction():
-            for statement in statements:
-                conn.execute(statement, {"k": k, "w": half_width, "model": model, "share": share})
-            added = conn.execute("SELECT count(*) FROM chunks WHERE doc_id LIKE %s", [f"%~{k}"]).fetchone()[0]  # type: ignore[index]
+            for statement in statements[:-1]:
+                conn.execute(statement, {**params, "k": k, "share": share})
+            added = conn.execute(statements[-1], {**params, "k": k}).fetchone()[0]  # type: ignore[index]
         missing -= added
-        log(f"copy {k} ({share / 100:.1f} % of the documents): {added} chunks in {time.monotonic() - started:.1f}s")
+        log(f"{label} {k} ({share / 100:.1f} % of the documents): {added} chunks in {time.monotonic() - started:.1f}s")
 
 
 MIXED_SOURCE = "synthetic_notes"
@@ -161,21 +170,9 @@ def grow_mixed(conn: psycopg.Connection, model: str, base_chunks: int, target: i
         " JOIN embeddings e2 ON e2.content_hash = split_part(c.content_hash, ':', 3) AND e2.model_id = %(model)s"
         " WHERE c.source = %(folder)s AND c.doc_id LIKE '%%~' || %(k)s::text",
     ]
-    missing, k = target - base_chunks, 0
-    while missing > 0:
-        k += 1
-        share = min(10000, math.ceil(10000 * missing / base_chunks))
-        started = time.monotonic()
-        params = {"k": k, "model": model, "share": share, "folder": MIXED_SOURCE, "base": base_chunks}
-        with conn.transaction():
-            for statement in statements:
-                conn.execute(statement, params)
-            added = conn.execute(
-                "SELECT count(*) FROM chunks WHERE source = %s AND doc_id LIKE %s", [MIXED_SOURCE, f"%~{k}"]
-            ).fetchone()[0]  # type: ignore[index]
-        missing -= added
-        seconds = time.monotonic() - started
-        log(f"mixed round {k} ({share / 100:.1f} % of the documents): {added} chunks in {seconds:.1f}s")
+    statements.append("SELECT count(*) FROM chunks WHERE source = %(folder)s AND doc_id LIKE '%%~' || %(k)s::text")
+    params = {"model": model, "folder": MIXED_SOURCE, "base": base_chunks}
+    grow_in_rounds(conn, "mixed round", statements, params, base_chunks, target)
 
 
 def server_pss_mb(conn: psycopg.Connection) -> float:
