@@ -186,7 +186,7 @@ def report(args: argparse.Namespace) -> None:
         if not args.no_filters and item.get("filters"):
             body["filters"] = item["filters"]
         bodies.append(body)
-    service = in_process_service(args.database_url, parallel_legs=True)
+    service = in_process_service(args.database_url, parallel_legs=True, ann_index_mb=args.ann_index_mb)
     meter = Meter(args.shares or args.planning)
     names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
     from serving.search.leg_runs import native
