@@ -1,7 +1,8 @@
-"""POST /v1/map's held path (serving/mapping/held_path.py, votes.py, selector.py; mapper.py chooses it) against real
-stores and the real model. With search.yaml's map.selector set and a sentence model serving, a text's sentences
-are encoded by the sentence model and take their candidates from its vectors of ATT&CK held in memory; without
-the procedure examples, or without a sentence model, the map searches each sentence as before.
+"""POST /v1/map's held path (serving/mapping/held_path.py, secrag/mapping/candidates.py, selector.py; mapper.py
+chooses it) against real stores and the real model. With search.yaml's map.selector set and a sentence model
+serving, a text's sentences are encoded by the sentence model and take their candidates from its vectors of ATT&CK
+held in memory; without the procedure examples, or without a sentence model, the map searches each sentence as
+before.
 
 The serving corpus has no procedure examples, so the held path is also tested on a store of its own: a few ATT&CK
 technique families and their procedure examples, embedded with the general model and its int8 model, which serves
