@@ -160,15 +160,44 @@ def noisy_or(found: dict[int, dict[str, list[float]]]) -> dict[int, dict[str, fl
     return {r: {t: 1.0 - math.prod(1.0 - p for p in ps) for t, ps in techs.items()} for r, techs in found.items()}
 
 
+def technique_examples(url: str) -> dict[str, int]:
+    """Each technique's procedure examples in the store (never the eval files), the decision's prior, read as the
+    API reads it."""
+    from secrag.attack_domains import PROCEDURE_SOURCES
+    from secrag.db import database
+    from secrag.db.queries import Queries
+    from secrag.settings import get_settings
+
+    q = Queries(get_settings().sql_dir, "serving")
+    with database.connect(url, autocommit=True) as conn:
+        rows = conn.execute(q.technique_examples, {"procedure_sources": list(PROCEDURE_SOURCES.values())}).fetchall()
+    return {str(t): int(n) for t, n in rows}
+
+
 def decision_rows(
-    found: dict[int, dict[str, list[float]]], gold: dict[int, set[str]], lengths: dict[int, int]
+    found: dict[int, dict[str, list[float]]],
+    gold: dict[int, set[str]],
+    lengths: dict[int, int],
+    examples: dict[str, int] | None = None,
 ) -> list[tuple[int, str, list[float], int]]:
+    """The decision's features per (report, technique); without `examples` the prior features are 0."""
     out = []
     for r, techs in found.items():
-        values = decision_features(techs, lengths[r])
+        values = decision_features(techs, lengths[r], examples)
         for t, x in values.items():
             out.append((r, t, [x[f] for f in DECISION_FEATURES], int(t in gold[r])))
     return out
+
+
+def with_prior(
+    found: dict[int, dict[str, float]], examples: dict[str, int], power: float
+) -> dict[int, dict[str, float]]:
+    """Each noisy-or score times the technique's prior over the store's largest, to the `power`."""
+    top = math.log1p(max(examples.values(), default=1))
+    return {
+        r: {t: s * (math.log1p(examples.get(t, 0)) / top) ** power for t, s in techs.items()}
+        for r, techs in found.items()
+    }
 
 
 def fit_decision(rows: list[tuple[int, str, list[float], int]]) -> Any:  # noqa: ANN401
@@ -236,6 +265,12 @@ def main() -> int:
     ap.add_argument("--models-dir", type=Path, default=None, help="where a pinned model's verifier.json is kept")
     ap.add_argument("--floor", type=float, default=0.05)
     ap.add_argument("--gate", type=float, nargs="*", help="behaviour gate thresholds to try (default: the trained one)")
+    ap.add_argument(
+        "--prior",
+        action="store_true",
+        help="also try each technique's prior from the store (its procedure examples): as decision features and "
+        "multiplied into the noisy-or",
+    )
     args = ap.parse_args()
     if args.train and args.sentence_model:
         train_pinned(args.database_url, args.sentence_model, args.models_dir)
@@ -252,6 +287,7 @@ def main() -> int:
     gold = {i: set(r["techniques"]) for i, r in enumerate(reports)}
     everyone = list(range(len(reports)))
     rows = rows_of(searcher, reports, selector, verifier)
+    examples = technique_examples(args.database_url) if args.prior else None
     lengths = {row["report"]: row["sentences"] for row in rows}
     threshold = verifier.gate.threshold if verifier is not None and verifier.gate is not None else None
     if threshold is not None:
@@ -281,6 +317,14 @@ def main() -> int:
         model = fit_decision(table)
         weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
         print(f"  map.decision: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
+        if examples is not None:
+            for power in (0.25, 0.5, 1.0):
+                curve(f"{name}, noisy-or x prior^{power}", with_prior(noisy_or(found), examples, power), gold, everyone)
+            table = decision_rows(found, gold, lengths, examples)
+            curve(f"{name}, decision + prior (cross-validated by report)", decided(table, args.folds), gold, everyone)
+            model = fit_decision(table)
+            weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
+            print(f"  map.decision + prior: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
     if args.sentences.exists():
         ranking(searcher, load_items(args.sentences), selector, verifier)
     return 0

@@ -1,9 +1,10 @@
 """The report-level decision per technique (search.yaml `map.decision`): a logistic model over the technique's
 verified evidence across the text (its strongest and second sentence, how many sentences verify it, the
-competition of its siblings and of its parent), its coefficients fitted on whole labelled reports with
-cross-validation by report (bench/map_verifier.py), so a technique's score is the probability that an analyst
-annotated it in the text and `min_score` a probability cut. Without it, the noisy-or of serving/mapping/evidence.py
-decides."""
+competition of its siblings and of its parent) and its prior in the store (log(1 + its ATT&CK procedure examples,
+one per group, software or campaign that uses it), and its family's), its coefficients fitted on whole labelled
+reports with cross-validation by report (bench/map_verifier.py), so a technique's score is the probability that an
+analyst annotated it in the text and `min_score` a probability cut. Without it, the noisy-or of
+serving/mapping/evidence.py decides."""
 
 from __future__ import annotations
 
@@ -15,9 +16,15 @@ from serving.mapping.evidence import Evidence
 STRONG = 0.5  # a sentence verifying a technique at this probability or more counts as one of its sentences
 
 
-def features(found: Mapping[str, Sequence[float]], sentences: int) -> dict[str, dict[str, float]]:
+def features(
+    found: Mapping[str, Sequence[float]], sentences: int, examples: Mapping[str, int] | None = None
+) -> dict[str, dict[str, float]]:
     """Each technique's evidence across the text as numbers, from its sentences' verified probabilities (one per
-    sentence that supports it)."""
+    sentence that supports it), and its prior from `examples` (technique -> its procedure examples in the store)."""
+    examples = examples or {}
+    families: dict[str, int] = {}
+    for t, n in examples.items():
+        families[t.split(".", 1)[0]] = families.get(t.split(".", 1)[0], 0) + n
     best = {t: max(probs) for t, probs in found.items() if probs}
     out: dict[str, dict[str, float]] = {}
     for technique in best:
@@ -35,13 +42,21 @@ def features(found: Mapping[str, Sequence[float]], sentences: int) -> dict[str, 
             "parent_gap": probs[0] - over,
             "sub_technique": float("." in technique),
             "length": math.log1p(sentences) / 10.0,
+            "prior": math.log1p(examples.get(technique, 0)),
+            "family_prior": math.log1p(families.get(parent, 0)),
         }
     return out
 
 
-def decide(found: Sequence[Evidence], sentences: int, intercept: float, weights: Mapping[str, float]) -> list[Evidence]:
+def decide(
+    found: Sequence[Evidence],
+    sentences: int,
+    intercept: float,
+    weights: Mapping[str, float],
+    examples: Mapping[str, int] | None = None,
+) -> list[Evidence]:
     """The techniques rescored by the decision, best first (ties by id)."""
-    values = features({e.technique: [v.vote for v in e.votes] for e in found}, sentences)
+    values = features({e.technique: [v.vote for v in e.votes] for e in found}, sentences, examples)
     scored = []
     for e in found:
         x = values[e.technique]

@@ -126,7 +126,8 @@ def map_text(
     min_score = tuning.min_score if req.min_score is None else req.min_score
     combined = combine(votes)
     if held is not None and tuning.decision is not None:
-        combined = decide(combined, len(sentences), tuning.decision.intercept, tuning.decision.weights)
+        examples = searcher.catalog.technique_examples()
+        combined = decide(combined, len(sentences), tuning.decision.intercept, tuning.decision.weights, examples)
     kept = [
         e for e in combined if e.score >= min_score and (within is None or e.technique in within.techniques.techniques)
     ]

@@ -14,7 +14,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from secrag.attack_domains import DEFAULT_DOMAIN, DOMAINS
+from secrag.attack_domains import DEFAULT_DOMAIN, DOMAINS, PROCEDURE_SOURCES
 from secrag.db.queries import Queries, one_row
 from serving.access.keys import Principal
 from serving.contract.errors import InvalidField
@@ -124,6 +124,7 @@ class Catalog:
     _vocabulary: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_names: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_tactics: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
+    _technique_examples: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _technique_domains: Cached = field(default_factory=lambda: Cached(LOOKUP_TTL))
     _indexed_sources: Cached = field(default_factory=lambda: Cached(SOURCES_TTL))
     _source_versions: Cached = field(default_factory=lambda: Cached(DATA_VERSION_TTL))
@@ -176,6 +177,17 @@ class Catalog:
                 return {tid: list(tactics) for tid, tactics in conn.execute(self.queries.technique_tactics)}
 
         return self._technique_tactics.get(load)
+
+    def technique_examples(self) -> dict[str, int]:
+        """ATT&CK id -> its public procedure examples in the store, every domain's (the map decision's prior;
+        cached like the lookup)."""
+
+        def load() -> dict[str, int]:
+            sources = list(PROCEDURE_SOURCES.values())
+            with self.pool.connection() as conn:
+                return dict(conn.execute(self.queries.technique_examples, {"procedure_sources": sources}).fetchall())
+
+        return self._technique_examples.get(load)
 
     def technique_domains(self) -> dict[str, str]:
         """ATT&CK id -> its domain (enterprise, mobile, ics), retired ids too (cached like the lookup)."""

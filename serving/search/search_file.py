@@ -91,7 +91,18 @@ class MapSelector(ConfigModel):
 
 
 # A technique's evidence across a text that the map's decision weighs (serving/mapping/decision.py).
-DECISION_FEATURES = ("best", "second", "strong", "mass", "family_gap", "parent_gap", "sub_technique", "length")
+DECISION_FEATURES = (
+    "best",
+    "second",
+    "strong",
+    "mass",
+    "family_gap",
+    "parent_gap",
+    "sub_technique",
+    "length",
+    "prior",
+    "family_prior",
+)
 
 
 class MapDecision(ConfigModel):

@@ -557,6 +557,14 @@ SELECT id, full_name FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
 -- Each active technique's tactics (short names), which a map reports beside its techniques.
 SELECT id, tactics FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
 
+-- name: technique_examples
+-- How many public ATT&CK procedure examples each technique has (one per group, software or campaign that uses
+-- it): the prior of the map's report-level decision (serving/mapping/decision.py).
+SELECT techniques[1] AS technique, count(*) AS examples
+FROM documents
+WHERE source = ANY(%(procedure_sources)s::text[]) AND tenant IS NULL AND cardinality(techniques) = 1
+GROUP BY 1
+
 -- name: layer_technique_states
 -- Which of a Navigator layer's technique ids the store's ATT&CK has, and whether each is revoked or deprecated.
 SELECT id, revoked, deprecated FROM mitre_techniques WHERE id = ANY(%(ids)s::text[])

@@ -57,3 +57,16 @@ def test_decide_rescores_and_orders() -> None:
     assert decided[0].score == 1.0  # a sentence writes its id
     assert decided[1].score == pytest.approx(1 / (1 + math.exp(-(-2.0 + 3.6 + 0.2))), abs=1e-6)
     assert decided[1].votes == FOUND[0].votes  # the evidence is kept as it was
+
+
+def test_the_prior_is_the_store_s_procedure_examples() -> None:
+    examples = {"T1003": 10, "T1003.001": 40, "T1003.002": 5, "T1105": 500}
+    values = features({e.technique: [v.vote for v in e.votes] for e in FOUND}, sentences=20, examples=examples)
+    assert values["T1003.001"]["prior"] == pytest.approx(math.log1p(40))
+    assert values["T1003.001"]["family_prior"] == pytest.approx(math.log1p(55))  # the parent and every sibling
+    assert values["T1003"]["family_prior"] == values["T1003.002"]["family_prior"]
+    assert values["T1059"]["prior"] == 0.0 and values["T1059"]["family_prior"] == 0.0  # no example in the store
+    common = decide(FOUND[:3], 20, -2.0, {"best": 4.0, "prior": 1.0}, examples)
+    plain = decide(FOUND[:3], 20, -2.0, {"best": 4.0, "prior": 1.0})
+    assert {e.technique: e.score for e in common}["T1003.001"] > {e.technique: e.score for e in plain}["T1003.001"]
+    assert [e.technique for e in common] == ["T1003.001", "T1003.002", "T1003"]
