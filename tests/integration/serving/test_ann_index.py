@@ -33,8 +33,8 @@ class Spy:
         self.calls: list[bool] = []
         self._nearest = index.nearest
 
-    def __call__(self, *args: Any) -> Walked | None:  # noqa: ANN401
-        found = self._nearest(*args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Walked | None:  # noqa: ANN401
+        found = self._nearest(*args, **kwargs)
         self.calls.append(found is not None)
         return found
 
@@ -101,13 +101,15 @@ def _ranked(payload: dict[str, Any]) -> list[str]:
 def test_an_unfiltered_search_answers_as_postgres_walks(
     apps: dict[str, TestClient], spy: Spy, legs: list[list[dict[str, Any]]], body: dict[str, Any]
 ) -> None:
-    """The same legs' candidates with the same scores (the index holds float16 vectors) and the same answer."""
+    """The legs' candidates with the same scores (the index holds float16 vectors) and the same answer. Both walks
+    are approximate, each keeping the store's ef_search candidates, so one may find a chunk the other missed."""
     index, off = search(apps["index"], **body), search(apps["off"], **body)
     through_index, through_postgres = (_by_leg(run) for run in legs)
     assert spy.calls == [True]
-    assert through_postgres and through_index.keys() == through_postgres.keys()
-    scores = [through_index[key] for key in through_postgres]
-    assert scores == pytest.approx(list(through_postgres.values()), abs=2e-3)
+    shared = through_index.keys() & through_postgres.keys()
+    assert through_postgres and len(shared) >= 0.97 * len(through_postgres)
+    scores = [through_index[key] for key in shared]
+    assert scores == pytest.approx([through_postgres[key] for key in shared], abs=2e-3)
     assert off["results"] and _ranked(index) == _ranked(off)
 
 
