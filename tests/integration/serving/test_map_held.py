@@ -95,7 +95,7 @@ def _serving(client: TestClient, model_id: str, sources: tuple[str, ...]) -> Non
 def selector_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An operator's search.yaml turning the held path on (laid over the shipped one)."""
     path = tmp_path_factory.mktemp("map_held") / "search.yaml"
-    path.write_text(SELECTOR, encoding="utf-8")
+    path.write_text(SELECTOR + "  decision: null\n", encoding="utf-8")  # the votes as noisy-or combines them
     return path
 
 

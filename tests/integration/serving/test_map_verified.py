@@ -5,6 +5,7 @@ report-level decision scores each technique from its sentences' verified probabi
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,6 +22,7 @@ from serving.mapping.decision import decide
 from serving.mapping.held_path import held_candidates
 from serving.mapping.sentences import split
 from serving.mapping.verifier_file import folder_of
+from serving.search.search_file import DECISION_FEATURES
 from serving.settings import ServingSettings
 from tests.integration.serving.test_map_held import (  # noqa: F401 - its fixture
     REPORT,
@@ -36,8 +38,9 @@ HASHES = (
     "IOCs seen: d41d8cd98f00b204e9800998ecf8427e and e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 )
 TEXT = f"{REPORT}\n{HASHES}\n"
-DECISION = {"intercept": -1.0, "weights": {"best": 3.0, "strong": 1.0}}
-VERIFIED = SELECTOR + "  verify: true\n  decision: {intercept: -1.0, weights: {best: 3.0, strong: 1.0}}\n"
+# Every weight named: an operator's weights are laid over the shipped decision's, key by key.
+DECISION = {"intercept": -1.0, "weights": {f: 0.0 for f in DECISION_FEATURES} | {"best": 3.0, "strong": 1.0}}
+VERIFIED = SELECTOR + f"  verify: true\n  decision: {json.dumps(DECISION)}\n"
 
 
 def _verifier(dims: int) -> Verifier:
