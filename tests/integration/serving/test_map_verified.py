@@ -25,6 +25,7 @@ from serving.mapping.verifier_file import folder_of
 from serving.search.search_file import DECISION_FEATURES
 from serving.settings import ServingSettings
 from tests.integration.serving.test_map_held import (  # noqa: F401 - its fixture
+    EXAMPLES_PER_TECHNIQUE,
     REPORT,
     SELECTOR,
     SENTENCE_MODEL,
@@ -39,7 +40,10 @@ HASHES = (
 )
 TEXT = f"{REPORT}\n{HASHES}\n"
 # Every weight named: an operator's weights are laid over the shipped decision's, key by key.
-DECISION = {"intercept": -1.0, "weights": {f: 0.0 for f in DECISION_FEATURES} | {"best": 3.0, "strong": 1.0}}
+DECISION = {
+    "intercept": -1.0,
+    "weights": {f: 0.0 for f in DECISION_FEATURES} | {"best": 3.0, "strong": 1.0, "prior": 0.5},
+}
 VERIFIED = SELECTOR + f"  verify: true\n  decision: {json.dumps(DECISION)}\n"
 
 
@@ -99,17 +103,21 @@ def test_the_verifier_scores_the_votes_and_the_gate_sets_aside(
             votes.setdefault(technique["technique_id"], []).append(s["vote"])
     assert votes
     scores = {t["technique_id"]: t["score"] for t in answer["techniques"]}
-    assert scores == pytest.approx(_decided(votes, len(sentences)), abs=1e-5)
+    examples = _service(client).searcher.catalog.technique_examples()  # the store's procedure examples
+    assert examples and max(examples.values()) <= EXAMPLES_PER_TECHNIQUE
+    assert scores == pytest.approx(_decided(votes, len(sentences), examples), abs=1e-5)
 
 
-def _decided(votes: dict[str, list[float]], sentences: int) -> dict[str, float]:
+def _decided(votes: dict[str, list[float]], sentences: int, examples: dict[str, int]) -> dict[str, float]:
     from serving.mapping.evidence import Evidence, Vote
 
     found = [
         Evidence(t, 0.0, tuple(Vote(i, t, p, 1, None) for i, p in enumerate(ps)))  # type: ignore[arg-type]
         for t, ps in votes.items()
     ]
-    return {e.technique: e.score for e in decide(found, sentences, DECISION["intercept"], DECISION["weights"])}
+    return {
+        e.technique: e.score for e in decide(found, sentences, DECISION["intercept"], DECISION["weights"], examples)
+    }
 
 
 def test_without_its_file_the_selector_serves(
