@@ -560,9 +560,9 @@ SELECT id, tactics FROM mitre_techniques WHERE NOT revoked AND NOT deprecated
 -- name: technique_examples
 -- How many public ATT&CK procedure examples each technique has (one per group, software or campaign that uses
 -- it): the prior of the map's report-level decision (serving/mapping/decision.py).
-SELECT techniques[1] AS technique, count(*) AS examples
-FROM documents
-WHERE source = ANY(%(procedure_sources)s::text[]) AND tenant IS NULL AND cardinality(techniques) = 1
+SELECT d.techniques[1] AS technique, count(*) AS examples
+FROM documents d
+WHERE d.source = ANY(%(procedure_sources)s::text[]) AND d.tenant IS NULL AND cardinality(d.techniques) = 1
 GROUP BY 1
 
 -- name: layer_technique_states

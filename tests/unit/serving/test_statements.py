@@ -31,6 +31,8 @@ PUBLIC_ONLY = {
     # what the store's public rule sets and schemas hold, shared by every caller's coverage and read once per
     # data version (serving/coverage/holdings.py): a document with users has the tenant '' (migration 0018)
     "coverage_holdings": "d.tenant IS NULL",
+    # the map decision's prior, shared by every caller: public procedure examples per technique
+    "technique_examples": "d.tenant IS NULL",
 }
 KEPT_COUNT_READS = {
     "stats_counts": "online sources only (serving/reads/stats.py)",
