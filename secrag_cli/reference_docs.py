@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from secrag_cli.generated_page import emit
+
 REFERENCE_FILE = Path("docs") / "reference" / "api.md"
 
 
@@ -22,13 +24,4 @@ def reference(write: bool, check: bool, path: Path) -> None:
     from serving.api.reference import reference_text
 
     text = reference_text()
-    if not write and not check:
-        click.echo(text, nl=False)
-        return
-    if check:
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            raise click.ClickException(f"{path} differs from the API's code: run `secrag reference --write`")
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    click.echo(f"wrote {path}")
+    emit(text, path, write=write, check=check, what="the API's code", command="secrag reference")

@@ -15,6 +15,7 @@ import click
 
 from pipeline.assets.groups import ASSET_GROUPS, groups_table
 from pipeline.sources.registry import SourceSpec, default_registry
+from secrag_cli.generated_page import emit
 
 DOCS_FILE = Path("docs") / "reference" / "sources.md"
 MARKER = (
@@ -89,13 +90,4 @@ def sources_page(specs: Iterable[SourceSpec]) -> str:
 def docs(write: bool, check: bool, path: Path) -> None:
     """Print the sources reference (markdown), or write or check the checked-in page."""
     text = sources_page(default_registry().values())
-    if not write and not check:
-        click.echo(text, nl=False)
-        return
-    if check:
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            raise click.ClickException(f"{path} differs from the registry: run `secrag sources docs --write`")
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    click.echo(f"wrote {path}")
+    emit(text, path, write=write, check=check, what="the registry", command="secrag sources docs")
