@@ -70,6 +70,14 @@ MAP_FEATURES = (
 )
 
 
+def known_features(weights: dict[str, float], known: tuple[str, ...]) -> dict[str, float]:
+    """The weights, when each names one of the `known` features."""
+    unknown = sorted(set(weights) - set(known))
+    if unknown:
+        raise ValueError(f"unknown features {unknown}; known: {', '.join(known)}")
+    return weights
+
+
 class MapSelector(ConfigModel):
     """The map's selector: each sentence's candidates from the held vectors, scored by a logistic model."""
 
@@ -84,10 +92,7 @@ class MapSelector(ConfigModel):
     @field_validator("weights")
     @classmethod
     def _known(cls, weights: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(weights) - set(MAP_FEATURES))
-        if unknown:
-            raise ValueError(f"unknown features {unknown}; known: {', '.join(MAP_FEATURES)}")
-        return weights
+        return known_features(weights, MAP_FEATURES)
 
 
 # A technique's evidence across a text that the map's decision weighs (serving/mapping/decision.py).
@@ -114,10 +119,7 @@ class MapDecision(ConfigModel):
     @field_validator("weights")
     @classmethod
     def _known(cls, weights: dict[str, float]) -> dict[str, float]:
-        unknown = sorted(set(weights) - set(DECISION_FEATURES))
-        if unknown:
-            raise ValueError(f"unknown features {unknown}; known: {', '.join(DECISION_FEATURES)}")
-        return weights
+        return known_features(weights, DECISION_FEATURES)
 
 
 class MapTuning(ConfigModel):
