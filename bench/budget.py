@@ -16,7 +16,7 @@ Service the app builds, caches off), one request at a time, and times:
 
 HTTP (uvicorn, routing, validation, JSON) is what bench/peer_compare.py's latency adds on top. `--statements`
 adds each statement's mean time per search, by name (sql/queries/serving.sql) or by the legs it runs.
-`--clients N` measures CPU per search at N concurrent clients instead (bench/cpu_budget.py says how).
+`--clients N` measures CPU per search at N concurrent clients instead (bench/lib/cpu.py says how).
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def main() -> None:
         "--clients",
         type=int,
         default=0,
-        help="CPU per search at this many concurrent clients instead (cpu_budget.py: process and PostgreSQL).",
+        help="CPU per search at this many concurrent clients instead (lib/cpu.py: process and PostgreSQL).",
     )
     ap.add_argument("--rounds", type=int, default=2, help="With --clients: measured passes after one warm-up.")
     ap.add_argument("--shares", action="store_true", help="With --clients: where the CPU goes.")
@@ -215,7 +215,7 @@ def main() -> None:
             stop_service(service)
         return
     if args.clients:
-        from cpu_budget import report
+        from lib.cpu import report
 
         report(args)
         return

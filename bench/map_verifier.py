@@ -1,14 +1,12 @@
-"""Train the map's verifier and behaviour gate on a store (pipeline/training/verifier.py) and measure each stage on
-whole labelled reports: the candidates of every sentence from the sentence model's held vectors, scored by the
-selector (search.yaml map.selector) or the verifier, the sentences the gate sets aside, and each technique decided by
-noisy-or or by the report-level decision (serving/mapping/decision.py), its coefficients fitted with
-cross-validation by report (five folds) and the default min_score the cross-validated curve's best F1.
+"""Fit the map's logistic models on whole labelled reports (cross-validated by report) and measure each stage:
+by default the verifier and behaviour gate (pipeline/training/verifier.py) against the selector, noisy-or against
+the report-level decision (serving/mapping/decision.py, its coefficients for search.yaml); `--selector` fits the
+selector itself (search.yaml map.selector) instead.
 
-    python bench/map_verifier.py --database-url postgresql://... [--train] [--folds 5] [--floor 0.05]
+    python bench/map_verifier.py --database-url postgresql://... [--train] [--prior] [--selector] [--folds 5]
 
-Prints the training's figures, time and peak memory (with --train), then per stage micro/macro P/R/F1 at each
-min_score, the gate's share of sentences (and of annotated ones) set aside, the labelled sentences ranked by the
-selector and by the verifier (nDCG@10, P@1), and the decision's coefficients for search.yaml.
+`--train-encoder STEPS` fine-tunes the sentence model's encoder from its base (pipeline/training/fine_tune.py) for
+that many steps instead, and prints its time per step and peak memory.
 """
 
 from __future__ import annotations
@@ -22,17 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from map_selector import SHARED, prf
 
 from serving.mapping.decision import features as decision_features
-from serving.mapping.selector import probability
+from serving.mapping.selector import features, probability
 from serving.mapping.sentences import Sentence, split
 from serving.search.search_file import DECISION_FEATURES
+from serving.search.search_file import MAP_FEATURES as FEATURES
 
 from lib.api import api_settings
 from lib.queries import load_items
 from lib.relevance import ndcg, precision_at_1
 
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 SWEEP = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7)
 
 
@@ -84,6 +83,26 @@ def train_pinned(url: str, model: str, models_dir: Path) -> None:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"training: {time.monotonic() - started:.1f} s, peak RSS {peak:.0f} MiB")  # noqa: T201
     print(f"  kept: {outcome.passed} -> {outcome.written}\n  figures: {outcome.figures}")  # noqa: T201
+
+
+def train_encoder(url: str, steps: int, out: Path) -> None:
+    from pipeline.training.examples import read_labelled
+    from pipeline.training.fine_tune import Recipe, fine_tune
+    from secrag.db import database
+    from secrag.models.registry import model_info
+    from secrag.models.weights import weights_dir
+    from secrag.settings import get_settings
+
+    settings = get_settings()
+    with database.connect(url, autocommit=True) as conn:
+        data = read_labelled(conn, settings.sql_dir)
+    base = weights_dir(model_info("all-MiniLM-L6-v2"), settings.models_dir)
+    started = time.monotonic()
+    fine_tune(
+        base, data.pairs(), Recipe(steps=steps), out, progress=lambda s, n, loss: print(f"step {s}/{n} loss {loss:.3f}")
+    )  # noqa: T201
+    seconds, peak = time.monotonic() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"training: {seconds / steps:.2f} s a step, peak RSS {peak:.0f} MiB")  # noqa: T201
 
 
 def train(url: str) -> None:
@@ -233,25 +252,136 @@ def outside(found: dict[int, dict[str, float]], gold: dict[int, set[str]], thres
     return f"{len(wrong)} wrong at {threshold}, {sum(t not in space for t in wrong)} of them annotated in no report"
 
 
-def ranking(searcher: Any, items: list[dict[str, Any]], selector: Any, verifier: Any) -> None:  # noqa: ANN401
+def ranking(searcher: Any, items: list[dict[str, Any]], voters: int, top: int, scorers: dict[str, Any]) -> None:  # noqa: ANN401
+    """The labelled sentences' candidates ranked by each scorer (candidates -> probabilities): nDCG@10, P@1."""
     sentences = [Sentence(text=i["query"], start=0, end=len(i["query"])) for i in items]
-    found = evidence(searcher, sentences, selector.voters, selector.top)
-    for name in ("selector", "verifier"):
-        if name == "verifier" and verifier is None:
-            continue
+    found = evidence(searcher, sentences, voters, top)
+    for name, scores in scorers.items():
         n = p1 = 0.0
         for item, cands in zip(items, found.candidates, strict=True):
-            probs = (
-                [probability(c, selector.intercept, selector.weights) for c in cands]
-                if name == "selector"
-                else list(verifier.scores(cands))
-            )
-            order = sorted(zip(cands, probs, strict=True), key=lambda cp: -cp[1])
+            order = sorted(zip(cands, scores(cands) if cands else [], strict=True), key=lambda cp: -cp[1])
             ranked = [f"mitre_attack:{c.technique}" for c, _ in order]
             grades = {r["doc_id"]: int(r["grade"]) for r in item["relevant"]}
             n += ndcg(ranked, grades)
             p1 += precision_at_1(ranked, grades)
         print(f"labelled sentences ranked by the {name}: nDCG@10 {n / len(items):.4f} P@1 {p1 / len(items):.4f}")  # noqa: T201
+
+
+def matrix(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    return np.asarray([[r["x"][f] for f in FEATURES] for r in rows]), np.asarray(
+        [r.get("y", False) for r in rows], dtype=int
+    )
+
+
+def fit(rows: list[dict[str, Any]]) -> Any:  # noqa: ANN401 - a fitted LogisticRegression
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = matrix(rows)
+    return LogisticRegression(C=1.0, max_iter=2000).fit(x, y)
+
+
+def probabilities(model: Any, rows: list[dict[str, Any]]) -> np.ndarray:  # noqa: ANN401
+    x, _ = matrix(rows)
+    p = model.predict_proba(x)[:, 1] if len(rows) else np.zeros(0)
+    return np.where([r["named"] for r in rows], 1.0, p)
+
+
+def report_scores(rows: list[dict[str, Any]], p: np.ndarray, floor: float, top: int = 0) -> dict[int, dict[str, float]]:
+    """Per report, each technique's noisy-or of its sentences' probabilities at or over the floor (its `top`
+    best sentences only, when set)."""
+    keep: dict[tuple[int, str], list[float]] = defaultdict(list)
+    best: dict[tuple[int, int, str], float] = {}
+    for row, prob in zip(rows, p, strict=True):
+        if prob >= floor:
+            key = (row["report"], row["sentence"], row["technique"])
+            best[key] = max(best.get(key, 0.0), float(prob))
+    for (r, _, t), prob in best.items():
+        keep[(r, t)].append(prob)
+    out: dict[int, dict[str, float]] = defaultdict(dict)
+    for (r, t), probs in keep.items():
+        chosen = sorted(probs, reverse=True)[:top] if top else probs
+        out[r][t] = 1.0 - math.prod(1.0 - q for q in chosen)
+    return out
+
+
+def prf(
+    found: dict[int, dict[str, float]], gold: dict[int, set[str]], reports: list[int], threshold: float
+) -> dict[str, float]:
+    tp = fp = fn = 0
+    macro: list[tuple[float, float, float]] = []
+    for r in reports:
+        chosen = {t for t, s in found.get(r, {}).items() if s >= threshold}
+        a, b, c = len(chosen & gold[r]), len(chosen - gold[r]), len(gold[r] - chosen)
+        tp, fp, fn = tp + a, fp + b, fn + c
+        p_, r_ = (a / (a + b) if a + b else 0.0), (a / (a + c) if a + c else 0.0)
+        macro.append((p_, r_, 2 * p_ * r_ / (p_ + r_) if p_ + r_ else 0.0))
+    precision, recall = (tp / (tp + fp) if tp + fp else 0.0), (tp / (tp + fn) if tp + fn else 0.0)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    m = np.mean(macro, axis=0) if macro else np.zeros(3)
+    return {"P": precision, "R": recall, "F1": f1, "macroP": float(m[0]), "macroR": float(m[1]), "macroF1": float(m[2])}
+
+
+def fit_selector(searcher: Any, reports: list[dict[str, Any]], items: list[dict[str, Any]], args: Any) -> None:  # noqa: ANN401
+    """search.yaml map.selector fitted on every sentence's candidates, labelled by the annotations overlapping it:
+    its cross-validated and in-sample curves, calibration by decile and the labelled sentences' ranking."""
+    voters, top = args.voters, args.top
+    gold = {i: set(r["techniques"]) for i, r in enumerate(reports)}
+    rows: list[dict[str, Any]] = []
+    for r, report in enumerate(reports):
+        sentences = split(report["text"])
+        for s, (sentence, cands) in enumerate(
+            zip(sentences, evidence(searcher, sentences, voters, top).candidates, strict=True)
+        ):
+            labels = {
+                a["technique"] for a in report["annotations"] if a["start"] < sentence.end and sentence.start < a["end"]
+            }
+            rows += [
+                {
+                    "report": r,
+                    "sentence": s,
+                    "technique": c.technique,
+                    "x": features(c),
+                    "y": c.technique in labels,
+                    "named": c.named,
+                }
+                for c in cands
+            ]
+    print(f"{len(rows)} candidates over {len(reports)} reports, {sum(r['y'] for r in rows)} annotated")  # noqa: T201
+    predicted = np.zeros(len(rows))
+    for fold in range(args.folds):
+        model = fit([row for row in rows if row["report"] % args.folds != fold])
+        at = [i for i, row in enumerate(rows) if row["report"] % args.folds == fold]
+        predicted[at] = probabilities(model, [rows[i] for i in at])
+    everyone = list(range(len(reports)))
+    for floor, best in ((args.floor, 0), (args.floor, 1), (args.floor, 2), (0.1, 2), (0.2, 0), (0.2, 2)):
+        curve(
+            f"cross-validated by report, floor {floor}, best {best or 'all'} sentences",
+            report_scores(rows, predicted, floor, best),
+            gold,
+            everyone,
+        )
+    model = fit(rows)
+    p = probabilities(model, rows)
+    curve("fitted on every report (in-sample)", report_scores(rows, p, args.floor), gold, everyone)
+    _, y = matrix(rows)
+    print("calibration (deciles of the predicted probability: mean predicted, observed):")  # noqa: T201
+    for part in np.array_split(np.argsort(p), 10):
+        print(f"  {p[part].mean():.3f} {y[part].mean():.3f}")  # noqa: T201
+    if items:
+        ranking(
+            searcher,
+            items,
+            voters,
+            top,
+            {
+                "fitted selector": lambda cands: probabilities(
+                    model, [{"x": features(c), "named": c.named} for c in cands]
+                )
+            },
+        )
+    weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(FEATURES, model.coef_[0], strict=True))
+    print(f"search.yaml map.selector:\n  voters: {voters}\n  top: {top}\n  floor: {args.floor}")  # noqa: T201
+    print(f"  intercept: {model.intercept_[0]:.4f}\n  weights: {{{weights}}}")  # noqa: T201
 
 
 def main() -> int:
@@ -271,7 +401,20 @@ def main() -> int:
         help="also try each technique's prior from the store (its procedure examples): as decision features and "
         "multiplied into the noisy-or",
     )
+    ap.add_argument("--selector", action="store_true", help="fit the selector (search.yaml map.selector) instead")
+    ap.add_argument("--voters", type=int, default=20, help="with --selector: nearest examples voting per sentence")
+    ap.add_argument("--top", type=int, default=5, help="with --selector: candidates kept per sentence")
+    ap.add_argument("--train-encoder", type=int, metavar="STEPS", help="only fine-tune the encoder for STEPS steps")
+    ap.add_argument("--out", type=Path, default=Path(".secrag/bench/trained"), help="with --train-encoder: its folder")
     args = ap.parse_args()
+    if args.train_encoder:
+        train_encoder(args.database_url, args.train_encoder, args.out)
+        return 0
+    if args.selector:
+        searcher = searcher_of(args.database_url, args.sentence_model)
+        items = load_items(args.sentences) if args.sentences.exists() else []
+        fit_selector(searcher, load_items(args.reports), items, args)
+        return 0
     if args.train and args.sentence_model:
         train_pinned(args.database_url, args.sentence_model, args.models_dir)
     elif args.train:
@@ -326,7 +469,10 @@ def main() -> int:
             weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
             print(f"  map.decision + prior: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
     if args.sentences.exists():
-        ranking(searcher, load_items(args.sentences), selector, verifier)
+        scorers = {"selector": lambda cands: [probability(c, selector.intercept, selector.weights) for c in cands]}
+        if verifier is not None:
+            scorers["verifier"] = lambda cands: list(verifier.scores(cands))
+        ranking(searcher, load_items(args.sentences), selector.voters, selector.top, scorers)
     return 0
 
 

@@ -67,7 +67,7 @@ def ranked(scores: dict[str, float]) -> list[str]:
 
 
 def validate(encode: Encode, data: LabelledData, *, voters: int = VOTERS) -> dict[str, float]:
-    """The encoder's figures on the validation examples, every text encoded here (bench/train.py)."""
+    """The encoder's figures on the validation examples, every text encoded here."""
     return score(
         encode([e.text for e in data.validation]),
         encode([e.chunk for e in data.train]),

@@ -1,7 +1,7 @@
 """Whether a sentence describes a technique, and which: a logistic model over each candidate's evidence
-(secrag/mapping/candidates.py), its coefficients learnt on labelled whole reports (bench/map_selector.py) and kept in
-search.yaml (`map.selector`), so its output is a probability: the share of candidates so scored that an analyst
-annotated on that sentence. A sentence that describes nothing gives every candidate a low one."""
+(secrag/mapping/candidates.py), its coefficients learnt on labelled whole reports (bench/map_verifier.py
+--selector) and kept in search.yaml (`map.selector`), so its output is a probability: the share of candidates so
+scored that an analyst annotated on that sentence. A sentence that describes nothing gives every candidate a low one."""
 
 from __future__ import annotations
 

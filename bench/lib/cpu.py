@@ -1,24 +1,7 @@
-"""budget.py --clients N: CPU milliseconds per search at N concurrent clients, this process's and its PostgreSQL
-backends', and where they go.
-
-    python bench/budget.py --database-url postgresql://...secrag_bench... --clients 8 [--rounds 2]
-        [--mode hybrid] [--no-filters] [--shares] [--planning]
-
-Runs the dev queries through the API's own search code in process (budget.py's Service: caches and warm-up
-off) from `--clients` threads at once, one pass to warm up, then `--rounds` measured passes, and prints CPU
-per search, which is what a loaded machine runs out of (wall time there is mostly waiting):
-
-- `process`: this process's CPU over the measured passes (every thread: requests, encoder, side legs);
-- `postgres`: the CPU of every PostgreSQL backend the searches used (/proc/<pid>/schedstat, nanoseconds), so the
-  server must run on this machine and this user must be able to read its processes.
-
-`--shares` also times each part on the thread or backend that runs it (two /proc reads per statement, counted
-in `process`): each statement by name (sql/queries/serving.sql, or the legs it runs), the server's CPU and the
-client's (psycopg sends, receives and builds the rows), the pool's reset and check, the encoder's model runs
-(its leader thread; ONNX's own threads are in `other threads`) and the rest of the request threads' Python.
-`--planning` then plans each statement of one measured pass again with EXPLAIN (SUMMARY) and prints the mean
-planning milliseconds per search, by statement.
-"""
+"""budget.py --clients N: CPU per search at N concurrent clients, this process's (every thread) and its PostgreSQL
+backends' (/proc/<pid>/schedstat: the server runs on this machine, readable by this user), one warm-up pass then
+`--rounds` measured ones; `--shares` splits it by statement, server and client, pool, encoder and Python (two /proc
+reads per statement, counted in `process`); `--planning` adds each statement's planning time (EXPLAIN (SUMMARY))."""
 
 from __future__ import annotations
 
