@@ -1,34 +1,9 @@
-"""POST /v1/map on whole reports: latency of a ~2,000-word report at one client, and technique-level precision
-and recall per report, and the precision of the supporting sentences, against the CTI dev set's annotations.
-
-    python bench/map.py --database-url postgresql://...   # the API in process on that store (caches off)
-    python bench/map.py --url http://127.0.0.1:8000 [--api-key KEY]
-        [--reports [../shared/eval/cti_dev_reports.jsonl] | --queries [../shared/eval/cti_dev_queries.jsonl]]
-        [--search-config search.yaml] [--words 2000] [--runs 5] [--sweep 0.3,0.4,...] [--with-parents] [--calibrate]
-        [--save runs/map.json] [--json]
-
-Two sources of reports; the default is --reports when ../shared/eval/cti_dev_reports.jsonl exists, else
---queries (either flag alone names its shared file):
-  --reports  each line is a whole report as an analyst pastes it (`text`, the ~80 % of sentences that
-             describe no technique included); its relevant set is its `techniques`, its annotations are
-             `annotations` ({start, end, technique}: offsets into `text`). The latency report is the first
-             ~2,000 words of the longest report, cut at the end of a sentence (as the map splits it).
-  --queries  a report is the annotated sentences of one `origin` of cti_dev_queries.jsonl joined into one text
-             (each with a capital and a full stop); its relevant set is the union of its sentences' grade-2
-             ATT&CK ids, and each sentence is an annotation of those ids. The latency report is the largest
-             reports joined until ~2,000 words.
-
-Each report is mapped once with min_score 0 and the largest limit, so the sweep over min_score needs no further
-request: per min_score, micro (counts summed over reports) and macro (mean of the reports') precision, recall
-and F1 of the technique sets, and the sentence precision: the share of (technique, supporting sentence) pairs
-whose sentence overlaps an annotation of that same technique. The per-report table is at the default min_score
-(the search config's map.min_score, as the API answers without one).
---with-parents also counts the parent of every sub-technique found, scored as its best sub-technique and
-supported by its sentences.
---calibrate maps each dev sentence of cti_dev_queries.jsonl alone and prints, per rank, the share of sentences
-whose technique at that rank is right: the votes of search.yaml's map.rank_precision.
---save writes every figure (each report's too, and each report's techniques at min_score 0) as JSON, so runs
-can be compared; --json prints that JSON instead of the tables.
+"""POST /v1/map on whole reports, in process (`--database-url`) or over HTTP (`--url`): the latency of a
+~2,000-word report at one client (the longest report's first sentences) and, per min_score of one request each
+at min_score 0, micro and macro precision, recall and F1 of each report's techniques against the CTI dev set's
+annotations, and the sentence precision (the share of (technique, supporting sentence) pairs whose sentence
+overlaps an annotation of that technique). `--reports` reads whole reports (`text`, `techniques`, `annotations`
+as offsets); `--queries` joins the annotated sentences of each `origin` of cti_dev_queries.jsonl into one.
 """
 
 from __future__ import annotations

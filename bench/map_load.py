@@ -1,27 +1,9 @@
-"""POST /v1/map under load, over HTTP: what a map costs the rest of the API (issue 43).
-
-    python bench/map_load.py --url http://127.0.0.1:8000 --key KEY --other-key KEY2
-        [--queries ../shared/eval/cti_dev_queries.jsonl] [--reports ../shared/eval/cti_dev_reports.jsonl]
-        [--sentences 600] [--chars 65000] [--dots 20000] [--maps 4] [--searches 80] [--parallel 3] [--timeout 300]
-        [--sharing [--flood-sentences 200] [--other-sentences 40]]
-
-Prints, each a table row:
-- `alone`: the other key's searches one after another (dev queries), p50 / p99, with nothing else running;
-- `healthz, maximal map`: /healthz probed every 50 ms while one map of dev sentences runs (at most
-  `--sentences` of them and `--chars` characters: the default SECRAG_MAP_MAX_SENTENCES and _CHARS);
-- `healthz, dots`: the same during a map of a run of `--dots` full stops with no space after it (the splitter
-  was quadratic in it: 20,000 took about half a minute; 65,000, the default limit, minutes);
-- `other key, N maps`: the other key's searches while N maximal maps of the first key run at once;
-- `reports`: the dev set's whole reports mapped `--parallel` at a time: answers by status, sentences left
-  unanswered, seconds per report.
-
-With `--sharing` it prints instead, over REST and then over MCP (the tools `map` and `search` at /mcp/), two
-callers sharing the maps' turns: the first key runs `--maps` maps of `--flood-sentences` dev sentences at
-once while the other key searches one query after another and maps `--other-sentences` sentences of its own;
-each row gives the other key's searches (p50 / p99) and its map's unanswered sentences. Run the API with
-SECRAG_MAP_TIMEOUT_SECONDS short enough for the flood to outlast it, so a starved map shows as unanswered.
-The API should run with the rates the bench needs (SECRAG_RATE_PER_MINUTE=0: maximal maps of one key are
-charged 600 searches each) and caches off (SECRAG_RESULT_CACHE_SIZE=0, SECRAG_QUERY_CACHE_SIZE=0).
+"""POST /v1/map under load, over HTTP: what a map costs the rest of the API. Rows: the other key's searches alone
+(p50 / p99); /healthz every 50 ms during one maximal map, and during a map of `--dots` full stops; the other key's
+searches while `--maps` maximal maps run; the dev reports mapped `--parallel` at a time. `--sharing` instead runs,
+over REST and then MCP, `--maps` maps of the first key beside the other key's searches and map. Run the API with
+caches off, SECRAG_RATE_PER_MINUTE=0 and (for `--sharing`) SECRAG_MAP_TIMEOUT_SECONDS short enough that a starved
+map shows as unanswered.
 """
 
 from __future__ import annotations

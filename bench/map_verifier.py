@@ -59,32 +59,6 @@ def searcher_of(url: str, sentence_model: str | None) -> Any:  # noqa: ANN401 - 
     return client.app.state.service.model.current()  # type: ignore[attr-defined]
 
 
-def train_pinned(url: str, model: str, models_dir: Path) -> None:
-    """Train the verifier of a model that is not promoted (a dry run on the general model's vectors)."""
-    from pipeline.training.verifier import train_verifier
-    from secrag.db import database
-    from secrag.models.encoders import document_encoder
-    from secrag.settings import get_settings
-    from serving.mapping.verifier_file import folder_of
-
-    settings = get_settings()
-    folder = folder_of(model, models_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    with database.connect(url, autocommit=True) as conn:
-        outcome = train_verifier(
-            conn,
-            settings.sql_dir,
-            folder,
-            model,
-            document_encoder(model, batch_size=64, threads=2, cache_dir=settings.models_dir),
-            progress=lambda line: print(f"  {line}", flush=True),  # noqa: T201
-        )
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"training: {time.monotonic() - started:.1f} s, peak RSS {peak:.0f} MiB")  # noqa: T201
-    print(f"  kept: {outcome.passed} -> {outcome.written}\n  figures: {outcome.figures}")  # noqa: T201
-
-
 def train_encoder(url: str, steps: int, out: Path) -> None:
     from pipeline.training.examples import read_labelled
     from pipeline.training.fine_tune import Recipe, fine_tune
@@ -98,29 +72,31 @@ def train_encoder(url: str, steps: int, out: Path) -> None:
         data = read_labelled(conn, settings.sql_dir)
     base = weights_dir(model_info("all-MiniLM-L6-v2"), settings.models_dir)
     started = time.monotonic()
-    fine_tune(
-        base, data.pairs(), Recipe(steps=steps), out, progress=lambda s, n, loss: print(f"step {s}/{n} loss {loss:.3f}")
-    )  # noqa: T201
+    progress = lambda s, n, loss: print(f"step {s}/{n} loss {loss:.3f}", flush=True)  # noqa: E731, T201
+    fine_tune(base, data.pairs(), Recipe(steps=steps), out, progress=progress)
     seconds, peak = time.monotonic() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"training: {seconds / steps:.2f} s a step, peak RSS {peak:.0f} MiB")  # noqa: T201
 
 
-def train(url: str) -> None:
-    from pipeline.training.verifier import train_promoted_verifier
+def train(url: str, pinned: str | None, models_dir: Path | None) -> None:
+    """Train the verifier of the promoted sentence model, or of a `pinned` one that is not promoted (a dry run)."""
+    from pipeline.training.verifier import train_promoted_verifier, train_verifier
     from secrag.db import database
     from secrag.models.encoders import document_encoder
     from secrag.settings import get_settings
+    from serving.mapping.verifier_file import folder_of
 
     settings = get_settings()
+    encoders = lambda m: document_encoder(m, batch_size=64, threads=2, cache_dir=settings.models_dir)  # noqa: E731
+    progress = lambda line: print(f"  {line}", flush=True)  # noqa: E731, T201
     started = time.monotonic()
     with database.connect(url, autocommit=True) as conn:
-        outcome = train_promoted_verifier(
-            conn,
-            settings.sql_dir,
-            settings.models_dir,
-            lambda m: document_encoder(m, batch_size=64, threads=2, cache_dir=settings.models_dir),
-            progress=lambda line: print(f"  {line}", flush=True),  # noqa: T201
-        )
+        if pinned:
+            folder = folder_of(pinned, models_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            outcome = train_verifier(conn, settings.sql_dir, folder, pinned, encoders(pinned), progress=progress)
+        else:
+            outcome = train_promoted_verifier(conn, settings.sql_dir, settings.models_dir, encoders, progress=progress)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"training: {time.monotonic() - started:.1f} s, peak RSS {peak:.0f} MiB")  # noqa: T201
     if outcome is not None:
@@ -415,10 +391,8 @@ def main() -> int:
         items = load_items(args.sentences) if args.sentences.exists() else []
         fit_selector(searcher, load_items(args.reports), items, args)
         return 0
-    if args.train and args.sentence_model:
-        train_pinned(args.database_url, args.sentence_model, args.models_dir)
-    elif args.train:
-        train(args.database_url)
+    if args.train:
+        train(args.database_url, args.sentence_model, args.models_dir)
     from serving.mapping.verifier_file import verifier_of
 
     searcher = searcher_of(args.database_url, args.sentence_model)
