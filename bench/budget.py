@@ -1,8 +1,5 @@
 """Where a search's time goes: query encoding, PostgreSQL, and secrag's own Python, per request.
 
-    python bench/budget.py --database-url postgresql://...secrag_bench... [--mode hybrid] [--no-filters] [--statements]
-    python bench/budget.py --database-url postgresql://...secrag_bench... --clients 8 [--shares] [--planning]
-
 Runs every dev query once (after a warm-up pass) through the API's own search code in process (the
 Service the app builds, caches off), one request at a time, and times:
 

@@ -1,8 +1,5 @@
 """Time to searchable through the production topology, and what frequent probes and the change feed cost.
 
-    python bench/freshness.py --upstream ../shared/upstream [--kinds commit,release,feed] [--data-dir DIR]
-        [--poll-interval SECONDS] [--timeout 7200] [--model-cache-dir DIR] [--probes-only | --feed-only]
-
 (a) `secrag run` on a fresh data directory whose SECRAG_UPSTREAM_MIRROR holds the measured sources (sigma,
     stratus_red_team, cisa_kev, and mitre_attack for the lookup); once converged, per kind one new record is
     committed to the mirror as upstream would, and each stage is timed from the commit: noticed, run queued,
@@ -70,6 +67,21 @@ def snapshot_of(upstream: Path, names: list[str], target: Path) -> Path:
         if not link.exists():
             link.symlink_to(upstream / name)
     return target
+
+
+def run_env(data_dir: Path, snapshot: Path, model_cache_dir: Path | None) -> dict[str, str]:
+    """`secrag run`'s environment: this one's without SECRAG_*, the bench's data and mirror, anonymous rates off."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
+    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")  # the bench polls the API twice a second
+    if model_cache_dir:
+        env["SECRAG_MODEL_CACHE_DIR"] = str(model_cache_dir.resolve())
+    return env
+
+
+def wait_healthy(proc: subprocess.Popen[bytes], dagster: str, api: str) -> None:
+    ready = lambda: (get(f"{api}/readyz") == 200 and location_loaded(dagster) and daemon_healthy(dagster), "starting")  # noqa: E731
+    wait_for("a healthy topology", ready, proc, 900)
 
 
 def start(env: dict[str, str], workdir: Path, ports: dict[str, int]) -> subprocess.Popen[bytes]:
@@ -337,13 +349,9 @@ def main() -> int:
     kinds = [k for k in args.kinds.split(",") if k]
     measured = sorted({LOOKUP_SOURCE, *(KINDS[k] for k in kinds)})
     snapshot = snapshot_of(upstream, measured, data_dir / "snapshot")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
-    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
-    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")  # the bench polls the API twice a second
+    env = run_env(data_dir, snapshot, args.model_cache_dir)
     if args.poll_interval:
         env["SECRAG_POLL_INTERVAL"] = str(args.poll_interval)
-    if args.model_cache_dir:
-        env["SECRAG_MODEL_CACHE_DIR"] = str(args.model_cache_dir.resolve())
     settings = Settings(
         _env_file=None, data_dir=data_dir / "data", upstream_mirror=snapshot, poll_interval=args.poll_interval
     )
@@ -354,12 +362,7 @@ def main() -> int:
     proc = start(env, data_dir, ports)
     say(f"secrag run on {data_dir} (sources {', '.join(measured)}; Dagster {dagster}, API {api}; log run.log)")
     try:
-        wait_for(
-            "a healthy topology",
-            lambda: (get(f"{api}/readyz") == 200 and location_loaded(dagster) and daemon_healthy(dagster), "starting"),
-            proc,
-            900,
-        )
+        wait_healthy(proc, dagster, api)
         url = database.database_url(settings)
         seconds = wait_for("convergence", lambda: converged(url, dagster, measured), proc, args.timeout)
         say(f"converged in {seconds:.0f} s")

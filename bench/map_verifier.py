@@ -3,8 +3,6 @@ by default the verifier and behaviour gate (pipeline/training/verifier.py) again
 the report-level decision (serving/mapping/decision.py, its coefficients for search.yaml); `--selector` fits the
 selector itself (search.yaml map.selector) instead.
 
-    python bench/map_verifier.py --database-url postgresql://... [--train] [--prior] [--selector] [--folds 5]
-
 `--train-encoder STEPS` fine-tunes the sentence model's encoder from its base (pipeline/training/fine_tune.py) for
 that many steps instead, and prints its time per step and peak memory.
 """
@@ -429,19 +427,15 @@ def main() -> int:
             print(f"{name}: {len(aside)} sentences set aside, {sum(1 for r in aside if r['gold'])} annotated")  # noqa: T201
         curve(f"{name}, noisy-or", noisy_or(found), gold, everyone)
         print(f"  {outside(noisy_or(found), gold, searcher.config.map.min_score)}")  # noqa: T201
-        table = decision_rows(found, gold, lengths)
-        curve(f"{name}, decision (cross-validated by report)", decided(table, args.folds), gold, everyone)
-        model = fit_decision(table)
-        weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
-        print(f"  map.decision: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
         if examples is not None:
             for power in (0.25, 0.5, 1.0):
                 curve(f"{name}, noisy-or x prior^{power}", with_prior(noisy_or(found), examples, power), gold, everyone)
-            table = decision_rows(found, gold, lengths, examples)
-            curve(f"{name}, decision + prior (cross-validated by report)", decided(table, args.folds), gold, everyone)
+        for label, prior in [("decision", None)] + ([("decision + prior", examples)] if examples is not None else []):
+            table = decision_rows(found, gold, lengths, prior)
+            curve(f"{name}, {label} (cross-validated by report)", decided(table, args.folds), gold, everyone)
             model = fit_decision(table)
             weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
-            print(f"  map.decision + prior: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
+            print(f"  map.{label}: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
     if args.sentences.exists():
         scorers = {"selector": lambda cands: [probability(c, selector.intercept, selector.weights) for c in cands]}
         if verifier is not None:

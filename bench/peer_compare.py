@@ -2,10 +2,7 @@
 vectors, MITRE augmentation, keyword boosts, the same HTTP stack), driven interleaved: p50/p99 and req/s of
 both per setting (filters off and on x 1, 4 and 8 clients) and their ratio, and each one's nDCG@10.
 
-Start both on the same store, secrag with its caches and anonymous quotas off (bench/README.md), then:
-
-    python bench/peer_compare.py --secrag-url http://127.0.0.1:8000 --peer-url http://127.0.0.1:8001 \\
-        --queries ../shared/eval/dev_queries.jsonl [--clients 1,4,8] [--passes 2] [--json]
+Start both on the same store, secrag with its caches and anonymous quotas off (bench/README.md).
 
 Each setting sends the query set (each distinct query once; `filters on`: each query's own source
 filter, `off`: none) `--passes` times to each server, alternating servers in ABBA order (secrag, peer, then

@@ -1,7 +1,5 @@
 """Push to searchable through the sensors: a Sigma rule pushed upstream, with and without a signed webhook.
 
-    python bench/push.py --upstream ../shared/upstream [--pushes 10] [--polls 3] [--data-dir .secrag/bench-push]
-
 Starts the production topology (`secrag run`: code server, webserver, daemon with its sensors, API) and the
 webhook receiver (`secrag hooks`, SECRAG_HOOK_SECRETS holding the secret of SigmaHQ/sigma's webhook) on a fresh
 data directory whose upstream mirror holds sigma and mitre_attack (whose technique lookup sigma's documents wait
@@ -19,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import statistics
 import subprocess
@@ -43,8 +40,19 @@ from secrag_cli.processes import stop_group  # noqa: E402
 from serving.hooks.signatures import sign  # noqa: E402
 from tests.plugins.mirror_changes import _keep_head  # noqa: E402
 
-from freshness import SECRAG, _search, converged, new_sigma_rule, say, snapshot_of, start, wait_for  # noqa: E402
-from lib.processes import daemon_healthy, free_port, get, location_loaded  # noqa: E402
+from freshness import (  # noqa: E402
+    SECRAG,
+    _search,
+    converged,
+    new_sigma_rule,
+    run_env,
+    say,
+    snapshot_of,
+    start,
+    wait_for,
+    wait_healthy,
+)
+from lib.processes import free_port, get  # noqa: E402
 
 SOURCES = ["mitre_attack", "sigma"]
 REPOSITORY = "SigmaHQ/sigma"  # sigma's webhook (SECRAG_HOOK_SECRETS's key and the receiver's path)
@@ -163,16 +171,13 @@ def main() -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     snapshot = snapshot_of(upstream, SOURCES, data_dir / "snapshot")
     secret = secrets.token_hex(32).encode()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
-    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
-    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0", SECRAG_HOOKS_ENABLED="true")
+    env = run_env(data_dir, snapshot, args.model_cache_dir)
+    env.update(SECRAG_HOOKS_ENABLED="true")
     env.update(SECRAG_SENTENCE_TRAINING="false")  # not what is measured: keeps the cores for the push path
     env["SECRAG_HOOK_SECRETS"] = json.dumps({REPOSITORY: secret.decode()})
     secret_file = data_dir / "sigma-webhook-secret"
     secret_file.write_bytes(secret)
     secret_file.chmod(0o600)
-    if args.model_cache_dir:
-        env["SECRAG_MODEL_CACHE_DIR"] = str(args.model_cache_dir.resolve())
     settings = Settings(_env_file=None, data_dir=data_dir / "data", upstream_mirror=snapshot)
     specs = default_registry()
     ports = {"dagster": free_port(), "api": free_port(), "code": free_port(), "hooks": free_port()}
@@ -183,12 +188,7 @@ def main() -> int:
     say(f"secrag run on {data_dir} (Dagster {dagster}, API {api}; log run.log); sigma polled every "
         f"{poll_intervals(specs)['sigma']} s")  # fmt: skip
     try:
-        wait_for(
-            "a healthy topology",
-            lambda: (get(f"{api}/readyz") == 200 and location_loaded(dagster) and daemon_healthy(dagster), "starting"),
-            proc,
-            900,
-        )
+        wait_healthy(proc, dagster, api)
         log = (data_dir / "hooks.log").open("ab")
         receiver = subprocess.Popen(
             [*SECRAG, "hooks", "--port", str(ports["hooks"])], env=env, cwd=data_dir, stdout=log, stderr=log,

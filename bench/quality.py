@@ -1,11 +1,5 @@
 """Retrieval quality per task and mode: nDCG@10, MRR@10, Recall@10 and P@1 over graded relevance judgements.
 
-    python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url URL [--modes hybrid]
-        [--search-config my-search.yaml] [--without-own-documents] [--group-by shape] [--baseline before.json]
-    python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --url http://127.0.0.1:8000
-    python bench/quality.py --queries ../shared/eval/dev_queries.jsonl --database-url URL \
-        --vector-thresholds all-MiniLM-L6-v2-int8 [--percentile 0.01]
-
 With --database-url the API runs in process (caches off). --without-own-documents measures the text tasks
 (queries whose `origin` is a document of the store) on a copy without those documents (`<db>_without_own`,
 re-made with --fresh-copy). Each run is saved (--save) and its nDCG@10 compared with the last (or --baseline).

@@ -1,10 +1,6 @@
 """The work after the probe, per source: one upstream change of the source's kind, refreshed in process as the
 `sources/<source>` and `embeddings/<source>` assets do.
 
-    python bench/refresh_work.py --list                       # the sources and their changes; touches nothing
-    python bench/refresh_work.py --upstream ../shared/upstream --data-dir .secrag/bench
-        [--sources sigma,cisa_kev] [--keep-changes] [--model-cache-dir .secrag/models] [--json]
-
 On the store bench/build.py left (its embedded server started if stopped, or --database-url; its mirrors
 rebuilt from --upstream), migrated first, for each upstream source (mitre_attack first): settle (refresh once,
 expected `unchanged`, and embed what is pending), change its mirror once (bench/mirror_edits.py), then

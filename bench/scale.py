@@ -1,9 +1,5 @@
 """Sizing: synthetic stores of N chunks grown from a real one; index builds, sizes, memory and search latency.
 
-    python bench/scale.py --database-url URL --chunks 0 200000 1000000 [--texts mixed] [--keep | --reuse]
-    python bench/scale.py --database-url URL --recall-ef 60 100 200 400 800 [--queries 50] [--source sigma]
-    python bench/scale.py --database-url URL --api-memory 2
-
 Per N, `secrag_scale_<N>` is cloned from the store (nothing may be connected to it) and grown to about N
 chunks with the HNSW, full-text and trigram indexes dropped, then rebuilt and timed: `copies` repeats every
 document with noisy copies of its vectors (near-duplicates), `mixed` adds user-folder-like notes mixing two

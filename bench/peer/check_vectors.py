@@ -1,7 +1,5 @@
 """Does the peer encode queries as secrag does? Cosine of its query vectors to secrag's query encoder's.
 
-    .secrag/peer-venv/bin/python bench/peer/check_vectors.py [--queries ../shared/eval/dev_queries.jsonl] [--n 20]
-
 The peer's vectors are made here (bench/peer/server.py's Encoder); secrag's by its own query model
 (serving/search/encoder.py make_model, onnx, one thread) in secrag's .venv, run as a child process, one query
 a run as a lone client's request is encoded: int8 quantises activations per run, so a query batched with

@@ -1,10 +1,5 @@
 """A peer search server built the way the forensic-RAG system secrag replaces is built, over a secrag store.
 
-    sh bench/peer/setup.sh    # once: its own virtualenv, .secrag/peer-venv
-    .secrag/peer-venv/bin/python bench/peer/server.py \\
-        --database-url 'postgresql://postgres@/secrag_bench?host=/work/main/.secrag/bench/pgdata&port=5432' \\
-        --port 8001 [--limit N]
-
 At start it reads every public chunk of the store (no tenant, no ACL) with its stored vector of the store's
 active model and loads them into a Chroma collection (cosine space) in `--cache-dir`, reused while the store's
 state (the key of `store_key`) and `--limit` stay the same; it reads the ATT&CK technique names once. It only
