@@ -21,20 +21,13 @@ from typing import Any
 import httpx
 
 from lib.queries import EVAL
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+from lib.timing import percentile
 
 
 def _row(name: str, values: list[float], extra: str = "") -> None:
     ms = [v * 1000 for v in values]
-    print(
-        f"| {name} | {len(ms)} | {_pct(ms, 0.5):.1f} | {_pct(ms, 0.99):.1f} | {max(ms, default=float('nan')):.1f} "
-        f"| {extra} |",
-        flush=True,
-    )
+    cells = [f"{v:.1f}" for v in (percentile(ms, 50), percentile(ms, 99), max(ms, default=float("nan")))]
+    print(f"| {name} | {len(ms)} | {' | '.join(cells)} | {extra} |", flush=True)
 
 
 class Probe:

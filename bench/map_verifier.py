@@ -26,10 +26,9 @@ from serving.search.search_file import DECISION_FEATURES
 from serving.search.search_file import MAP_FEATURES as FEATURES
 
 from lib.api import api_settings
-from lib.queries import load_items
+from lib.queries import EVAL, load_items
 from lib.relevance import ndcg, precision_at_1
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 SWEEP = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7)
 
 
@@ -361,8 +360,8 @@ def fit_selector(searcher: Any, reports: list[dict[str, Any]], items: list[dict[
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--database-url", required=True)
-    ap.add_argument("--reports", type=Path, default=SHARED / "cti_dev_reports.jsonl")
-    ap.add_argument("--sentences", type=Path, default=SHARED / "cti_dev_queries.jsonl")
+    ap.add_argument("--reports", type=Path, default=EVAL / "cti_dev_reports.jsonl")
+    ap.add_argument("--sentences", type=Path, default=EVAL / "cti_dev_queries.jsonl")
     ap.add_argument("--train", action="store_true", help="train the verifier of the promoted sentence model first")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--sentence-model", default=None, help="pin the sentence model (default: the promoted one)")
