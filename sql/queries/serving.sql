@@ -791,11 +791,13 @@ SELECT source, updated_at::text || '/' || chunks AS version FROM source_counts
 -- (as source_data_versions reads it) in the same statement (serving/search/source_vectors.py). No row: the source has no counts yet; one row
 -- without a chunk: no vectors. At most max_rows (one more than the API holds tells it the source is too large).
 -- Each chunk comes with its document's techniques: the map's votes read them (secrag/mapping/candidates.py).
+-- In chunk id order, so equal similarities fall alike on every store (a snapshot's replica has its own heap order).
 SELECT v.version, cv.chunk_id, cv.doc_id, vector_send(cv.vector) AS vector, cv.techniques
 FROM (SELECT updated_at::text || '/' || chunks AS version FROM source_counts WHERE source = %(source)s) v
 LEFT JOIN LATERAL (
     SELECT cv.chunk_id, cv.doc_id, cv.vector, d.techniques FROM chunk_vectors cv
     JOIN documents d ON d.doc_id = cv.doc_id
     WHERE cv.model_id = %(model)s AND cv.source = %(source)s AND cv.tenant IS NULL
+    ORDER BY cv.chunk_id
     LIMIT %(max_rows)s
 ) cv ON true

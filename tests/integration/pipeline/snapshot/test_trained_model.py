@@ -2,8 +2,9 @@
 BERT of tests/plugins/tiny_model.py as the general model, trained one step on the quality gate test's store) is
 exported, its models folder removed, and imported into a fresh store with a models folder of its own (a new
 replica). The replica has the model's files, its row with its gate figures, serves it from its first search and
-answers sentences with the same ids and scores. A model file changed in the snapshot is refused, and so are
-vectors of a model the manifest does not name."""
+answers sentences with the same ids and scores. The map's verifier kept in the model's folder (verifier.json) travels
+with it: the replica's API reads it and maps a text as the exporting store's did. A model file (the verifier's
+included) changed in the snapshot is refused, and so are vectors of a model the manifest does not name."""
 
 from __future__ import annotations
 
@@ -26,13 +27,17 @@ from pipeline.training.fine_tune import Recipe
 from pipeline.training.trainer import TrainingConfig, train_sentence_model
 from secrag.db import database
 from secrag.errors import SnapshotRefused
+from secrag.mapping.verifier import VERIFIER_FILE, Verifier, read_verifier, write_verifier
 from secrag.models.encoders import document_encoder
 from secrag.models.onnx_export import file_sha256
+from secrag.models.registry import model_info
 from secrag.models.trained import trained_folder
 from secrag.settings import get_settings
+from serving.mapping import verifier_file
 from serving.search.encoder import shared_encoder, torch_embedder
 from tests.integration.pipeline.training.test_quality_gate import models_dir, store  # noqa: F401 - fixtures
 from tests.integration.pipeline.training.test_trainer import TECHNIQUES
+from tests.integration.serving.test_map_verified import HASHES, _verifier
 from tests.plugins.tiny_model import TINY_INT8
 
 from .conftest import SQL_DIR, api
@@ -42,6 +47,7 @@ ATTACK = {"sources": ["mitre_attack", "mitre_attack_procedures"]}
 QUERIES = [f"The actor {phrases[0]}" for _, _, _, _, phrases in TECHNIQUES[:4]] + [
     "The intruders ran encoded PowerShell commands and dumped credentials from memory on the server."
 ]
+MAP_TEXT = "\n".join(q.rstrip(".") + "." for q in QUERIES) + f"\n{HASHES}\n"  # the verifier's gate sets aside HASHES
 
 
 def _api(url: str, models: Path) -> TestClient:
@@ -62,11 +68,30 @@ def _answers(url: str, models: Path, served: str) -> list[list[tuple[str, str, f
     return out
 
 
+def _mapped(url: str, models: Path, served: str, config: Path) -> dict[str, object]:
+    """The API's map of MAP_TEXT on the held path (`config` turns the verifier on), its sentence model loaded and
+    its ATT&CK vectors held first, as its warm-up does."""
+    with api(
+        url, embedding_model=TINY_INT8, model_cache_dir=models, search_config=config, search_source_vectors_mb=64
+    ) as client:
+        service = client.app.state.service  # type: ignore[attr-defined]
+        encoder = service.sentence.load_now()
+        assert encoder is not None and encoder.model_id == served
+        for source in ATTACK["sources"]:
+            assert service.source_vectors.load(served, source, encoder.dimensions), source
+        response = client.post("/v1/map", json={"text": MAP_TEXT, "min_score": 0})
+        assert response.status_code == 200, response.text
+        answer: dict[str, object] = response.json()
+    answer.pop("took_ms")
+    return answer
+
+
 def _forget_loaded_models() -> None:
-    """The process's loaded encoders (a new replica is a new process)."""
+    """The process's loaded encoders and verifiers (a new replica is a new process)."""
     shared_encoder.cache_clear()
     torch_embedder.cache_clear()
     get_settings.cache_clear()
+    verifier_file._READ.clear()
 
 
 @pytest.fixture
@@ -81,6 +106,11 @@ def trained(store: psycopg.Connection, models_dir: Path) -> str:  # noqa: F811
         lambda model: document_encoder(model, batch_size=64, threads=1, cache_dir=models_dir),
     )
     promotion.promote(store, SQL_DIR, outcome.model_id, force=True)
+    row = promotion.promoted(store, SQL_DIR)
+    assert row is not None
+    # The map's verifier kept beside it, as the pipeline's training writes it (its behaviour gate included).
+    verifier = replace(_verifier(model_info(row.served_model).dimensions), model=row.served_model)
+    write_verifier(trained_folder(models_dir, outcome.model_id), verifier)
     return outcome.model_id
 
 
@@ -118,6 +148,12 @@ def test_the_sentence_model_travels_and_serves_from_the_first_search(
     assert row is not None and row.model_id == trained
     before = _answers(db_url, models_dir, row.served_model)
     assert all(before)
+    verifier = verifier_file.verifier_of(row.served_model)
+    assert isinstance(verifier, Verifier) and verifier.gate is not None
+    config = tmp_path / "search.yaml"
+    config.write_text("map:\n  verify: true\n", encoding="utf-8")
+    mapped = _mapped(db_url, models_dir, row.served_model, config)
+    assert mapped["set_aside"] == 1 and mapped["techniques"]  # the verifier's gate at work
     weights = {p.name: file_sha256(p) for p in trained_folder(models_dir, trained).iterdir() if p.is_file()}
 
     snapshot = tmp_path / "store.tar"
@@ -125,6 +161,7 @@ def test_the_sentence_model_travels_and_serves_from_the_first_search(
     assert manifest.trained is not None and manifest.trained.model_id == trained
     assert manifest.trained.record["validation"] == dict(row.validation)
     assert {f.kind for f in manifest.trained.files} == {"weights", "int8"}
+    assert [f.kind for f in manifest.trained.files if f.path == VERIFIER_FILE] == ["weights"]
 
     # A new replica: none of the exporting machine's model files, its own models folder.
     shutil.rmtree(models_dir)
@@ -147,8 +184,13 @@ def test_the_sentence_model_travels_and_serves_from_the_first_search(
         folder = trained_folder(replica, trained)
         assert {name: file_sha256(folder / name) for name in weights} == weights
         assert (replica / manifest.trained.export.path).is_file()
+        assert VERIFIER_FILE in weights
+        replica_verifier = read_verifier(folder)
+        assert replica_verifier is not None and replica_verifier.as_json() == verifier.as_json()
         after = _answers(url, replica, row.served_model)
+        mapped_after = _mapped(url, replica, row.served_model, config)
     assert after == before
+    assert mapped_after == mapped
 
 
 def test_a_changed_model_file_is_refused(
@@ -169,9 +211,11 @@ def test_a_changed_model_file_is_refused(
         facts = parse_manifest(fh.read()).trained
     assert facts is not None
     replica = tmp_path / "replica-models"
+    refused = []
     for file in facts.files:
-        if file.path not in ("model.safetensors", facts.export.path):
+        if file.path not in ("model.safetensors", VERIFIER_FILE, facts.export.path):
             continue
+        refused.append(file.path)
         tampered = tmp_path / "tampered.tar"
         _rewritten(snapshot, tampered, file.member)
         with migrated_copy(pg_server_url, template_db, "secrag_snapshot_trained_tampered") as url:
@@ -181,6 +225,7 @@ def test_a_changed_model_file_is_refused(
                 assert conn.execute("SELECT count(*) FROM trained_models").fetchone() == (0,)
                 assert conn.execute("SELECT count(*) FROM documents").fetchone() == (0,)
         assert not trained_folder(replica, trained).exists()
+    assert sorted(refused) == sorted(["model.safetensors", VERIFIER_FILE, facts.export.path])
 
     # The model left out of the manifest, its vectors left in: vectors of a model the manifest does not name.
     stripped = tmp_path / "stripped.tar"
