@@ -36,12 +36,12 @@ from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
 from secrag.db import database, embedded  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
 from secrag_cli.processes import stop_group  # noqa: E402
-from tests.plugins.mirror_changes import add_commit  # noqa: E402
 from tests.plugins.upstream import FAST_RETRIES, LoopbackPolicy, LoopbackServer, serve_mirror  # noqa: E402
 
 from lib.processes import SECRAG, daemon_healthy, free_port, get, graphql, location_loaded, serving  # noqa: E402
 from lib.table import print_table  # noqa: E402
 from lib.timing import percentile  # noqa: E402
+from mirror_edits import new_kev_entry, new_sigma_rule, new_stratus_technique  # noqa: E402
 
 KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
 LOOKUP_SOURCE = "mitre_attack"
@@ -121,67 +121,6 @@ def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.
         if time.monotonic() - started > timeout:
             raise SystemExit(f"no {what} after {timeout:.0f} s: {state}")
         time.sleep(5)
-
-
-def _show(mirror: Mirror, source: str, rel: str) -> bytes:
-    git = ["git", "--git-dir", str(mirror.git_dir(source)), "show", f"HEAD:{rel}"]
-    return subprocess.run(git, check=True, capture_output=True).stdout
-
-
-def _files(mirror: Mirror, source: str, prefix: str, suffix: str) -> list[str]:
-    git = ["git", "--git-dir", str(mirror.git_dir(source)), "ls-tree", "-r", "--name-only", "HEAD", prefix]
-    out = subprocess.run(git, check=True, capture_output=True, text=True).stdout.split()
-    return sorted(f for f in out if f.endswith(suffix))
-
-
-def new_sigma_rule(mirror: Mirror, token: str) -> tuple[str, str]:
-    """A new Sigma rule (a copy of one with a new id, title and description); (its title, the commit)."""
-    rel = _files(mirror, "sigma", "rules/windows/process_creation", ".yml")[0]
-    lines = _show(mirror, "sigma", rel).decode().splitlines()
-    title = f"Quokka telemetry beacon {token} launched by a scheduled task"
-    edited = []
-    for line in lines:
-        if line.startswith("title:"):
-            line = f"title: {title}"
-        elif line.startswith("id:"):
-            line = f"id: {uuid.uuid4()}"
-        elif line.startswith("description:"):
-            line = f"description: Detects the {token} quokka beacon binary started from a scheduled task."
-        edited.append(line)
-    path = f"rules/windows/process_creation/proc_creation_win_bench_{token}.yml"
-    return title, add_commit(
-        mirror, "sigma", {path: ("\n".join(edited) + "\n").encode()}, "bench: a new rule", keep=True
-    )
-
-
-def new_kev_entry(mirror: Mirror, token: str) -> tuple[str, str]:
-    """A new KEV entry under a new catalogVersion; (its vulnerability name, the commit)."""
-    rel = mirror.sources["cisa_kev"].feed_path
-    feed = json.loads(mirror.feed_path("cisa_kev").read_bytes())
-    title = f"Quokka Telemetry Beacon {token} Command Injection Vulnerability"
-    entry = dict(feed["vulnerabilities"][0])
-    entry.update(cveID=f"CVE-2099-{int(token, 16) % 90000 + 10000}", vulnerabilityName=title, vendorProject="Quokka")
-    entry["shortDescription"] = f"The {token} quokka telemetry beacon lets an attacker inject commands."
-    feed["vulnerabilities"].insert(0, entry)
-    feed["count"] = len(feed["vulnerabilities"])
-    feed["catalogVersion"] = f"2099.01.{int(time.time()) % 100000}"
-    return title, add_commit(
-        mirror, "cisa_kev", {rel: json.dumps(feed, indent=2).encode()}, "bench: a KEV entry", keep=True
-    )
-
-
-def new_stratus_technique(mirror: Mirror, token: str) -> tuple[str, str]:
-    """A new technique page in a new release; (its title, the commit)."""
-    rel = _files(mirror, "stratus_red_team", "docs/attack-techniques/AWS", ".md")[0]
-    text = _show(mirror, "stratus_red_team", rel).decode()
-    title = f"Exfiltrate quokka beacon {token} data through a shared snapshot"
-    # The page's title is its front matter's `title:` (the parser reads that), repeated as the first heading.
-    lines = [f"title: {title}" if line.startswith("title: ") else line for line in text.splitlines()]
-    heading = next(i for i, line in enumerate(lines) if line.startswith("# "))
-    lines[heading] = f"# {title}"
-    body = "\n".join(lines) + f"\n\nThe {token} quokka beacon copies data out of the account.\n"
-    path = f"docs/attack-techniques/AWS/aws.exfiltration.bench-{token}.md"
-    return title, add_commit(mirror, "stratus_red_team", {path: body.encode()}, "bench: a new technique", keep=True)
 
 
 CHANGES = {"commit": new_sigma_rule, "feed": new_kev_entry, "release": new_stratus_technique}

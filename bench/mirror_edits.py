@@ -1,11 +1,13 @@
-"""One upstream change per source, made in a built mirror as upstream would make it (bench/refresh_work.py):
-bench/freshness.py's new Sigma rule, Stratus Red Team technique and KEV entry, and for every other source one
-touched record, a run of words of a published record extended by two words in its upstream file."""
+"""One upstream change per source, made in a built mirror as upstream would make it (refresh_work.py, freshness.py,
+push.py): a new Sigma rule, Stratus Red Team technique or KEV entry, and for every other source one touched record,
+a run of words of a published record extended by two words in its upstream file."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,9 +19,6 @@ from pipeline.sources.mirror import Mirror
 from pipeline.sources.registry import SourceSpec
 from tests.plugins.mirror_changes import add_commit
 
-from freshness import new_kev_entry, new_sigma_rule, new_stratus_technique
-
-ADDED = {"sigma": new_sigma_rule, "stratus_red_team": new_stratus_technique, "cisa_kev": new_kev_entry}
 _RUN_WORDS = (6, 3, 2)  # plain words in the run a touched record gets extended after, longest tried first
 _CANDIDATES = 200  # published records tried, by doc id, for a run of words found once in its file
 
@@ -65,6 +64,65 @@ def _show(mirror: Mirror, source: str, rel: str) -> bytes | None:
     git = ["git", "--git-dir", str(mirror.git_dir(source)), "show", f"HEAD:{rel}"]
     done = subprocess.run(git, capture_output=True)
     return done.stdout if done.returncode == 0 else None
+
+
+def _files(mirror: Mirror, source: str, prefix: str, suffix: str) -> list[str]:
+    git = ["git", "--git-dir", str(mirror.git_dir(source)), "ls-tree", "-r", "--name-only", "HEAD", prefix]
+    out = subprocess.run(git, check=True, capture_output=True, text=True).stdout.split()
+    return sorted(f for f in out if f.endswith(suffix))
+
+
+def new_sigma_rule(mirror: Mirror, token: str) -> tuple[str, str]:
+    """A new Sigma rule (a copy of one with a new id, title and description); (its title, the commit)."""
+    rel = _files(mirror, "sigma", "rules/windows/process_creation", ".yml")[0]
+    lines = _show(mirror, "sigma", rel).decode().splitlines()  # type: ignore[union-attr]
+    title = f"Quokka telemetry beacon {token} launched by a scheduled task"
+    edited = []
+    for line in lines:
+        if line.startswith("title:"):
+            line = f"title: {title}"
+        elif line.startswith("id:"):
+            line = f"id: {uuid.uuid4()}"
+        elif line.startswith("description:"):
+            line = f"description: Detects the {token} quokka beacon binary started from a scheduled task."
+        edited.append(line)
+    path = f"rules/windows/process_creation/proc_creation_win_bench_{token}.yml"
+    return title, add_commit(
+        mirror, "sigma", {path: ("\n".join(edited) + "\n").encode()}, "bench: a new rule", keep=True
+    )
+
+
+def new_kev_entry(mirror: Mirror, token: str) -> tuple[str, str]:
+    """A new KEV entry under a new catalogVersion; (its vulnerability name, the commit)."""
+    rel = mirror.sources["cisa_kev"].feed_path
+    feed = json.loads(mirror.feed_path("cisa_kev").read_bytes())
+    title = f"Quokka Telemetry Beacon {token} Command Injection Vulnerability"
+    entry = dict(feed["vulnerabilities"][0])
+    entry.update(cveID=f"CVE-2099-{int(token, 16) % 90000 + 10000}", vulnerabilityName=title, vendorProject="Quokka")
+    entry["shortDescription"] = f"The {token} quokka telemetry beacon lets an attacker inject commands."
+    feed["vulnerabilities"].insert(0, entry)
+    feed["count"] = len(feed["vulnerabilities"])
+    feed["catalogVersion"] = f"2099.01.{int(time.time()) % 100000}"
+    return title, add_commit(
+        mirror, "cisa_kev", {rel: json.dumps(feed, indent=2).encode()}, "bench: a KEV entry", keep=True
+    )
+
+
+def new_stratus_technique(mirror: Mirror, token: str) -> tuple[str, str]:
+    """A new technique page in a new release; (its title, the commit)."""
+    rel = _files(mirror, "stratus_red_team", "docs/attack-techniques/AWS", ".md")[0]
+    text = _show(mirror, "stratus_red_team", rel).decode()  # type: ignore[union-attr]
+    title = f"Exfiltrate quokka beacon {token} data through a shared snapshot"
+    # The page's title is its front matter's `title:` (the parser reads that), repeated as the first heading.
+    lines = [f"title: {title}" if line.startswith("title: ") else line for line in text.splitlines()]
+    heading = next(i for i, line in enumerate(lines) if line.startswith("# "))
+    lines[heading] = f"# {title}"
+    body = "\n".join(lines) + f"\n\nThe {token} quokka beacon copies data out of the account.\n"
+    path = f"docs/attack-techniques/AWS/aws.exfiltration.bench-{token}.md"
+    return title, add_commit(mirror, "stratus_red_team", {path: body.encode()}, "bench: a new technique", keep=True)
+
+
+ADDED = {"sigma": new_sigma_rule, "stratus_red_team": new_stratus_technique, "cisa_kev": new_kev_entry}
 
 
 def pick_edit(conn: psycopg.Connection, mirror: Mirror, source: str, token: str) -> Edit:

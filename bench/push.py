@@ -44,7 +44,6 @@ from freshness import (  # noqa: E402
     SECRAG,
     _search,
     converged,
-    new_sigma_rule,
     run_env,
     say,
     snapshot_of,
@@ -53,6 +52,7 @@ from freshness import (  # noqa: E402
     wait_healthy,
 )
 from lib.processes import free_port, get  # noqa: E402
+from mirror_edits import new_sigma_rule  # noqa: E402
 
 SOURCES = ["mitre_attack", "sigma"]
 REPOSITORY = "SigmaHQ/sigma"  # sigma's webhook (SECRAG_HOOK_SECRETS's key and the receiver's path)
