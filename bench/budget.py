@@ -35,6 +35,7 @@ from serving.access.keys import ANONYMOUS
 from serving.api.app import start_service, stop_service
 from serving.contract.requests import SearchRequest
 from serving.observability.prometheus import Exposition
+from serving.search.leg_runs import LegRuns, native
 from serving.service import Service
 from serving.settings import ServingSettings
 
@@ -95,10 +96,6 @@ def instrument(clock: Clock, names: dict[str, str]) -> None:
         return execute
 
     psycopg.Cursor.execute = timed_execute(psycopg.Cursor.execute)  # type: ignore[method-assign]  # ClientCursor's too
-    try:
-        from serving.search.leg_runs import LegRuns
-    except ImportError:  # before the legs could run on two connections: every statement is waited for
-        return
     rows = LegRuns.rows
 
     def timed_rows(self: LegRuns, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
@@ -112,8 +109,17 @@ def instrument(clock: Clock, names: dict[str, str]) -> None:
     LegRuns.rows = timed_rows  # type: ignore[method-assign]
 
 
-def dev_queries() -> list[dict[str, Any]]:
-    return load_items(DEV_QUERIES)
+def search_bodies(args: argparse.Namespace, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each dev query as a search of `args.mode`, with its labelled filters unless `args.no_filters`."""
+    kept = [{} if args.no_filters or not i.get("filters") else {"filters": i["filters"]} for i in items]
+    return [{"query": i["query"], "mode": args.mode, "k": 10} | f for i, f in zip(items, kept, strict=True)]
+
+
+def statement_names(service: Service) -> dict[str, str]:
+    """Each statement's text, and the same with PostgreSQL's own placeholders (serving/search/leg_runs.py), to its
+    name."""
+    names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
+    return names | {native(text)[0]: name for text, name in names.items()}
 
 
 def in_process_service(database_url: str, *, parallel_legs: bool, ann_index_mb: int = 0) -> Service:
@@ -158,7 +164,7 @@ def ann_recall(service: Service, k: int) -> None:
     matrix = np.concatenate(
         [h.matrix for s in sorted(built.versions) if (h := load(encoder.model_id, s, 10**9, encoder.dimensions))]
     )
-    queries = [item["query"] for item in dev_queries()]
+    queries = [item["query"] for item in load_items(DEV_QUERIES)]
     vectors = service.searcher.query_vectors(queries)
     found, started = 0, time.process_time()
     with service.pool.connection() as conn:
@@ -216,17 +222,10 @@ def main() -> None:
 
         report(args)
         return
-    items = dev_queries()
+    items = load_items(DEV_QUERIES)
     service = in_process_service(args.database_url, parallel_legs=not args.serial_legs, ann_index_mb=args.ann_index_mb)
     clock = Clock()
-    names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
-    try:  # the legs and the page go with PostgreSQL's own placeholders (serving/search/leg_runs.py)
-        from serving.search.leg_runs import native
-    except ImportError:  # before they did
-        pass
-    else:
-        names |= {native(text)[0]: name for text, name in list(names.items())}
-    instrument(clock, names)
+    instrument(clock, statement_names(service))
     rows: dict[str, list[float]] = defaultdict(list)
     per_statement: dict[str, float] = defaultdict(float)
     try:
@@ -239,10 +238,7 @@ def main() -> None:
 
         encoder.encode = timed_encode  # type: ignore[method-assign]
         for rep in range(2):  # the first pass warms up caches and plans
-            for item in items:
-                body = {"query": item["query"], "mode": args.mode, "k": 10}
-                if not args.no_filters and item.get("filters"):
-                    body["filters"] = item["filters"]
+            for body in search_bodies(args, items):
                 clock.spent.clear()
                 clock.statements.clear()
                 started = time.perf_counter()

@@ -17,11 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from budget import dev_queries, in_process_service, statement_name
+from budget import in_process_service, search_bodies, statement_name, statement_names
 
 from serving.access.keys import ANONYMOUS
 from serving.api.app import stop_service
 from serving.contract.requests import SearchRequest
+
+from lib.queries import DEV_QUERIES, load_items
 
 PLANNING = re.compile(r"Planning Time: ([0-9.]+) ms")
 
@@ -163,19 +165,10 @@ def planning_ms(url: str, captured: list[tuple[str, str, Any]]) -> dict[str, lis
 def report(args: argparse.Namespace) -> None:
     """budget.py's --clients report (its arguments: database_url, clients, rounds, mode, no_filters, shares,
     planning, queries)."""
-    bodies = []
-    for item in dev_queries()[: args.queries or None]:
-        body = {"query": item["query"], "mode": args.mode, "k": 10}
-        if not args.no_filters and item.get("filters"):
-            body["filters"] = item["filters"]
-        bodies.append(body)
+    bodies = search_bodies(args, load_items(DEV_QUERIES, args.queries))
     service = in_process_service(args.database_url, parallel_legs=True, ann_index_mb=args.ann_index_mb)
     meter = Meter(args.shares or args.planning)
-    names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
-    from serving.search.leg_runs import native
-
-    names |= {native(text)[0]: name for text, name in list(names.items())}
-    instrument(meter, names, service)
+    instrument(meter, statement_names(service), service)
     try:
         measured_pass(service, bodies, args.clients, meter)  # warm-up: models, caches of the catalog, plans
         meter.clear()
