@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from map import scores, summary
 
 from serving.mapping.decision import features as decision_features
 from serving.mapping.selector import features, probability
@@ -229,10 +230,10 @@ def ranking(searcher: Any, items: list[dict[str, Any]], voters: int, top: int, s
     """The labelled sentences' candidates ranked by each scorer (candidates -> probabilities): nDCG@10, P@1."""
     sentences = [Sentence(text=i["query"], start=0, end=len(i["query"])) for i in items]
     found = evidence(searcher, sentences, voters, top)
-    for name, scores in scorers.items():
+    for name, score in scorers.items():
         n = p1 = 0.0
         for item, cands in zip(items, found.candidates, strict=True):
-            order = sorted(zip(cands, scores(cands) if cands else [], strict=True), key=lambda cp: -cp[1])
+            order = sorted(zip(cands, score(cands) if cands else [], strict=True), key=lambda cp: -cp[1])
             ranked = [f"mitre_attack:{c.technique}" for c, _ in order]
             grades = {r["doc_id"]: int(r["grade"]) for r in item["relevant"]}
             n += ndcg(ranked, grades)
@@ -280,18 +281,9 @@ def report_scores(rows: list[dict[str, Any]], p: np.ndarray, floor: float, top: 
 def prf(
     found: dict[int, dict[str, float]], gold: dict[int, set[str]], reports: list[int], threshold: float
 ) -> dict[str, float]:
-    tp = fp = fn = 0
-    macro: list[tuple[float, float, float]] = []
-    for r in reports:
-        chosen = {t for t, s in found.get(r, {}).items() if s >= threshold}
-        a, b, c = len(chosen & gold[r]), len(chosen - gold[r]), len(gold[r] - chosen)
-        tp, fp, fn = tp + a, fp + b, fn + c
-        p_, r_ = (a / (a + b) if a + b else 0.0), (a / (a + c) if a + c else 0.0)
-        macro.append((p_, r_, 2 * p_ * r_ / (p_ + r_) if p_ + r_ else 0.0))
-    precision, recall = (tp / (tp + fp) if tp + fp else 0.0), (tp / (tp + fn) if tp + fn else 0.0)
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    m = np.mean(macro, axis=0) if macro else np.zeros(3)
-    return {"P": precision, "R": recall, "F1": f1, "macroP": float(m[0]), "macroR": float(m[1]), "macroF1": float(m[2])}
+    """Micro and macro P/R/F1 of the reports' techniques at or over threshold (map.py's)."""
+    figures = summary([scores(found.get(r, {}), gold[r], threshold) for r in reports])
+    return dict(zip(("P", "R", "F1", "macroP", "macroR", "macroF1"), figures, strict=True))
 
 
 def fit_selector(searcher: Any, reports: list[dict[str, Any]], items: list[dict[str, Any]], args: Any) -> None:  # noqa: ANN401
