@@ -79,6 +79,12 @@ def run_env(data_dir: Path, snapshot: Path, model_cache_dir: Path | None) -> dic
     return env
 
 
+def wait_converged(proc: subprocess.Popen[bytes], url: str, dagster: str, sources: list[str], timeout: float) -> str:
+    seconds = wait_for("convergence", lambda: converged(url, dagster, sources), proc, timeout)
+    say(f"converged in {seconds:.0f} s")
+    return url
+
+
 def wait_healthy(proc: subprocess.Popen[bytes], dagster: str, api: str) -> None:
     ready = lambda: (get(f"{api}/readyz") == 200 and location_loaded(dagster) and daemon_healthy(dagster), "starting")  # noqa: E731
     wait_for("a healthy topology", ready, proc, 900)
@@ -302,9 +308,7 @@ def main() -> int:
     say(f"secrag run on {data_dir} (sources {', '.join(measured)}; Dagster {dagster}, API {api}; log run.log)")
     try:
         wait_healthy(proc, dagster, api)
-        url = database.database_url(settings)
-        seconds = wait_for("convergence", lambda: converged(url, dagster, measured), proc, args.timeout)
-        say(f"converged in {seconds:.0f} s")
+        url = wait_converged(proc, database.database_url(settings), dagster, measured, args.timeout)
         # The mirror `secrag run` built (and reuses): upstream moves on there.
         mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=specs)
         results = [time_change(kind, mirror, url, api, dagster, args.change_timeout) for kind in kinds]

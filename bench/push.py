@@ -43,11 +43,11 @@ from tests.plugins.mirror_changes import _keep_head  # noqa: E402
 from freshness import (  # noqa: E402
     SECRAG,
     _search,
-    converged,
     run_env,
     say,
     snapshot_of,
     start,
+    wait_converged,
     wait_for,
     wait_healthy,
 )
@@ -195,9 +195,7 @@ def main() -> int:
             start_new_session=True,
         )  # fmt: skip
         wait_for("the receiver", lambda: (get(f"{hooks}/healthz") == 200, "starting"), receiver, 120)
-        url = database.database_url(settings)
-        seconds = wait_for("convergence", lambda: converged(url, dagster, SOURCES), proc, args.timeout)
-        say(f"converged in {seconds:.0f} s")
+        url = wait_converged(proc, database.database_url(settings), dagster, SOURCES, args.timeout)
         mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=specs)
         server = GitServer(mirror, "sigma", REPOSITORY, data_dir / "clone")
         server.install_hook(hooks, secret_file)
