@@ -3,7 +3,7 @@
 psycopg_pool's `ConnectionPool.check_connection` sends an empty statement to the server every time a connection
 leaves the pool. For a search that is one more round trip beside its two or three statements, and with several
 requests in flight each round trip is also a wait for the GIL. A connection that came back to the pool moments ago
-answered its last statement then (a round trip that would have failed on a dead connection), so
+went through the pool's reset then (a round trip that would have failed on a dead connection), so
 `ReturnedConnections` only looks at its socket: a server that restarted, stopped or terminated the backend has
 sent an error and closed it, which makes the socket readable. A readable socket, or a connection that sat in the
 pool for longer than `quiet_seconds`, gets the full check, and a failed check makes the pool open a new

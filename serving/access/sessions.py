@@ -5,11 +5,10 @@ owner's credentials, so no statement it runs can write, escalate or reach the se
 A login that could (a superuser, a role with any other attribute, a member of any role but
 secrag_reader, an owner of anything, a login that may write or create in any schema) is refused at
 start-up and on every new connection unless `allow_privileged_reader` says otherwise. A request changes one
-session setting, hnsw.ef_search, and only through `ReaderSessions.ef_search`, which every walk of the HNSW index
-calls first: a connection keeps the value it was last given, the next request sets its own when it differs,
-and a connection goes back to the pool without a round trip. Any other setting a request makes is its
-transaction's (set_config(..., true)), so nothing one request set survives into the next
-(tests/unit/serving/test_session_settings.py keeps it so).
+session setting, hnsw.ef_search, and only through `ReaderSessions.ef_search`; any other setting a request makes
+is its transaction's (set_config(..., true); tests/unit/serving/test_session_settings.py keeps it so). Still,
+every setting goes back to the session's when a connection returns to the pool (`reset`, one round trip), so
+a limit (statement_timeout, read-only transactions) that a request changed by mistake never outlives it.
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ def _ways_out(conn: psycopg.Connection[Any], queries: Queries) -> list[str]:
 
 
 class ReaderSessions:
-    """Configures and checks the reader pool's connections, and sets hnsw.ef_search on them."""
+    """Configures, checks and resets the reader pool's connections, and sets hnsw.ef_search on them."""
 
     def __init__(self, queries: Queries, settings: ServingSettings) -> None:
         self._queries = queries
@@ -79,6 +78,7 @@ class ReaderSessions:
             "ef_search": str(DEFAULT_EF_SEARCH),
             "trgm_threshold": str(TRGM_THRESHOLD),
         }
+        self._reset: str | None = None  # RESET ALL and the session settings in one text (reset() renders it)
         # hnsw.ef_search per pooled connection when not the session default (entries go with their connection)
         self._ef_by_conn: weakref.WeakKeyDictionary[psycopg.Connection[Any], str] = weakref.WeakKeyDictionary()
 
@@ -102,6 +102,16 @@ class ReaderSessions:
         conn.autocommit = True
         self.check(conn)
         conn.execute(self._queries.session_settings, self._settings)
+
+    def reset(self, conn: psycopg.Connection[Any]) -> None:
+        """A connection back from a request: every setting it changed goes back to the session's (one round trip)."""
+        if self._reset is None:
+            # The settings rendered with their values (psycopg quotes them) after RESET ALL in one text: a query
+            # without parameters may hold two statements.
+            rendered = psycopg.ClientCursor(conn).mogrify(self._queries.session_settings, self._settings)
+            self._reset = f"RESET ALL;\n{rendered}"
+        conn.execute(self._reset)
+        self._ef_by_conn.pop(conn, None)
 
     def ef_search(self, conn: psycopg.Connection[Any], wanted: int) -> None:
         """Set hnsw.ef_search on the connection when it differs from what the session already has."""

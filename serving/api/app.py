@@ -66,8 +66,8 @@ def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessio
     """Connections logged in as the read-only role, with a statement timeout and read-only transactions.
 
     Connections are checked before use and failed connects are retried in the background, so the
-    API answers 503 within `pool_timeout` while the database is down and recovers by itself. A connection
-    comes back from a request with nothing to reset (serving/access/sessions.py).
+    API answers 503 within `pool_timeout` while the database is down and recovers by itself. Each
+    connection's session settings are reset when it comes back from a request.
     """
     pool = database.open_pool(
         url,
@@ -76,6 +76,7 @@ def open_reader_pool(url: str, settings: ServingSettings, sessions: ReaderSessio
         timeout=settings.pool_timeout,
         name="secrag-serving",
         configure=sessions.configure,
+        reset=sessions.reset,
         check=True,
         # psycopg_pool doubles its reconnect delay without a cap; ending each backoff run after a few
         # seconds (the next request starts a fresh one at once) keeps recovery within seconds of the
