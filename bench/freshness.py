@@ -1,12 +1,16 @@
 """Time to searchable through the production topology, and what frequent probes and the change feed cost.
 
-(a) `secrag run` on a fresh data directory whose SECRAG_UPSTREAM_MIRROR holds the measured sources (sigma,
+(a) `secrag run` on a fresh data directory whose upstream mirror holds the measured sources (sigma,
     stratus_red_team, cisa_kev, and mitre_attack for the lookup); once converged, per kind one new record is
     committed to the mirror as upstream would, and each stage is timed from the commit: noticed, run queued,
     started, published, embedded (Dagster's GraphQL), first full-text and vector hit (the API).
 (b) GET /v1/changes latency and (c) bytes per change entry, on the store (a) left (--feed-only: only these).
 (d) One hour of conditional probes of the release and feed sources at their default intervals against a
     loopback server of the mirror, one upstream change mid-hour: requests and 304s per source (--probes-only).
+--push: a Sigma rule `git push`ed to the mirror's bare repository, whose post-receive hook (lib/post_receive.py)
+    sends the signed GitHub webhook to `secrag hooks` (--pushes times), then the same without the hook (--polls
+    times): seconds from the commit to noticed, full-text and vector hit, p50 and max; then a forged, an unsigned
+    and a replayed delivery, which must record no poke.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
+import statistics
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,178 +35,72 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository, 
 from pipeline.polling import poll_intervals  # noqa: E402
 from pipeline.probe_cursor import decode_cursor, encode_cursor  # noqa: E402
 from pipeline.sources.interface import UpstreamVersion  # noqa: E402
-from pipeline.sources.mirror import Mirror, build_mirror  # noqa: E402
+from pipeline.sources.mirror import build_mirror  # noqa: E402
 from pipeline.sources.probes import probe  # noqa: E402
 from pipeline.sources.registry import default_registry  # noqa: E402
 from pipeline.sources.upstream import UpstreamConfig  # noqa: E402
 from secrag.db import database, embedded  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
 from secrag_cli.processes import stop_group  # noqa: E402
+from serving.hooks.signatures import sign  # noqa: E402
 from tests.plugins.upstream import FAST_RETRIES, LoopbackPolicy, LoopbackServer, serve_mirror  # noqa: E402
 
-from lib.processes import SECRAG, daemon_healthy, free_port, get, graphql, location_loaded, serving  # noqa: E402
+from lib.git_server import GitServer  # noqa: E402
+from lib.processes import SECRAG, free_port, get, graphql, serving  # noqa: E402
 from lib.table import print_table  # noqa: E402
 from lib.timing import percentile  # noqa: E402
-from mirror_edits import new_kev_entry, new_sigma_rule, new_stratus_technique  # noqa: E402
+from lib.topology import Topology, run_env, say, snapshot_of, wait_for  # noqa: E402
+from lib.upstream_changes import new_kev_entry, new_sigma_rule, new_stratus_technique  # noqa: E402
 
 KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
-LOOKUP_SOURCE = "mitre_attack"
+CHANGES = {"sigma": new_sigma_rule, "stratus_red_team": new_stratus_technique, "cisa_kev": new_kev_entry}
 STAGES = ("noticed", "run_queued", "run_started", "published", "embedded", "fts_hit", "vector_hit")
-ACTIVE_RUNS = (
-    "{ runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED]}) "
-    "{ ... on Runs { results { runId } } } }"
-)
+HITS = ("noticed", "fts_hit", "vector_hit")
+REPOSITORY = "SigmaHQ/sigma"  # sigma's webhook: SECRAG_HOOK_SECRETS's key and the receiver's path
+SEEN = "SELECT last_seen_version, seen_since, current_version FROM sources WHERE name = %s"
 MATERIALIZATION = """query($key: AssetKeyInput!) { assetOrError(assetKey: $key) { ... on Asset {
   assetMaterializations(limit: 1) { runId metadataEntries { label
     ... on TimestampMetadataEntry { timestamp } ... on TextMetadataEntry { text } } } } } }"""
 
 
-def say(text: str) -> None:
-    print(text, flush=True)
-
-
-def snapshot_of(upstream: Path, names: list[str], target: Path) -> Path:
-    """A snapshot folder holding only these sources' folders (links to the real ones)."""
-    target.mkdir(parents=True, exist_ok=True)
-    for name in [*names, "MANIFEST.json"]:
-        link = target / name
-        if not link.exists():
-            link.symlink_to(upstream / name)
-    return target
-
-
-def run_env(data_dir: Path, snapshot: Path, model_cache_dir: Path | None) -> dict[str, str]:
-    """`secrag run`'s environment: this one's without SECRAG_*, the bench's data and mirror, anonymous rates off."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
-    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
-    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")  # the bench polls the API twice a second
-    if model_cache_dir:
-        env["SECRAG_MODEL_CACHE_DIR"] = str(model_cache_dir.resolve())
-    return env
-
-
-def wait_converged(proc: subprocess.Popen[bytes], url: str, dagster: str, sources: list[str], timeout: float) -> str:
-    seconds = wait_for("convergence", lambda: converged(url, dagster, sources), proc, timeout)
-    say(f"converged in {seconds:.0f} s")
-    return url
-
-
-def wait_healthy(proc: subprocess.Popen[bytes], dagster: str, api: str) -> None:
-    ready = lambda: (get(f"{api}/readyz") == 200 and location_loaded(dagster) and daemon_healthy(dagster), "starting")  # noqa: E731
-    wait_for("a healthy topology", ready, proc, 900)
-
-
-def start(env: dict[str, str], workdir: Path, ports: dict[str, int]) -> subprocess.Popen[bytes]:
-    args = ["run", "--dagster-port", str(ports["dagster"]), "--api-port", str(ports["api"])]
-    args += ["--code-server-port", str(ports["code"])]
-    log = (workdir / "run.log").open("ab")
-    return subprocess.Popen([*SECRAG, *args], env=env, cwd=workdir, stdout=log, stderr=log, start_new_session=True)
-
-
-def converged(url: str, dagster: str, sources: list[str]) -> tuple[bool, str]:
-    """Every source published, every chunk of the active model embedded, no run queued or running."""
-    with database.connect(url) as conn:
-        published = dict(conn.execute("SELECT name, current_version FROM sources").fetchall())
-        missing = conn.execute(
-            "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e JOIN embedding_models m "
-            "ON m.model_id = e.model_id AND m.active WHERE e.content_hash = c.content_hash)"
-        ).fetchone()[0]
-        active = conn.execute("SELECT count(*) FROM embedding_models WHERE active").fetchone()[0]
-    runs = ((graphql(dagster, ACTIVE_RUNS).get("runsOrError") or {}).get("results")) or []
-    waiting = [s for s in sources if not published.get(s)]
-    state = f"unpublished {waiting}, chunks without vectors {missing}, active model {active}, runs {len(runs)}"
-    return (not waiting and not missing and active == 1 and not runs), state
-
-
-def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.Popen[bytes], timeout: float) -> float:
-    started = time.monotonic()
-    last = ""
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"secrag run exited with {proc.returncode} while waiting for {what}")
-        done, state = check()
-        if done:
-            return time.monotonic() - started
-        if state != last and int(time.monotonic() - started) % 60 < 5:
-            say(f"  waiting for {what} ({time.monotonic() - started:.0f} s): {state}")
-            last = state
-        if time.monotonic() - started > timeout:
-            raise SystemExit(f"no {what} after {timeout:.0f} s: {state}")
-        time.sleep(5)
-
-
-CHANGES = {"commit": new_sigma_rule, "feed": new_kev_entry, "release": new_stratus_technique}
-
-
-def _search(api: str, source: str, query: str, mode: str) -> list[dict[str, Any]]:
-    body = json.dumps({"query": query, "mode": mode, "k": 10, "filters": {"sources": [source]}}).encode()
-    request = urllib.request.Request(f"{api}/v1/search", data=body, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return list(json.load(response).get("results") or [])
-    except OSError:
-        return []
-
-
-def _materialized(dagster: str, key: list[str]) -> dict[str, Any]:
+def materialized(dagster: str, key: list[str]) -> dict[str, Any]:
+    """The latest materialization's metadata."""
     found = graphql(dagster, MATERIALIZATION, {"key": {"path": key}})
     events = (found.get("assetOrError") or {}).get("assetMaterializations") or []
-    if not events:
-        return {}
-    entries = {e["label"]: e.get("timestamp", e.get("text")) for e in events[0]["metadataEntries"]}
-    return {"run_id": events[0]["runId"], **entries}
+    return {e["label"]: e.get("timestamp", e.get("text")) for e in events[0]["metadataEntries"]} if events else {}
 
 
-def time_change(kind: str, mirror: Mirror, url: str, api: str, dagster: str, timeout: float) -> dict[str, Any]:
-    source = KINDS[kind]
-    token = uuid.uuid4().hex[:8]
-    committed = time.time()
-    title, commit = CHANGES[kind](mirror, token)
+def watch(top: Topology, url: str, source: str, change: tuple[str, str, float], stages: tuple[str, ...],
+          timeout: float) -> dict[str, float]:  # fmt: skip
+    """Seconds from the commit (`change`: token, title, when) to each stage, every half second."""
+    token, title, committed = change
     stamps: dict[str, float] = {}
     version = None
-    while len(stamps) < len(STAGES) and time.time() - committed < timeout:
+    while len(stamps) < len(stages) and time.time() - committed < timeout:
         with database.connect(url) as conn:
-            row = conn.execute(
-                "SELECT last_seen_version, seen_since, current_version FROM sources WHERE name = %s", [source]
-            ).fetchone()
-        if row and row[0] and row[1] and row[1].timestamp() >= committed - 1 and "noticed" not in stamps:
+            row = conn.execute(SEEN, [source]).fetchone()
+        if "noticed" not in stamps and row and row[0] and row[1] and row[1].timestamp() >= committed - 1:
             version, stamps["noticed"] = row[0], row[1].timestamp()
-        if version and row and row[2] == version and "published" not in stamps:
-            meta = _materialized(dagster, ["sources", source])
+        if "published" in stages and "published" not in stamps and version and row and row[2] == version:
+            meta = materialized(top.dagster, ["sources", source])
             if meta.get("version") == version:
-                for stage in ("run_queued", "run_started", "published"):
-                    if meta.get(f"{stage}_at"):
-                        stamps[stage] = float(meta[f"{stage}_at"])
-        if "published" in stamps and "embedded" not in stamps:
-            meta = _materialized(dagster, ["embeddings", source])
-            if meta.get("embedded_at") and float(meta["embedded_at"]) >= stamps["published"]:
-                stamps["embedded"] = float(meta["embedded_at"])
-        if "fts_hit" not in stamps and any(token in (r.get("title") or "") for r in _search(api, source, token, "fts")):
-            stamps["fts_hit"] = time.time()
-        if "vector_hit" not in stamps and any(r.get("title") == title for r in _search(api, source, title, "vector")):
-            stamps["vector_hit"] = time.time()
+                stamps.update({s: float(meta[f"{s}_at"]) for s in STAGES[1:4] if meta.get(f"{s}_at")})
+        if "embedded" in stages and "published" in stamps and "embedded" not in stamps:
+            at = materialized(top.dagster, ["embeddings", source]).get("embedded_at")
+            if at and float(at) >= stamps["published"]:
+                stamps["embedded"] = float(at)
+        for mode in ("fts", "vector"):
+            if f"{mode}_hit" not in stamps and top.hit(source, token, title, mode):
+                stamps[f"{mode}_hit"] = time.time()
         time.sleep(0.5)
-    return {"kind": kind, "source": source, "commit": commit, "version": version, "committed": committed, **stamps}
-
-
-def report_stages(results: list[dict[str, Any]], intervals: dict[str, int]) -> None:
-    say("\n(a) time from the upstream commit to each stage, seconds")
-    rows = [
-        [r["kind"], r["source"], intervals[r["source"]], *(r[s] - r["committed"] if s in r else None for s in STAGES)]
-        + [r["vector_hit"] - r["noticed"] if "vector_hit" in r and "noticed" in r else None]
-        for r in results
-    ]
-    print_table(["kind", "source", "interval", *STAGES, "after probe"], rows)
+    return {stage: at - committed for stage, at in stamps.items()}
 
 
 def changes_latency(api: str, rounds: int) -> None:
     say("\n(b) GET /v1/changes latency (ms), on the first build's history")
-    cases = {
-        "newest 100": {"limit": 100},
-        "newest 1000": {"limit": 1000},
-        "sigma, 100": {"sources": "sigma", "limit": 100},
-        "since a day ago": {"since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400))},
-    }
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400))
+    cases = {"newest 100": {"limit": 100}, "newest 1000": {"limit": 1000},
+             "sigma, 100": {"sources": "sigma", "limit": 100}, "since a day ago": {"since": since}}  # fmt: skip
     rows: list[list[object]] = []
     for name, params in cases.items():
         timings = []
@@ -239,7 +139,7 @@ def feed_figures(data_dir: Path, rounds: int) -> None:
 
 def probe_hour(upstream: Path, work: Path) -> None:
     specs = default_registry()
-    names = [n for n, s in specs.items() if s.tracking in ("release", "feed")]
+    names = sorted(n for n, s in specs.items() if s.tracking in ("release", "feed"))
     mirror = build_mirror(upstream, work / "probe-mirror", specs=specs, sources=names)
     server = LoopbackServer().start()
     try:
@@ -249,13 +149,13 @@ def probe_hour(upstream: Path, work: Path) -> None:
         intervals = poll_intervals({n: specs[n] for n in names})
         say("\n(d) one hour of probes at the default intervals; one change mid-hour in cisa_kev, stratus_red_team")
         rows: list[list[object]] = []
-        for name in sorted(names):
+        for name in names:
             server.answered.clear()
             count = 3600 // intervals[name]
             known: UpstreamVersion | None = None
             for i in range(count):
                 if i == count // 2 and name in ("cisa_kev", "stratus_red_team"):
-                    (new_kev_entry if name == "cisa_kev" else new_stratus_technique)(mirror, uuid.uuid4().hex[:8])
+                    CHANGES[name](mirror, uuid.uuid4().hex[:8])
                 seen = probe(specs[name], cfg, known=known)
                 known = decode_cursor(name, encode_cursor(replace(seen)))  # what the sensor's cursor keeps
             statuses = [s for _, s in server.answered]
@@ -264,17 +164,88 @@ def probe_hour(upstream: Path, work: Path) -> None:
         print_table(["source", "interval", "probes", "304", "share"], rows)
     finally:
         server.close()
-    commits = [n for n, s in specs.items() if s.tracking == "commit"]
-    per_hour = sorted(3600 / s for n, s in poll_intervals(specs).items() if n in commits)
-    say(f"  {len(commits)} commit sources: git ls-remote {per_hour[0]:.1f} to {per_hour[-1]:.1f} times an hour each,")
+    per_hour = sorted(3600 / i for n, i in poll_intervals(specs).items() if specs[n].tracking == "commit")
+    say(f"  {len(per_hour)} commit sources: git ls-remote {per_hour[0]:.1f} to {per_hour[-1]:.1f} times an hour each,")
     say(f"  {sum(per_hour):.0f} an hour in all")
+
+
+def deliver(hooks: str, secret: bytes, delivery: str, signature: str | None = None) -> int:
+    """A push delivery straight to the receiver, signed with `secret` unless `signature` is given."""
+    body = b'{"ref":"refs/heads/master"}'
+    headers = {"Content-Type": "application/json", "X-GitHub-Event": "push", "X-GitHub-Delivery": delivery}
+    headers["X-Hub-Signature-256"] = sign(secret, body) if signature is None else signature
+    request = urllib.request.Request(f"{hooks}/hooks/github/{REPOSITORY}", data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def pushed(server: GitServer, top: Topology, url: str, hooked: bool, timeout: float) -> dict[str, float]:
+    token = uuid.uuid4().hex[:8]
+    committed = time.time()
+    title, commit = new_sigma_rule(server.clone, token)
+    said = server.push(commit)
+    if hooked and "answered 202" not in said:  # the hook sends the webhook during the push
+        raise SystemExit(f"the post-receive hook said: {said!r}")
+    return watch(top, url, "sigma", (token, title, committed), HITS, timeout)
+
+
+def push_report(name: str, runs: list[dict[str, float]]) -> None:
+    say(f"\n{name}: seconds from the commit, {len(runs)} changes")
+    for stage in HITS:
+        values = [r[stage] for r in runs if stage in r]
+        if len(values) < len(runs):
+            say(f"  {stage:<11} {len(runs) - len(values)} of {len(runs)} never got there")
+        if values:
+            say(f"  {stage:<11} p50 {statistics.median(values):6.1f}  max {max(values):6.1f}")
+
+
+def push_bench(args: argparse.Namespace, top: Topology, url: str, env: dict[str, str], snapshot: Path) -> None:
+    """--push, once the topology converged: the receiver started, the hook installed, the pushes, the polls."""
+    hooks_port = free_port()
+    hooks = f"http://127.0.0.1:{hooks_port}"
+    log = (args.data_dir / "hooks.log").open("ab")
+    receiver = subprocess.Popen([*SECRAG, "hooks", "--port", str(hooks_port)], env=env, cwd=args.data_dir,
+                                stdout=log, stderr=log, start_new_session=True)  # fmt: skip
+    try:
+        wait_for("the receiver", lambda: (get(f"{hooks}/healthz") == 200, "starting"), receiver, 120)
+        mirror = build_mirror(snapshot, args.data_dir / "data" / "mirrors", specs=default_registry())
+        server = GitServer(mirror, "sigma", REPOSITORY, args.data_dir / "clone")
+        server.install_hook(hooks, args.data_dir / "sigma-webhook-secret")
+        runs: dict[str, list[dict[str, float]]] = {"with the webhook": [], "the poll alone": []}
+        for name, count in (("with the webhook", args.pushes), ("the poll alone", args.polls)):
+            for i in range(count):
+                runs[name].append(pushed(server, top, url, name == "with the webhook", args.change_timeout))
+                say(f"  {name}, change {i + 1}: {runs[name][-1]}")
+            server.remove_hook()
+        secret = (args.data_dir / "sigma-webhook-secret").read_bytes()
+        with database.connect(url) as conn:
+            before = conn.execute("SELECT count(*) FROM pokes").fetchone()[0]
+        first = str(uuid.uuid4())
+        deliver(hooks, secret, first)
+        refused = {"forged": deliver(hooks, b"not-the-secret", str(uuid.uuid4())),
+                   "unsigned": deliver(hooks, secret, str(uuid.uuid4()), signature=""),
+                   "replayed": deliver(hooks, secret, first)}  # fmt: skip
+        with database.connect(url) as conn:
+            after = conn.execute("SELECT count(*) FROM pokes").fetchone()[0]
+        for name, values in runs.items():
+            push_report(name, values)
+        say(f"\nrefused deliveries: {refused}; pokes recorded by them: {after - before - 1} (one good delivery)")
+        with urllib.request.urlopen(f"{hooks}/metrics", timeout=10) as response:
+            lines = response.read().decode().splitlines()
+        counts = {x.split('"')[1]: float(x.split()[1]) for x in lines if x.startswith("secrag_hook_deliveries_total{")}
+        say(f"receiver /metrics: {counts}")
+    finally:
+        stop_group(receiver, grace=10)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--upstream", type=Path, required=True)
     ap.add_argument("--kinds", default="commit,release,feed")
-    ap.add_argument("--data-dir", type=Path, default=Path(".secrag/bench-fresh"))
+    ap.add_argument("--data-dir", type=Path, help="default .secrag/bench-fresh, with --push .secrag/bench-push")
     ap.add_argument("--poll-interval", type=int, help="SECRAG_POLL_INTERVAL (default: each source's own)")
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for convergence")
     ap.add_argument("--change-timeout", type=float, default=900.0, help="seconds to wait for one change")
@@ -282,43 +253,61 @@ def main() -> int:
     ap.add_argument("--probes-only", action="store_true", help="only (d): no topology")
     ap.add_argument("--feed-only", action="store_true", help="only (b) and (c), on the store a run left")
     ap.add_argument("--model-cache-dir", type=Path, help="SECRAG_MODEL_CACHE_DIR (existing ONNX exports)")
+    ap.add_argument("--push", action="store_true", help="push to searchable, with and without the webhook")
+    ap.add_argument("--pushes", type=int, default=10, help="with --push: changes pushed with the hook")
+    ap.add_argument("--polls", type=int, default=3, help="with --push: changes pushed without it")
     args = ap.parse_args()
-    upstream, data_dir = args.upstream.resolve(), args.data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    upstream = args.upstream.resolve()
+    args.data_dir = (args.data_dir or Path(".secrag/bench-push" if args.push else ".secrag/bench-fresh")).resolve()
+    args.data_dir.mkdir(parents=True, exist_ok=True)
     if args.probes_only:
-        probe_hour(upstream, data_dir)
+        probe_hour(upstream, args.data_dir)
         return 0
     if args.feed_only:
-        feed_figures(data_dir, args.latency_rounds)
+        feed_figures(args.data_dir, args.latency_rounds)
         return 0
-    kinds = [k for k in args.kinds.split(",") if k]
-    measured = sorted({LOOKUP_SOURCE, *(KINDS[k] for k in kinds)})
-    snapshot = snapshot_of(upstream, measured, data_dir / "snapshot")
-    env = run_env(data_dir, snapshot, args.model_cache_dir)
+    kinds = [] if args.push else [k for k in args.kinds.split(",") if k]
+    measured = sorted({"mitre_attack", *(["sigma"] if args.push else [KINDS[k] for k in kinds])})  # with the lookup's
+    snapshot = snapshot_of(upstream, measured, args.data_dir / "snapshot")
+    env = run_env(args.data_dir, snapshot, args.model_cache_dir)
     if args.poll_interval:
         env["SECRAG_POLL_INTERVAL"] = str(args.poll_interval)
-    settings = Settings(
-        _env_file=None, data_dir=data_dir / "data", upstream_mirror=snapshot, poll_interval=args.poll_interval
-    )
-    specs = default_registry()
-    intervals = poll_intervals(specs, settings.poll_interval)
-    ports = {"dagster": free_port(), "api": free_port(), "code": free_port()}
-    dagster, api = f"http://127.0.0.1:{ports['dagster']}", f"http://127.0.0.1:{ports['api']}"
-    proc = start(env, data_dir, ports)
-    say(f"secrag run on {data_dir} (sources {', '.join(measured)}; Dagster {dagster}, API {api}; log run.log)")
+    if args.push:
+        secret = secrets.token_hex(32)
+        (args.data_dir / "sigma-webhook-secret").write_text(secret)
+        (args.data_dir / "sigma-webhook-secret").chmod(0o600)
+        env.update(SECRAG_HOOKS_ENABLED="true", SECRAG_HOOK_SECRETS=json.dumps({REPOSITORY: secret}))
+        env.update(SECRAG_SENTENCE_TRAINING="false")  # not what is measured: keeps the cores for the push path
+    settings = Settings(_env_file=None, data_dir=args.data_dir / "data", upstream_mirror=snapshot,
+                        poll_interval=args.poll_interval)  # fmt: skip
+    intervals = poll_intervals(default_registry(), settings.poll_interval)
+    top = Topology(env, args.data_dir)
+    say(f"secrag run on {args.data_dir} (sources {', '.join(measured)}; Dagster {top.dagster}, API {top.api}; "
+        f"log run.log); sigma polled every {intervals['sigma']} s")  # fmt: skip
     try:
-        wait_healthy(proc, dagster, api)
-        url = wait_converged(proc, database.database_url(settings), dagster, measured, args.timeout)
+        top.healthy()
+        url = database.database_url(settings)
+        top.converged(url, measured, args.timeout)
+        if args.push:
+            push_bench(args, top, url, env, snapshot)
+            return 0
         # The mirror `secrag run` built (and reuses): upstream moves on there.
-        mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=specs)
-        results = [time_change(kind, mirror, url, api, dagster, args.change_timeout) for kind in kinds]
-        report_stages(results, intervals)
-        changes_latency(api, args.latency_rounds)
+        mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=default_registry())
+        rows = []
+        for kind in kinds:
+            token, committed = uuid.uuid4().hex[:8], time.time()
+            title, _ = CHANGES[KINDS[kind]](mirror, token)
+            at = watch(top, url, KINDS[kind], (token, title, committed), STAGES, args.change_timeout)
+            after_probe = at["vector_hit"] - at["noticed"] if {"vector_hit", "noticed"} <= at.keys() else None
+            rows.append([kind, KINDS[kind], intervals[KINDS[kind]], *(at.get(s) for s in STAGES), after_probe])
+        say("\n(a) time from the upstream commit to each stage, seconds")
+        print_table(["kind", "source", "interval", *STAGES, "after probe"], rows)
+        changes_latency(top.api, args.latency_rounds)
         changes_storage(url)
     finally:
-        stop_group(proc, grace=60)
+        stop_group(top.proc, grace=60)
         embedded.stop(settings.pgdata)
-    probe_hour(upstream, data_dir)
+    probe_hour(upstream, args.data_dir)
     return 0
 
 

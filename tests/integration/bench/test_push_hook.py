@@ -1,6 +1,6 @@
-"""bench/push.py's git server: a commit `git push`ed to a source's bare mirror repository runs its post-receive hook
-(bench/post_receive.py), which sends the repository's signed GitHub push webhook to the receiver; a poke names the
-repository. Without the hook a push records nothing (the poll alone)."""
+"""freshness.py --push's git server: a commit `git push`ed to a source's bare mirror repository runs its post-receive
+hook (bench/lib/post_receive.py), which sends the repository's signed GitHub push webhook to the receiver; a poke
+names the repository. Without the hook a push records nothing (the poll alone)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pipeline.sources.mirror import Mirror
 from tests.plugins.hooks_server import serve_hooks
 from tests.plugins.mirror_changes import add_commit
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # a script beside its siblings
-import push  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # bench/lib, as the scripts import it
+from lib.git_server import GitServer  # noqa: E402
 
 CHANGE = {"analytics/CAR-2013-01-002.yaml": None}
 
@@ -24,7 +24,7 @@ def test_a_push_to_the_git_server_sends_the_signed_webhook(
 ) -> None:
     secret = tmp_path / "secret"
     secret.write_bytes(b"car-secret\n")
-    server = push.GitServer(mirror, "mitre_car", "mitre-attack/car", tmp_path / "clone")
+    server = GitServer(mirror, "mitre_car", "mitre-attack/car", tmp_path / "clone")
     with serve_hooks(db_url, {"mitre-attack/car": "car-secret"}) as hooks:
         server.install_hook(hooks, secret)
         commit = add_commit(server.clone, "mitre_car", CHANGE, "a contributor's change")

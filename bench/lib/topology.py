@@ -1,0 +1,119 @@
+"""`secrag run` as the freshness benches start it: a data directory whose mirror holds some sources, waited on
+until healthy and converged, then asked through the API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from secrag.db import database
+
+from lib.processes import SECRAG, daemon_healthy, free_port, get, graphql, location_loaded
+
+ACTIVE_RUNS = (
+    "{ runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED]}) "
+    "{ ... on Runs { results { runId } } } }"
+)
+UNEMBEDDED = (
+    "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e JOIN embedding_models m "
+    "ON m.model_id = e.model_id AND m.active WHERE e.content_hash = c.content_hash)"
+)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def snapshot_of(upstream: Path, names: list[str], target: Path) -> Path:
+    """A snapshot folder holding only these sources' folders (links to the real ones)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in [*names, "MANIFEST.json"]:
+        if not (target / name).exists():
+            (target / name).symlink_to(upstream / name)
+    return target
+
+
+def run_env(data_dir: Path, snapshot: Path, model_cache_dir: Path | None) -> dict[str, str]:
+    """This environment without SECRAG_*, with the bench's data and mirror and the anonymous rate off (the bench
+    polls the API twice a second)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
+    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
+    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")
+    if model_cache_dir:
+        env["SECRAG_MODEL_CACHE_DIR"] = str(model_cache_dir.resolve())
+    return env
+
+
+class Topology:
+    """`secrag run` on free ports, its log in the data directory's run.log."""
+
+    def __init__(self, env: dict[str, str], workdir: Path) -> None:
+        self.ports = {name: free_port() for name in ("dagster", "api", "code")}
+        self.dagster, self.api = (f"http://127.0.0.1:{self.ports[n]}" for n in ("dagster", "api"))
+        flags = {"dagster": "--dagster-port", "api": "--api-port", "code": "--code-server-port"}
+        args = ["run", *(a for name, flag in flags.items() for a in (flag, str(self.ports[name])))]
+        log = (workdir / "run.log").open("ab")
+        self.proc = subprocess.Popen([*SECRAG, *args], env=env, cwd=workdir, stdout=log, stderr=log,
+                                     start_new_session=True)  # fmt: skip
+
+    def healthy(self) -> None:
+        def ready() -> tuple[bool, str]:
+            api_ready = get(f"{self.api}/readyz") == 200
+            return api_ready and location_loaded(self.dagster) and daemon_healthy(self.dagster), "starting"
+
+        wait_for("a healthy topology", ready, self.proc, 900)
+
+    def converged(self, url: str, sources: list[str], timeout: float) -> None:
+        """Every source published, every chunk of the active model embedded, no run queued or running."""
+
+        def state() -> tuple[bool, str]:
+            with database.connect(url) as conn:
+                published = dict(conn.execute("SELECT name, current_version FROM sources").fetchall())
+                missing = conn.execute(UNEMBEDDED).fetchone()[0]
+                active = conn.execute("SELECT count(*) FROM embedding_models WHERE active").fetchone()[0]
+            runs = ((graphql(self.dagster, ACTIVE_RUNS).get("runsOrError") or {}).get("results")) or []
+            waiting = [s for s in sources if not published.get(s)]
+            said = f"unpublished {waiting}, chunks without vectors {missing}, active model {active}, runs {len(runs)}"
+            return (not waiting and not missing and active == 1 and not runs), said
+
+        say(f"converged in {wait_for('convergence', state, self.proc, timeout):.0f} s")
+
+    def search(self, source: str, query: str, mode: str) -> list[dict[str, Any]]:
+        body = json.dumps({"query": query, "mode": mode, "k": 10, "filters": {"sources": [source]}}).encode()
+        headers = {"Content-Type": "application/json"}
+        request = urllib.request.Request(f"{self.api}/v1/search", data=body, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return list(json.load(response).get("results") or [])
+        except OSError:
+            return []
+
+    def hit(self, source: str, token: str, title: str, mode: str) -> bool:
+        """A full-text search for the token, or a vector search for the title, finds the new record."""
+        if mode == "fts":
+            return any(token in (r.get("title") or "") for r in self.search(source, token, "fts"))
+        return any(r.get("title") == title for r in self.search(source, title, "vector"))
+
+
+def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.Popen[bytes], timeout: float) -> float:
+    """Seconds until `check` holds (every 5 s, its state said about once a minute); the process must not exit."""
+    started, last = time.monotonic(), ""
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"secrag {proc.args[3]} exited with {proc.returncode} while waiting for {what}")
+        done, state = check()
+        elapsed = time.monotonic() - started
+        if done:
+            return elapsed
+        if state != last and int(elapsed) % 60 < 5:
+            say(f"  waiting for {what} ({elapsed:.0f} s): {state}")
+            last = state
+        if elapsed > timeout:
+            raise SystemExit(f"no {what} after {timeout:.0f} s: {state}")
+        time.sleep(5)
