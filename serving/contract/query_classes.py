@@ -22,8 +22,8 @@ QUERY_TYPES: tuple[QueryType, ...] = get_args(QueryType)
 DEFAULT_TYPE: QueryType = "default"
 
 # The identifier kinds of secrag.identifiers.KINDS, any other identifier-like token, then words: a few
-# (keyword), one sentence of prose (sentence: a line of a threat report, a ticket's summary) or several
-# (natural: a pasted rule, test or pattern).
+# (keyword), one sentence of prose (sentence: a line of a threat report, a ticket's summary) or pasted content
+# (natural: several sentences, or one in a detection rule's register; a pasted rule, test or pattern).
 QueryShape = Literal[
     "sub_technique",
     "technique",

@@ -50,10 +50,14 @@ def test_logged_classes() -> None:
         "This rule detects potential sudo token manipulation through process injection.",
         "A machine learning job has identified a user performing privileged operations.",
         "  looks for unusual parent processes of cmd.exe",
+        "The following analytic identifies the use of AdFind for domain discovery.",
+        "Detect usage of the built-in curl utility to download a payload.",
     ],
 )
 def test_a_rule_description_is_in_the_detection_register(query: str) -> None:
     assert search.detection_register(query)
+    analysis = search.analyse(query)
+    assert analysis.query_type == "natural" and not analysis.report_sentence  # no sentence path, no procedures
 
 
 @pytest.mark.parametrize(
@@ -67,3 +71,4 @@ def test_a_rule_description_is_in_the_detection_register(query: str) -> None:
 )
 def test_a_report_sentence_is_not(query: str) -> None:
     assert not search.detection_register(query)
+    assert search.analyse(query).report_sentence

@@ -34,6 +34,9 @@ NEUTRAL = dataclasses.replace(load_search_config(), source_boosts={}, thresholds
         ("runs cmd.exe /c whoami, e.g. to list the user", "sentence"),  # no sentence ends inside
         ("Dumps LSASS memory with procdump. This test needs admin rights.", "natural"),
         ('Adds a run key. "Reg add" writes it', "natural"),
+        ("Identifies abuse of wuauclt.exe to load an arbitrary DLL.", "natural"),  # a pasted rule's description
+        ("The following analytic detects the deletion of shadow copies", "natural"),
+        ("creates a scheduled task on the system that provides persistence.", "sentence"),  # a report's line
     ],
 )
 def test_classify(query: str, kind: str) -> None:
