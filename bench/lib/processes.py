@@ -55,14 +55,13 @@ def daemon_healthy(url: str) -> bool:
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
-    """Resident and proportional set size of a process, in MB."""
-    rss = pss = 0
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        if line.startswith("Rss:"):
-            rss = int(line.split()[1])
-        elif line.startswith("Pss:"):
-            pss = int(line.split()[1])
-    return rss / 1024, pss / 1024
+    """Resident and proportional set size of a process in MB, (0, 0) once it has exited."""
+    try:
+        lines = Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()
+    except OSError:
+        return 0.0, 0.0
+    kb = {line.split(":")[0]: int(line.split()[1]) for line in lines if line.startswith(("Rss:", "Pss:"))}
+    return kb.get("Rss", 0) / 1024, kb.get("Pss", 0) / 1024
 
 
 def children(pid: int) -> list[int]:
