@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from psycopg import conninfo, sql
+
+from secrag.db import database
 
 from lib.api import in_process
 from lib.queries import load_items
@@ -24,36 +27,27 @@ from lib.relevance import evaluate, means
 from lib.table import print_table
 from lib.timing import percentile
 
-LAST_RUN = Path(".secrag/quality/last.json")
-# The tasks whose query is the text of a document of the store (its `origin`).
-TEXT_TASKS = ("atomic_to_technique", "elastic_to_technique", "capec_to_technique")
+TEXT_TASKS = ("atomic_to_technique", "elastic_to_technique", "capec_to_technique")  # a document's text as query
 
 
-def copy_without_own(url: str, items: list[dict[str, Any]], *, fresh: bool = False) -> str:
-    """A copy of the store at `url` without the queries' own documents (their `origin`), made once."""
-    from psycopg import conninfo, sql
-
-    from secrag.db import database
-
+def copy_without_own(url: str, items: list[dict[str, Any]], fresh: bool) -> str:
+    """A copy of the store without the queries' own documents (their `origin`), made once."""
     store = str(conninfo.conninfo_to_dict(url)["dbname"])
     name = f"{store}_without_own"
-    copy = database.with_database(url, name)
     with database.connect(database.with_database(url, "postgres"), autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() and not fresh:
-            return copy
+            return database.with_database(url, name)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        # a template must have no other session: end the store's own (an API on it reconnects)
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (store,),
-        )
+        # a template has no other session: end the store's own (an API on it reconnects)
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
+                     " AND pid <> pg_backend_pid()", (store,))  # fmt: skip
         conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(store)))
     origins = sorted({item["origin"] for item in items if item.get("origin")})
-    with database.connect(copy, autocommit=True) as conn:
+    with database.connect(database.with_database(url, name), autocommit=True) as conn:
         deleted = conn.execute("DELETE FROM documents WHERE doc_id = ANY(%s)", (origins,)).rowcount
         conn.execute("ANALYZE")
     print(f"copy {name}: {deleted} of {len(origins)} own documents removed")
-    return copy
+    return database.with_database(url, name)
 
 
 def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], share: float) -> None:
@@ -61,7 +55,6 @@ def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], 
     import numpy as np
 
     from pipeline.indexing import embedding_input
-    from secrag.db import database
     from secrag.db.queries import Queries
     from secrag.enrichment import enrich
     from secrag.files.package_data import sql_dir
@@ -74,9 +67,8 @@ def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], 
     chunks: dict[str, list[str]] = defaultdict(list)
     with database.connect(url, autocommit=True) as conn:
         lookup = dict(conn.execute(Queries(sql_dir(), "serving").technique_names).fetchall())  # the API's
-        rows = conn.execute(
-            "SELECT doc_id, title, enriched_text FROM chunks WHERE doc_id = ANY(%s) ORDER BY chunk_id", [relevant]
-        )
+        rows = conn.execute("SELECT doc_id, title, enriched_text FROM chunks WHERE doc_id = ANY(%s) ORDER BY chunk_id",
+                            [relevant])  # fmt: skip
         for doc_id, title, text in rows:
             chunks[doc_id].append(embedding_input(title, text))
     queries = [(analyse(item["query"]).query_type, enrich(item["query"].strip(), lookup), item) for item in items]
@@ -92,60 +84,54 @@ def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], 
             for rel in item["relevant"]:
                 if rel["grade"] > 0 and rel["doc_id"] in by_doc:
                     per_shape[shape].append(float(np.max(by_doc[rel["doc_id"]] @ query)))
-
-        def floor(values: list[float]) -> float:
-            return math.floor(percentile(values, share * 100) * 100) / 100
-
-        chosen = [f"default: {floor([c for v in per_shape.values() for c in v])}"]
-        chosen += [f"{shape}: {floor(v)}" for shape, v in sorted(per_shape.items()) if len(v) >= 20]
+        every = [c for v in per_shape.values() for c in v]
+        chosen = {"default": every, **{s: v for s, v in sorted(per_shape.items()) if len(v) >= 20}}
+        floors = ", ".join(f"{s}: {math.floor(percentile(v, share * 100) * 100) / 100}" for s, v in chosen.items())
         pairs = {shape: len(values) for shape, values in sorted(per_shape.items())}
-        print(f"  {model_id}: {{{', '.join(chosen)}}}  # pairs per shape: {pairs}")
+        print(f"  {model_id}: {{{floors}}}  # pairs per shape: {pairs}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--queries", type=Path, required=True)
-    parser.add_argument("--url", default="http://127.0.0.1:8000", help="An API to ask (without --database-url).")
-    parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
-    parser.add_argument("--modes", default="hybrid,fts,vector,fuzzy")
-    parser.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all).")
-    parser.add_argument("--api-key", default=None)
-    parser.add_argument("--param", action="append", default=[], metavar="NAME=JSON", help="Extra request field.")
-    parser.add_argument("--search-config", type=Path, default=None, help="This search.yaml, not the shipped one.")
-    parser.add_argument("--without-own-documents", action="store_true", help="The text tasks, without their own.")
-    parser.add_argument("--fresh-copy", action="store_true", help="Re-make the copy of --without-own-documents.")
-    parser.add_argument("--group-by", choices=["task", "shape", "words"], default="task", help="The table's rows.")
-    parser.add_argument("--save", type=Path, default=LAST_RUN, help="Where this run's table is written.")
-    parser.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
-    parser.add_argument("--vector-thresholds", nargs="+", metavar="MODEL", help="Measure these models' thresholds.")
-    parser.add_argument("--percentile", type=float, default=0.01, help="With --vector-thresholds: the share kept.")
-    args = parser.parse_args()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--queries", type=Path, required=True)
+    ap.add_argument("--url", default="http://127.0.0.1:8000", help="An API to ask (without --database-url).")
+    ap.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
+    ap.add_argument("--modes", default="hybrid,fts,vector,fuzzy")
+    ap.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all).")
+    ap.add_argument("--api-key", default=None)
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=JSON", help="Extra request field.")
+    ap.add_argument("--search-config", type=Path, default=None, help="This search.yaml, not the shipped one.")
+    ap.add_argument("--without-own-documents", action="store_true", help="The text tasks, without their own.")
+    ap.add_argument("--fresh-copy", action="store_true", help="Re-make the copy of --without-own-documents.")
+    ap.add_argument("--group-by", choices=["task", "shape", "words"], default="task", help="The table's rows.")
+    ap.add_argument("--save", type=Path, default=Path(".secrag/quality/last.json"), help="This run's table.")
+    ap.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
+    ap.add_argument("--vector-thresholds", nargs="+", metavar="MODEL", help="Measure these models' thresholds.")
+    ap.add_argument("--percentile", type=float, default=0.01, help="With --vector-thresholds: the share kept.")
+    args = ap.parse_args()
     items = load_items(args.queries, args.limit)
     if (args.without_own_documents or args.vector_thresholds or args.search_config) and not args.database_url:
-        parser.error("--without-own-documents, --vector-thresholds and --search-config need --database-url")
+        ap.error("--without-own-documents, --vector-thresholds and --search-config need --database-url")
     if args.vector_thresholds:
         vector_thresholds(args.database_url, items, args.vector_thresholds, args.percentile)
         return
     if args.without_own_documents:
         items = [item for item in items if item.get("task") in TEXT_TASKS]
-        args.database_url = copy_without_own(args.database_url, items, fresh=args.fresh_copy)
+        args.database_url = copy_without_own(args.database_url, items, args.fresh_copy)
     extra = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}
-    modes = args.modes.split(",")
     dropped: dict[str, int] = {}
-    if args.database_url:
-        with in_process(args.database_url, args.search_config) as api:
-            scores, failures = evaluate(api, items, modes, extra, dropped, args.group_by)
-    else:
-        headers = {"X-API-Key": args.api_key} if args.api_key else {}
-        with httpx.Client(base_url=args.url, timeout=30, headers=headers) as http:
-            scores, failures = evaluate(http, items, modes, extra, dropped, args.group_by)
+    headers = {"X-API-Key": args.api_key} if args.api_key else {}
+    local = args.database_url and in_process(args.database_url, args.search_config)
+    with local or httpx.Client(base_url=args.url, timeout=30, headers=headers) as api:
+        scores, failures = evaluate(api, items, args.modes.split(","), extra, dropped, args.group_by)
     baseline_path = args.baseline or args.save
     baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
     rows = []
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
         m, before = means(values), baseline.get(f"{task}|{mode}")
-        delta = round(m[0] - before[0], 3) if before else None
-        rows.append([task, mode, len(values), *(round(v, 3) for v in m), delta])
+        rows.append(
+            [task, mode, len(values), *(round(v, 3) for v in m), round(m[0] - before[0], 3) if before else None]
+        )
     print_table(["task", "mode", "n", "nDCG@10", "MRR@10", "R@10", "P@1", "delta"], rows)
     if baseline:
         print(f"delta: nDCG@10 against {baseline_path}")

@@ -19,6 +19,7 @@ class GitServer:
     def __init__(self, mirror: Mirror, source: str, repository: str, work: Path) -> None:
         self.mirror, self.source, self.repository = mirror, source, repository
         self.server = mirror.git_dir(source)
+        self.hook = self.server / "hooks" / "post-receive"
         clone = work / "git" / self.server.name
         if not clone.exists():
             self.git("clone", "--bare", "--shared", str(self.server), str(clone))
@@ -32,13 +33,12 @@ class GitServer:
         settings = {"hookurl": hooks, "repository": self.repository, "hooksecretfile": str(secret_file)}
         for key, value in settings.items():
             self.git("config", f"secrag.{key}", value, git_dir=self.server)
-        hook = self.server / "hooks" / "post-receive"
-        hook.parent.mkdir(exist_ok=True)
-        hook.write_text(f"#!/bin/sh\nexec {sys.executable} {HOOK}\n", encoding="utf-8")
-        hook.chmod(0o755)
+        self.hook.parent.mkdir(exist_ok=True)
+        self.hook.write_text(f"#!/bin/sh\nexec {sys.executable} {HOOK}\n", encoding="utf-8")
+        self.hook.chmod(0o755)
 
     def remove_hook(self) -> None:
-        (self.server / "hooks" / "post-receive").unlink(missing_ok=True)
+        self.hook.unlink(missing_ok=True)
 
     def push(self, commit: str) -> str:
         """`git push` of the clone's commit to the server's branch: what the server's hook said (stderr)."""

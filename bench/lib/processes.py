@@ -1,4 +1,4 @@
-"""Processes a bench starts and watches: `secrag` itself, free ports, health checks, memory per process."""
+"""Processes and HTTP as a bench uses them: `secrag` itself, free ports, requests, memory per process."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 SECRAG = [sys.executable, "-m", "secrag_cli.main"]
-DAEMON_HEALTH = "{ instance { daemonHealth { allDaemonStatuses { daemonType healthy } } } }"
-LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus } } } }"
 
 
 def free_port() -> int:
@@ -24,34 +23,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def get(url: str) -> int:
-    """The status of a GET, 0 when nothing answers."""
+def request(url: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """A GET, or a POST of `body`: the status and the answer, (0, b"") when nothing answers."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return int(response.status)
+        with urllib.request.urlopen(urllib.request.Request(url, body, headers or {}), timeout=10) as response:
+            return int(response.status), response.read()
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), b""
     except OSError:
-        return 0
+        return 0, b""
 
 
-def graphql(url: str, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The `data` of a query to the Dagster webserver at `url`, {} when it fails."""
-    body = json.dumps({"query": query, "variables": variables or {}}).encode()
-    request = urllib.request.Request(f"{url}/graphql", data=body, headers={"Content-Type": "application/json"})
+def post_json(url: str, body: Any) -> Any:  # noqa: ANN401
+    """The JSON answer to a POST of JSON, {} when it fails."""
+    status, answer = request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return dict(json.load(response).get("data") or {})
-    except (OSError, ValueError):
+        return json.loads(answer) if status == 200 else {}
+    except ValueError:
         return {}
-
-
-def location_loaded(url: str) -> bool:
-    entries = (graphql(url, LOCATIONS).get("workspaceOrError") or {}).get("locationEntries") or []
-    return any(e["loadStatus"] == "LOADED" for e in entries)
-
-
-def daemon_healthy(url: str) -> bool:
-    health = ((graphql(url, DAEMON_HEALTH).get("instance") or {}).get("daemonHealth") or {}).get("allDaemonStatuses")
-    return bool(health) and all(d["healthy"] for d in health if d["daemonType"] in ("SENSOR", "QUEUED_RUN_COORDINATOR"))
 
 
 def memory_mb(pid: int) -> tuple[float, float]:
@@ -67,12 +56,11 @@ def memory_mb(pid: int) -> tuple[float, float]:
 def children(pid: int) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(proc.name))
-            except (OSError, ValueError, IndexError):
-                continue
+        try:
+            if proc.name.isdigit() and int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue
     return found
 
 
@@ -88,7 +76,7 @@ def serving(env: dict[str, str], *args: str, log: Path | None = None) -> Iterato
     proc = subprocess.Popen(command, env=env, stdout=out, stderr=out, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while get(f"http://127.0.0.1:{port}/readyz") != 200:
+        while request(f"http://127.0.0.1:{port}/readyz")[0] != 200:
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"secrag serve did not become ready; see {log or 'its GET /readyz'}")
             time.sleep(0.5)

@@ -1,25 +1,21 @@
-"""`secrag run` as the freshness benches start it: a data directory whose mirror holds some sources, waited on
-until healthy and converged, then asked through the API."""
+"""`secrag run` as the freshness bench starts it: a data directory whose mirror holds some sources, waited on
+until healthy and converged, then asked through Dagster's GraphQL and the API."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from secrag.db import database
 
-from lib.processes import SECRAG, daemon_healthy, free_port, get, graphql, location_loaded
+from lib.processes import SECRAG, free_port, post_json, request
 
-ACTIVE_RUNS = (
-    "{ runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED]}) "
-    "{ ... on Runs { results { runId } } } }"
-)
+ACTIVE_RUNS = """{ runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED]})
+  { ... on Runs { results { runId } } } }"""
 UNEMBEDDED = (
     "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e JOIN embedding_models m "
     "ON m.model_id = e.model_id AND m.active WHERE e.content_hash = c.content_hash)"
@@ -50,63 +46,12 @@ def run_env(data_dir: Path, snapshot: Path, model_cache_dir: Path | None) -> dic
     return env
 
 
-class Topology:
-    """`secrag run` on free ports, its log in the data directory's run.log."""
-
-    def __init__(self, env: dict[str, str], workdir: Path) -> None:
-        self.ports = {name: free_port() for name in ("dagster", "api", "code")}
-        self.dagster, self.api = (f"http://127.0.0.1:{self.ports[n]}" for n in ("dagster", "api"))
-        flags = {"dagster": "--dagster-port", "api": "--api-port", "code": "--code-server-port"}
-        args = ["run", *(a for name, flag in flags.items() for a in (flag, str(self.ports[name])))]
-        log = (workdir / "run.log").open("ab")
-        self.proc = subprocess.Popen([*SECRAG, *args], env=env, cwd=workdir, stdout=log, stderr=log,
-                                     start_new_session=True)  # fmt: skip
-
-    def healthy(self) -> None:
-        def ready() -> tuple[bool, str]:
-            api_ready = get(f"{self.api}/readyz") == 200
-            return api_ready and location_loaded(self.dagster) and daemon_healthy(self.dagster), "starting"
-
-        wait_for("a healthy topology", ready, self.proc, 900)
-
-    def converged(self, url: str, sources: list[str], timeout: float) -> None:
-        """Every source published, every chunk of the active model embedded, no run queued or running."""
-
-        def state() -> tuple[bool, str]:
-            with database.connect(url) as conn:
-                published = dict(conn.execute("SELECT name, current_version FROM sources").fetchall())
-                missing = conn.execute(UNEMBEDDED).fetchone()[0]
-                active = conn.execute("SELECT count(*) FROM embedding_models WHERE active").fetchone()[0]
-            runs = ((graphql(self.dagster, ACTIVE_RUNS).get("runsOrError") or {}).get("results")) or []
-            waiting = [s for s in sources if not published.get(s)]
-            said = f"unpublished {waiting}, chunks without vectors {missing}, active model {active}, runs {len(runs)}"
-            return (not waiting and not missing and active == 1 and not runs), said
-
-        say(f"converged in {wait_for('convergence', state, self.proc, timeout):.0f} s")
-
-    def search(self, source: str, query: str, mode: str) -> list[dict[str, Any]]:
-        body = json.dumps({"query": query, "mode": mode, "k": 10, "filters": {"sources": [source]}}).encode()
-        headers = {"Content-Type": "application/json"}
-        request = urllib.request.Request(f"{self.api}/v1/search", data=body, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return list(json.load(response).get("results") or [])
-        except OSError:
-            return []
-
-    def hit(self, source: str, token: str, title: str, mode: str) -> bool:
-        """A full-text search for the token, or a vector search for the title, finds the new record."""
-        if mode == "fts":
-            return any(token in (r.get("title") or "") for r in self.search(source, token, "fts"))
-        return any(r.get("title") == title for r in self.search(source, title, "vector"))
-
-
 def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.Popen[bytes], timeout: float) -> float:
     """Seconds until `check` holds (every 5 s, its state said about once a minute); the process must not exit."""
     started, last = time.monotonic(), ""
     while True:
         if proc.poll() is not None:
-            raise SystemExit(f"secrag {proc.args[3]} exited with {proc.returncode} while waiting for {what}")
+            raise SystemExit(f"secrag {proc.args[3]} exited with {proc.returncode} while waiting for {what}")  # type: ignore[index]
         done, state = check()
         elapsed = time.monotonic() - started
         if done:
@@ -117,3 +62,44 @@ def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.
         if elapsed > timeout:
             raise SystemExit(f"no {what} after {timeout:.0f} s: {state}")
         time.sleep(5)
+
+
+class Topology:
+    """`secrag run` on free ports, its log in the data directory's run.log."""
+
+    def __init__(self, env: dict[str, str], workdir: Path) -> None:
+        ports = {"--dagster-port": free_port(), "--api-port": free_port(), "--code-server-port": free_port()}
+        self.dagster, self.api = (f"http://127.0.0.1:{ports[flag]}" for flag in ("--dagster-port", "--api-port"))
+        args = ["run", *(a for flag, port in ports.items() for a in (flag, str(port)))]
+        log = (workdir / "run.log").open("ab")
+        self.proc = subprocess.Popen([*SECRAG, *args], env=env, cwd=workdir, stdout=log, stderr=log,
+                                     start_new_session=True)  # fmt: skip
+
+    def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The `data` of a query to the Dagster webserver, {} when it fails."""
+        return dict(
+            post_json(f"{self.dagster}/graphql", {"query": query, "variables": variables or {}}).get("data") or {}
+        )
+
+    def converged(self, url: str, sources: list[str], timeout: float) -> None:
+        """The API ready, every source published, every chunk of the active model embedded, no run queued or
+        running (which needs the daemon's sensors)."""
+
+        def state() -> tuple[bool, str]:
+            with database.connect(url) as conn:
+                published = dict(conn.execute("SELECT name, current_version FROM sources").fetchall())
+                missing = conn.execute(UNEMBEDDED).fetchone()[0]  # type: ignore[index]
+                active = conn.execute("SELECT count(*) FROM embedding_models WHERE active").fetchone()[0]  # type: ignore[index]
+            runs = (self.graphql(ACTIVE_RUNS).get("runsOrError") or {}).get("results") or []
+            waiting = [s for s in sources if not published.get(s)]
+            ready = request(f"{self.api}/readyz")[0] == 200
+            said = f"unpublished {waiting}, chunks without vectors {missing}, active model {active}, runs {len(runs)}"
+            return (ready and not waiting and not missing and active == 1 and not runs), said
+
+        say(f"converged in {wait_for('convergence', state, self.proc, timeout):.0f} s")
+
+    def hit(self, source: str, token: str, title: str, mode: str) -> bool:
+        """A full-text search for the token, or a vector search for the title, finds the new record."""
+        body = {"query": token if mode == "fts" else title, "mode": mode, "k": 10, "filters": {"sources": [source]}}
+        titles = [r.get("title") or "" for r in post_json(f"{self.api}/v1/search", body).get("results") or []]
+        return any(token in t for t in titles) if mode == "fts" else title in titles
