@@ -103,20 +103,6 @@ def held_votes(
     return HeldVotes(votes, aside)
 
 
-def held_candidates(
-    searcher: Searcher,
-    sentences: Sequence[Sentence],
-    *,
-    voters: int,
-    top: int,
-    turn: Turn | None = None,
-    deadline: float = float("inf"),
-) -> list[list[Candidate]] | None:
-    """Each sentence's candidates from the sentence model's held vectors (held_evidence's)."""
-    found = held_evidence(searcher, sentences, voters=voters, top=top, turn=turn, deadline=deadline)
-    return found.candidates if found is not None else None
-
-
 def held_evidence(
     searcher: Searcher,
     sentences: Sequence[Sentence],

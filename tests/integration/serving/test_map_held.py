@@ -31,7 +31,7 @@ from pipeline.store import SourceRow, Store
 from secrag.db import database
 from secrag.files.package_data import sql_dir
 from serving.api.app import create_app
-from serving.mapping.held_path import held_candidates
+from serving.mapping.held_path import held_evidence
 from serving.mapping.sentences import split
 from serving.search.encoder import QueryEncoder, shared_encoder
 from serving.settings import ServingSettings
@@ -127,7 +127,7 @@ def test_without_procedure_examples_there_are_no_held_candidates(corpus_apps: di
     service = _service(corpus_apps["selector"])
     with service.pool.connection() as conn:
         assert "mitre_attack_procedures" not in service.catalog.source_versions(conn)
-    assert held_candidates(service.searcher, split(REPORT), voters=10, top=3) is None
+    assert held_evidence(service.searcher, split(REPORT), voters=10, top=3) is None
 
 
 def test_without_procedure_examples_the_map_searches_each_sentence(corpus_apps: dict[str, TestClient]) -> None:
@@ -239,8 +239,9 @@ def test_the_votes_are_the_held_candidates(attack_apps: dict[str, TestClient]) -
     """Every technique a sentence votes for is one of its candidates from the held vectors."""
     searcher = _service(attack_apps["held"]).searcher
     sentences = split(REPORT)
-    found = held_candidates(searcher, sentences, voters=10, top=3)
-    assert found is not None and len(found) == len(sentences)
+    held = held_evidence(searcher, sentences, voters=10, top=3)
+    assert held is not None and len(held.candidates) == len(sentences)
+    found = held.candidates
     assert all(c.chunk_id.startswith(f"mitre_attack:{c.technique}#") for cs in found for c in cs)
     candidates = {(sentences[i].text, c.technique) for i, cs in enumerate(found) for c in cs}
     answer = _mapped(attack_apps["held"], min_score=0)
@@ -250,7 +251,7 @@ def test_the_votes_are_the_held_candidates(attack_apps: dict[str, TestClient]) -
 
 def test_without_a_sentence_model_the_map_searches_each_sentence(attack_apps: dict[str, TestClient]) -> None:
     assert _service(attack_apps["off"]).sentence.encoder() is None
-    assert held_candidates(_service(attack_apps["off"]).searcher, split(REPORT), voters=10, top=3) is None
+    assert held_evidence(_service(attack_apps["off"]).searcher, split(REPORT), voters=10, top=3) is None
     answer = _mapped(attack_apps["off"])
     assert answer["model"] == GENERAL
     found = _by_id(answer)

@@ -19,7 +19,7 @@ from secrag.mapping.behaviour import SURFACE, BehaviourGate
 from secrag.mapping.verifier import FEATURES, Verifier, write_verifier
 from serving.api.app import create_app
 from serving.mapping.decision import decide
-from serving.mapping.held_path import held_candidates
+from serving.mapping.held_path import held_evidence
 from serving.mapping.sentences import split
 from serving.mapping.verifier_file import folder_of
 from serving.search.search_file import DECISION_FEATURES
@@ -87,10 +87,10 @@ def test_the_verifier_scores_the_votes_and_the_gate_sets_aside(
     answer = _mapped(client, TEXT, min_score=0)
     assert answer["set_aside"] == 1
     sentences = split(TEXT)
-    found = held_candidates(_service(client).searcher, sentences, voters=10, top=3)
+    found = held_evidence(_service(client).searcher, sentences, voters=10, top=3)
     assert found is not None
     expected: dict[tuple[str, str], float] = {}
-    for sentence, cands in zip(sentences, found, strict=True):
+    for sentence, cands in zip(sentences, found.candidates, strict=True):
         if HASHES in sentence.text:
             continue
         for c, p in zip(cands, verifier.scores(cands), strict=True):
