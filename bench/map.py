@@ -1,9 +1,11 @@
-"""POST /v1/map on whole reports, in process (`--database-url`) or over HTTP (`--url`): the latency of a
-~2,000-word report at one client (the longest report's first sentences) and, per min_score of one request each
-at min_score 0, micro and macro precision, recall and F1 of each report's techniques against the CTI dev set's
-annotations, and the sentence precision (the share of (technique, supporting sentence) pairs whose sentence
-overlaps an annotation of that technique). `--reports` reads whole reports (`text`, `techniques`, `annotations`
-as offsets); `--queries` joins the annotated sentences of each `origin` of cti_dev_queries.jsonl into one.
+"""POST /v1/map on whole reports (cti_dev_reports.jsonl: `text`, `techniques`, `annotations` as offsets), in
+process (`--database-url`) or over HTTP (`--url`): the latency of a ~2,000-word report at one client (the longest
+report's first sentences) and, per min_score of one request each at min_score 0, micro and macro precision, recall
+and F1 of each report's techniques, and the sentence precision (the share of (technique, supporting sentence) pairs
+whose sentence overlaps an annotation of that technique). `--sharing` measures two API keys sharing the maps' turns
+instead, over REST and then MCP: `--maps` maps of the first key beside the other key's searches and map (run the
+API with caches off, SECRAG_RATE_PER_MINUTE=0 and SECRAG_MAP_TIMEOUT_SECONDS short enough that a starved map shows
+as unanswered).
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,7 @@ import httpx
 
 from lib.api import Client, api_settings
 from lib.queries import EVAL, load_items
+from lib.timing import percentile
 
 DEFAULT_QUERIES = EVAL / "cti_dev_queries.jsonl"
 DEFAULT_REPORTS = EVAL / "cti_dev_reports.jsonl"
@@ -67,40 +72,6 @@ def from_reports(items: list[dict[str, Any]]) -> list[Report]:
     ]
 
 
-def from_queries(items: list[dict[str, Any]]) -> list[Report]:
-    """One report per origin: its annotated sentences as one text, each an annotation of its grade-2 ids. The
-    sentences are often fragments ("creates a scheduled task"): each gets a capital and a full stop, as a
-    report's sentences have, so that the text splits where they do."""
-    texts: dict[str, str] = {}
-    annotations: dict[str, list[Annotation]] = defaultdict(list)
-    for item in items:
-        sentence = " ".join(item["query"].split())
-        sentence = sentence[:1].upper() + sentence[1:]
-        sentence = sentence if sentence[-1:] in ".!?" else sentence + "."
-        text = texts.get(item["origin"])
-        start = 0 if text is None else len(text) + 1
-        texts[item["origin"]] = sentence if text is None else f"{text} {sentence}"
-        for r in item["relevant"]:
-            if int(r.get("grade", 1)) == 2:
-                annotations[item["origin"]].append((start, start + len(sentence), r["doc_id"].removeprefix(PREFIX)))
-    return [
-        Report(origin, text, frozenset(a[2] for a in annotations[origin]), tuple(annotations[origin]))
-        for origin, text in texts.items()
-    ]
-
-
-def long_text(reports: Sequence[Report], words: int) -> str:
-    """The largest reports joined, paragraph by paragraph, until the text has `words` words (cut there)."""
-    picked: list[str] = []
-    count = 0
-    for report in sorted(reports, key=lambda r: -len(r.text.split())):
-        picked.append(report.text)
-        count += len(report.text.split())
-        if count >= words:
-            break
-    return "\n\n".join(picked) if count <= words else " ".join(" ".join(picked).split()[:words])
-
-
 def leading_text(text: str, ends: Sequence[int], words: int) -> str:
     """The text up to the first of its sentence `ends` (offsets, in order) with at least `words` words before
     it; the whole text when it is shorter."""
@@ -126,22 +97,6 @@ def answer_of(body: dict[str, Any]) -> Answer:
         omitted=int(body.get("omitted", 0)),
         took_ms=float(body.get("took_ms", 0.0)),
     )
-
-
-def with_parents(
-    scores: Mapping[str, float], supports: Mapping[str, Sequence[Span]]
-) -> tuple[dict[str, float], dict[str, tuple[Span, ...]]]:
-    """Each sub-technique's parent found too: scored as its best sub-technique (or its own score, when higher)
-    and supported by its own sentences and its sub-techniques'."""
-    out_scores = dict(scores)
-    out_supports: dict[str, tuple[Span, ...]] = {t: tuple(s) for t, s in supports.items()}
-    for technique, score in scores.items():
-        if "." in technique:
-            parent = technique.split(".")[0]
-            out_scores[parent] = max(out_scores.get(parent, 0.0), score)
-            spans = out_supports.get(parent, ()) + tuple(supports.get(technique, ()))
-            out_supports[parent] = tuple(sorted(set(spans)))
-    return out_scores, out_supports
 
 
 def kept(scores: Mapping[str, float], threshold: float) -> set[str]:
@@ -251,21 +206,9 @@ def per_report_figures(report: Report, answer: Answer, default: float) -> dict[s
     ]
     return {
         "origin": report.origin,
-        "sentences": answer.sentences,
-        "unanswered": answer.unanswered,
-        "omitted": answer.omitted,
-        "took_ms": answer.took_ms,
-        "annotations": len(report.annotations),
-        "relevant": sorted(report.relevant),
-        "tp": tp,
-        "fp": fp,
-        "fn": fn,
-        "precision": p,
-        "recall": r,
-        "f1": f,
-        "pairs": pairs,
-        "pairs_right": right,
-        "sentence_precision": ratio(right, pairs),
+        **{"sentences": answer.sentences, "unanswered": answer.unanswered, "omitted": answer.omitted},
+        **{"tp": tp, "fp": fp, "fn": fn, "precision": p, "recall": r, "f1": f},
+        **{"pairs": pairs, "pairs_right": right, "sentence_precision": ratio(right, pairs)},
         "returned": returned,
         "found": dict(sorted(answer.scores.items())),
     }
@@ -278,198 +221,159 @@ def map_text(http: Client, text: str, **body: Any) -> dict[str, Any]:  # noqa: A
     return response.json()  # type: ignore[no-any-return]
 
 
-def search_each(http: Client, text: str) -> list[float]:
-    """Milliseconds of each of the text's sentences searched alone as a map searches it (what the map's
-    concurrency and single encoder run save)."""
-    from serving.mapping.sentences import split
-
-    timings = []
-    for sentence in split(text):
-        body = {
-            "query": sentence.query,
-            "k": 10,
-            "filters": {"sources": ["mitre_attack"]},
-            "return": {"snippets": False},
-        }
-        started = time.perf_counter()
-        response = http.post("/v1/search", json=body)
-        timings.append((time.perf_counter() - started) * 1000)
-        if response.status_code != 200:
-            raise SystemExit(f"POST /v1/search answered {response.status_code}: {response.text[:500]}")
-    return timings
-
-
-def latency_text(reports: Sequence[Report], source: str, words: int) -> str:
-    """The latency report: the first ~`words` words of the longest report, cut at a sentence end as the map
-    splits it (--reports), or the largest reports joined (--queries, whose reports are short)."""
-    if source == "queries":
-        return long_text(reports, words)
-    from serving.mapping.sentences import split
-
-    longest = max(reports, key=lambda r: len(r.text.split())).text
-    return leading_text(longest, [s.end for s in split(longest)], words)
-
-
 def latency(http: Client, text: str, runs: int) -> dict[str, Any]:
-    """The text mapped `runs` times at one client (after a first request that loads the per-process caches),
-    and its sentences searched one by one for comparison."""
+    """The text mapped `runs` times at one client (after a first request that loads the per-process caches)."""
     map_text(http, "A first request loads what the API caches per process.")
     timings = []
     for _ in range(runs):
         started = time.perf_counter()
         answer = map_text(http, text)
         timings.append((time.perf_counter() - started) * 1000)
-    alone = search_each(http, text)
     return {
         "words": len(text.split()),
         "sentences": answer["sentences"],
-        "techniques": len(answer["techniques"]),
         "min_score": float(answer["min_score"]),
         "runs_ms": timings,
         "p50_ms": statistics.median(timings),
-        "min_ms": min(timings),
-        "max_ms": max(timings),
         "took_ms": answer["took_ms"],
-        "one_by_one": {"searches": len(alone), "total_ms": sum(alone), "p50_ms": statistics.median(alone)},
     }
 
 
-def run(http: Client, args: argparse.Namespace, source: str, path: Path, limit: int) -> dict[str, Any]:
+def run(http: Client, args: argparse.Namespace, limit: int) -> dict[str, Any]:
     """Every figure of the run (see the module docstring)."""
-    items = load_items(path)
-    reports = from_reports(items) if source == "reports" else from_queries(items)
-    timed = latency(http, latency_text(reports, source, args.words), args.runs)
+    from serving.mapping.sentences import split
+
+    reports = from_reports(load_items(args.reports))
+    longest = max(reports, key=lambda r: len(r.text.split())).text
+    timed = latency(http, leading_text(longest, [s.end for s in split(longest)], args.words), args.runs)
     answers: dict[str, Answer] = {}
     for report in reports:
-        answer = answer_of(map_text(http, report.text, min_score=0, limit=limit))
-        if args.with_parents:
-            found, supports = with_parents(answer.scores, answer.supports)
-            answer = replace(answer, scores=found, supports=supports)
-        answers[report.origin] = answer
+        answers[report.origin] = answer_of(map_text(http, report.text, min_score=0, limit=limit))
     ordered = sorted(reports, key=lambda r: r.origin)
-    result = {
-        "source": source,
-        "file": str(path),
-        "api": "in process" if args.database_url else args.url,
-        "limit": limit,
-        "with_parents": args.with_parents,
-        "latency": timed,
-        **figures(ordered, answers, args.sweep, timed["min_score"]),
-    }
+    result = {"file": str(args.reports), "limit": limit, "latency": timed}
+    result |= figures(ordered, answers, args.sweep, timed["min_score"])
     if args.calibrate:
-        result["calibration"] = calibrate(
-            http, load_items(DEFAULT_QUERIES if source == "reports" else path), args.ranks
-        )
+        result["calibration"] = calibrate(http, load_items(DEFAULT_QUERIES), args.ranks)
     return result
 
 
-def calibrate(http: Client, items: list[dict[str, Any]], ranks: int) -> dict[str, Any]:
+def calibrate(http: Client, items: list[dict[str, Any]], ranks: int) -> list[float | None]:
     """Per rank, the share of dev sentences whose technique at that rank is one of the sentence's own."""
-    right = [0] * ranks
-    seen = [0] * ranks
+    right, seen = [0] * ranks, [0] * ranks
     for item in items:
         text = " ".join(item["query"].split())
         relevant = {r["doc_id"].removeprefix(PREFIX) for r in item["relevant"] if int(r.get("grade", 1)) == 2}
-        answer = map_text(http, text[:1].upper() + text[1:], min_score=0, limit=ranks * 4)
-        for technique in answer["techniques"]:
+        for technique in map_text(http, text[:1].upper() + text[1:], min_score=0, limit=ranks * 4)["techniques"]:
             rank = min(s["rank"] for s in technique["sentences"])
             if rank <= ranks:
                 seen[rank - 1] += 1
                 right[rank - 1] += technique["technique_id"] in relevant
-    precision = [r / n if n else None for r, n in zip(right, seen, strict=True)]
-    return {"sentences": len(items), "rank_precision": precision, "seen": seen}
+    return [r / n if n else None for r, n in zip(right, seen, strict=True)]
 
 
 def render(result: dict[str, Any]) -> None:
     """The run's tables."""
     timed, default = result["latency"], result["default_min_score"]
     print(
-        f"latency, 1 client: a report of {timed['words']} words, {timed['sentences']} sentences, "
-        f"{timed['techniques']} techniques at min_score {default}: p50 {timed['p50_ms']:.0f} ms, "
-        f"min {timed['min_ms']:.0f} ms, max {timed['max_ms']:.0f} ms over {len(timed['runs_ms'])} runs "
-        f"(API's took_ms {timed['took_ms']:.0f})"
+        f"latency, 1 client: {timed['words']} words, {timed['sentences']} sentences: p50 {timed['p50_ms']:.0f} ms "
+        f"over {len(timed['runs_ms'])} runs ({', '.join(f'{v:.0f}' for v in timed['runs_ms'])})"
     )
-    alone = timed["one_by_one"]
-    print(
-        f"the same sentences searched one by one (POST /v1/search as the map asks it, 1 client): "
-        f"{alone['total_ms']:.0f} ms in all, p50 {alone['p50_ms']:.1f} ms"
-    )
-    print(f"\n{len(result['reports'])} reports of {result['file']} ({result['source']} mode)")
-    print(f"per report at the default min_score {default}:")
-    print(f"{'report':<48} {'sent':>4} {'ann':>4} {'rel':>4} {'found':>5} {'P':>6} {'R':>6} {'F1':>6} {'sentP':>6}")
-    for row in result["reports"]:
-        name = row["origin"].removeprefix("tram2:").removesuffix(".mjson")[:48]
-        print(
-            f"{name:<48} {row['sentences']:>4} {row['annotations']:>4} {len(row['relevant']):>4} "
-            f"{row['tp'] + row['fp']:>5} {row['precision']:>6.3f} {row['recall']:>6.3f} {row['f1']:>6.3f} "
-            f"{row['sentence_precision']:>6.3f}"
-        )
+    print(f"\n{len(result['reports'])} reports of {result['file']} (default min_score {default}):")
     columns = ("micro P", "micro R", "micro F1", "macro P", "macro R", "macro F1", "sent P")
     print(f"\n{'min_score':>9} " + " ".join(f"{c:>8}" for c in columns))
     for row in result["sweep"]:
-        values = (*row["micro"].values(), *row["macro"].values(), row["sentence_precision"])
-        cells = " ".join(f"{v:>8.3f}" for v in values)
-        print(f"{row['min_score']:>9.2f} {cells}{'   (default)' if row['default'] else ''}")
-    at = next(row for row in result["sweep"] if row["default"])
-    tp = sum(r["tp"] for r in result["reports"])
-    print(
-        f"\nat the default min_score {default}: technique precision {at['micro']['precision']:.3f} "
-        f"({tp} of {at['techniques']} returned techniques annotated in their report); sentence precision "
-        f"{at['sentence_precision']:.3f} ({at['pairs_right']} of {at['pairs']} (technique, supporting sentence) "
-        f"pairs overlap an annotation of that technique)"
-    )
-    unanswered = [r for r in result["reports"] if r["unanswered"]]
-    if unanswered:
-        print(
-            f"{sum(r['unanswered'] for r in unanswered)} sentences of {len(unanswered)} reports went unanswered "
-            f"(timeouts or failed searches): their techniques are missing"
-        )
-    omitted = [r for r in result["reports"] if r["omitted"]]
-    if omitted:
-        print(f"{len(omitted)} reports had techniques cut by the limit {result['limit']}: low min_score rows miss them")
+        cells = " ".join(f"{v:>8.3f}" for v in (*row["micro"].values(), *row["macro"].values()))
+        print(f"{row['min_score']:>9.2f} {cells} {row['sentence_precision']:>8.3f}{'  (default)' * row['default']}")
+    unanswered = sum(r["unanswered"] for r in result["reports"])
+    omitted = sum(1 for r in result["reports"] if r["omitted"])
+    print(f"{unanswered} sentences unanswered; {omitted} reports had techniques cut by the limit {result['limit']}")
     if "calibration" in result:
-        calibration = result["calibration"]
-        print(f"\nrank precision over {calibration['sentences']} dev sentences (search.yaml map.rank_precision):")
-        print("  " + ", ".join(f"{p:.3f}" if p is not None else "-" for p in calibration["rank_precision"]))
-        print("  sentences with a technique at each rank: " + ", ".join(map(str, calibration["seen"])))
+        print("rank precision (map.rank_precision): " + ", ".join(f"{p:.3f}" for p in result["calibration"] if p))
 
 
-def source_of(args: argparse.Namespace) -> tuple[str, Path]:
-    """("reports" | "queries", its file): the flag given, else the shared reports file when it exists."""
-    if args.queries:
-        return "queries", args.queries
-    if args.reports:
-        return "reports", args.reports
-    return ("reports", DEFAULT_REPORTS) if DEFAULT_REPORTS.is_file() else ("queries", DEFAULT_QUERIES)
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+
+
+def call(http: httpx.Client, via: str, key: str, tool: str, body: dict[str, Any]) -> tuple[int, float, dict[str, Any]]:
+    """One search or map over REST or as an MCP tool (a tool error: 500): its status, seconds and answer."""
+    started = time.perf_counter()
+    if via == "rest":
+        response = http.post(f"/v1/{tool}", json=body, headers={"X-API-Key": key})
+        answer = response.json() if response.status_code == 200 else {}
+        return response.status_code, time.perf_counter() - started, answer
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": body}}
+    response = http.post("/mcp/", json=rpc, headers={**MCP_HEADERS, "x-api-key": key})
+    result = response.json().get("result") or {} if response.status_code == 200 else {"isError": True}
+    took = time.perf_counter() - started
+    if result.get("isError"):
+        return response.status_code if response.status_code != 200 else 500, took, {}
+    return 200, took, dict(result.get("structuredContent") or json.loads(result["content"][0]["text"]))
+
+
+def searches(http: httpx.Client, via: str, key: str, queries: list[str], stop: threading.Event) -> list[float]:
+    """The key's searches one after another until `stop`, their seconds."""
+    took: list[float] = []
+    while not stop.is_set():
+        took.append(call(http, via, key, "search", {"query": queries[len(took) % len(queries)], "k": 10})[1])
+    return took
+
+
+def sentences_text(sentences: list[str], most: int) -> str:
+    """Up to `most` dev sentences, each one sentence with a capital and a full stop."""
+    return " ".join(s[:1].upper() + s[1:].replace(". ", ", ").rstrip(".") + "." for s in (sentences * 3)[:most])
+
+
+def sharing(http: httpx.Client, args: argparse.Namespace) -> None:
+    """Two callers over REST, then over MCP: one flooding maps, the other searching and mapping meanwhile."""
+    sentences = [" ".join(i["query"].split()) for i in load_items(DEFAULT_QUERIES)]
+    queries, flood = sentences[: args.searches], sentences_text(sentences, args.flood_sentences)
+    own = sentences_text(sentences[::-1], args.other_sentences)
+    print("| via | other key's searches | p50 / p99 ms | its map | the flood |")
+    print("|---|---|---|---|---|")
+    for via in ("rest", "mcp"):
+        stop = threading.Event()
+        with ThreadPoolExecutor(max_workers=args.maps + 2) as pool:
+            body = {"text": flood, "layer": False}
+            floods = [pool.submit(call, http, via, args.api_key, "map", body) for _ in range(args.maps)]
+            time.sleep(1.0)  # the flood under way
+            searching = pool.submit(searches, http, via, args.other_key, queries, stop)
+            status, seconds, body = call(http, via, args.other_key, "map", {"text": own, "layer": False})
+            flooded = [f.result() for f in floods]
+            stop.set()
+        ms = [t * 1000 for t in searching.result()]
+        lost = sum(len(b.get("unanswered", [])) for _, _, b in flooded)
+        print(
+            f"| {via} | {len(ms)} | {percentile(ms, 50):.1f} / {percentile(ms, 99):.1f} | {status}, "
+            f"{len(body.get('unanswered', []))} of {body.get('sentences', '?')} unanswered, {seconds:.1f} s | "
+            f"{dict(Counter(s for s, _, _ in flooded))}, {lost} unanswered |"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument(
-        "--reports", type=Path, nargs="?", const=DEFAULT_REPORTS, default=None, help="Whole reports (the default)."
-    )
-    source.add_argument(
-        "--queries", type=Path, nargs="?", const=DEFAULT_QUERIES, default=None, help="Annotated sentences joined."
-    )
+    parser.add_argument("--reports", type=Path, nargs="?", const=DEFAULT_REPORTS, default=DEFAULT_REPORTS)
     parser.add_argument("--url", default="http://127.0.0.1:8000")
-    parser.add_argument("--api-key", default=None)
+    parser.add_argument("--api-key", default=None, help="The maps' API key.")
     parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
-    parser.add_argument(
-        "--search-config", type=Path, default=None, help="An operator's search.yaml laid over the shipped one."
-    )
+    parser.add_argument("--search-config", type=Path, help="An operator's search.yaml laid over the shipped one.")
     parser.add_argument("--words", type=int, default=2000, help="Words of the latency report.")
     parser.add_argument("--runs", type=int, default=5, help="Timed maps of the latency report.")
-    parser.add_argument(
-        "--sweep", type=lambda s: [float(x) for x in s.split(",")], default=list(SWEEP), help="min_score values."
-    )
-    parser.add_argument("--with-parents", action="store_true", help="A sub-technique found counts for its parent.")
+    parser.add_argument("--sweep", type=lambda s: [float(x) for x in s.split(",")], default=list(SWEEP))
     parser.add_argument("--calibrate", action="store_true", help="Also the precision of each rank's vote.")
     parser.add_argument("--ranks", type=int, default=3, help="Ranks --calibrate measures (map.rank_precision's).")
     parser.add_argument("--save", type=Path, default=None, help="Write every figure of the run here as JSON.")
-    parser.add_argument("--json", action="store_true", help="Print every figure as JSON instead of the tables.")
+    sharing_flags = parser.add_argument_group("--sharing")
+    sharing_flags.add_argument("--sharing", action="store_true", help="Two keys sharing the maps (over --url).")
+    sharing_flags.add_argument("--other-key", help="The other caller's API key.")
+    sharing_flags.add_argument("--maps", type=int, default=4, help="The first key's maps at once.")
+    sharing_flags.add_argument("--flood-sentences", type=int, default=200, help="Sentences of each of them.")
+    sharing_flags.add_argument("--other-sentences", type=int, default=40, help="Sentences of the other's map.")
+    sharing_flags.add_argument("--searches", type=int, default=80, help="Dev queries the other key cycles through.")
     args = parser.parse_args()
-    kind, path = source_of(args)
+    if args.sharing:
+        with httpx.Client(base_url=args.url, timeout=300, limits=httpx.Limits(max_connections=32)) as http:
+            sharing(http, args)
+        return
     if args.database_url:
         from fastapi.testclient import TestClient
 
@@ -477,18 +381,15 @@ def main() -> None:
 
         settings = api_settings(args.database_url, args.search_config).model_copy(update={"map_max_techniques": 500})
         with TestClient(create_app(settings)) as api:
-            result = run(api, args, kind, path, limit=500)
+            result = run(api, args, limit=500)
     else:
         headers = {"X-API-Key": args.api_key} if args.api_key else {}
         with httpx.Client(base_url=args.url, timeout=120, headers=headers) as http:
-            result = run(http, args, kind, path, limit=100)  # the default SECRAG_MAP_MAX_TECHNIQUES
+            result = run(http, args, limit=100)  # the default SECRAG_MAP_MAX_TECHNIQUES
     if args.save:
         args.save.parent.mkdir(parents=True, exist_ok=True)
         args.save.write_text(json.dumps(result, indent=1))
-    if args.json:
-        print(json.dumps(result, indent=1))
-    else:
-        render(result)
+    render(result)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,8 @@
-"""Fit the map's logistic models on whole labelled reports (cross-validated by report) and measure each stage:
-by default the verifier and behaviour gate (pipeline/training/verifier.py) against the selector, noisy-or against
-the report-level decision (serving/mapping/decision.py, its coefficients for search.yaml); `--selector` fits the
-selector itself (search.yaml map.selector) instead.
-
-`--train-encoder STEPS` fine-tunes the sentence model's encoder from its base (pipeline/training/fine_tune.py) for
-that many steps instead, and prints its time per step and peak memory.
+"""Fit the map's logistic models on whole labelled reports (cross-validated by report) and measure each stage: the
+selector, the verifier and the behaviour gate (pipeline/training/verifier.py) under noisy-or and under the
+report-level decision (serving/mapping/decision.py, its coefficients for search.yaml); `--selector` fits the
+selector itself (search.yaml map.selector) instead, `--train-encoder STEPS` fine-tunes the sentence model's encoder
+from its base for that many steps (its time per step and peak memory).
 """
 
 from __future__ import annotations
@@ -23,14 +21,14 @@ from map import scores, summary
 from serving.mapping.decision import features as decision_features
 from serving.mapping.selector import features, probability
 from serving.mapping.sentences import Sentence, split
-from serving.search.search_file import DECISION_FEATURES
-from serving.search.search_file import MAP_FEATURES as FEATURES
+from serving.search.search_file import DECISION_FEATURES, MAP_FEATURES
 
 from lib.api import api_settings
 from lib.queries import EVAL, load_items
 from lib.relevance import ndcg, precision_at_1
 
 SWEEP = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7)
+Found = dict[int, dict[str, float]]  # report -> technique -> score
 
 
 def evidence(searcher: Any, sentences: list[Sentence], voters: int, top: int) -> Any:  # noqa: ANN401
@@ -102,7 +100,8 @@ def train(url: str, pinned: str | None, models_dir: Path | None) -> None:
 
 
 def rows_of(searcher: Any, reports: list[dict[str, Any]], selector: Any, verifier: Any) -> list[dict[str, Any]]:  # noqa: ANN401
-    """Per report, per sentence: gold techniques, gate score, and its candidates' selector and verifier scores."""
+    """Per report, per sentence: gold techniques, gate score, its candidates and their selector and verifier
+    scores."""
     out: list[dict[str, Any]] = []
     for r, report in enumerate(reports):
         sentences = split(report["text"])
@@ -113,17 +112,18 @@ def rows_of(searcher: Any, reports: list[dict[str, Any]], selector: Any, verifie
             else np.ones(len(sentences))
         )
         for s, (sentence, cands) in enumerate(zip(sentences, found.candidates, strict=True)):
-            gold = {
-                a["technique"] for a in report["annotations"] if a["start"] < sentence.end and sentence.start < a["end"]
-            }
             out.append(
                 {
                     "report": r,
                     "sentences": len(sentences),
-                    "gold": gold,
+                    "gold": {
+                        a["technique"]
+                        for a in report["annotations"]
+                        if a["start"] < sentence.end and sentence.start < a["end"]
+                    },
                     "gate": float(gate[s]),
                     "named": any(c.named for c in cands),
-                    "cands": [c.technique for c in cands],
+                    "cands": cands,
                     "selector": [probability(c, selector.intercept, selector.weights) for c in cands],
                     "verifier": list(verifier.scores(cands)) if verifier is not None and cands else [],
                 }
@@ -132,94 +132,64 @@ def rows_of(searcher: Any, reports: list[dict[str, Any]], selector: Any, verifie
 
 
 def per_report(
-    rows: list[dict[str, Any]], key: str, floor: float, threshold: float | None
+    rows: list[dict[str, Any]], key: str, floor: float, gate: float | None
 ) -> dict[int, dict[str, list[float]]]:
     """Per report, each technique's probabilities (a sentence's best) at or over the floor; sentences the gate
-    scores under `threshold` (None: no gate) left out unless they write an id."""
+    scores under `gate` (None: no gate) left out unless they write an id."""
     found: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        if threshold is not None and row["gate"] < threshold and not row["named"]:
+        if gate is not None and row["gate"] < gate and not row["named"]:
             continue
         best: dict[str, float] = {}
-        for t, p in zip(row["cands"], row[key], strict=True):
+        for c, p in zip(row["cands"], row[key], strict=True):
             if p >= floor:
-                best[t] = max(best.get(t, 0.0), float(p))
+                best[c.technique] = max(best.get(c.technique, 0.0), float(p))
         for t, p in best.items():
             found[row["report"]][t].append(p)
     return found
 
 
-def noisy_or(found: dict[int, dict[str, list[float]]]) -> dict[int, dict[str, float]]:
+def noisy_or(found: dict[int, dict[str, list[float]]]) -> Found:
     return {r: {t: 1.0 - math.prod(1.0 - p for p in ps) for t, ps in techs.items()} for r, techs in found.items()}
 
 
-def technique_examples(url: str) -> dict[str, int]:
-    """Each technique's procedure examples in the store (never the eval files), the decision's prior, read as the
-    API reads it."""
-    from secrag.attack_domains import PROCEDURE_SOURCES
-    from secrag.db import database
-    from secrag.db.queries import Queries
-    from secrag.settings import get_settings
-
-    q = Queries(get_settings().sql_dir, "serving")
-    with database.connect(url, autocommit=True) as conn:
-        rows = conn.execute(q.technique_examples, {"procedure_sources": list(PROCEDURE_SOURCES.values())}).fetchall()
-    return {str(t): int(n) for t, n in rows}
-
-
-def decision_rows(
-    found: dict[int, dict[str, list[float]]],
-    gold: dict[int, set[str]],
-    lengths: dict[int, int],
-    examples: dict[str, int] | None = None,
-) -> list[tuple[int, str, list[float], int]]:
-    """The decision's features per (report, technique); without `examples` the prior features are 0."""
-    out = []
-    for r, techs in found.items():
-        values = decision_features(techs, lengths[r], examples)
-        for t, x in values.items():
-            out.append((r, t, [x[f] for f in DECISION_FEATURES], int(t in gold[r])))
-    return out
-
-
-def with_prior(
-    found: dict[int, dict[str, float]], examples: dict[str, int], power: float
-) -> dict[int, dict[str, float]]:
-    """Each noisy-or score times the technique's prior over the store's largest, to the `power`."""
-    top = math.log1p(max(examples.values(), default=1))
-    return {
-        r: {t: s * (math.log1p(examples.get(t, 0)) / top) ** power for t, s in techs.items()}
-        for r, techs in found.items()
-    }
-
-
-def fit_decision(rows: list[tuple[int, str, list[float], int]]) -> Any:  # noqa: ANN401
+def decided(found: dict[int, dict[str, list[float]]], gold: dict[int, set[str]], lengths: dict[int, int],
+            examples: dict[str, int] | None, folds: int) -> tuple[Found, Any]:  # fmt: skip
+    """Each (report, technique)'s decision probability fitted on the other folds' reports, and the decision
+    fitted on every report; without `examples` the prior features are 0."""
     from sklearn.linear_model import LogisticRegression
 
-    return LogisticRegression(C=1.0, max_iter=2000).fit([r[2] for r in rows], [r[3] for r in rows])
-
-
-def decided(rows: list[tuple[int, str, list[float], int]], folds: int) -> dict[int, dict[str, float]]:
-    """Each (report, technique)'s decision probability, fitted on the other folds' reports."""
-    out: dict[int, dict[str, float]] = defaultdict(dict)
+    rows = [
+        (r, t, [x[f] for f in DECISION_FEATURES], int(t in gold[r]))
+        for r, techs in found.items()
+        for t, x in decision_features(techs, lengths[r], examples).items()
+    ]
+    fit = lambda part: LogisticRegression(C=1.0, max_iter=2000).fit([r[2] for r in part], [r[3] for r in part])  # noqa: E731
+    out: Found = defaultdict(dict)
     for fold in range(folds):
-        model = fit_decision([r for r in rows if r[0] % folds != fold])
-        test = [r for r in rows if r[0] % folds == fold]
+        test = [row for row in rows if row[0] % folds == fold]
         if test:
-            for (r, t, _, _), p in zip(test, model.predict_proba([x[2] for x in test])[:, 1], strict=True):
-                out[r][t] = float(p)
-    return out
+            p = fit([row for row in rows if row[0] % folds != fold]).predict_proba([row[2] for row in test])[:, 1]
+            for (r, t, _, _), q in zip(test, p, strict=True):
+                out[r][t] = float(q)
+    return out, fit(rows)
 
 
-def curve(name: str, found: dict[int, dict[str, float]], gold: dict[int, set[str]], everyone: list[int]) -> None:
-    best = max(SWEEP, key=lambda th: prf(found, gold, everyone, th)["F1"])
+def prf(found: Found, gold: dict[int, set[str]], threshold: float) -> dict[str, float]:
+    """Micro and macro P/R/F1 of the reports' techniques at or over threshold (map.py's)."""
+    figures = summary([scores(found.get(r, {}), gold[r], threshold) for r in gold])
+    return dict(zip(("P", "R", "F1", "macroP", "macroR", "macroF1"), figures, strict=True))
+
+
+def curve(name: str, found: Found, gold: dict[int, set[str]]) -> None:
+    best = max(SWEEP, key=lambda th: prf(found, gold, th)["F1"])
     print(f"{name} (best F1 at min_score {best}):")  # noqa: T201
     for threshold in SWEEP:
-        f = prf(found, gold, everyone, threshold)
+        f = prf(found, gold, threshold)
         print(f"  min_score {threshold:.2f}: " + "  ".join(f"{k} {v:.3f}" for k, v in f.items()))  # noqa: T201
 
 
-def outside(found: dict[int, dict[str, float]], gold: dict[int, set[str]], threshold: float) -> str:
+def outside(found: Found, gold: dict[int, set[str]], threshold: float) -> str:
     """How many wrong techniques at `threshold` are annotated in no report at all (TRAM annotates a fixed set)."""
     space = set().union(*gold.values())
     wrong = [t for r, techs in found.items() for t, s in techs.items() if s >= threshold and t not in gold[r]]
@@ -241,112 +211,27 @@ def ranking(searcher: Any, items: list[dict[str, Any]], voters: int, top: int, s
         print(f"labelled sentences ranked by the {name}: nDCG@10 {n / len(items):.4f} P@1 {p1 / len(items):.4f}")  # noqa: T201
 
 
-def matrix(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
-    return np.asarray([[r["x"][f] for f in FEATURES] for r in rows]), np.asarray(
-        [r.get("y", False) for r in rows], dtype=int
-    )
-
-
-def fit(rows: list[dict[str, Any]]) -> Any:  # noqa: ANN401 - a fitted LogisticRegression
+def fit_selector(rows: list[dict[str, Any]], gold: dict[int, set[str]], floor: float, folds: int) -> Any:  # noqa: ANN401
+    """search.yaml map.selector fitted on every sentence's candidates, labelled by the annotations overlapping it:
+    its curve cross-validated by report (noisy-or), and the selector fitted on every report."""
     from sklearn.linear_model import LogisticRegression
 
-    x, y = matrix(rows)
+    x = np.asarray([[features(c)[f] for f in MAP_FEATURES] for row in rows for c in row["cands"]])
+    y = np.asarray([c.technique in row["gold"] for row in rows for c in row["cands"]], dtype=int)
+    report = np.asarray([row["report"] for row in rows for _ in row["cands"]])
+    named = np.asarray([c.named for row in rows for c in row["cands"]])
+    print(f"{len(y)} candidates over {len(gold)} reports, {int(y.sum())} annotated")  # noqa: T201
+    p = np.zeros(len(y))
+    for fold in range(folds):
+        test = report % folds == fold
+        p[test] = LogisticRegression(C=1.0, max_iter=2000).fit(x[~test], y[~test]).predict_proba(x[test])[:, 1]
+    p = np.where(named, 1.0, p)
+    at = 0
+    for row in rows:
+        row["fitted"], at = list(p[at : at + len(row["cands"])]), at + len(row["cands"])
+    found = noisy_or(per_report(rows, "fitted", floor, None))
+    curve(f"selector cross-validated by report, floor {floor}, noisy-or", found, gold)
     return LogisticRegression(C=1.0, max_iter=2000).fit(x, y)
-
-
-def probabilities(model: Any, rows: list[dict[str, Any]]) -> np.ndarray:  # noqa: ANN401
-    x, _ = matrix(rows)
-    p = model.predict_proba(x)[:, 1] if len(rows) else np.zeros(0)
-    return np.where([r["named"] for r in rows], 1.0, p)
-
-
-def report_scores(rows: list[dict[str, Any]], p: np.ndarray, floor: float, top: int = 0) -> dict[int, dict[str, float]]:
-    """Per report, each technique's noisy-or of its sentences' probabilities at or over the floor (its `top`
-    best sentences only, when set)."""
-    keep: dict[tuple[int, str], list[float]] = defaultdict(list)
-    best: dict[tuple[int, int, str], float] = {}
-    for row, prob in zip(rows, p, strict=True):
-        if prob >= floor:
-            key = (row["report"], row["sentence"], row["technique"])
-            best[key] = max(best.get(key, 0.0), float(prob))
-    for (r, _, t), prob in best.items():
-        keep[(r, t)].append(prob)
-    out: dict[int, dict[str, float]] = defaultdict(dict)
-    for (r, t), probs in keep.items():
-        chosen = sorted(probs, reverse=True)[:top] if top else probs
-        out[r][t] = 1.0 - math.prod(1.0 - q for q in chosen)
-    return out
-
-
-def prf(
-    found: dict[int, dict[str, float]], gold: dict[int, set[str]], reports: list[int], threshold: float
-) -> dict[str, float]:
-    """Micro and macro P/R/F1 of the reports' techniques at or over threshold (map.py's)."""
-    figures = summary([scores(found.get(r, {}), gold[r], threshold) for r in reports])
-    return dict(zip(("P", "R", "F1", "macroP", "macroR", "macroF1"), figures, strict=True))
-
-
-def fit_selector(searcher: Any, reports: list[dict[str, Any]], items: list[dict[str, Any]], args: Any) -> None:  # noqa: ANN401
-    """search.yaml map.selector fitted on every sentence's candidates, labelled by the annotations overlapping it:
-    its cross-validated and in-sample curves, calibration by decile and the labelled sentences' ranking."""
-    voters, top = args.voters, args.top
-    gold = {i: set(r["techniques"]) for i, r in enumerate(reports)}
-    rows: list[dict[str, Any]] = []
-    for r, report in enumerate(reports):
-        sentences = split(report["text"])
-        for s, (sentence, cands) in enumerate(
-            zip(sentences, evidence(searcher, sentences, voters, top).candidates, strict=True)
-        ):
-            labels = {
-                a["technique"] for a in report["annotations"] if a["start"] < sentence.end and sentence.start < a["end"]
-            }
-            rows += [
-                {
-                    "report": r,
-                    "sentence": s,
-                    "technique": c.technique,
-                    "x": features(c),
-                    "y": c.technique in labels,
-                    "named": c.named,
-                }
-                for c in cands
-            ]
-    print(f"{len(rows)} candidates over {len(reports)} reports, {sum(r['y'] for r in rows)} annotated")  # noqa: T201
-    predicted = np.zeros(len(rows))
-    for fold in range(args.folds):
-        model = fit([row for row in rows if row["report"] % args.folds != fold])
-        at = [i for i, row in enumerate(rows) if row["report"] % args.folds == fold]
-        predicted[at] = probabilities(model, [rows[i] for i in at])
-    everyone = list(range(len(reports)))
-    for floor, best in ((args.floor, 0), (args.floor, 1), (args.floor, 2), (0.1, 2), (0.2, 0), (0.2, 2)):
-        curve(
-            f"cross-validated by report, floor {floor}, best {best or 'all'} sentences",
-            report_scores(rows, predicted, floor, best),
-            gold,
-            everyone,
-        )
-    model = fit(rows)
-    p = probabilities(model, rows)
-    curve("fitted on every report (in-sample)", report_scores(rows, p, args.floor), gold, everyone)
-    _, y = matrix(rows)
-    print("calibration (deciles of the predicted probability: mean predicted, observed):")  # noqa: T201
-    for part in np.array_split(np.argsort(p), 10):
-        print(f"  {p[part].mean():.3f} {y[part].mean():.3f}")  # noqa: T201
-    if items:
-        ranking(
-            searcher,
-            items,
-            voters,
-            top,
-            {
-                "fitted selector": lambda cands: probabilities(
-                    model, [{"x": features(c), "named": c.named} for c in cands]
-                )
-            },
-        )
-    weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(FEATURES, model.coef_[0], strict=True))
-    print(f"search.yaml map.selector:\n  voters: {voters}\n  top: {top}\n  floor: {args.floor}")  # noqa: T201
-    print(f"  intercept: {model.intercept_[0]:.4f}\n  weights: {{{weights}}}")  # noqa: T201
 
 
 def main() -> int:
@@ -358,27 +243,14 @@ def main() -> int:
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--sentence-model", default=None, help="pin the sentence model (default: the promoted one)")
     ap.add_argument("--models-dir", type=Path, default=None, help="where a pinned model's verifier.json is kept")
-    ap.add_argument("--floor", type=float, default=0.05)
-    ap.add_argument("--gate", type=float, nargs="*", help="behaviour gate thresholds to try (default: the trained one)")
-    ap.add_argument(
-        "--prior",
-        action="store_true",
-        help="also try each technique's prior from the store (its procedure examples): as decision features and "
-        "multiplied into the noisy-or",
-    )
+    ap.add_argument("--floor", type=float, default=None, help="default: search.yaml map.selector.floor")
+    ap.add_argument("--prior", action="store_true", help="also the decision with each technique's prior in the store")
     ap.add_argument("--selector", action="store_true", help="fit the selector (search.yaml map.selector) instead")
-    ap.add_argument("--voters", type=int, default=20, help="with --selector: nearest examples voting per sentence")
-    ap.add_argument("--top", type=int, default=5, help="with --selector: candidates kept per sentence")
     ap.add_argument("--train-encoder", type=int, metavar="STEPS", help="only fine-tune the encoder for STEPS steps")
     ap.add_argument("--out", type=Path, default=Path(".secrag/bench/trained"), help="with --train-encoder: its folder")
     args = ap.parse_args()
     if args.train_encoder:
         train_encoder(args.database_url, args.train_encoder, args.out)
-        return 0
-    if args.selector:
-        searcher = searcher_of(args.database_url, args.sentence_model)
-        items = load_items(args.sentences) if args.sentences.exists() else []
-        fit_selector(searcher, load_items(args.reports), items, args)
         return 0
     if args.train:
         train(args.database_url, args.sentence_model, args.models_dir)
@@ -386,52 +258,44 @@ def main() -> int:
 
     searcher = searcher_of(args.database_url, args.sentence_model)
     selector = searcher.config.map.selector
+    floor = selector.floor if args.floor is None else args.floor
     reports = load_items(args.reports)
-    probe = evidence(searcher, [Sentence(0, 5, "probe")], selector.voters, selector.top)
-    verifier = verifier_of(probe.model_id, args.models_dir)
-    print(f"sentence model {probe.model_id}; verifier: {verifier.figures if verifier else None}")  # noqa: T201
+    model_id = evidence(searcher, [Sentence(0, 5, "probe")], selector.voters, selector.top).model_id
+    verifier = None if args.selector else verifier_of(model_id, args.models_dir)
+    print(f"sentence model {model_id}; verifier: {verifier.figures if verifier else None}")  # noqa: T201
     gold = {i: set(r["techniques"]) for i, r in enumerate(reports)}
-    everyone = list(range(len(reports)))
     rows = rows_of(searcher, reports, selector, verifier)
-    examples = technique_examples(args.database_url) if args.prior else None
+    items = load_items(args.sentences) if args.sentences.exists() else []
+    scorers = {"selector": lambda cands: [probability(c, selector.intercept, selector.weights) for c in cands]}
+    if args.selector:
+        model = fit_selector(rows, gold, floor, args.folds)
+        weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(MAP_FEATURES, model.coef_[0], strict=True))
+        print(f"  map.selector: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
+        fitted = lambda cands: model.predict_proba([[features(c)[f] for f in MAP_FEATURES] for c in cands])[:, 1]  # noqa: E731
+        scorers = {"fitted selector": fitted}
+    examples = searcher.catalog.technique_examples() if args.prior else None
     lengths = {row["report"]: row["sentences"] for row in rows}
     threshold = verifier.gate.threshold if verifier is not None and verifier.gate is not None else None
-    if threshold is not None:
-        aside = [row for row in rows if row["gate"] < threshold and not row["named"]]
-        annotated = [row for row in rows if row["gold"]]
-        print(  # noqa: T201
-            f"gate (threshold {threshold}): sets aside {len(aside)} of {len(rows)} sentences, "
-            f"{sum(1 for row in aside if row['gold'])} of the {len(annotated)} annotated ones"
-        )
     stages = [("selector", "selector", None)]
     if verifier is not None:
-        stages += [("verifier", "verifier", None)]
-        for gate in args.gate or [threshold]:
-            stages += [
-                (f"gate {gate:.3f} + selector", "selector", gate),
-                (f"gate {gate:.3f} + verifier", "verifier", gate),
-            ]
-    for name, key, gate in stages:
-        found = per_report(rows, key, args.floor, gate)
+        stages += [("verifier", "verifier", None), ("gate + selector", "selector", threshold)]
+        stages += [("gate + verifier", "verifier", threshold)]
+        scorers["verifier"] = lambda cands: list(verifier.scores(cands))
+    for name, key, gate in stages if not args.selector else []:
+        found = per_report(rows, key, floor, gate)
         if gate is not None:
             aside = [row for row in rows if row["gate"] < gate and not row["named"]]
-            print(f"{name}: {len(aside)} sentences set aside, {sum(1 for r in aside if r['gold'])} annotated")  # noqa: T201
-        curve(f"{name}, noisy-or", noisy_or(found), gold, everyone)
+            annotated = sum(1 for r in aside if r["gold"])
+            print(f"{name}: {len(aside)} of {len(rows)} sentences set aside, {annotated} annotated")  # noqa: T201
+        curve(f"{name}, noisy-or", noisy_or(found), gold)
         print(f"  {outside(noisy_or(found), gold, searcher.config.map.min_score)}")  # noqa: T201
-        if examples is not None:
-            for power in (0.25, 0.5, 1.0):
-                curve(f"{name}, noisy-or x prior^{power}", with_prior(noisy_or(found), examples, power), gold, everyone)
         for label, prior in [("decision", None)] + ([("decision + prior", examples)] if examples is not None else []):
-            table = decision_rows(found, gold, lengths, prior)
-            curve(f"{name}, {label} (cross-validated by report)", decided(table, args.folds), gold, everyone)
-            model = fit_decision(table)
+            cross, model = decided(found, gold, lengths, prior, args.folds)
+            curve(f"{name}, {label} (cross-validated by report)", cross, gold)
             weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
             print(f"  map.{label}: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
-    if args.sentences.exists():
-        scorers = {"selector": lambda cands: [probability(c, selector.intercept, selector.weights) for c in cands]}
-        if verifier is not None:
-            scorers["verifier"] = lambda cands: list(verifier.scores(cands))
-        ranking(searcher, load_items(args.sentences), selector.voters, selector.top, scorers)
+    if items:
+        ranking(searcher, items, selector.voters, selector.top, scorers)
     return 0
 
 

@@ -14,7 +14,6 @@ from map import (  # noqa: E402
     Report,
     answer_of,
     figures,
-    from_queries,
     from_reports,
     leading_text,
     overlapping,
@@ -23,7 +22,6 @@ from map import (  # noqa: E402
     scores,
     sentence_hits,
     summary,
-    with_parents,
 )
 
 
@@ -74,22 +72,6 @@ def test_a_sentence_is_right_only_over_an_annotation_of_its_own_technique() -> N
     assert sentence_hits({}, annotations) == (0, 0)
 
 
-def test_a_parent_is_scored_as_its_best_sub_technique_and_supported_by_their_sentences() -> None:
-    found, supports = with_parents(
-        {"T1059.003": 0.35, "T1059.001": 0.58, "T1027": 0.4},
-        {"T1059.003": [(0, 10)], "T1059.001": [(20, 30), (0, 10)], "T1027": [(40, 50)]},
-    )
-    assert found == {"T1059.003": 0.35, "T1059.001": 0.58, "T1059": 0.58, "T1027": 0.4}
-    assert supports["T1059"] == ((0, 10), (20, 30))
-    assert supports["T1027"] == ((40, 50),)
-
-
-def test_a_found_parent_keeps_its_own_score_when_higher() -> None:
-    found, supports = with_parents({"T1059": 0.7, "T1059.001": 0.35}, {"T1059": [(5, 9)], "T1059.001": [(0, 4)]})
-    assert found["T1059"] == 0.7
-    assert supports["T1059"] == ((0, 4), (5, 9))
-
-
 def test_a_report_line_is_read_as_it_is() -> None:
     [report] = from_reports(
         [
@@ -104,27 +86,6 @@ def test_a_report_line_is_read_as_it_is() -> None:
     assert report == Report(
         "tram2:x.mjson", "Intro. It dumps LSASS.", frozenset({"T1003.001"}), ((7, 22, "T1003.001"),)
     )
-
-
-def test_query_sentences_become_one_text_whose_annotations_are_their_spans() -> None:
-    def item(origin: str, query: str, *relevant: tuple[str, int]) -> dict[str, object]:
-        return {"origin": origin, "query": query, "relevant": [{"doc_id": d, "grade": g} for d, g in relevant]}
-
-    reports = from_queries(
-        [
-            item("a", "creates a  scheduled task", ("mitre_attack:T1053.005", 2), ("mitre_attack:T1053", 1)),
-            item("a", "Encodes its strings.", ("mitre_attack:T1027", 2)),
-            item("b", "logs keystrokes", ("mitre_attack:T1056.001", 2)),
-        ]
-    )
-    a, b = reports
-    assert a.text == "Creates a scheduled task. Encodes its strings."
-    assert a.relevant == {"T1053.005", "T1027"}  # grade 1 (the parent) is not an answer
-    assert [(a.text[s:e], t) for s, e, t in a.annotations] == [
-        ("Creates a scheduled task.", "T1053.005"),
-        ("Encodes its strings.", "T1027"),
-    ]
-    assert (b.origin, b.text, b.annotations) == ("b", "Logs keystrokes.", ((0, 16, "T1056.001"),))
 
 
 def test_the_latency_text_ends_at_the_first_sentence_end_with_enough_words() -> None:
