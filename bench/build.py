@@ -40,13 +40,6 @@ from lib.store import BENCH_DB  # noqa: E402
 from lib.table import print_table  # noqa: E402
 
 
-def peak_rss_mib() -> dict[str, float]:
-    own, children = (
-        resource.getrusage(who).ru_maxrss / 1024 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-    )
-    return {"process": round(own, 1), "largest_child": round(children, 1)}
-
-
 def parse_only(upstream: Path, specs: dict[str, SourceSpec]) -> int:
     """Each source parsed from its snapshot folder: one table row, or its ParseError."""
     from pipeline.sources.parsing import parse_source
@@ -63,7 +56,7 @@ def parse_only(upstream: Path, specs: dict[str, SourceSpec]) -> int:
         seconds = round(time.monotonic() - started, 2)
         rows.append([name, len(outcome.records), outcome.with_techniques, len(outcome.skipped), seconds])
     print_table(["source", "records", "with techniques", "skipped files", "seconds"], rows)
-    print(f"peak RSS {peak_rss_mib()['process']} MiB")
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} MiB")
     return 0 if len(rows) == len(specs) else 1
 
 
@@ -88,7 +81,7 @@ def standalone_embedding(url: str, embedder: EmbedderResource, sample: int) -> d
     model = embedder.embedder()
     model.load()
     started = time.monotonic()
-    for start in range(0, len(chosen), 256):
+    for start in range(0, len(chosen), 256):  # as the pipeline reads them
         model.encode_documents(chosen[start : start + 256])
     seconds = time.monotonic() - started
     rate = len(chosen) / seconds if seconds else 0.0
@@ -126,7 +119,7 @@ def figures(result: dg.ExecuteInProcessResult, url: str, seconds: float, pure: d
         "pipeline_embedding_chunks_per_second": round(embedded / max(phases["embed"], 1e-9), 1),
         "standalone_embedding": pure,
         "ratio_total_to_pure_embedding": round(seconds / every, 2) if (every := pure["all_chunks_seconds"]) else None,
-        "peak_rss_mib": peak_rss_mib(),
+        "peak_rss_mib": {"process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
         "failures": failures,
         "per_source": [[k.split("/", 1)[1], m.get("records"), m.get("chunks_written"), m.get("seconds")]
                        for k, m in sorted(mats.items()) if k.startswith("sources/")],
@@ -163,9 +156,8 @@ def main() -> int:
     result = defs.resolve_implicit_global_asset_job_def().execute_in_process(
         instance=dg.DagsterInstance.ephemeral(), raise_on_error=False, run_config=quiet
     )
-    report = figures(
-        result, url, time.monotonic() - started, standalone_embedding(url, embedder, args.standalone_sample)
-    )
+    seconds = time.monotonic() - started
+    report = figures(result, url, seconds, standalone_embedding(url, embedder, args.standalone_sample))
     per_source = report.pop("per_source")
     for key, value in report.items():
         print(f"{key}: {value}")

@@ -1,4 +1,4 @@
-"""Time to searchable through the production topology, and what frequent probes and the change feed cost.
+"""Time to searchable through the production topology, and what the change feed costs.
 
 (a) `secrag run` on a fresh data directory whose upstream mirror holds the measured sources (sigma,
     stratus_red_team, cisa_kev, and mitre_attack for the lookup); once converged, per kind one new record is
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import statistics
 import subprocess
@@ -34,12 +33,11 @@ from secrag.db import database, embedded  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
 from secrag_cli.processes import stop_group  # noqa: E402
 
-from lib.git_server import GitServer  # noqa: E402
 from lib.processes import SECRAG, free_port, request, serving  # noqa: E402
 from lib.table import print_table  # noqa: E402
 from lib.timing import percentile  # noqa: E402
 from lib.topology import Topology, run_env, say, snapshot_of, wait_for  # noqa: E402
-from lib.upstream_changes import new_kev_entry, new_sigma_rule, new_stratus_technique  # noqa: E402
+from lib.upstream import GitServer, new_kev_entry, new_sigma_rule, new_stratus_technique  # noqa: E402
 
 KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
 CHANGES = {"sigma": new_sigma_rule, "stratus_red_team": new_stratus_technique, "cisa_kev": new_kev_entry}
@@ -89,8 +87,7 @@ def feed_figures(data_dir: Path, rounds: int) -> None:
     """(b) and (c) on the store a run of this bench left, served by `secrag serve` alone."""
     settings = Settings(_env_file=None, data_dir=data_dir / "data")
     url = database.database_url(settings)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
-    env.update(SECRAG_DATA_DIR=str(settings.data_dir), SECRAG_DATABASE_URL=url, SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")
+    env = {**run_env(data_dir, data_dir / "snapshot", None), "SECRAG_DATABASE_URL": url}
     try:
         with serving(env, log=data_dir / "serve.log") as (api, _):
             changes_latency(api, rounds)
@@ -167,7 +164,6 @@ def main() -> int:
     ap.add_argument("--upstream", type=Path, required=True)
     ap.add_argument("--kinds", default="commit,release,feed")
     ap.add_argument("--data-dir", type=Path, help="default .secrag/bench-fresh, with --push .secrag/bench-push")
-    ap.add_argument("--poll-interval", type=int, help="SECRAG_POLL_INTERVAL (default: each source's own)")
     ap.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for convergence")
     ap.add_argument("--change-timeout", type=float, default=900.0, help="seconds to wait for one change")
     ap.add_argument("--latency-rounds", type=int, default=50)
@@ -177,7 +173,6 @@ def main() -> int:
     ap.add_argument("--pushes", type=int, default=10, help="with --push: changes pushed with the hook")
     ap.add_argument("--polls", type=int, default=3, help="with --push: changes pushed without it")
     args = ap.parse_args()
-    upstream = args.upstream.resolve()
     args.data_dir = (args.data_dir or Path(".secrag/bench-push" if args.push else ".secrag/bench-fresh")).resolve()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     if args.feed_only:
@@ -185,19 +180,15 @@ def main() -> int:
         return 0
     kinds = [] if args.push else [k for k in args.kinds.split(",") if k]
     measured = sorted({"mitre_attack", *(["sigma"] if args.push else [KINDS[k] for k in kinds])})  # with the lookup's
-    snapshot = snapshot_of(upstream, measured, args.data_dir / "snapshot")
+    snapshot = snapshot_of(args.upstream.resolve(), measured, args.data_dir / "snapshot")
     env = run_env(args.data_dir, snapshot, args.model_cache_dir)
-    if args.poll_interval:
-        env["SECRAG_POLL_INTERVAL"] = str(args.poll_interval)
     if args.push:
         secret = secrets.token_hex(32)
         (args.data_dir / "sigma-webhook-secret").write_text(secret)
-        (args.data_dir / "sigma-webhook-secret").chmod(0o600)
         env.update(SECRAG_HOOKS_ENABLED="true", SECRAG_HOOK_SECRETS=json.dumps({REPOSITORY: secret}))
         env.update(SECRAG_SENTENCE_TRAINING="false")  # not what is measured: keeps the cores for the push path
-    settings = Settings(_env_file=None, data_dir=args.data_dir / "data", upstream_mirror=snapshot,
-                        poll_interval=args.poll_interval)  # fmt: skip
-    intervals = poll_intervals(default_registry(), settings.poll_interval)
+    settings = Settings(_env_file=None, data_dir=args.data_dir / "data", upstream_mirror=snapshot)
+    intervals = poll_intervals(default_registry())
     top = Topology(env, args.data_dir)
     say(f"secrag run on {args.data_dir} (sources {', '.join(measured)}; Dagster {top.dagster}, API {top.api}; "
         f"log run.log); sigma polled every {intervals['sigma']} s")  # fmt: skip

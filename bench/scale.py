@@ -39,6 +39,8 @@ COPY_VECTORS = (  # each new chunk's vector: its original's plus noise (a trigge
     "::vector) FROM chunks c JOIN embeddings e ON e.content_hash = split_part(c.content_hash, '~', 1)"
     " AND e.model_id = %(model)s WHERE c.doc_id LIKE '%%~' || %(k)s::text ORDER BY c.content_hash"
 )
+RELATIONS = {"embeddings (heap)": ("embeddings", "relation"), "chunk_vectors (heap)": ("chunk_vectors", "relation"),
+             "chunks (with toast)": ("chunks", "total_relation")}  # fmt: skip
 MIXED_SOURCE = "synthetic_notes"
 MIXED = [
     "CREATE TEMP TABLE IF NOT EXISTS base_chunks AS SELECT row_number() OVER (ORDER BY chunk_id) AS rn, chunk_id,"
@@ -164,7 +166,7 @@ def recall_per_ef(url: str, texts: list[str], k: int, efs: list[int]) -> None:
             "WHERE e.model_id = {model} ORDER BY e.vector::vector({d}) <=> %(q)s::vector({d}) LIMIT %(k)s"
         ).format(model=sql.Literal(model), d=sql.Literal(encoder.dimensions))
         conn.execute("SET max_parallel_workers_per_gather = 0; SET jit = off; SET hnsw.iterative_scan = relaxed_order")
-        conn.execute("SET enable_indexscan = off")
+        conn.execute("SET enable_indexscan = off")  # the truth: a sequential scan
         truth = [{r[0] for r in conn.execute(statement, {"q": v, "k": k})} for v in vectors]
         conn.execute("RESET enable_indexscan")
         rows = []
@@ -215,13 +217,10 @@ def measure(server_url: str, target: int, args: argparse.Namespace, texts: list[
             conn.execute(definition)
             built[index] = round(time.monotonic() - started, 1)
         chunks, documents = one(conn, "SELECT count(*) FROM chunks"), one(conn, "SELECT count(*) FROM documents")
-        mb = "SELECT pg_{}_size(%s::regclass) / 1048576.0"
         sizes = [["database", round(one(conn, "SELECT pg_database_size(current_database()) / 1048576.0")), None]]
-        sizes += [[i, round(one(conn, mb.format("total_relation"), [i])), built[i]] for i in definitions]
-        sizes += [
-            [f"{t} (heap)", round(one(conn, mb.format("relation"), [t])), None] for t in ("embeddings", "chunk_vectors")
-        ]
-        sizes += [["chunks (with toast)", round(one(conn, mb.format("total_relation"), ["chunks"])), None]]
+        for label, (relation, size) in {**{i: (i, "total_relation") for i in definitions}, **RELATIONS}.items():
+            mb = one(conn, f"SELECT pg_{size}_size(%s::regclass) / 1048576.0", [relation])
+            sizes.append([label, round(mb), built.get(relation)])
         latency = search_latency(url, texts, args.k)
         postmaster = int((Path(one(conn, "SHOW data_directory")) / "postmaster.pid").read_text().split()[0])
         pss = sum(memory_mb(pid)[1] for pid in [postmaster, *children(postmaster)])

@@ -1,9 +1,8 @@
-"""A git server's post-receive hook that sends GitHub's signed `push` webhook (freshness.py --push installs it).
+"""A git server's post-receive hook that sends GitHub's signed `push` webhook, one delivery per updated branch.
 
-Its repository's git config names the receiver (`secrag.hookurl`, `secrag hooks`), the hook's repository
-(`secrag.repository`: POST <hookurl>/hooks/github/<repository>) and a file holding its secret
-(`secrag.hooksecretfile`, as in SECRAG_HOOK_SECRETS). Each updated branch on stdin (`<old> <new> <ref>`) is one
-delivery; the receiver's answer goes to stderr, which the pusher sees as `remote:` lines.
+Its repository's git config names the receiver (`secrag.hookurl`: POST <hookurl>/hooks/github/<repository>), the
+repository (`secrag.repository`) and a file holding its secret (`secrag.hooksecretfile`). The receiver's answer
+goes to stderr, which the pusher sees as `remote:` lines.
 """
 
 from __future__ import annotations
@@ -18,41 +17,30 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-ZERO = "0" * 40
-
 
 def config(key: str) -> str:
     return subprocess.run(["git", "config", "--get", key], check=True, capture_output=True, text=True).stdout.strip()
-
-
-def send(url: str, secret: bytes, repository: str, old: str, new: str, ref: str) -> int:
-    """One delivery of the push payload's fields a receiver reads; the receiver's status."""
-    repo = {"full_name": repository, "name": repository.rsplit("/", 1)[-1]}
-    fields = {"ref": ref, "before": old, "after": new, "created": old == ZERO, "deleted": new == ZERO}
-    body = json.dumps({**fields, "repository": repo}, separators=(",", ":")).encode()
-    headers = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": "push",
-        "X-GitHub-Delivery": str(uuid.uuid4()),
-        "X-Hub-Signature-256": "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest(),
-    }
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, body, headers, method="POST"), timeout=10) as answer:
-            return int(answer.status)
-    except urllib.error.HTTPError as exc:
-        return int(exc.code)
 
 
 def main() -> None:
     repository = config("secrag.repository")
     url = f"{config('secrag.hookurl').rstrip('/')}/hooks/github/{repository}"
     secret = Path(config("secrag.hooksecretfile")).read_bytes().strip()
-    for old, new, ref in (line.split() for line in sys.stdin):
-        if ref.startswith("refs/heads/"):
-            try:  # the push has landed either way: the sensor's poll still finds it
-                sys.stderr.write(f"secrag hooks answered {send(url, secret, repository, old, new, ref)} for {ref}\n")
-            except OSError as exc:
-                sys.stderr.write(f"secrag hooks: {ref} not delivered ({exc})\n")
+    for old, new, ref in (line.split() for line in sys.stdin if " refs/heads/" in line):  # branches, not tags
+        fields = {"ref": ref, "before": old, "after": new, "created": old == "0" * 40, "deleted": new == "0" * 40}
+        repo = {"full_name": repository, "name": repository.rsplit("/", 1)[-1]}
+        body = json.dumps({**fields, "repository": repo}, separators=(",", ":")).encode()
+        signature = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+        headers = {"Content-Type": "application/json", "X-GitHub-Event": "push", "X-Hub-Signature-256": signature}
+        request = urllib.request.Request(url, body, {**headers, "X-GitHub-Delivery": str(uuid.uuid4())})
+        try:  # the push has landed either way: the sensor's poll still finds it
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                status = answer.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        except OSError as exc:
+            status = f"nothing ({exc})"
+        sys.stderr.write(f"secrag hooks answered {status} for {ref}\n")
 
 
 if __name__ == "__main__":

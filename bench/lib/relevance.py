@@ -14,8 +14,7 @@ Scores = dict[tuple[str, str], list[tuple[float, float, float, float]]]
 
 def ndcg(ranked: list[str], grades: dict[str, int], k: int = K) -> float:
     dcg = sum((2 ** grades.get(d, 0) - 1) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
-    ideal = sorted(grades.values(), reverse=True)[:k]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(sorted(grades.values(), reverse=True)[:k]))
     return dcg / idcg if idcg > 0 else 0.0
 
 
@@ -39,42 +38,34 @@ def means(values: list[tuple[float, float, float, float]]) -> list[float]:
 
 def group_of(item: dict[str, Any], group_by: str) -> str:
     """The row a query counts in: its task, its query shape (serving/search/analysis.py), or its length in words."""
+    task = str(item.get("task", "all"))
     if group_by == "shape":
         from serving.search.analysis import classify
 
-        return f"{item.get('task', 'all')}/{classify(item['query'])}"
+        return f"{task}/{classify(item['query'])}"
     if group_by == "words":
         n = len(item["query"].split())
-        bucket = "1-4" if n < 5 else "5-9" if n < 10 else "10-19" if n < 20 else "20+"
-        return f"{item.get('task', 'all')}/{bucket} words"
-    return str(item.get("task", "all"))
+        return f"{task}/{'1-4' if n < 5 else '5-9' if n < 10 else '10-19' if n < 20 else '20+'} words"
+    return task
 
 
-def evaluate(
-    http: Client,
-    items: list[dict[str, Any]],
-    modes: list[str],
-    extra: dict[str, Any],
-    dropped: dict[str, int] | None = None,
-    group_by: str = "task",
-) -> tuple[Scores, int]:
+def evaluate(http: Client, items: list[dict[str, Any]], modes: list[str], extra: dict[str, Any],
+             dropped: dict[str, int] | None = None, group_by: str = "task") -> tuple[Scores, int]:  # fmt: skip
     """nDCG@10, MRR@10, Recall@10 and P@1 per (group, mode) and overall ("ALL"); and the failed requests.
     `dropped` adds up, per mode, the vector candidates under the serving model's threshold."""
     scores: Scores = defaultdict(list)
     failures = 0
     for item in items:
         grades = {r["doc_id"]: int(r.get("grade", 1)) for r in item["relevant"]}
+        filters = {k: v for k, v in (item.get("filters") or {}).items() if v}
         for mode in modes:
-            filters = {k: v for k, v in (item.get("filters") or {}).items() if v}
             body = {"query": item["query"][:8000], "mode": mode, "k": K, "filters": filters, **extra}
             response = http.post("/v1/search", json={**body, "return": {"snippets": False}})
-            ranked: list[str] = []
-            if response.status_code != 200:
-                failures += 1
-            else:
-                ranked = [r["doc_id"] for r in response.json()["results"]]
-                if dropped is not None:
-                    dropped[mode] = dropped.get(mode, 0) + response.json().get("below_vector_threshold", 0)
+            answer = response.json() if response.status_code == 200 else {}
+            failures += not answer
+            ranked = [r["doc_id"] for r in answer.get("results", [])]
+            if dropped is not None:
+                dropped[mode] = dropped.get(mode, 0) + answer.get("below_vector_threshold", 0)
             result = (ndcg(ranked, grades), mrr(ranked, grades), recall(ranked, grades), precision_at_1(ranked, grades))
             scores[(group_of(item, group_by), mode)].append(result)
             scores[("ALL", mode)].append(result)

@@ -14,7 +14,7 @@ from tests.plugins.hooks_server import serve_hooks
 from tests.plugins.mirror_changes import add_commit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))  # bench/lib, as the scripts import it
-from lib.git_server import GitServer  # noqa: E402
+from lib.upstream import GitServer  # noqa: E402
 
 CHANGE = {"analytics/CAR-2013-01-002.yaml": None}
 
