@@ -16,7 +16,6 @@ import argparse
 import json
 import secrets
 import statistics
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -33,10 +32,10 @@ from secrag.db import database, embedded  # noqa: E402
 from secrag.settings import Settings  # noqa: E402
 from secrag_cli.processes import stop_group  # noqa: E402
 
-from lib.processes import SECRAG, free_port, request, serving  # noqa: E402
+from lib.processes import request, serving  # noqa: E402
 from lib.table import print_table  # noqa: E402
 from lib.timing import percentile  # noqa: E402
-from lib.topology import Topology, run_env, say, snapshot_of, wait_for  # noqa: E402
+from lib.topology import Topology, run_env, say, snapshot_of  # noqa: E402
 from lib.upstream import GitServer, new_kev_entry, new_sigma_rule, new_stratus_technique  # noqa: E402
 
 KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
@@ -135,12 +134,7 @@ def push_rule(server: GitServer, token: str) -> str:
 
 def push_bench(args: argparse.Namespace, top: Topology, url: str, env: dict[str, str], snapshot: Path) -> None:
     """--push, once the topology converged: the receiver started, the hook installed, the pushes, the polls."""
-    port = free_port()
-    hooks, log = f"http://127.0.0.1:{port}", (args.data_dir / "hooks.log").open("ab")
-    receiver = subprocess.Popen([*SECRAG, "hooks", "--port", str(port)], env=env, cwd=args.data_dir, stdout=log,
-                                stderr=log, start_new_session=True)  # fmt: skip
-    try:
-        wait_for("the receiver", lambda: (request(f"{hooks}/healthz")[0] == 200, "starting"), receiver, 120)
+    with serving(env, command="hooks", ready="/healthz", log=args.data_dir / "hooks.log") as (hooks, _):
         mirror = build_mirror(snapshot, args.data_dir / "data" / "mirrors", specs=default_registry())
         server = GitServer(mirror, "sigma", REPOSITORY, args.data_dir / "clone")
         server.install_hook(hooks, args.data_dir / "sigma-webhook-secret")
@@ -155,8 +149,6 @@ def push_bench(args: argparse.Namespace, top: Topology, url: str, env: dict[str,
                     say(f"  {stage:<11} {len(runs) - len(values)} of {len(runs)} never got there")
                 if values:
                     say(f"  {stage:<11} p50 {statistics.median(values):6.1f}  max {max(values):6.1f}")
-    finally:
-        stop_group(receiver, grace=10)
 
 
 def main() -> int:

@@ -65,20 +65,21 @@ def children(pid: int) -> list[int]:
 
 
 @contextmanager
-def serving(env: dict[str, str], *args: str, log: Path | None = None) -> Iterator[tuple[str, int]]:
-    """`secrag serve ARGS` on a free port with `env`, once GET /readyz answers 200 (at most 5 minutes): its URL
-    and process id; stopped with its process group after the block. Its output goes to `log`, or nowhere."""
+def serving(env: dict[str, str], *args: str, log: Path | None = None, command: str = "serve",
+            ready: str = "/readyz") -> Iterator[tuple[str, int]]:  # fmt: skip
+    """`secrag serve ARGS` (or `command`) on a free port with `env`, once GET `ready` answers 200 (at most 5
+    minutes): its URL and process id; stopped with its process group after the block. Its output goes to `log`."""
     from secrag_cli.processes import stop_group
 
     port = free_port()
     out = log.open("ab") if log else subprocess.DEVNULL
-    command = [*SECRAG, "serve", "--port", str(port), *args]
-    proc = subprocess.Popen(command, env=env, stdout=out, stderr=out, start_new_session=True)
+    proc = subprocess.Popen([*SECRAG, command, "--port", str(port), *args], env=env, stdout=out, stderr=out,
+                            start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 300
-        while request(f"http://127.0.0.1:{port}/readyz")[0] != 200:
+        while request(f"http://127.0.0.1:{port}{ready}")[0] != 200:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"secrag serve did not become ready; see {log or 'its GET /readyz'}")
+                raise SystemExit(f"secrag {command} did not become ready; see {log or f'its GET {ready}'}")
             time.sleep(0.5)
         yield f"http://127.0.0.1:{port}", proc.pid
     finally:

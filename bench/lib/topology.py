@@ -16,10 +16,9 @@ from lib.processes import SECRAG, free_port, post_json, request
 
 ACTIVE_RUNS = """{ runsOrError(filter: {statuses: [QUEUED, NOT_STARTED, STARTING, STARTED]})
   { ... on Runs { results { runId } } } }"""
-UNEMBEDDED = (
-    "SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e JOIN embedding_models m "
-    "ON m.model_id = e.model_id AND m.active WHERE e.content_hash = c.content_hash)"
-)
+STORE = """SELECT (SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM embeddings e JOIN embedding_models m
+  ON m.model_id = e.model_id AND m.active WHERE e.content_hash = c.content_hash)),
+  (SELECT count(*) FROM embedding_models WHERE active), (SELECT json_object_agg(name, current_version) FROM sources)"""
 
 
 def say(text: str) -> None:
@@ -39,8 +38,8 @@ def run_env(data_dir: Path, snapshot: Path, model_cache_dir: Path | None) -> dic
     """This environment without SECRAG_*, with the bench's data and mirror and the anonymous rate off (the bench
     polls the API twice a second)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SECRAG_") and k != "DATABASE_URL"}
-    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1")
-    env.update(SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")
+    env.update(SECRAG_DATA_DIR=str(data_dir / "data"), SECRAG_UPSTREAM_MIRROR=str(snapshot), HF_HUB_OFFLINE="1",
+               SECRAG_ANONYMOUS_RATE_PER_MINUTE="0")  # fmt: skip
     if model_cache_dir:
         env["SECRAG_MODEL_CACHE_DIR"] = str(model_cache_dir.resolve())
     return env
@@ -77,9 +76,8 @@ class Topology:
 
     def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
         """The `data` of a query to the Dagster webserver, {} when it fails."""
-        return dict(
-            post_json(f"{self.dagster}/graphql", {"query": query, "variables": variables or {}}).get("data") or {}
-        )
+        answer = post_json(f"{self.dagster}/graphql", {"query": query, "variables": variables or {}})
+        return dict(answer.get("data") or {})
 
     def converged(self, url: str, sources: list[str], timeout: float) -> None:
         """The API ready, every source published, every chunk of the active model embedded, no run queued or
@@ -87,11 +85,9 @@ class Topology:
 
         def state() -> tuple[bool, str]:
             with database.connect(url) as conn:
-                published = dict(conn.execute("SELECT name, current_version FROM sources").fetchall())
-                missing = conn.execute(UNEMBEDDED).fetchone()[0]  # type: ignore[index]
-                active = conn.execute("SELECT count(*) FROM embedding_models WHERE active").fetchone()[0]  # type: ignore[index]
+                missing, active, published = conn.execute(STORE).fetchone()  # type: ignore[misc]
             runs = (self.graphql(ACTIVE_RUNS).get("runsOrError") or {}).get("results") or []
-            waiting = [s for s in sources if not published.get(s)]
+            waiting = [s for s in sources if not (published or {}).get(s)]
             ready = request(f"{self.api}/readyz")[0] == 200
             said = f"unpublished {waiting}, chunks without vectors {missing}, active model {active}, runs {len(runs)}"
             return (ready and not waiting and not missing and active == 1 and not runs), said
