@@ -1,10 +1,8 @@
 """Full build of every source through the Dagster asset graph into a fresh store, with figures.
 
-Serves the snapshot as local git mirrors, creates a fresh database `secrag_bench` on the embedded server of
---data-dir, materializes the whole graph in process, then embeds a sample of the same chunks with the same model
-outside the pipeline to compare. Leaves the database and mirrors in place: the bench store the other benches
-take. --parse-only parses each source's snapshot folder with its parser, no database: records, the share with
-ATT&CK techniques, skipped files, seconds.
+Serves the snapshot as local git mirrors, makes the database `secrag_bench` again on the embedded server of
+--data-dir, materializes the whole graph in process, then embeds a sample of the chunks outside the pipeline to
+compare; leaves both in place (the bench store). --parse-only parses each source's snapshot folder, no database.
 """
 
 from __future__ import annotations

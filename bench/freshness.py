@@ -1,13 +1,11 @@
-"""Time to searchable through the production topology, and what the change feed costs.
+"""Time to searchable through the production topology (`secrag run` on a fresh data directory), and the change feed.
 
-(a) `secrag run` on a fresh data directory whose upstream mirror holds the measured sources (sigma,
-    stratus_red_team, cisa_kev, and mitre_attack for the lookup); once converged, per kind one new record is
-    committed to the mirror as upstream would, and each stage is timed from the commit: noticed, run queued,
+(a) Once the measured sources (sigma, stratus_red_team, cisa_kev and mitre_attack, the lookup's) converged, per
+    kind one new record is committed to the mirror, and each stage is timed from the commit: noticed, run queued,
     started, published, embedded (Dagster's GraphQL), first full-text and vector hit (the API).
 (b) GET /v1/changes latency and (c) bytes per change entry, on the store (a) left (--feed-only: only these).
---push: a Sigma rule `git push`ed to the mirror's bare repository, whose post-receive hook (lib/post_receive.py)
-    sends the signed GitHub webhook to `secrag hooks` (--pushes times), then the same without the hook (--polls
-    times): seconds from the commit to noticed, full-text and vector hit, p50 and max.
+--push: a Sigma rule `git push`ed to the mirror, whose post-receive hook (lib/post_receive.py) sends the signed
+    webhook to `secrag hooks` (--pushes times), then without the hook (--polls): seconds to noticed and to hits.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Sizing: synthetic stores of N chunks grown from a real one; index builds, sizes, memory and search latency.
 
-Per N, `secrag_scale_<N>` is cloned from the store (nothing may be connected to it) and grown to about N chunks
-with the HNSW, full-text and trigram indexes dropped, then rebuilt and timed: `copies` repeats every document with
-noisy copies of its vectors (near-duplicates), `mixed` adds user-folder-like notes mixing two real chunks'
-sentences and vectors. Printed: build times, sizes, the server's PSS and the in-process API's p50/p99 per search
-shape. --recall-ef: the HNSW walk's recall@60 against exact cosine per ef_search. --api-memory N: each worker's
-RSS and PSS under `secrag serve --workers N`.
+Per N, `secrag_scale_<N>` is cloned from the store (nothing connected to it), grown to about N chunks without
+its HNSW, full-text and trigram indexes, which are then rebuilt and timed: `copies` repeats every document with
+noisy copies of its vectors, `mixed` adds notes mixing two real chunks' sentences and vectors. Printed: index
+builds, sizes, the server's PSS, the in-process API's p50/p99 per search shape. --recall-ef: the HNSW walk's
+recall@60 against exact cosine per ef_search. --api-memory N: each worker's memory under `serve --workers N`.
 """
 
 from __future__ import annotations
@@ -42,12 +41,12 @@ COPY_VECTORS = (  # each new chunk's vector: its original's plus noise (a trigge
 RELATIONS = {"embeddings (heap)": ("embeddings", "relation"), "chunk_vectors (heap)": ("chunk_vectors", "relation"),
              "chunks (with toast)": ("chunks", "total_relation")}  # fmt: skip
 MIXED_SOURCE = "synthetic_notes"
-MIXED = [
+MIXED = [  # a round: the folder, the real chunks numbered (once), then the round's notes
+    "INSERT INTO sources (name, kind, description, category) VALUES (%(folder)s, 'user_folder',"
+    " 'bench/scale.py --texts mixed', 'user') ON CONFLICT DO NOTHING",
     "CREATE TEMP TABLE IF NOT EXISTS base_chunks AS SELECT row_number() OVER (ORDER BY chunk_id) AS rn, chunk_id,"
     " doc_id, ordinal, title, text, content_hash FROM chunks WHERE source <> %(folder)s",
     "CREATE INDEX IF NOT EXISTS base_chunks_rn ON base_chunks (rn)",
-]
-MIXED_ROUND = [
     "INSERT INTO documents (doc_id, source, source_version, title, body, content_hash)"
     " SELECT %(folder)s || ':' || d.doc_id || '~' || %(k)s::text, %(folder)s, 'synthetic', d.title || ' (notes)',"
     " '', d.content_hash || '~' || %(k)s::text FROM documents d WHERE d.source <> %(folder)s AND " + GROWN,
@@ -71,10 +70,6 @@ MIXED_ROUND = [
     " WHERE c.source = %(folder)s AND c.doc_id LIKE '%%~' || %(k)s::text",
     "SELECT count(*) FROM chunks WHERE source = %(folder)s AND doc_id LIKE '%%~' || %(k)s::text",
 ]
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def one(conn: psycopg.Connection, query: str, params: Any = None) -> Any:  # noqa: ANN401
@@ -109,11 +104,7 @@ def grow(conn: psycopg.Connection, model: str, base: int, target: int, noise: fl
 def grow_mixed(conn: psycopg.Connection, model: str, base: int, target: int) -> None:
     """User-folder-like notes (public folder source `synthetic_notes`, no labels) until about `target` chunks, none
     a copy of another; the vector stands for what a mixed text's embedding would be near."""
-    conn.execute("INSERT INTO sources (name, kind, description, category) VALUES (%s, 'user_folder', "
-                 "'bench/scale.py --texts mixed', 'user') ON CONFLICT DO NOTHING", [MIXED_SOURCE])  # fmt: skip
-    for statement in MIXED:
-        conn.execute(statement, {"folder": MIXED_SOURCE})  # type: ignore[arg-type]
-    grow_in_rounds(conn, MIXED_ROUND, {"model": model, "folder": MIXED_SOURCE, "base": base}, base, target)
+    grow_in_rounds(conn, MIXED, {"model": model, "folder": MIXED_SOURCE, "base": base}, base, target)
 
 
 def grow_in_rounds(conn: psycopg.Connection, statements: list[Any], params: dict[str, Any], base: int,
@@ -129,7 +120,8 @@ def grow_in_rounds(conn: psycopg.Connection, statements: list[Any], params: dict
                 conn.execute(statement, {**params, "k": k, "share": share})
             added = one(conn, statements[-1], {**params, "k": k})
         missing -= added
-        log(f"round {k} ({share / 100:.1f} % of the documents): {added} chunks in {time.monotonic() - started:.1f}s")
+        seconds = time.monotonic() - started
+        print(f"round {k} ({share / 100:.1f} % of the documents): {added} chunks in {seconds:.1f}s", flush=True)
 
 
 def search_latency(url: str, texts: list[str], k: int) -> list[list[object]]:
@@ -204,7 +196,7 @@ def measure(server_url: str, target: int, args: argparse.Namespace, texts: list[
         for index in definitions:
             conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
         base, started = one(conn, "SELECT count(*) FROM chunks"), time.monotonic()
-        log(f"{name}: {base} chunks of model {model}; growing to about {target}")
+        print(f"{name}: {base} chunks of model {model}; growing to about {target}", flush=True)
         if args.texts == "mixed":
             grow_mixed(conn, model, base, target)
         else:
