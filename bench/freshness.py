@@ -33,7 +33,7 @@ from secrag_cli.processes import stop_group  # noqa: E402
 from lib.processes import request, serving  # noqa: E402
 from lib.table import print_table  # noqa: E402
 from lib.timing import percentile  # noqa: E402
-from lib.topology import Topology, run_env, say, snapshot_of  # noqa: E402
+from lib.topology import Topology, run_env, snapshot_of  # noqa: E402
 from lib.upstream import GitServer, new_kev_entry, new_sigma_rule, new_stratus_technique  # noqa: E402
 
 KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
@@ -55,29 +55,27 @@ def materialized(top: Topology, key: list[str]) -> dict[str, Any]:
 
 
 def changes_latency(api: str, rounds: int) -> None:
-    say("\n(b) GET /v1/changes latency (ms), on the first build's history")
+    print("\n(b) GET /v1/changes latency (ms), on the first build's history")
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400))
     cases = {"newest 100": {"limit": 100}, "newest 1000": {"limit": 1000},
              "sigma, 100": {"sources": "sigma", "limit": 100}, "since a day ago": {"since": since}}  # fmt: skip
     rows: list[list[object]] = []
     for name, params in cases.items():
-        timings = []
+        timings, answered = [], 0
         for _ in range(rounds):
             started = time.perf_counter()
-            request(f"{api}/v1/changes?{urllib.parse.urlencode(params)}")
+            answered += request(f"{api}/v1/changes?{urllib.parse.urlencode(params)}")[0] == 200
             timings.append((time.perf_counter() - started) * 1000)
-        rows.append([name, percentile(timings, 50), percentile(timings, 95), rounds])
-    print_table(["request", "p50", "p95", "requests"], rows)
+        rows.append([name, percentile(timings, 50), percentile(timings, 95), answered])
+    print_table(["request", "p50", "p95", "answered 200"], rows)
 
 
 def changes_storage(url: str) -> None:
-    say("\n(c) change history storage")
     with database.connect(url) as conn:
-        total = conn.execute("SELECT pg_total_relation_size('document_changes')").fetchone()[0]
-        rows = conn.execute("SELECT source, count(*) FROM document_changes GROUP BY source ORDER BY source").fetchall()
-    entries = sum(n for _, n in rows)
-    say(f"  {entries} entries, {total / 1e6:.1f} MB with indexes: {total / max(entries, 1):.0f} bytes an entry")
-    print_table(["source", "entries"], rows)
+        size, n = conn.execute(
+            "SELECT pg_total_relation_size('document_changes'), count(*) FROM document_changes"
+        ).fetchone()
+    print(f"\n(c) change history: {n} entries, {size / 1e6:.1f} MB with indexes, {size / max(n, 1):.0f} B an entry")
 
 
 def feed_figures(data_dir: Path, rounds: int) -> None:
@@ -140,13 +138,13 @@ def push_bench(args: argparse.Namespace, top: Topology, url: str, env: dict[str,
             runs = [timed(top, url, "sigma", lambda t: push_rule(server, t), HITS, args.change_timeout)
                     for _ in range(count)]  # fmt: skip
             server.remove_hook()
-            say(f"\n{name}: seconds from the commit, {len(runs)} changes")
+            print(f"\n{name}: seconds from the commit, {len(runs)} changes")
             for stage in HITS:
                 values = [r[stage] for r in runs if stage in r]
                 if len(values) < len(runs):
-                    say(f"  {stage:<11} {len(runs) - len(values)} of {len(runs)} never got there")
+                    print(f"  {stage:<11} {len(runs) - len(values)} of {len(runs)} never got there")
                 if values:
-                    say(f"  {stage:<11} p50 {statistics.median(values):6.1f}  max {max(values):6.1f}")
+                    print(f"  {stage:<11} p50 {statistics.median(values):6.1f}  max {max(values):6.1f}")
 
 
 def main() -> int:
@@ -163,6 +161,7 @@ def main() -> int:
     ap.add_argument("--pushes", type=int, default=10, help="with --push: changes pushed with the hook")
     ap.add_argument("--polls", type=int, default=3, help="with --push: changes pushed without it")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # progress as it happens, into a log too
     args.data_dir = (args.data_dir or Path(".secrag/bench-push" if args.push else ".secrag/bench-fresh")).resolve()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     if args.feed_only:
@@ -180,23 +179,22 @@ def main() -> int:
     settings = Settings(_env_file=None, data_dir=args.data_dir / "data", upstream_mirror=snapshot)
     intervals = poll_intervals(default_registry())
     top = Topology(env, args.data_dir)
-    say(f"secrag run on {args.data_dir} (sources {', '.join(measured)}; Dagster {top.dagster}, API {top.api}; "
-        f"log run.log); sigma polled every {intervals['sigma']} s")  # fmt: skip
+    print(f"secrag run on {args.data_dir} (sources {', '.join(measured)}; Dagster {top.dagster}, API {top.api}; "
+          f"log run.log); sigma polled every {intervals['sigma']} s")  # fmt: skip
     try:
         url = database.database_url(settings)
         top.converged(url, measured, args.timeout)
         if args.push:
             push_bench(args, top, url, env, snapshot)
             return 0
-        # The mirror `secrag run` built (and reuses): upstream moves on there.
-        mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=default_registry())
+        mirror = build_mirror(snapshot, settings.data_dir / "mirrors", specs=default_registry())  # secrag run's
         rows = []
         for kind in kinds:
             change = CHANGES[KINDS[kind]]
             at = timed(top, url, KINDS[kind], lambda t: change(mirror, t)[0], STAGES, args.change_timeout)  # noqa: B023
             after_probe = at["vector_hit"] - at["noticed"] if {"vector_hit", "noticed"} <= at.keys() else None
             rows.append([kind, KINDS[kind], intervals[KINDS[kind]], *(at.get(s) for s in STAGES), after_probe])
-        say("\n(a) time from the upstream commit to each stage, seconds")
+        print("\n(a) time from the upstream commit to each stage, seconds")
         print_table(["kind", "source", "interval", *STAGES, "after probe"], rows)
         changes_latency(top.api, args.latency_rounds)
         changes_storage(url)

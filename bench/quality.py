@@ -1,6 +1,6 @@
 """Retrieval quality per task and mode: nDCG@10, MRR@10, Recall@10 and P@1 over graded relevance judgements.
 
-With --database-url the API runs in process (caches off). --without-own-documents measures the text tasks
+The API runs in process on the store (caches off). --without-own-documents measures the text tasks
 (queries whose `origin` is a document of the store) on a copy without those documents (`<db>_without_own`,
 re-made with --fresh-copy). Each run is saved (--save) and its nDCG@10 compared with the last (or --baseline).
 --vector-thresholds prints search.yaml's `vector_thresholds` per model and query shape: the --percentile of
@@ -16,7 +16,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import httpx
 from psycopg import conninfo, sql
 
 from secrag.db import database
@@ -94,11 +93,9 @@ def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=Path, required=True)
-    ap.add_argument("--url", default="http://127.0.0.1:8000", help="An API to ask (without --database-url).")
-    ap.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
+    ap.add_argument("--database-url", required=True, help="The store.")
     ap.add_argument("--modes", default="hybrid,fts,vector,fuzzy")
     ap.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all).")
-    ap.add_argument("--api-key", default=None)
     ap.add_argument("--param", action="append", default=[], metavar="NAME=JSON", help="Extra request field.")
     ap.add_argument("--search-config", type=Path, default=None, help="This search.yaml, not the shipped one.")
     ap.add_argument("--without-own-documents", action="store_true", help="The text tasks, without their own.")
@@ -110,28 +107,21 @@ def main() -> None:
     ap.add_argument("--percentile", type=float, default=0.01, help="With --vector-thresholds: the share kept.")
     args = ap.parse_args()
     items = load_items(args.queries, args.limit)
-    if (args.without_own_documents or args.vector_thresholds or args.search_config) and not args.database_url:
-        ap.error("--without-own-documents, --vector-thresholds and --search-config need --database-url")
     if args.vector_thresholds:
         vector_thresholds(args.database_url, items, args.vector_thresholds, args.percentile)
         return
     if args.without_own_documents:
         items = [item for item in items if item.get("task") in TEXT_TASKS]
         args.database_url = copy_without_own(args.database_url, items, args.fresh_copy)
-    extra = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}
-    dropped: dict[str, int] = {}
-    headers = {"X-API-Key": args.api_key} if args.api_key else {}
-    local = args.database_url and in_process(args.database_url, args.search_config)
-    with local or httpx.Client(base_url=args.url, timeout=30, headers=headers) as api:
+    extra, dropped = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}, {}
+    with in_process(args.database_url, args.search_config) as api:
         scores, failures = evaluate(api, items, args.modes.split(","), extra, dropped, args.group_by)
     baseline_path = args.baseline or args.save
     baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
     rows = []
     for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
-        m, before = means(values), baseline.get(f"{task}|{mode}")
-        rows.append(
-            [task, mode, len(values), *(round(v, 3) for v in m), round(m[0] - before[0], 3) if before else None]
-        )
+        m, before = [round(v, 3) for v in means(values)], baseline.get(f"{task}|{mode}")
+        rows.append([task, mode, len(values), *m, round(m[0] - before[0], 3) if before else None])
     print_table(["task", "mode", "n", "nDCG@10", "MRR@10", "R@10", "P@1", "delta"], rows)
     if baseline:
         print(f"delta: nDCG@10 against {baseline_path}")

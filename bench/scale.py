@@ -17,14 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psycopg
 from psycopg import sql
 
 from secrag.db import database
 
 from lib.api import in_process
-from lib.processes import children, memory_mb, serving
+from lib.processes import children, memory_mb, post_json, serving
 from lib.queries import DEV_QUERIES, load_items
 from lib.store import bench_store_url
 from lib.table import print_table
@@ -213,7 +212,7 @@ def measure(server_url: str, target: int, args: argparse.Namespace, texts: list[
         for label, (relation, size) in {**{i: (i, "total_relation") for i in definitions}, **RELATIONS}.items():
             mb = one(conn, f"SELECT pg_{size}_size(%s::regclass) / 1048576.0", [relation])
             sizes.append([label, round(mb), built.get(relation)])
-        latency = search_latency(url, texts, args.k)
+        latency = search_latency(url, texts, 10)
         postmaster = int((Path(one(conn, "SHOW data_directory")) / "postmaster.pid").read_text().split()[0])
         pss = sum(memory_mb(pid)[1] for pid in [postmaster, *children(postmaster)])
         buffers = one(conn, "SHOW shared_buffers")
@@ -229,9 +228,8 @@ def measure(server_url: str, target: int, args: argparse.Namespace, texts: list[
 def api_memory(url: str, workers: int) -> None:
     """RSS and PSS of each worker of `secrag serve --workers N`, after searches enough that each has searched."""
     with serving({**os.environ, "SECRAG_DATABASE_URL": url}, "--workers", str(workers)) as (api, pid):
-        with httpx.Client(base_url=api, timeout=30) as http:
-            for _ in range(workers * 8):
-                http.post("/v1/search", json={"query": "credential dumping from lsass", "k": 10})
+        for _ in range(workers * 8):
+            post_json(f"{api}/v1/search", {"query": "credential dumping from lsass", "k": 10})
         # uvicorn's workers, not multiprocessing's resource tracker beside them
         pids = [p for p in children(pid) if b"resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes()]
         rows = [[f"worker {p}", *memory_mb(p)] for p in sorted(pids)] + [["launcher", *memory_mb(pid)]]
@@ -244,7 +242,6 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, nargs="+", default=[0, 200_000, 1_000_000], help="0: the store as it is")
     ap.add_argument("--texts", choices=["copies", "mixed"], default="copies", help="near-duplicates or mixed notes")
     ap.add_argument("--queries", type=int, default=100, help="dev queries searched")
-    ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--maintenance-work-mem", default="4GB", help="for the index builds")
     ap.add_argument("--keep", action="store_true", help="keep the grown databases")
     ap.add_argument("--recall-ef", type=int, nargs="+", help="only the HNSW walk's recall@60 per ef_search")

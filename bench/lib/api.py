@@ -10,10 +10,6 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-OFF = dict.fromkeys(
-    ("query_cache_size", "result_cache_size", "anonymous_rate_per_minute", "anonymous_heavy_concurrency"), 0
-)
-
 
 class Client(Protocol):
     """An HTTP client of the API (httpx.Client, or FastAPI's TestClient for an API in process)."""
@@ -25,8 +21,11 @@ def api_settings(url: str, search_config: Path | None = None) -> Any:  # noqa: A
     """The API's settings for an in-process bench on the store at `url`: caches, quotas and MCP off."""
     from serving.settings import ServingSettings
 
+    off = dict.fromkeys(("query_cache_size", "result_cache_size", "anonymous_rate_per_minute"), 0)
     config = {"search_config": search_config} if search_config else {}
-    return ServingSettings(_env_file=None, database_url=url, mcp_enabled=False, **OFF, **config)  # type: ignore[call-arg]
+    return ServingSettings(  # type: ignore[call-arg]
+        _env_file=None, database_url=url, mcp_enabled=False, anonymous_heavy_concurrency=0, **off, **config
+    )
 
 
 @contextmanager

@@ -21,10 +21,6 @@ STORE = """SELECT (SELECT count(*) FROM chunks c WHERE NOT EXISTS (SELECT 1 FROM
   (SELECT count(*) FROM embedding_models WHERE active), (SELECT json_object_agg(name, current_version) FROM sources)"""
 
 
-def say(text: str) -> None:
-    print(text, flush=True)
-
-
 def snapshot_of(upstream: Path, names: list[str], target: Path) -> Path:
     """A snapshot folder holding only these sources' folders (links to the real ones)."""
     target.mkdir(parents=True, exist_ok=True)
@@ -56,7 +52,7 @@ def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.
         if done:
             return elapsed
         if state != last and int(elapsed) % 60 < 5:
-            say(f"  waiting for {what} ({elapsed:.0f} s): {state}")
+            print(f"  waiting for {what} ({elapsed:.0f} s): {state}")
             last = state
         if elapsed > timeout:
             raise SystemExit(f"no {what} after {timeout:.0f} s: {state}")
@@ -92,7 +88,7 @@ class Topology:
             said = f"unpublished {waiting}, chunks without vectors {missing}, active model {active}, runs {len(runs)}"
             return (ready and not waiting and not missing and active == 1 and not runs), said
 
-        say(f"converged in {wait_for('convergence', state, self.proc, timeout):.0f} s")
+        print(f"converged in {wait_for('convergence', state, self.proc, timeout):.0f} s")
 
     def hit(self, source: str, token: str, title: str, mode: str) -> bool:
         """A full-text search for the token, or a vector search for the title, finds the new record."""

@@ -32,11 +32,8 @@ def new_sigma_rule(mirror: Mirror, token: str) -> tuple[str, str]:
     """A copy of a rule with a new id, title and description."""
     text = first_file(mirror, "sigma", "rules/windows/process_creation", ".yml")
     title = f"Quokka telemetry beacon {token} launched by a scheduled task"
-    new = {
-        "title:": f"title: {title}",
-        "id:": f"id: {uuid.uuid4()}",
-        "description:": f"description: Detects the {token} quokka beacon binary started from a scheduled task.",
-    }
+    what = f"Detects the {token} quokka beacon binary started from a scheduled task."
+    new = {"title:": f"title: {title}", "id:": f"id: {uuid.uuid4()}", "description:": f"description: {what}"}
     lines = [next((v for k, v in new.items() if line.startswith(k)), line) for line in text.splitlines()]
     path = f"rules/windows/process_creation/proc_creation_win_bench_{token}.yml"
     return title, add_commit(mirror, "sigma", {path: ("\n".join(lines) + "\n").encode()}, "bench: a rule", keep=True)
