@@ -3,8 +3,10 @@ verified evidence across the text (its strongest and second sentence, how many s
 competition of its siblings and of its parent) and its prior in the store (log(1 + its ATT&CK procedure examples,
 one per group, software or campaign that uses it), and its family's), its coefficients fitted on whole labelled
 reports with cross-validation by report (bench/map_verifier.py), so a technique's score is the probability that an
-analyst annotated it in the text and `min_score` a probability cut. Without it, the noisy-or of
-serving/mapping/evidence.py decides."""
+analyst annotated it in the text and `min_score` a probability cut. A sentence that writes a technique's id is
+evidence at probability 1, weighed as the rest: most ids a report writes (in tables of techniques, lists of
+references) are not what an analyst maps it to. Without the decision, the noisy-or of serving/mapping/evidence.py
+decides."""
 
 from __future__ import annotations
 
@@ -61,7 +63,5 @@ def decide(
     for e in found:
         x = values[e.technique]
         z = intercept + sum(w * x[name] for name, w in weights.items())
-        p = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
-        named = any(v.vote >= 1.0 for v in e.votes)  # a sentence writes its id
-        scored.append(Evidence(e.technique, round(1.0 if named else p, 6), e.votes))
+        scored.append(Evidence(e.technique, round(1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z)))), 6), e.votes))
     return sorted(scored, key=lambda e: (-e.score, e.technique))

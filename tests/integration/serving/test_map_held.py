@@ -34,6 +34,7 @@ from serving.api.app import create_app
 from serving.mapping.held_path import held_evidence
 from serving.mapping.sentences import split
 from serving.search.encoder import QueryEncoder, shared_encoder
+from serving.search.search_file import load_search_config
 from serving.settings import ServingSettings
 from tests.plugins.database import migrated_copy
 from tests.plugins.upstream import SNAPSHOT
@@ -49,7 +50,7 @@ map:
     intercept: -3.0
     weights: {share: 5.0, doc_top: 2.0, doc_sim: 2.0}
 """
-FLOOR = 0.05  # the selector's default floor
+FLOOR = load_search_config().map.selector.floor  # the shipped floor, under the overlay above
 SENTENCES = {
     "lsass": "The attackers dumped credentials from LSASS memory with Mimikatz on the domain controller.",
     "rundll32": "They used rundll32.exe to proxy execution of a malicious DLL, e.g. a fake update.",

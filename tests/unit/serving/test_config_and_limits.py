@@ -128,7 +128,7 @@ def test_the_map_selector(tmp_path: Path) -> None:
     map_tuning = load_search_config(path).map
     selector = map_tuning.selector
     assert selector is not None
-    assert (selector.voters, selector.top, selector.intercept, selector.floor) == (20, 5, -3.5, 0.05)
+    assert (selector.voters, selector.top, selector.intercept, selector.floor) == (20, 5, -3.5, shipped.floor)
     assert {k: selector.weights[k] for k in ("share", "doc_top", "named")} == {
         "share": 4.0,
         "doc_top": 1.5,

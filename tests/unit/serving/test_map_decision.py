@@ -54,7 +54,8 @@ def test_the_features_are_the_ones_the_search_file_accepts() -> None:
 def test_decide_rescores_and_orders() -> None:
     decided = decide(FOUND, 20, -2.0, {"best": 4.0, "family_gap": 1.0})
     assert [e.technique for e in decided] == ["T1059", "T1003.001", "T1003.002", "T1003"]
-    assert decided[0].score == 1.0  # a sentence writes its id
+    # a sentence writes T1059's id: evidence at 1, weighed as the rest rather than a score of 1
+    assert decided[0].score == pytest.approx(1 / (1 + math.exp(-(-2.0 + 4.0 + 1.0))), abs=1e-6)
     assert decided[1].score == pytest.approx(1 / (1 + math.exp(-(-2.0 + 3.6 + 0.2))), abs=1e-6)
     assert decided[1].votes == FOUND[0].votes  # the evidence is kept as it was
 
