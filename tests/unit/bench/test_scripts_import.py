@@ -33,7 +33,7 @@ def test_the_script_answers_help(
 ) -> None:
     module = load(script, monkeypatch)
     if not hasattr(module, "main"):
-        return  # a sibling other scripts import (mirror_edits.py): importing it was the check
+        return  # a module other scripts import: importing it was the check
     monkeypatch.setattr(sys, "argv", [script, "--help"])
     with pytest.raises(SystemExit) as exited:
         module.main()
