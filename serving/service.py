@@ -19,6 +19,7 @@ from serving.feedback.querylog import QueryLog
 from serving.feedback.request_log import RequestLog
 from serving.layers.screen import LayerReads
 from serving.mapping.capacity import MapCapacity
+from serving.mapping.sentence_check import SentenceCheck
 from serving.observability.prometheus import Exposition
 from serving.plans.reads import PlanReads
 from serving.plans.telemetry import shipped_telemetry
@@ -140,6 +141,7 @@ class Service:
             vectors=self.source_vectors,
             ann=self.ann_index,
             sentence=self.sentence,
+            check=SentenceCheck(self.source_vectors, self.catalog, self.search_config) if self.sentence else None,
         )
 
     def _read_promoted(self) -> str:

@@ -137,7 +137,7 @@ def held_evidence(
     vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
     found = candidates(
         vectors,
-        _held_attack(model.model_id, procedures, attack),
+        held_attack(model.model_id, procedures, attack),
         voters=voters,
         top=top,
         named=[named_techniques(s.text) for s in sentences],
@@ -150,7 +150,7 @@ _LAST: dict[tuple[str, tuple[str, ...]], HeldAttack] = {}
 _LAST_LOCK = threading.Lock()
 
 
-def _held_attack(model_id: str, procedures: Sequence[Held], attack: Sequence[Held]) -> HeldAttack:
+def held_attack(model_id: str, procedures: Sequence[Held], attack: Sequence[Held]) -> HeldAttack:
     """The held vectors grouped for the votes, made once per model and version of the sources (the last kept)."""
     key = (model_id, tuple(h.version for h in (*procedures, *attack)))
     with _LAST_LOCK:

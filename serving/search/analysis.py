@@ -243,7 +243,10 @@ def rescore(
             if score < threshold or (min_score is not None and score < min_score):
                 continue
         out.append(item)
-    out.sort(
-        key=lambda r: (not r["exact"], -int(r.get("tier") or 0), not r.get("ident_hit"), -r["score"], r["chunk_id"])
-    )
+    out.sort(key=result_order)
     return out
+
+
+def result_order(row: Mapping[str, Any]) -> tuple[bool, int, bool, float, str]:
+    """The results' order: exact identifiers first, then tier, identifier hits, score and chunk id."""
+    return (not row["exact"], -int(row.get("tier") or 0), not row.get("ident_hit"), -row["score"], row["chunk_id"])

@@ -165,6 +165,13 @@ class LegWeights(ConfigModel):
     label: float | None = Field(default=None, ge=0, le=10)
     neighbours: float | None = Field(default=None, ge=0, le=10)
     procedures: float | None = Field(default=None, ge=0, le=10)
+    verified: float | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="A report sentence's technique documents add this x the probability the verifier trained "
+        "beside the serving sentence model gives them (serving/search/verified_ranking.py).",
+    )
     scored: dict[Literal["procedures", "neighbours"], Annotated[float, Field(ge=0, le=10)]] = Field(
         default_factory=dict,
         description="Voter legs whose votes count as scores too: each document adds weight x its vote divided "

@@ -22,7 +22,7 @@ from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
 from serving.search import analysis as logic
-from serving.search import fused_legs, leg_weights, spelling
+from serving.search import fused_legs, leg_weights, spelling, verified_ranking
 from serving.search.ann_index import AnnIndex
 from serving.search.artefacts import in_holder_order, pinned_holders
 from serving.search.catalog import Catalog
@@ -38,6 +38,7 @@ from serving.search.sentence_model import SentenceModel, SentenceVectors
 from serving.search.side_legs import SideLegs
 from serving.search.source_vectors import SourceVectors
 from serving.search.statements import Statements
+from serving.search.verified_ranking import SentenceCheck
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Searcher:
     vectors: SourceVectors | None = None  # online sources' vectors held in memory (exact nearest in the API)
     ann: AnnIndex | None = None  # the unfiltered walk in the API's memory (serving/search/ann_index.py)
     sentence: SentenceModel | None = None  # the trained model of the sentence path (serving/search/sentence_model.py)
+    check: SentenceCheck | None = None  # verifies a report sentence's techniques (serving/search/verified_ranking.py)
 
     @property
     def legs(self) -> LegRuns:
@@ -188,6 +190,7 @@ class Searcher:
                 config=self.config,
                 min_score=req.min_score,
             )
+            ranked = verified_ranking.rerank(ranked, self.check, conn, sentence, req.query, analysis, self.config)
             if holders:
                 ranked = in_holder_order(ranked, holders)
             page = fused_legs.page_rows(conn, self.statements, req, params, ranked[req.offset : req.offset + req.k])
