@@ -44,13 +44,15 @@ class SentenceCheck:
         selector = self.config.map.selector
         if selector is None:
             return {}
-        found = candidates(
-            np.asarray(vector, dtype=np.float32).reshape(1, -1),
-            held_attack(model_id, procedures, attack),
-            voters=selector.voters,
-            top=selector.top,
-            named=[named_techniques(text)],
-            names_found=[frozenset(self.catalog.technique_names().find(text))],
-        )[0]
+        names = frozenset(self.catalog.technique_names().find(text))
+        with self.vectors.one_blas_thread():  # one sentence: more threads only contend for the cores
+            found = candidates(
+                np.asarray(vector, dtype=np.float32).reshape(1, -1),
+                held_attack(model_id, procedures, attack),
+                voters=selector.voters,
+                top=selector.top,
+                named=[named_techniques(text)],
+                names_found=[names],
+            )[0]
         scores = verifier.scores(found)
         return {f"{ATTACK}:{c.technique}": float(p) for c, p in zip(found, scores, strict=True)}

@@ -19,6 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +84,11 @@ class SourceVectors:
     @property
     def enabled(self) -> bool:
         return self._max_bytes > 0
+
+    def one_blas_thread(self) -> AbstractContextManager[object]:
+        """One BLAS thread for products over the held vectors (see __init__), for callers outside this module."""
+        limiter: AbstractContextManager[object] = self._blas.limit(limits=1, user_api="blas")
+        return limiter
 
     def nearest(
         self,
