@@ -28,7 +28,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 import psycopg
 
 from serving.access.keys import ANONYMOUS
@@ -122,9 +121,8 @@ def statement_names(service: Service) -> dict[str, str]:
     return names | {native(text)[0]: name for text, name in names.items()}
 
 
-def in_process_service(database_url: str, *, parallel_legs: bool, ann_index_mb: int = 0) -> Service:
-    """The API's Service in this process, the caches and the warm-up off: each search does all its work. With
-    `ann_index_mb`, the in-process vector index (serving/search/ann_index.py) is built before the first search."""
+def in_process_service(database_url: str, *, parallel_legs: bool) -> Service:
+    """The API's Service in this process, the caches and the warm-up off: each search does all its work."""
     settings = ServingSettings(  # type: ignore[call-arg]
         _env_file=None,
         database_url=database_url,
@@ -133,52 +131,8 @@ def in_process_service(database_url: str, *, parallel_legs: bool, ann_index_mb: 
         result_cache_size=0,
         warm_up=False,
         search_parallel_legs=parallel_legs,
-        search_ann_index_mb=ann_index_mb,
     )
-    service = start_service(settings, Exposition())
-    if ann_index_mb:
-        encoder = service.searcher.encoder
-        with service.pool.connection() as conn:
-            versions = service.catalog.source_versions(conn, fresh=True)
-        started = time.process_time()
-        built = service.ann_index.build(encoder.model_id, versions, encoder.dimensions)
-        info = service.ann_index.info()
-        print(  # noqa: T201
-            f"in-process index: {'built' if built else 'NOT held'}, {info['chunks']} chunks,"
-            f" {info['bytes'] / 2**20:.1f} MB"
-            f" ({info['bytes'] / max(info['chunks'], 1):.0f} bytes a chunk), {time.process_time() - started:.1f} s CPU"
-        )
-    return service
-
-
-def ann_recall(service: Service, k: int) -> None:
-    """Recall@k of the in-process index's walk against exact cosine over the same public vectors (float32), for
-    the dev queries' vectors."""
-    from serving.search.ann_index import walk
-
-    built = service.ann_index._built
-    if built is None:
-        raise SystemExit("the in-process index is not held (--ann-index-mb)")
-    encoder = service.searcher.encoder
-    load = service.ann_index._load
-    matrix = np.concatenate(
-        [h.matrix for s in sorted(built.versions) if (h := load(encoder.model_id, s, 10**9, encoder.dimensions))]
-    )
-    queries = [item["query"] for item in load_items(DEV_QUERIES)]
-    vectors = service.searcher.query_vectors(queries)
-    found, started = 0, time.process_time()
-    with service.pool.connection() as conn:
-        ef = service.search_config.ef_search_for(service.catalog.lexeme_stats(conn).chunks)  # as a search keeps
-    walks = [walk(built, v, k, ef) for v in vectors]
-    walk_ms = (time.process_time() - started) * 1000 / len(vectors)
-    for v, walked in zip(vectors, walks, strict=True):
-        sims = matrix @ (v / np.linalg.norm(v))
-        exact = {built.chunk_ids[int(i)] for i in np.argsort(-sims, kind="stable")[:k]}
-        found += len(exact & set(walked.chunk_ids))
-    print(  # noqa: T201
-        f"in-process walk, k {k}, ef {ef}, {len(vectors)} dev queries: recall@{k} {found / (k * len(vectors)):.4f}"
-        f" against exact cosine, {walk_ms:.3f} ms CPU a walk"
-    )
+    return start_service(settings, Exposition())
 
 
 def main() -> None:
@@ -200,30 +154,14 @@ def main() -> None:
     ap.add_argument("--shares", action="store_true", help="With --clients: where the CPU goes.")
     ap.add_argument("--planning", action="store_true", help="With --clients: each statement's planning time too.")
     ap.add_argument("--queries", type=int, default=0, help="With --clients: only the first N dev queries (0: all).")
-    ap.add_argument(
-        "--ann-index-mb",
-        type=int,
-        default=0,
-        help="Build the in-process vector index first, with this budget (SECRAG_SEARCH_ANN_INDEX_MB).",
-    )
-    ap.add_argument(
-        "--ann-recall", type=int, default=0, metavar="K", help="Only the index's recall@K against exact cosine."
-    )
     args = ap.parse_args()
-    if args.ann_recall:
-        service = in_process_service(args.database_url, parallel_legs=True, ann_index_mb=args.ann_index_mb or 1024)
-        try:
-            ann_recall(service, args.ann_recall)
-        finally:
-            stop_service(service)
-        return
     if args.clients:
         from lib.cpu import report
 
         report(args)
         return
     items = load_items(DEV_QUERIES)
-    service = in_process_service(args.database_url, parallel_legs=not args.serial_legs, ann_index_mb=args.ann_index_mb)
+    service = in_process_service(args.database_url, parallel_legs=not args.serial_legs)
     clock = Clock()
     instrument(clock, statement_names(service))
     rows: dict[str, list[float]] = defaultdict(list)

@@ -166,7 +166,7 @@ def report(args: argparse.Namespace) -> None:
     """budget.py's --clients report (its arguments: database_url, clients, rounds, mode, no_filters, shares,
     planning, queries)."""
     bodies = search_bodies(args, load_items(DEV_QUERIES, args.queries))
-    service = in_process_service(args.database_url, parallel_legs=True, ann_index_mb=args.ann_index_mb)
+    service = in_process_service(args.database_url, parallel_legs=True)
     meter = Meter(args.shares or args.planning)
     instrument(meter, statement_names(service), service)
     try:
