@@ -169,8 +169,9 @@ class LegWeights(ConfigModel):
         default=None,
         ge=0,
         le=10,
-        description="A report sentence's technique documents add this x the probability the verifier trained "
-        "beside the serving sentence model gives them (serving/search/verified_ranking.py).",
+        description="A report sentence's fused scores become (score + this x p) / (1 + this), p the probability "
+        "the verifier beside the serving sentence model gives a technique document (serving/search/"
+        "verified_ranking.py).",
     )
     scored: dict[Literal["procedures", "neighbours"], Annotated[float, Field(ge=0, le=10)]] = Field(
         default_factory=dict,

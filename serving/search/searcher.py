@@ -180,6 +180,9 @@ class Searcher:
             window_rows, below = fused_legs.fused_window(
                 self.legs, self.config, conn, req, plan, params, walk, floor, ef_search=ef_search, then_vec=then_vec
             )
+            window_rows = verified_ranking.rerank(
+                window_rows, self.check, conn, sentence, req.query, analysis, self.config
+            )
             ranked = logic.rescore(
                 window_rows,
                 mode=req.mode,
@@ -188,7 +191,6 @@ class Searcher:
                 config=self.config,
                 min_score=req.min_score,
             )
-            ranked = verified_ranking.rerank(ranked, self.check, conn, sentence, req.query, analysis, self.config)
             if holders:
                 ranked = in_holder_order(ranked, holders)
             page = fused_legs.page_rows(conn, self.statements, req, params, ranked[req.offset : req.offset + req.k])

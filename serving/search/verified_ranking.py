@@ -1,11 +1,12 @@
-"""A report sentence's ranking checked by the verifier trained beside the sentence model: each technique document
-the verifier scored rises by its probability times `class_weights.sentence.verified` (search.yaml). The check (the
+"""A report sentence's ranking checked by the verifier trained beside the sentence model: each fused score becomes
+(score + w x p) / (1 + w), p the verifier's probability for a technique document it scored (else 0) and w
+`class_weights.sentence.verified` (search.yaml), so scores stay in (0, 1] before thresholds apply. The check (the
 sentence's candidates among the held ATT&CK vectors, and the verifier) is the map's, handed to the searcher by
 the service (serving/mapping/sentence_check.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,17 +28,14 @@ class SentenceCheck(Protocol):
     ) -> Mapping[str, float]: ...
 
 
-def verified(rows: Sequence[dict[str, Any]], probabilities: Mapping[str, float], weight: float) -> list[dict[str, Any]]:
-    """The rows with weight x probability added to the score of each document the check scored, re-ordered."""
+def verified(rows: list[dict[str, Any]], probabilities: Mapping[str, float], weight: float) -> list[dict[str, Any]]:
+    """The fused rows with their scores verified (see the module); as they are without probabilities."""
     if weight <= 0 or not probabilities:
-        return list(rows)
-    out = [
-        {**row, "score": float(row["score"]) + weight * probabilities[row["doc_id"]]}
-        if row["doc_id"] in probabilities
-        else row
+        return rows
+    return [
+        {**row, "score": (float(row["score"] or 0.0) + weight * probabilities.get(row["doc_id"], 0.0)) / (1 + weight)}
         for row in rows
     ]
-    return sorted(out, key=logic.result_order)
 
 
 def rerank(
@@ -49,8 +47,8 @@ def rerank(
     analysis: logic.QueryAnalysis,
     config: SearchConfig,
 ) -> list[dict[str, Any]]:
-    """A report sentence's rows verified (`verified`) while its sentence model serves and has a verifier; else as
-    they are (and unchecked when none is a document of the check's source)."""
+    """A report sentence's fused rows verified (`verified`) while its sentence model serves and has a verifier;
+    else as they are (and unchecked when none is a document of the check's source)."""
     weight = config.weights(analysis.query_type).verified
     if check is None or sentence is None or not analysis.report_sentence or not weight:
         return rows

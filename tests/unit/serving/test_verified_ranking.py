@@ -1,4 +1,4 @@
-"""A report sentence's rows re-ranked by the verifier's probabilities (serving/search/verified_ranking.py)."""
+"""A report sentence's fused rows verified by the verifier's probabilities (serving/search/verified_ranking.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+import pytest
 
 from serving.search import analysis
 from serving.search.search_file import load_search_config
@@ -16,8 +17,11 @@ CONFIG = load_search_config()
 SENTENCE = ("a-sentence-model", np.ones(4, dtype=np.float32) / 2)
 
 
-def _row(doc_id: str, score: float, *, exact: bool = False) -> dict[str, Any]:
-    return {"doc_id": doc_id, "chunk_id": f"{doc_id}#0", "source": doc_id.split(":")[0], "score": score, "exact": exact}
+def _rows() -> list[dict[str, Any]]:
+    return [
+        {"doc_id": doc_id, "source": doc_id.split(":")[0], "score": score}
+        for doc_id, score in (("mitre_attack:T1003", 0.9), ("mitre_attack:T1003.001", 0.8), ("sigma:r1", 0.7))
+    ]
 
 
 class Check:
@@ -32,18 +36,15 @@ class Check:
         return self.probabilities
 
 
-ROWS = [_row("mitre_attack:T1003", 0.9), _row("mitre_attack:T1003.001", 0.8), _row("sigma:r1", 0.7)]
+def test_a_verified_technique_gains_its_weighted_probability_and_scores_stay_in_0_1() -> None:
+    rows = verified(_rows(), {"mitre_attack:T1003.001": 0.5, "mitre_attack:T9999": 1.0}, 1.0)
+    scores = {r["doc_id"]: r["score"] for r in rows}
+    assert scores == pytest.approx({"mitre_attack:T1003": 0.45, "mitre_attack:T1003.001": 0.65, "sigma:r1": 0.35})
+    assert verified([{"doc_id": "mitre_attack:T1", "score": 1.0}], {"mitre_attack:T1": 1.0}, 3.0)[0]["score"] == 1.0
 
 
-def test_a_verified_technique_rises_by_its_weighted_probability() -> None:
-    ranked = verified(ROWS, {"mitre_attack:T1003.001": 0.5, "mitre_attack:T9999": 1.0}, 1.0)
-    assert [r["doc_id"] for r in ranked] == ["mitre_attack:T1003.001", "mitre_attack:T1003", "sigma:r1"]
-    assert ranked[0]["score"] == 1.3 and ranked[1]["score"] == 0.9
-
-
-def test_an_exact_identifier_stays_first() -> None:
-    rows = [_row("mitre_attack:T1059", 0.1, exact=True), *ROWS]
-    assert verified(rows, {"mitre_attack:T1003": 1.0}, 5.0)[0]["doc_id"] == "mitre_attack:T1059"
+def test_without_probabilities_the_scores_are_as_fused() -> None:
+    assert verified(_rows(), {}, 1.0) == _rows()
 
 
 def test_only_a_report_sentence_with_a_sentence_vector_and_rows_of_the_checked_source_is_checked() -> None:
@@ -51,11 +52,12 @@ def test_only_a_report_sentence_with_a_sentence_vector_and_rows_of_the_checked_s
     rule = analysis.analyse("Identifies credential dumping from LSASS memory with procdump.")
     check = Check({"mitre_attack:T1003.001": 1.0})
     conn: Any = None
-    assert rerank(ROWS, check, conn, SENTENCE, "q", rule, CONFIG) == ROWS
-    assert rerank(ROWS, check, conn, None, "q", report, CONFIG) == ROWS
-    assert rerank(ROWS, None, conn, SENTENCE, "q", report, CONFIG) == ROWS
-    assert rerank([_row("sigma:r1", 0.7)], check, conn, SENTENCE, "q", report, CONFIG) == [_row("sigma:r1", 0.7)]
+    assert rerank(_rows(), check, conn, SENTENCE, "q", rule, CONFIG) == _rows()
+    assert rerank(_rows(), check, conn, None, "q", report, CONFIG) == _rows()
+    assert rerank(_rows(), None, conn, SENTENCE, "q", report, CONFIG) == _rows()
+    assert rerank(_rows()[2:], check, conn, SENTENCE, "q", report, CONFIG) == _rows()[2:]
     assert check.calls == []
-    ranked = rerank(ROWS, check, conn, SENTENCE, "q", report, CONFIG)
-    assert check.calls == ["q"] and ranked[0]["doc_id"] == "mitre_attack:T1003.001"
-    assert ranked[0]["score"] == 0.8 + CONFIG.weights("sentence").verified  # type: ignore[operator]
+    weight = CONFIG.weights("sentence").verified
+    assert weight
+    rows = rerank(_rows(), check, conn, SENTENCE, "q", report, CONFIG)
+    assert check.calls == ["q"] and rows[1]["score"] == pytest.approx((0.8 + weight) / (1 + weight))
