@@ -168,10 +168,9 @@ class LegWeights(ConfigModel):
     verified: float | None = Field(
         default=None,
         ge=0,
-        le=10,
-        description="A report sentence's fused scores become (score + this x p) / (1 + this), p the probability "
-        "the verifier beside the serving sentence model gives a technique document (serving/search/"
-        "verified_ranking.py).",
+        le=1,
+        description="A report sentence's technique documents score 1 - (1 - score)(1 - this x p), p the "
+        "probability the verifier beside the serving sentence model gives them (serving/search/verified_ranking.py).",
     )
     scored: dict[Literal["procedures", "neighbours"], Annotated[float, Field(ge=0, le=10)]] = Field(
         default_factory=dict,

@@ -1,8 +1,8 @@
-"""A report sentence's ranking checked by the verifier trained beside the sentence model: each fused score becomes
-(score + w x p) / (1 + w), p the verifier's probability for a technique document it scored (else 0) and w
-`class_weights.sentence.verified` (search.yaml), so scores stay in (0, 1] before thresholds apply. The check (the
-sentence's candidates among the held ATT&CK vectors, and the verifier) is the map's, handed to the searcher by
-the service (serving/mapping/sentence_check.py)."""
+"""A report sentence's ranking checked by the verifier trained beside the sentence model: the fused score of each
+technique document it scored becomes 1 - (1 - score)(1 - w x p), p the verifier's probability and w
+`class_weights.sentence.verified` (search.yaml): a noisy-or that keeps scores in (0, 1] and the others' as fused,
+before thresholds apply. The check (the sentence's candidates among the held ATT&CK vectors, and the verifier) is
+the map's, handed to the searcher by the service (serving/mapping/sentence_check.py)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ def verified(rows: list[dict[str, Any]], probabilities: Mapping[str, float], wei
     if weight <= 0 or not probabilities:
         return rows
     return [
-        {**row, "score": (float(row["score"] or 0.0) + weight * probabilities.get(row["doc_id"], 0.0)) / (1 + weight)}
+        {**row, "score": 1.0 - (1.0 - float(row["score"] or 0.0)) * (1.0 - weight * probabilities[row["doc_id"]])}
+        if row["doc_id"] in probabilities
+        else row
         for row in rows
     ]
 

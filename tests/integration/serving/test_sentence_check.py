@@ -1,7 +1,7 @@
 """/v1/search's sentence path checked by the verifier (serving/mapping/sentence_check.py, serving/search/
 verified_ranking.py): on the held path's store of its own with a verifier beside the sentence model, a report
-sentence's fused scores take in the verifier's probability of its technique documents (the map's candidates and
-verifier for that sentence) at search.yaml's `class_weights.sentence.verified`, and stay in (0, 1]; without the
+sentence's technique documents score the noisy-or of their fused score and the verifier's probability (the map's
+candidates and verifier for that sentence) at search.yaml's `class_weights.sentence.verified`; without the
 verifier's file the ranking is the plain one."""
 
 from __future__ import annotations
@@ -59,6 +59,6 @@ def test_a_report_sentences_techniques_rise_by_their_verified_probability(
     assert weight and any(p > 0.01 for d, p in expected.items() if d in plain)
     for doc_id, score in plain.items():
         if doc_id in checked:
-            verified = (score + weight * expected.get(doc_id, 0.0)) / (1 + weight)
+            verified = 1 - (1 - score) * (1 - weight * expected.get(doc_id, 0.0))
             assert checked[doc_id] == pytest.approx(verified, abs=1e-5)
     assert list(checked) == sorted(checked, key=lambda d: -checked[d]) and max(checked.values()) <= 1.0

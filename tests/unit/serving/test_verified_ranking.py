@@ -36,11 +36,11 @@ class Check:
         return self.probabilities
 
 
-def test_a_verified_technique_gains_its_weighted_probability_and_scores_stay_in_0_1() -> None:
+def test_a_verified_technique_scores_the_noisy_or_of_its_score_and_weighted_probability() -> None:
     rows = verified(_rows(), {"mitre_attack:T1003.001": 0.5, "mitre_attack:T9999": 1.0}, 1.0)
     scores = {r["doc_id"]: r["score"] for r in rows}
-    assert scores == pytest.approx({"mitre_attack:T1003": 0.45, "mitre_attack:T1003.001": 0.65, "sigma:r1": 0.35})
-    assert verified([{"doc_id": "mitre_attack:T1", "score": 1.0}], {"mitre_attack:T1": 1.0}, 3.0)[0]["score"] == 1.0
+    assert scores == pytest.approx({"mitre_attack:T1003": 0.9, "mitre_attack:T1003.001": 0.9, "sigma:r1": 0.7})
+    assert verified([{"doc_id": "mitre_attack:T1", "score": 0.6}], {"mitre_attack:T1": 1.0}, 1.0)[0]["score"] == 1.0
 
 
 def test_without_probabilities_the_scores_are_as_fused() -> None:
@@ -60,4 +60,5 @@ def test_only_a_report_sentence_with_a_sentence_vector_and_rows_of_the_checked_s
     weight = CONFIG.weights("sentence").verified
     assert weight
     rows = rerank(_rows(), check, conn, SENTENCE, "q", report, CONFIG)
-    assert check.calls == ["q"] and rows[1]["score"] == pytest.approx((0.8 + weight) / (1 + weight))
+    assert check.calls == ["q"] and rows[1]["score"] == pytest.approx(1 - 0.2 * (1 - weight))
+    assert rows[0] == _rows()[0] and rows[2] == _rows()[2]
