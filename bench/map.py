@@ -1,11 +1,11 @@
 """POST /v1/map on whole reports (cti_dev_reports.jsonl: `text`, `techniques`, `annotations` as offsets), in
-process (`--database-url`) or over HTTP (`--url`): the latency of a ~2,000-word report at one client (the longest
-report's first sentences) and, per min_score of one request each at min_score 0, micro and macro precision, recall
-and F1 of each report's techniques, and the sentence precision (the share of (technique, supporting sentence) pairs
-whose sentence overlaps an annotation of that technique). `--sharing` measures two API keys sharing the maps' turns
-instead, over REST and then MCP: `--maps` maps of the first key beside the other key's searches and map (run the
-API with caches off, SECRAG_RATE_PER_MINUTE=0 and SECRAG_MAP_TIMEOUT_SECONDS short enough that a starved map shows
-as unanswered).
+process on the store (`--database-url`): the latency of a ~2,000-word report at one client (the longest report's
+first sentences) and, per min_score of one request each at min_score 0, micro and macro precision, recall and F1 of
+each report's techniques, and the sentence precision (the share of (technique, supporting sentence) pairs whose
+sentence overlaps an annotation of that technique). `--sharing` measures two API keys sharing the maps' turns
+instead, over HTTP (`--url`), over REST and then MCP: `--maps` maps of the first key beside the other key's
+searches and map (run the API with caches off, SECRAG_RATE_PER_MINUTE=0 and SECRAG_MAP_TIMEOUT_SECONDS short
+enough that a starved map shows as unanswered).
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from typing import Any
 
 import httpx
 
-from lib.api import Client, api_settings
+from lib.api import Client, in_process
 from lib.queries import EVAL, load_items
 from lib.timing import percentile
 
 DEFAULT_QUERIES = EVAL / "cti_dev_queries.jsonl"
 DEFAULT_REPORTS = EVAL / "cti_dev_reports.jsonl"
 SWEEP = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+WORDS, RANKS, LIMIT = 2000, 3, 500  # the latency report's words, the ranks --calibrate measures, techniques a map
 PREFIX = "mitre_attack:"
 
 Span = tuple[int, int]  # text[start:end], end excluded
@@ -153,15 +154,10 @@ def supports_at(answer: Answer, threshold: float) -> dict[str, tuple[Span, ...]]
     return {t: spans for t, spans in answer.supports.items() if answer.scores.get(t, 0.0) >= threshold}
 
 
-def ratio(part: int, whole: int) -> float:
-    return part / whole if whole else 0.0
-
-
 def figures(
     reports: Sequence[Report], answers: Mapping[str, Answer], thresholds: Sequence[float], default: float
-) -> dict[str, Any]:
-    """The sweep (per min_score: micro and macro P/R/F1 of the technique sets, sentence precision) and each
-    report's figures at the default min_score."""
+) -> list[dict[str, Any]]:
+    """Per min_score: micro and macro P/R/F1 of the technique sets and the sentence precision."""
     sweep = []
     for threshold in sorted({*thresholds, default}):
         per_report = [scores(answers[r.origin].scores, r.relevant, threshold) for r in reports]
@@ -175,43 +171,12 @@ def figures(
                 "micro": {"precision": micro_p, "recall": micro_r, "f1": micro_f},
                 "macro": {"precision": macro_p, "recall": macro_r, "f1": macro_f},
                 "techniques": sum(tp + fp for tp, fp, _ in per_report),
-                "sentence_precision": ratio(right, pairs),
+                "sentence_precision": right / pairs if pairs else 0.0,
                 "pairs": pairs,
                 "pairs_right": right,
             }
         )
-    return {
-        "default_min_score": default,
-        "sweep": sweep,
-        "reports": [per_report_figures(r, answers[r.origin], default) for r in reports],
-    }
-
-
-def per_report_figures(report: Report, answer: Answer, default: float) -> dict[str, Any]:
-    """One report's figures at the default min_score, its techniques there with their sentences (each marked
-    when it overlaps an annotation of the technique), and every technique's score at min_score 0."""
-    tp, fp, fn = scores(answer.scores, report.relevant, default)
-    p, r, f = prf(tp, fp, fn)
-    at = {t: answer.supports.get(t, ()) for t in kept(answer.scores, default)}
-    right, pairs = sentence_hits(at, report.annotations)
-    marks = overlapping(at, report.annotations)
-    returned = [
-        {
-            "technique": t,
-            "score": answer.scores[t],
-            "annotated": t in report.relevant,
-            "sentences": [[start, end, mark] for (start, end), mark in zip(at[t], marks[t], strict=True)],
-        }
-        for t in sorted(at, key=lambda t: (-answer.scores[t], t))
-    ]
-    return {
-        "origin": report.origin,
-        **{"sentences": answer.sentences, "unanswered": answer.unanswered, "omitted": answer.omitted},
-        **{"tp": tp, "fp": fp, "fn": fn, "precision": p, "recall": r, "f1": f},
-        **{"pairs": pairs, "pairs_right": right, "sentence_precision": ratio(right, pairs)},
-        "returned": returned,
-        "found": dict(sorted(answer.scores.items())),
-    }
+    return sweep
 
 
 def map_text(http: Client, text: str, **body: Any) -> dict[str, Any]:  # noqa: ANN401
@@ -221,40 +186,37 @@ def map_text(http: Client, text: str, **body: Any) -> dict[str, Any]:  # noqa: A
     return response.json()  # type: ignore[no-any-return]
 
 
-def latency(http: Client, text: str, runs: int) -> dict[str, Any]:
-    """The text mapped `runs` times at one client (after a first request that loads the per-process caches)."""
+def run(http: Client, args: argparse.Namespace) -> None:
+    """Every figure of the run (see the module docstring), printed."""
+    from serving.mapping.sentences import split
+
+    reports = sorted(from_reports(load_items(args.reports)), key=lambda r: r.origin)
+    longest = max(reports, key=lambda r: len(r.text.split())).text
+    text = leading_text(longest, [s.end for s in split(longest)], WORDS)
     map_text(http, "A first request loads what the API caches per process.")
     timings = []
-    for _ in range(runs):
+    for _ in range(args.runs):  # the text at one client
         started = time.perf_counter()
         answer = map_text(http, text)
         timings.append((time.perf_counter() - started) * 1000)
-    return {
-        "words": len(text.split()),
-        "sentences": answer["sentences"],
-        "min_score": float(answer["min_score"]),
-        "runs_ms": timings,
-        "p50_ms": statistics.median(timings),
-        "took_ms": answer["took_ms"],
-    }
-
-
-def run(http: Client, args: argparse.Namespace, limit: int) -> dict[str, Any]:
-    """Every figure of the run (see the module docstring)."""
-    from serving.mapping.sentences import split
-
-    reports = from_reports(load_items(args.reports))
-    longest = max(reports, key=lambda r: len(r.text.split())).text
-    timed = latency(http, leading_text(longest, [s.end for s in split(longest)], args.words), args.runs)
-    answers: dict[str, Answer] = {}
-    for report in reports:
-        answers[report.origin] = answer_of(map_text(http, report.text, min_score=0, limit=limit))
-    ordered = sorted(reports, key=lambda r: r.origin)
-    result = {"file": str(args.reports), "limit": limit, "latency": timed}
-    result |= figures(ordered, answers, args.sweep, timed["min_score"])
+    answers = {r.origin: answer_of(map_text(http, r.text, min_score=0, limit=LIMIT)) for r in reports}
+    default = float(answer["min_score"])
+    print(
+        f"latency, 1 client: {len(text.split())} words, {answer['sentences']} sentences: p50 "
+        f"{statistics.median(timings):.0f} ms over {len(timings)} runs ({', '.join(f'{v:.0f}' for v in timings)})"
+    )
+    print(f"\n{len(reports)} reports of {args.reports} (default min_score {default}):")
+    columns = ("micro P", "micro R", "micro F1", "macro P", "macro R", "macro F1", "sent P")
+    print(f"\n{'min_score':>9} " + " ".join(f"{c:>8}" for c in columns))
+    for row in figures(reports, answers, SWEEP, default):
+        cells = " ".join(f"{v:>8.3f}" for v in (*row["micro"].values(), *row["macro"].values()))
+        print(f"{row['min_score']:>9.2f} {cells} {row['sentence_precision']:>8.3f}{'  (default)' * row['default']}")
+    unanswered = sum(a.unanswered for a in answers.values())
+    omitted = sum(1 for a in answers.values() if a.omitted)
+    print(f"{unanswered} sentences unanswered; {omitted} reports had techniques cut by the limit {LIMIT}")
     if args.calibrate:
-        result["calibration"] = calibrate(http, load_items(DEFAULT_QUERIES), args.ranks)
-    return result
+        calibration = calibrate(http, load_items(DEFAULT_QUERIES), RANKS)
+        print("rank precision (map.rank_precision): " + ", ".join(f"{p:.3f}" for p in calibration if p))
 
 
 def calibrate(http: Client, items: list[dict[str, Any]], ranks: int) -> list[float | None]:
@@ -269,26 +231,6 @@ def calibrate(http: Client, items: list[dict[str, Any]], ranks: int) -> list[flo
                 seen[rank - 1] += 1
                 right[rank - 1] += technique["technique_id"] in relevant
     return [r / n if n else None for r, n in zip(right, seen, strict=True)]
-
-
-def render(result: dict[str, Any]) -> None:
-    """The run's tables."""
-    timed, default = result["latency"], result["default_min_score"]
-    print(
-        f"latency, 1 client: {timed['words']} words, {timed['sentences']} sentences: p50 {timed['p50_ms']:.0f} ms "
-        f"over {len(timed['runs_ms'])} runs ({', '.join(f'{v:.0f}' for v in timed['runs_ms'])})"
-    )
-    print(f"\n{len(result['reports'])} reports of {result['file']} (default min_score {default}):")
-    columns = ("micro P", "micro R", "micro F1", "macro P", "macro R", "macro F1", "sent P")
-    print(f"\n{'min_score':>9} " + " ".join(f"{c:>8}" for c in columns))
-    for row in result["sweep"]:
-        cells = " ".join(f"{v:>8.3f}" for v in (*row["micro"].values(), *row["macro"].values()))
-        print(f"{row['min_score']:>9.2f} {cells} {row['sentence_precision']:>8.3f}{'  (default)' * row['default']}")
-    unanswered = sum(r["unanswered"] for r in result["reports"])
-    omitted = sum(1 for r in result["reports"] if r["omitted"])
-    print(f"{unanswered} sentences unanswered; {omitted} reports had techniques cut by the limit {result['limit']}")
-    if "calibration" in result:
-        print("rank precision (map.rank_precision): " + ", ".join(f"{p:.3f}" for p in result["calibration"] if p))
 
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
@@ -352,18 +294,13 @@ def sharing(http: httpx.Client, args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reports", type=Path, nargs="?", const=DEFAULT_REPORTS, default=DEFAULT_REPORTS)
-    parser.add_argument("--url", default="http://127.0.0.1:8000")
-    parser.add_argument("--api-key", default=None, help="The maps' API key.")
     parser.add_argument("--database-url", default=None, help="Run the API in process on this store (caches off).")
-    parser.add_argument("--search-config", type=Path, help="An operator's search.yaml laid over the shipped one.")
-    parser.add_argument("--words", type=int, default=2000, help="Words of the latency report.")
     parser.add_argument("--runs", type=int, default=5, help="Timed maps of the latency report.")
-    parser.add_argument("--sweep", type=lambda s: [float(x) for x in s.split(",")], default=list(SWEEP))
     parser.add_argument("--calibrate", action="store_true", help="Also the precision of each rank's vote.")
-    parser.add_argument("--ranks", type=int, default=3, help="Ranks --calibrate measures (map.rank_precision's).")
-    parser.add_argument("--save", type=Path, default=None, help="Write every figure of the run here as JSON.")
     sharing_flags = parser.add_argument_group("--sharing")
     sharing_flags.add_argument("--sharing", action="store_true", help="Two keys sharing the maps (over --url).")
+    sharing_flags.add_argument("--url", default="http://127.0.0.1:8000")
+    sharing_flags.add_argument("--api-key", default=None, help="The maps' API key.")
     sharing_flags.add_argument("--other-key", help="The other caller's API key.")
     sharing_flags.add_argument("--maps", type=int, default=4, help="The first key's maps at once.")
     sharing_flags.add_argument("--flood-sentences", type=int, default=200, help="Sentences of each of them.")
@@ -373,23 +310,11 @@ def main() -> None:
     if args.sharing:
         with httpx.Client(base_url=args.url, timeout=300, limits=httpx.Limits(max_connections=32)) as http:
             sharing(http, args)
-        return
-    if args.database_url:
-        from fastapi.testclient import TestClient
-
-        from serving.api.app import create_app
-
-        settings = api_settings(args.database_url, args.search_config).model_copy(update={"map_max_techniques": 500})
-        with TestClient(create_app(settings)) as api:
-            result = run(api, args, limit=500)
+    elif not args.database_url:
+        parser.error("--database-url is required without --sharing")
     else:
-        headers = {"X-API-Key": args.api_key} if args.api_key else {}
-        with httpx.Client(base_url=args.url, timeout=120, headers=headers) as http:
-            result = run(http, args, limit=100)  # the default SECRAG_MAP_MAX_TECHNIQUES
-    if args.save:
-        args.save.parent.mkdir(parents=True, exist_ok=True)
-        args.save.write_text(json.dumps(result, indent=1))
-    render(result)
+        with in_process(args.database_url, map_max_techniques=LIMIT) as api:
+            run(api, args)
 
 
 if __name__ == "__main__":

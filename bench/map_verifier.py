@@ -23,11 +23,12 @@ from serving.mapping.selector import features, probability
 from serving.mapping.sentences import Sentence, split
 from serving.search.search_file import DECISION_FEATURES, MAP_FEATURES
 
-from lib.api import api_settings
+from lib.api import in_process
 from lib.queries import EVAL, load_items
 from lib.relevance import ndcg, precision_at_1
 
 SWEEP = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7)
+REPORTS, SENTENCES, FOLDS = EVAL / "cti_dev_reports.jsonl", EVAL / "cti_dev_queries.jsonl", 5  # folds by report
 Found = dict[int, dict[str, float]]  # report -> technique -> score
 
 
@@ -40,19 +41,6 @@ def evidence(searcher: Any, sentences: list[Sentence], voters: int, top: int) ->
             return found
         time.sleep(0.5)
     raise SystemExit("no sentence model serves, or its vectors were not held within 5 minutes")
-
-
-def searcher_of(url: str, sentence_model: str | None) -> Any:  # noqa: ANN401 - the in-process API's Searcher
-    from fastapi.testclient import TestClient
-
-    from serving.api.app import create_app
-
-    settings = api_settings(url)
-    if sentence_model:
-        settings = settings.model_copy(update={"sentence_model": sentence_model})
-    client = TestClient(create_app(settings))
-    client.__enter__()
-    return client.app.state.service.model.current()  # type: ignore[attr-defined]
 
 
 def train_encoder(url: str, steps: int, out: Path) -> None:
@@ -74,25 +62,19 @@ def train_encoder(url: str, steps: int, out: Path) -> None:
     print(f"training: {seconds / steps:.2f} s a step, peak RSS {peak:.0f} MiB")  # noqa: T201
 
 
-def train(url: str, pinned: str | None, models_dir: Path | None) -> None:
-    """Train the verifier of the promoted sentence model, or of a `pinned` one that is not promoted (a dry run)."""
-    from pipeline.training.verifier import train_promoted_verifier, train_verifier
+def train(url: str) -> None:
+    """Train the verifier of the promoted sentence model."""
+    from pipeline.training.verifier import train_promoted_verifier
     from secrag.db import database
     from secrag.models.encoders import document_encoder
     from secrag.settings import get_settings
-    from serving.mapping.verifier_file import folder_of
 
     settings = get_settings()
     encoders = lambda m: document_encoder(m, batch_size=64, threads=2, cache_dir=settings.models_dir)  # noqa: E731
     progress = lambda line: print(f"  {line}", flush=True)  # noqa: E731, T201
     started = time.monotonic()
     with database.connect(url, autocommit=True) as conn:
-        if pinned:
-            folder = folder_of(pinned, models_dir)
-            folder.mkdir(parents=True, exist_ok=True)
-            outcome = train_verifier(conn, settings.sql_dir, folder, pinned, encoders(pinned), progress=progress)
-        else:
-            outcome = train_promoted_verifier(conn, settings.sql_dir, settings.models_dir, encoders, progress=progress)
+        outcome = train_promoted_verifier(conn, settings.sql_dir, settings.models_dir, encoders, progress=progress)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"training: {time.monotonic() - started:.1f} s, peak RSS {peak:.0f} MiB")  # noqa: T201
     if outcome is not None:
@@ -189,13 +171,6 @@ def curve(name: str, found: Found, gold: dict[int, set[str]]) -> None:
         print(f"  min_score {threshold:.2f}: " + "  ".join(f"{k} {v:.3f}" for k, v in f.items()))  # noqa: T201
 
 
-def outside(found: Found, gold: dict[int, set[str]], threshold: float) -> str:
-    """How many wrong techniques at `threshold` are annotated in no report at all (TRAM annotates a fixed set)."""
-    space = set().union(*gold.values())
-    wrong = [t for r, techs in found.items() for t, s in techs.items() if s >= threshold and t not in gold[r]]
-    return f"{len(wrong)} wrong at {threshold}, {sum(t not in space for t in wrong)} of them annotated in no report"
-
-
 def ranking(searcher: Any, items: list[dict[str, Any]], voters: int, top: int, scorers: dict[str, Any]) -> None:  # noqa: ANN401
     """The labelled sentences' candidates ranked by each scorer (candidates -> probabilities): nDCG@10, P@1."""
     sentences = [Sentence(text=i["query"], start=0, end=len(i["query"])) for i in items]
@@ -237,38 +212,37 @@ def fit_selector(rows: list[dict[str, Any]], gold: dict[int, set[str]], floor: f
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--database-url", required=True)
-    ap.add_argument("--reports", type=Path, default=EVAL / "cti_dev_reports.jsonl")
-    ap.add_argument("--sentences", type=Path, default=EVAL / "cti_dev_queries.jsonl")
     ap.add_argument("--train", action="store_true", help="train the verifier of the promoted sentence model first")
-    ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--sentence-model", default=None, help="pin the sentence model (default: the promoted one)")
-    ap.add_argument("--models-dir", type=Path, default=None, help="where a pinned model's verifier.json is kept")
     ap.add_argument("--floor", type=float, default=None, help="default: search.yaml map.selector.floor")
     ap.add_argument("--prior", action="store_true", help="also the decision with each technique's prior in the store")
     ap.add_argument("--selector", action="store_true", help="fit the selector (search.yaml map.selector) instead")
     ap.add_argument("--train-encoder", type=int, metavar="STEPS", help="only fine-tune the encoder for STEPS steps")
-    ap.add_argument("--out", type=Path, default=Path(".secrag/bench/trained"), help="with --train-encoder: its folder")
     args = ap.parse_args()
     if args.train_encoder:
-        train_encoder(args.database_url, args.train_encoder, args.out)
+        train_encoder(args.database_url, args.train_encoder, Path(".secrag/bench/trained"))
         return 0
     if args.train:
-        train(args.database_url, args.sentence_model, args.models_dir)
+        train(args.database_url)
+    with in_process(args.database_url) as api:
+        return measure(api.app.state.service.model.current(), args)
+
+
+def measure(searcher: Any, args: argparse.Namespace) -> int:  # noqa: ANN401 - the in-process API's Searcher
+    """Each stage's curves on the reports, and the labelled sentences ranked by each scorer."""
     from serving.mapping.verifier_file import verifier_of
 
-    searcher = searcher_of(args.database_url, args.sentence_model)
     selector = searcher.config.map.selector
     floor = selector.floor if args.floor is None else args.floor
-    reports = load_items(args.reports)
+    reports = load_items(REPORTS)
     model_id = evidence(searcher, [Sentence(0, 5, "probe")], selector.voters, selector.top).model_id
-    verifier = None if args.selector else verifier_of(model_id, args.models_dir)
+    verifier = None if args.selector else verifier_of(model_id)
     print(f"sentence model {model_id}; verifier: {verifier.figures if verifier else None}")  # noqa: T201
     gold = {i: set(r["techniques"]) for i, r in enumerate(reports)}
     rows = rows_of(searcher, reports, selector, verifier)
-    items = load_items(args.sentences) if args.sentences.exists() else []
+    items = load_items(SENTENCES) if SENTENCES.exists() else []
     scorers = {"selector": lambda cands: [probability(c, selector.intercept, selector.weights) for c in cands]}
     if args.selector:
-        model = fit_selector(rows, gold, floor, args.folds)
+        model = fit_selector(rows, gold, floor, FOLDS)
         weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(MAP_FEATURES, model.coef_[0], strict=True))
         print(f"  map.selector: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201
         fitted = lambda cands: model.predict_proba([[features(c)[f] for f in MAP_FEATURES] for c in cands])[:, 1]  # noqa: E731
@@ -288,9 +262,8 @@ def main() -> int:
             annotated = sum(1 for r in aside if r["gold"])
             print(f"{name}: {len(aside)} of {len(rows)} sentences set aside, {annotated} annotated")  # noqa: T201
         curve(f"{name}, noisy-or", noisy_or(found), gold)
-        print(f"  {outside(noisy_or(found), gold, searcher.config.map.min_score)}")  # noqa: T201
         for label, prior in [("decision", None)] + ([("decision + prior", examples)] if examples is not None else []):
-            cross, model = decided(found, gold, lengths, prior, args.folds)
+            cross, model = decided(found, gold, lengths, prior, FOLDS)
             curve(f"{name}, {label} (cross-validated by report)", cross, gold)
             weights = ", ".join(f"{f}: {w:.4f}" for f, w in zip(DECISION_FEATURES, model.coef_[0], strict=True))
             print(f"  map.{label}: {{intercept: {model.intercept_[0]:.4f}, weights: {{{weights}}}}}")  # noqa: T201

@@ -29,13 +29,14 @@ def api_settings(url: str, search_config: Path | None = None) -> Any:  # noqa: A
 
 
 @contextmanager
-def in_process(url: str, search_config: Path | None = None) -> Iterator[Any]:
-    """A TestClient of the API on the store at `url` (api_settings), started and stopped around the block."""
+def in_process(url: str, search_config: Path | None = None, **update: Any) -> Iterator[Any]:  # noqa: ANN401
+    """A TestClient of the API on the store at `url` (api_settings, `update` laid over them), started and stopped
+    around the block."""
     from fastapi.testclient import TestClient
 
     from serving.api.app import create_app
 
-    with TestClient(create_app(api_settings(url, search_config))) as api:
+    with TestClient(create_app(api_settings(url, search_config).model_copy(update=update))) as api:
         yield api
 
 
