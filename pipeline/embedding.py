@@ -41,7 +41,8 @@ class EmbedStats:
     seconds: float
     # Seconds per phase: `prepare` (the model's row and HNSW index), `read` (the pending texts), `encode` (the
     # model, tokenising included), `write` (the writer thread's COPY and commits, beside the encoder), `wait`
-    # (the encoder waiting for the writer), `finish` (the source's counts). All but `write` add up to `seconds`.
+    # (the encoder waiting for the writer), `finish` (the source's counts and, when vectors were written, the
+    # planner's statistics). All but `write` add up to `seconds`.
     phases: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -119,6 +120,8 @@ def embed_pending(
         with conn.transaction():
             refresh_counts(q, conn, source)
     conn.execute(q.refresh_model_vectors, {"model": embedder.model_id})
+    if done:
+        conn.execute(q.analyze_embedded)
     phases["finish"] = time.monotonic() - mark
     stats = EmbedStats(
         chunks=total,

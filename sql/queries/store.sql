@@ -298,6 +298,12 @@ SELECT name FROM sources ORDER BY name
 UPDATE embedding_models SET vectors = (SELECT count(*) FROM embeddings WHERE model_id = %(model)s)
 WHERE model_id = %(model)s
 
+-- name: analyze_embedded
+-- Planner statistics after an embedding pass that wrote vectors (chunk_vectors takes them through its trigger):
+-- without them a new model's searches sort every exact distance until autovacuum's ANALYZE, then walk the HNSW
+-- index: the same search would be answered two ways depending on when it comes.
+ANALYZE embeddings, chunk_vectors
+
 -- name: analyze_published
 -- Planner and lexeme statistics after a publish that changed rows: autovacuum waits for 10 % of a
 -- table to change, so a new source (OSSEM's 2,063 chunks are 4 % of a full store) stayed unknown to

@@ -40,6 +40,32 @@ def test_embeds_missing_chunks_once_and_reuses_identical_text(db: psycopg.Connec
     assert dims == 384 and float(norm) == pytest.approx(1.0, abs=0.01)
 
 
+def _statistics(db: psycopg.Connection) -> dict[str, tuple[int, float]]:
+    """Each vector table's manual ANALYZE count and the row count the planner knows (-1: never analyzed)."""
+    rows = db.execute(
+        "SELECT s.relname, s.analyze_count, c.reltuples FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid"
+        " WHERE s.relname IN ('embeddings', 'chunk_vectors')"
+    ).fetchall()
+    return {name: (int(count), float(tuples)) for name, count, tuples in rows}
+
+
+def test_a_pass_that_writes_vectors_leaves_the_planner_their_statistics(
+    db: psycopg.Connection, embedder: Embedder
+) -> None:
+    """Searches read embeddings and chunk_vectors: without statistics the planner sorts exact distances instead
+    of walking the HNSW index until autovacuum gets round to them (far fewer rows than its threshold here)."""
+    store = Store(SQL)
+    store.register_source(db, SourceRow(name="demo", kind="online"))
+    records = [Record("demo", f"r{i}", f"Rule {i}", f"Process injection with tool {i}") for i in range(3)]
+    store.publish(db, source="demo", version="v1", records=records, lookup={}, chunking=ChunkConfig())
+    before = _statistics(db)
+    assert embed_pending(db, embedder, SQL, source="demo").embedded == 3
+    after = _statistics(db)
+    assert after == {name: (before[name][0] + 1, 3.0) for name in ("embeddings", "chunk_vectors")}
+    assert embed_pending(db, embedder, SQL, source="demo").embedded == 0
+    assert _statistics(db) == after  # nothing written, nothing to analyze
+
+
 def test_a_pass_times_its_phases_and_keeps_the_batches_written_before_a_failure(
     db: psycopg.Connection, embedder: Embedder
 ) -> None:
