@@ -36,8 +36,8 @@ from serving.contract.requests import SearchRequest
 from serving.observability.prometheus import Exposition
 from serving.search.leg_runs import LegRuns, native
 from serving.service import Service
-from serving.settings import ServingSettings
 
+from lib.api import api_settings
 from lib.queries import DEV_QUERIES, load_items
 
 LEG = re.compile(r"SELECT '(\w+)' AS leg")
@@ -108,10 +108,11 @@ def instrument(clock: Clock, names: dict[str, str]) -> None:
     LegRuns.rows = timed_rows  # type: ignore[method-assign]
 
 
-def search_bodies(args: argparse.Namespace, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each dev query as a search of `args.mode`, with its labelled filters unless `args.no_filters`."""
-    kept = [{} if args.no_filters or not i.get("filters") else {"filters": i["filters"]} for i in items]
-    return [{"query": i["query"], "mode": args.mode, "k": 10} | f for i, f in zip(items, kept, strict=True)]
+def search_bodies(no_filters: bool) -> list[dict[str, Any]]:
+    """Each dev query as a hybrid search, with its labelled filters unless `no_filters`."""
+    items = load_items(DEV_QUERIES)
+    kept = [{} if no_filters or not i.get("filters") else {"filters": i["filters"]} for i in items]
+    return [{"query": i["query"], "k": 10} | f for i, f in zip(items, kept, strict=True)]
 
 
 def statement_names(service: Service) -> dict[str, str]:
@@ -121,29 +122,16 @@ def statement_names(service: Service) -> dict[str, str]:
     return names | {native(text)[0]: name for text, name in names.items()}
 
 
-def in_process_service(database_url: str, *, parallel_legs: bool) -> Service:
+def in_process_service(database_url: str) -> Service:
     """The API's Service in this process, the caches and the warm-up off: each search does all its work."""
-    settings = ServingSettings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=database_url,
-        mcp_enabled=False,
-        query_cache_size=0,
-        result_cache_size=0,
-        warm_up=False,
-        search_parallel_legs=parallel_legs,
-    )
-    return start_service(settings, Exposition())
+    return start_service(api_settings(database_url).model_copy(update={"warm_up": False}), Exposition())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--database-url", required=True)
-    ap.add_argument("--mode", default="hybrid")
     ap.add_argument("--no-filters", action="store_true")
     ap.add_argument("--statements", action="store_true", help="Also each statement's mean time per search.")
-    ap.add_argument(
-        "--serial-legs", action="store_true", help="Run every leg in one statement (SECRAG_SEARCH_PARALLEL_LEGS=false)."
-    )
     ap.add_argument(
         "--clients",
         type=int,
@@ -153,15 +141,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="With --clients: measured passes after one warm-up.")
     ap.add_argument("--shares", action="store_true", help="With --clients: where the CPU goes.")
     ap.add_argument("--planning", action="store_true", help="With --clients: each statement's planning time too.")
-    ap.add_argument("--queries", type=int, default=0, help="With --clients: only the first N dev queries (0: all).")
     args = ap.parse_args()
     if args.clients:
         from lib.cpu import report
 
         report(args)
         return
-    items = load_items(DEV_QUERIES)
-    service = in_process_service(args.database_url, parallel_legs=not args.serial_legs)
+    bodies = search_bodies(args.no_filters)
+    service = in_process_service(args.database_url)
     clock = Clock()
     instrument(clock, statement_names(service))
     rows: dict[str, list[float]] = defaultdict(list)
@@ -176,7 +163,7 @@ def main() -> None:
 
         encoder.encode = timed_encode  # type: ignore[method-assign]
         for rep in range(2):  # the first pass warms up caches and plans
-            for body in search_bodies(args, items):
+            for body in bodies:
                 clock.spent.clear()
                 clock.statements.clear()
                 started = time.perf_counter()
@@ -192,8 +179,8 @@ def main() -> None:
                         per_statement[name] += ms
     finally:
         stop_service(service)
-    legs = "in one statement" if args.serial_legs else "voter legs aside while a core is idle"
-    print(f"{len(items)} dev queries, mode {args.mode}, filters {'off' if args.no_filters else 'as labelled'}, {legs}")
+    filters = "off" if args.no_filters else "as labelled"
+    print(f"{len(bodies)} dev queries, hybrid, filters {filters}, voter legs aside while a core is idle")
     print(f"{'share':<10}{'mean ms':>9}{'p50 ms':>9}{'of total':>10}")
     mean_total = statistics.mean(rows["total"])
     for name, values in rows.items():
@@ -203,7 +190,7 @@ def main() -> None:
     if args.statements:
         print(f"\n{'mean ms per search':>18}  statement")
         for name, ms in sorted(per_statement.items(), key=lambda kv: -kv[1]):
-            print(f"{ms / len(items):>18.2f}  {name}")
+            print(f"{ms / len(bodies):>18.2f}  {name}")
 
 
 if __name__ == "__main__":

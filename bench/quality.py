@@ -2,8 +2,8 @@
 
 The API runs in process on the store (caches off). --without-own-documents measures the text tasks
 (queries whose `origin` is a document of the store) on a copy without those documents (`<db>_without_own`,
-re-made with --fresh-copy). Each run is saved (--save) and its nDCG@10 compared with the last (or --baseline).
---vector-thresholds prints search.yaml's `vector_thresholds` per model and query shape: the --percentile of
+made again each run). Each run is saved (--save) and its nDCG@10 compared with the last (or --baseline).
+--vector-thresholds prints search.yaml's `vector_thresholds` per model and query shape: the 1st percentile of
 each relevant document's best chunk cosine to its query, rounded down to 0.01.
 """
 
@@ -29,13 +29,11 @@ from lib.timing import percentile
 TEXT_TASKS = ("atomic_to_technique", "elastic_to_technique", "capec_to_technique")  # a document's text as query
 
 
-def copy_without_own(url: str, items: list[dict[str, Any]], fresh: bool) -> str:
-    """A copy of the store without the queries' own documents (their `origin`), made once."""
+def copy_without_own(url: str, items: list[dict[str, Any]]) -> str:
+    """A copy of the store without the queries' own documents (their `origin`)."""
     store = str(conninfo.conninfo_to_dict(url)["dbname"])
     name = f"{store}_without_own"
     with database.connect(database.with_database(url, "postgres"), autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() and not fresh:
-            return database.with_database(url, name)
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
         # a template has no other session: end the store's own (an API on it reconnects)
         conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s"
@@ -49,7 +47,7 @@ def copy_without_own(url: str, items: list[dict[str, Any]], fresh: bool) -> str:
     return database.with_database(url, name)
 
 
-def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], share: float) -> None:
+def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str]) -> None:
     """Per model, the YAML of search.yaml's `vector_thresholds` (see the module's usage)."""
     import numpy as np
 
@@ -85,7 +83,7 @@ def vector_thresholds(url: str, items: list[dict[str, Any]], models: list[str], 
                     per_shape[shape].append(float(np.max(by_doc[rel["doc_id"]] @ query)))
         every = [c for v in per_shape.values() for c in v]
         chosen = {"default": every, **{s: v for s, v in sorted(per_shape.items()) if len(v) >= 20}}
-        floors = ", ".join(f"{s}: {math.floor(percentile(v, share * 100) * 100) / 100}" for s, v in chosen.items())
+        floors = ", ".join(f"{s}: {math.floor(percentile(v, 1) * 100) / 100}" for s, v in chosen.items())
         pairs = {shape: len(values) for shape, values in sorted(per_shape.items())}
         print(f"  {model_id}: {{{floors}}}  # pairs per shape: {pairs}")
 
@@ -95,27 +93,23 @@ def main() -> None:
     ap.add_argument("--queries", type=Path, required=True)
     ap.add_argument("--database-url", required=True, help="The store.")
     ap.add_argument("--modes", default="hybrid,fts,vector,fuzzy")
-    ap.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all).")
-    ap.add_argument("--param", action="append", default=[], metavar="NAME=JSON", help="Extra request field.")
     ap.add_argument("--search-config", type=Path, default=None, help="This search.yaml, not the shipped one.")
     ap.add_argument("--without-own-documents", action="store_true", help="The text tasks, without their own.")
-    ap.add_argument("--fresh-copy", action="store_true", help="Re-make the copy of --without-own-documents.")
-    ap.add_argument("--group-by", choices=["task", "shape", "words"], default="task", help="The table's rows.")
+    ap.add_argument("--group-by", choices=["task", "shape"], default="task", help="The table's rows.")
     ap.add_argument("--save", type=Path, default=Path(".secrag/quality/last.json"), help="This run's table.")
     ap.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
     ap.add_argument("--vector-thresholds", nargs="+", metavar="MODEL", help="Measure these models' thresholds.")
-    ap.add_argument("--percentile", type=float, default=0.01, help="With --vector-thresholds: the share kept.")
     args = ap.parse_args()
-    items = load_items(args.queries, args.limit)
+    items = load_items(args.queries)
     if args.vector_thresholds:
-        vector_thresholds(args.database_url, items, args.vector_thresholds, args.percentile)
+        vector_thresholds(args.database_url, items, args.vector_thresholds)
         return
     if args.without_own_documents:
         items = [item for item in items if item.get("task") in TEXT_TASKS]
-        args.database_url = copy_without_own(args.database_url, items, args.fresh_copy)
-    extra, dropped = {name: json.loads(value) for name, value in (p.split("=", 1) for p in args.param)}, {}
+        args.database_url = copy_without_own(args.database_url, items)
+    dropped: dict[str, int] = {}
     with in_process(args.database_url, args.search_config) as api:
-        scores, failures = evaluate(api, items, args.modes.split(","), extra, dropped, args.group_by)
+        scores, failures = evaluate(api, items, args.modes.split(","), {}, dropped, args.group_by)
     baseline_path = args.baseline or args.save
     baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
     rows = []

@@ -23,8 +23,6 @@ from serving.access.keys import ANONYMOUS
 from serving.api.app import stop_service
 from serving.contract.requests import SearchRequest
 
-from lib.queries import DEV_QUERIES, load_items
-
 PLANNING = re.compile(r"Planning Time: ([0-9.]+) ms")
 
 
@@ -163,10 +161,9 @@ def planning_ms(url: str, captured: list[tuple[str, str, Any]]) -> dict[str, lis
 
 
 def report(args: argparse.Namespace) -> None:
-    """budget.py's --clients report (its arguments: database_url, clients, rounds, mode, no_filters, shares,
-    planning, queries)."""
-    bodies = search_bodies(args, load_items(DEV_QUERIES, args.queries))
-    service = in_process_service(args.database_url, parallel_legs=True)
+    """budget.py's --clients report (its arguments: database_url, clients, rounds, no_filters, shares, planning)."""
+    bodies = search_bodies(args.no_filters)
+    service = in_process_service(args.database_url)
     meter = Meter(args.shares or args.planning)
     instrument(meter, statement_names(service), service)
     try:
@@ -193,7 +190,7 @@ def report(args: argparse.Namespace) -> None:
     ms = 1e-6 / searches
     filters = "off" if args.no_filters else "as labelled"
     print(
-        f"{len(bodies)} dev queries x {args.rounds} rounds, mode {args.mode}, filters {filters}, "
+        f"{len(bodies)} dev queries x {args.rounds} rounds, hybrid, filters {filters}, "
         f"{args.clients} clients, caches off, {os.cpu_count()} cores"
     )
     print(f"CPU ms per search: process {process_ns * ms:.2f}, postgres {postgres_ns * ms:.2f}, ", end="")

@@ -37,15 +37,12 @@ def means(values: list[tuple[float, float, float, float]]) -> list[float]:
 
 
 def group_of(item: dict[str, Any], group_by: str) -> str:
-    """The row a query counts in: its task, its query shape (serving/search/analysis.py), or its length in words."""
+    """The row a query counts in: its task, or its query shape (serving/search/analysis.py)."""
     task = str(item.get("task", "all"))
     if group_by == "shape":
         from serving.search.analysis import classify
 
         return f"{task}/{classify(item['query'])}"
-    if group_by == "words":
-        n = len(item["query"].split())
-        return f"{task}/{'1-4' if n < 5 else '5-9' if n < 10 else '10-19' if n < 20 else '20+'} words"
     return task
 
 
