@@ -1,7 +1,9 @@
-"""budget.py --clients N: CPU per search at N concurrent clients, this process's (every thread) and its PostgreSQL
-backends' (/proc/<pid>/schedstat: the server runs on this machine, readable by this user), one warm-up pass then
-`--rounds` measured ones; `--shares` splits it by statement, server and client, pool, encoder and Python (two /proc
-reads per statement, counted in `process`); `--planning` adds each statement's planning time (EXPLAIN (SUMMARY))."""
+"""Where a search's time goes, measured in process (budget.py). One client: each request's wall time by share
+(encoder, PostgreSQL, what it waited for, Python). `--clients N`: CPU per search at N concurrent clients, this
+process's (every thread) and its PostgreSQL backends' (/proc/<pid>/schedstat: the server runs on this machine,
+readable by this user), one warm-up pass then `--rounds` measured ones; `--shares` splits it by statement, server
+and client, pool, encoder and Python (two /proc reads per statement, counted in `process`); `--planning` adds each
+statement's planning time (EXPLAIN (SUMMARY))."""
 
 from __future__ import annotations
 
@@ -17,13 +19,19 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from budget import in_process_service, search_bodies, statement_name, statement_names
 
 from serving.access.keys import ANONYMOUS
-from serving.api.app import stop_service
+from serving.api.app import start_service, stop_service
 from serving.contract.requests import SearchRequest
+from serving.observability.prometheus import Exposition
+from serving.search.leg_runs import LegRuns, native
+from serving.service import Service
+
+from lib.api import api_settings
+from lib.queries import DEV_QUERIES, load_items
 
 PLANNING = re.compile(r"Planning Time: ([0-9.]+) ms")
+LEG = re.compile(r"SELECT '(\w+)' AS leg")
 
 
 def backend_ns(pid: int) -> int:
@@ -35,22 +43,51 @@ def backend_ns(pid: int) -> int:
         return 0
 
 
-class Meter:
-    """CPU per share (nanoseconds), per statement (server and client), and the backends seen."""
+def search_bodies(no_filters: bool) -> list[dict[str, Any]]:
+    """Each dev query as a hybrid search, with its labelled filters unless `no_filters`."""
+    items = load_items(DEV_QUERIES)
+    kept = [{} if no_filters or not i.get("filters") else {"filters": i["filters"]} for i in items]
+    return [{"query": i["query"], "k": 10} | f for i, f in zip(items, kept, strict=True)]
 
-    def __init__(self, shares: bool) -> None:
-        self.shares = shares
+
+def in_process_service(database_url: str) -> Service:
+    """The API's Service in this process, the caches and the warm-up off: each search does all its work."""
+    return start_service(api_settings(database_url).model_copy(update={"warm_up": False}), Exposition())
+
+
+def statement_name(query: object, names: dict[str, str]) -> str:
+    """A statement's name (sql/queries/serving.sql), or the legs it runs."""
+    text = query if isinstance(query, str) else str(query)
+    if text in names:
+        return names[text]
+    legs = LEG.findall(text) + [leg for leg in ("neighbours", "procedures") if f"'{leg}' AS leg" in text]
+    if legs:
+        return "legs: " + "+".join(sorted(set(legs)))
+    return " ".join(text.split())[:40] or "(the pool's check)"
+
+
+class Meter:
+    """Per share and per statement, from any thread: with `wall`, one client's milliseconds (`spent`,
+    `statements`); with `shares`, CPU nanoseconds (`cpu`, and each statement's `server` and `client`); the
+    backends seen."""
+
+    def __init__(self, shares: bool = False, wall: bool = False) -> None:
+        self.shares, self.wall = shares, wall
         self.lock = threading.Lock()
         self.pids: set[int] = set()
+        self.spent: dict[str, float] = defaultdict(float)
+        self.statements: dict[str, float] = defaultdict(float)
         self.cpu: dict[str, int] = defaultdict(int)
         self.server: dict[str, int] = defaultdict(int)
         self.client: dict[str, int] = defaultdict(int)
         self.captured: list[tuple[str, str, Any]] | None = None  # (name, text, params) while capturing
         self.local = threading.local()
+        self.request_thread = threading.get_ident()
+        self.in_legs = False  # the request thread is in LegRuns.rows (its whole time counts as waited)
 
-    def add(self, table: dict[str, int], name: str, ns: int) -> None:
+    def add(self, table: dict[str, Any], name: str, amount: float) -> None:
         with self.lock:
-            table[name] += ns
+            table[name] += amount
 
     def clear(self) -> None:
         with self.lock:
@@ -59,53 +96,107 @@ class Meter:
             self.client.clear()
 
 
-def instrument(meter: Meter, names: dict[str, str], service: Any) -> None:  # noqa: ANN401 - the Service
-    """Note every statement's backend (and with shares, its CPU on both sides), the pool's reset and check and the
-    encoder's model runs."""
-    original = psycopg.Cursor.execute
+def instrument(meter: Meter, service: Service) -> None:
+    """Note every statement's backend and, with wall, its time (and the legs' wait, the encoder's); with shares,
+    its CPU on both sides, the pool's reset and check and the encoder's model runs."""
+    original = psycopg.Cursor.execute  # ClientCursor's too
+    names = {text: name for name, text in vars(service.searcher.statements).items() if isinstance(text, str)}
+    names |= {native(text)[0]: name for text, name in names.items()}  # with PostgreSQL's own placeholders
 
     def execute(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:  # noqa: ANN401
         pid = self.connection.info.backend_pid
         if pid not in meter.pids:
             with meter.lock:
                 meter.pids.add(pid)
-        if not meter.shares:
+        if not meter.shares and not meter.wall:
             return original(self, query, params, **kwargs)
         name = getattr(meter.local, "name", None) or statement_name(query, names)
-        client0, server0 = time.thread_time_ns(), backend_ns(pid)
+        started, client0, server0 = time.perf_counter(), time.thread_time_ns(), backend_ns(pid) if meter.shares else 0
         try:
             return original(self, query, params, **kwargs)
         finally:
-            server, client = backend_ns(pid) - server0, time.thread_time_ns() - client0
-            meter.add(meter.server, name, server)
-            meter.add(meter.client, name, client)
+            if meter.wall:
+                ms = (time.perf_counter() - started) * 1000
+                meter.add(meter.spent, "postgres", ms)
+                meter.add(meter.statements, name, ms)
+                if threading.get_ident() == meter.request_thread and not meter.in_legs:
+                    meter.add(meter.spent, "pg waited", ms)
+            if meter.shares:
+                server, client = backend_ns(pid) - server0, time.thread_time_ns() - client0
+                meter.add(meter.server, name, server)
+                meter.add(meter.client, name, client)
             captured = meter.captured
             if captured is not None and name.startswith(("legs:", "result_rows")) and params is not None:
                 with meter.lock:
                     captured.append((name, str(query), list(params) if isinstance(params, list) else params))
 
     psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-    if not meter.shares:
-        return
 
-    def named(fn: Callable[..., Any], name: str, share: str) -> Callable[..., Any]:
+    def timed(fn: Callable[..., Any], share: str, name: str | None = None, legs: bool = False) -> Callable[..., Any]:
+        """`fn` counted in the share: with shares its thread's CPU (its statements named), else wall milliseconds
+        (`legs`: the request waits in it, its statements aside)."""
+
         def run(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
-            meter.local.name = name
-            started = time.thread_time_ns()
+            meter.local.name, meter.in_legs = name, meter.in_legs or legs
+            started, cpu0 = time.perf_counter(), time.thread_time_ns()
             try:
                 return fn(*args, **kwargs)
             finally:
-                meter.local.name = None
-                meter.add(meter.cpu, share, time.thread_time_ns() - started)
+                meter.local.name, meter.in_legs = None, meter.in_legs and not legs
+                if meter.shares:
+                    meter.add(meter.cpu, share, time.thread_time_ns() - cpu0)
+                else:
+                    meter.add(meter.spent, share, (time.perf_counter() - started) * 1000)
 
         return run
 
-    pool = service.pool
-    pool._reset = named(pool._reset, "(the pool's reset)", "pool reset (client)")
-    if pool._check is not None:
-        pool._check = named(pool._check, "(the pool's check)", "pool check (client)")
     encoder = service.searcher.encoder
-    encoder._run = named(encoder._run, "(encoder)", "encode (leader thread)")
+    if meter.wall:
+        LegRuns.rows = timed(LegRuns.rows, "pg waited", legs=True)  # type: ignore[method-assign]
+        encoder.encode = timed(encoder.encode, "encode")  # type: ignore[method-assign]
+    if meter.shares:
+        pool = service.pool
+        pool._reset = timed(pool._reset, "pool reset (client)", "(the pool's reset)")
+        if pool._check is not None:
+            pool._check = timed(pool._check, "pool check (client)", "(the pool's check)")
+        encoder._run = timed(encoder._run, "encode (leader thread)", "(encoder)")
+
+
+def one_client(args: argparse.Namespace) -> None:
+    """budget.py's one-client report (its arguments: database_url, no_filters, statements)."""
+    bodies = search_bodies(args.no_filters)
+    service = in_process_service(args.database_url)
+    meter = Meter(wall=True)
+    instrument(meter, service)
+    rows: dict[str, list[float]] = defaultdict(list)
+    try:
+        for rep in range(2):  # the first pass warms up caches and plans
+            meter.statements.clear()
+            for body in bodies:
+                meter.spent.clear()
+                started = time.perf_counter()
+                service.searcher.search(SearchRequest.model_validate(body), ANONYMOUS, cache=False)
+                total = (time.perf_counter() - started) * 1000
+                if rep:
+                    spent = dict(meter.spent)
+                    for share in ("encode", "postgres", "pg waited"):
+                        rows[share].append(spent.get(share, 0.0))
+                    rows["python"].append(total - spent.get("encode", 0.0) - spent.get("pg waited", 0.0))
+                    rows["total"].append(total)
+    finally:
+        stop_service(service)
+    filters = "off" if args.no_filters else "as labelled"
+    print(f"{len(bodies)} dev queries, hybrid, filters {filters}, voter legs aside while a core is idle")
+    print(f"{'share':<10}{'mean ms':>9}{'p50 ms':>9}{'of total':>10}")
+    mean_total = statistics.mean(rows["total"])
+    for name, values in rows.items():
+        mean = statistics.mean(values)
+        print(f"{name:<10}{mean:>9.2f}{statistics.median(values):>9.2f}{mean / mean_total:>10.0%}")
+    print("(postgres: every statement on every connection; pg waited: what the request waited for)")
+    if args.statements:
+        print(f"\n{'mean ms per search':>18}  statement")
+        for name, ms in sorted(meter.statements.items(), key=lambda kv: -kv[1]):
+            print(f"{ms / len(bodies):>18.2f}  {name}")
 
 
 def measured_pass(service: Any, bodies: list[dict[str, Any]], clients: int, meter: Meter) -> int:  # noqa: ANN401
@@ -164,8 +255,8 @@ def report(args: argparse.Namespace) -> None:
     """budget.py's --clients report (its arguments: database_url, clients, rounds, no_filters, shares, planning)."""
     bodies = search_bodies(args.no_filters)
     service = in_process_service(args.database_url)
-    meter = Meter(args.shares or args.planning)
-    instrument(meter, statement_names(service), service)
+    meter = Meter(shares=args.shares or args.planning)
+    instrument(meter, service)
     try:
         measured_pass(service, bodies, args.clients, meter)  # warm-up: models, caches of the catalog, plans
         meter.clear()
