@@ -40,6 +40,7 @@ KINDS = {"commit": "sigma", "release": "stratus_red_team", "feed": "cisa_kev"}
 CHANGES = {"sigma": new_sigma_rule, "stratus_red_team": new_stratus_technique, "cisa_kev": new_kev_entry}
 STAGES = ("noticed", "run_queued", "run_started", "published", "embedded", "fts_hit", "vector_hit")
 HITS = ("noticed", "fts_hit", "vector_hit")
+TIMEOUT, CHANGE_TIMEOUT, ROUNDS = 7200.0, 900.0, 50  # seconds to convergence, to one change; GET /v1/changes
 REPOSITORY = "SigmaHQ/sigma"  # sigma's webhook: SECRAG_HOOK_SECRETS's key and the receiver's path
 SEEN = "SELECT last_seen_version, seen_since, current_version FROM sources WHERE name = %s"
 MATERIALIZATION = """query($key: AssetKeyInput!) { assetOrError(assetKey: $key) { ... on Asset {
@@ -135,7 +136,7 @@ def push_bench(args: argparse.Namespace, top: Topology, url: str, env: dict[str,
         server = GitServer(mirror, "sigma", REPOSITORY, args.data_dir / "clone")
         server.install_hook(hooks, args.data_dir / "sigma-webhook-secret")
         for name, count in (("with the webhook", args.pushes), ("the poll alone", args.polls)):
-            runs = [timed(top, url, "sigma", lambda t: push_rule(server, t), HITS, args.change_timeout)
+            runs = [timed(top, url, "sigma", lambda t: push_rule(server, t), HITS, CHANGE_TIMEOUT)
                     for _ in range(count)]  # fmt: skip
             server.remove_hook()
             print(f"\n{name}: seconds from the commit, {len(runs)} changes")
@@ -151,10 +152,6 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--upstream", type=Path, required=True)
     ap.add_argument("--kinds", default="commit,release,feed")
-    ap.add_argument("--data-dir", type=Path, help="default .secrag/bench-fresh, with --push .secrag/bench-push")
-    ap.add_argument("--timeout", type=float, default=7200.0, help="seconds to wait for convergence")
-    ap.add_argument("--change-timeout", type=float, default=900.0, help="seconds to wait for one change")
-    ap.add_argument("--latency-rounds", type=int, default=50)
     ap.add_argument("--feed-only", action="store_true", help="only (b) and (c), on the store a run left")
     ap.add_argument("--model-cache-dir", type=Path, help="SECRAG_MODEL_CACHE_DIR (existing ONNX exports)")
     ap.add_argument("--push", action="store_true", help="push to searchable, with and without the webhook")
@@ -162,10 +159,10 @@ def main() -> int:
     ap.add_argument("--polls", type=int, default=3, help="with --push: changes pushed without it")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]  # progress as it happens, into a log too
-    args.data_dir = (args.data_dir or Path(".secrag/bench-push" if args.push else ".secrag/bench-fresh")).resolve()
+    args.data_dir = Path(".secrag/bench-push" if args.push else ".secrag/bench-fresh").resolve()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     if args.feed_only:
-        feed_figures(args.data_dir, args.latency_rounds)
+        feed_figures(args.data_dir, ROUNDS)
         return 0
     kinds = [] if args.push else [k for k in args.kinds.split(",") if k]
     measured = sorted({"mitre_attack", *(["sigma"] if args.push else [KINDS[k] for k in kinds])})  # with the lookup's
@@ -183,7 +180,7 @@ def main() -> int:
           f"log run.log); sigma polled every {intervals['sigma']} s")  # fmt: skip
     try:
         url = database.database_url(settings)
-        top.converged(url, measured, args.timeout)
+        top.converged(url, measured, TIMEOUT)
         if args.push:
             push_bench(args, top, url, env, snapshot)
             return 0
@@ -191,12 +188,12 @@ def main() -> int:
         rows = []
         for kind in kinds:
             change = CHANGES[KINDS[kind]]
-            at = timed(top, url, KINDS[kind], lambda t: change(mirror, t)[0], STAGES, args.change_timeout)  # noqa: B023
+            at = timed(top, url, KINDS[kind], lambda t: change(mirror, t)[0], STAGES, CHANGE_TIMEOUT)  # noqa: B023
             after_probe = at["vector_hit"] - at["noticed"] if {"vector_hit", "noticed"} <= at.keys() else None
             rows.append([kind, KINDS[kind], intervals[KINDS[kind]], *(at.get(s) for s in STAGES), after_probe])
         print("\n(a) time from the upstream commit to each stage, seconds")
         print_table(["kind", "source", "interval", *STAGES, "after probe"], rows)
-        changes_latency(top.api, args.latency_rounds)
+        changes_latency(top.api, ROUNDS)
         changes_storage(url)
     finally:
         stop_group(top.proc, grace=60)

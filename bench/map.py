@@ -15,7 +15,7 @@ import json
 import statistics
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,14 +50,13 @@ class Report:
 
 @dataclass(frozen=True)
 class Answer:
-    """A report's map at min_score 0: each technique's score and its supporting sentences' spans."""
+    """A report's map at min_score 0: each technique's score and its supporting sentences' spans; the sentences
+    unanswered and the techniques omitted."""
 
     scores: dict[str, float]
     supports: dict[str, tuple[Span, ...]]
-    sentences: int
     unanswered: int
     omitted: int
-    took_ms: float
 
 
 def from_reports(items: list[dict[str, Any]]) -> list[Report]:
@@ -93,21 +92,14 @@ def answer_of(body: dict[str, Any]) -> Answer:
         supports={
             t["technique_id"]: tuple((int(s["start"]), int(s["end"])) for s in t["sentences"]) for t in techniques
         },
-        sentences=int(body["sentences"]),
         unanswered=len(body.get("unanswered") or []),
         omitted=int(body.get("omitted", 0)),
-        took_ms=float(body.get("took_ms", 0.0)),
     )
-
-
-def kept(scores: Mapping[str, float], threshold: float) -> set[str]:
-    """The techniques at or over threshold."""
-    return {t for t, s in scores.items() if s >= threshold}
 
 
 def scores(found: Mapping[str, float], relevant: Set[str], threshold: float) -> tuple[int, int, int]:
     """(true positives, false positives, false negatives) of the techniques at or over threshold."""
-    predicted = kept(found, threshold)
+    predicted = {t for t, s in found.items() if s >= threshold}
     return len(predicted & relevant), len(predicted - relevant), len(relevant - predicted)
 
 
@@ -131,22 +123,12 @@ def overlaps(a: Span, b: Span) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def overlapping(supports: Mapping[str, Sequence[Span]], annotations: Sequence[Annotation]) -> dict[str, list[bool]]:
-    """For each technique of `supports`, whether each of its supporting sentences overlaps an annotation of that
-    same technique."""
-    annotated: dict[str, list[Span]] = defaultdict(list)
-    for start, end, technique in annotations:
-        annotated[technique].append((start, end))
-    return {
-        t: [any(overlaps(span, a) for a in annotated.get(t, ())) for span in spans] for t, spans in supports.items()
-    }
-
-
 def sentence_hits(supports: Mapping[str, Sequence[Span]], annotations: Sequence[Annotation]) -> tuple[int, int]:
     """(pairs whose sentence overlaps an annotation of that technique, pairs) over the (technique, supporting
     sentence) pairs of `supports`."""
-    marks = overlapping(supports, annotations)
-    return sum(sum(m) for m in marks.values()), sum(len(m) for m in marks.values())
+    pairs = [(t, span) for t, spans in supports.items() for span in spans]
+    right = sum(any(t == a[2] and overlaps(span, a[:2]) for a in annotations) for t, span in pairs)
+    return right, len(pairs)
 
 
 def supports_at(answer: Answer, threshold: float) -> dict[str, tuple[Span, ...]]:

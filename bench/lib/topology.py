@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,24 +40,6 @@ def run_env(data_dir: Path, snapshot: Path, model_cache_dir: Path | None) -> dic
     return env
 
 
-def wait_for(what: str, check: Callable[[], tuple[bool, str]], proc: subprocess.Popen[bytes], timeout: float) -> float:
-    """Seconds until `check` holds (every 5 s, its state said about once a minute); the process must not exit."""
-    started, last = time.monotonic(), ""
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"secrag {proc.args[3]} exited with {proc.returncode} while waiting for {what}")  # type: ignore[index]
-        done, state = check()
-        elapsed = time.monotonic() - started
-        if done:
-            return elapsed
-        if state != last and int(elapsed) % 60 < 5:
-            print(f"  waiting for {what} ({elapsed:.0f} s): {state}")
-            last = state
-        if elapsed > timeout:
-            raise SystemExit(f"no {what} after {timeout:.0f} s: {state}")
-        time.sleep(5)
-
-
 class Topology:
     """`secrag run` on free ports, its log in the data directory's run.log."""
 
@@ -76,19 +57,26 @@ class Topology:
         return dict(answer.get("data") or {})
 
     def converged(self, url: str, sources: list[str], timeout: float) -> None:
-        """The API ready, every source published, every chunk of the active model embedded, no run queued or
-        running (which needs the daemon's sensors)."""
-
-        def state() -> tuple[bool, str]:
+        """Waits (its state said about once a minute) until the API is ready, every source published, every chunk
+        of the active model embedded and no run queued or running (which needs the daemon's sensors)."""
+        started, last = time.monotonic(), ""
+        while self.proc.poll() is None:
             with database.connect(url) as conn:
                 missing, active, published = conn.execute(STORE).fetchone()  # type: ignore[misc]
             runs = (self.graphql(ACTIVE_RUNS).get("runsOrError") or {}).get("results") or []
             waiting = [s for s in sources if not (published or {}).get(s)]
-            ready = request(f"{self.api}/readyz")[0] == 200
+            elapsed = time.monotonic() - started
+            if request(f"{self.api}/readyz")[0] == 200 and not waiting and not missing and active == 1 and not runs:
+                print(f"converged in {elapsed:.0f} s")
+                return
             said = f"unpublished {waiting}, chunks without vectors {missing}, active model {active}, runs {len(runs)}"
-            return (ready and not waiting and not missing and active == 1 and not runs), said
-
-        print(f"converged in {wait_for('convergence', state, self.proc, timeout):.0f} s")
+            if said != last and int(elapsed) % 60 < 5:
+                print(f"  waiting for convergence ({elapsed:.0f} s): {said}")
+                last = said
+            if elapsed > timeout:
+                raise SystemExit(f"no convergence after {timeout:.0f} s: {said}")
+            time.sleep(5)
+        raise SystemExit(f"secrag run exited with {self.proc.returncode} while waiting for convergence")
 
     def hit(self, source: str, token: str, title: str, mode: str) -> bool:
         """A full-text search for the token, or a vector search for the title, finds the new record."""
