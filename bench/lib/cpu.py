@@ -16,6 +16,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
@@ -199,37 +200,23 @@ def one_client(args: argparse.Namespace) -> None:
             print(f"{ms / len(bodies):>18.2f}  {name}")
 
 
-def measured_pass(service: Any, bodies: list[dict[str, Any]], clients: int, meter: Meter) -> int:  # noqa: ANN401
+def measured_pass(service: Any, bodies: list[dict[str, Any]], clients: int) -> int:  # noqa: ANN401
     """Search every body once from `clients` threads; returns the request threads' CPU (ns)."""
     todo: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
     for body in bodies:
         todo.put(body)
-    spent: list[int] = []
-    errors: list[BaseException] = []
 
-    def client() -> None:
+    def client() -> int:
         started = time.thread_time_ns()
-        try:
-            while True:
-                try:
-                    body = todo.get_nowait()
-                except queue.Empty:
-                    break
-                service.searcher.search(SearchRequest.model_validate(body), ANONYMOUS, cache=False)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below, on the main thread
-            errors.append(exc)
-        finally:
-            with meter.lock:
-                spent.append(time.thread_time_ns() - started)
+        while True:
+            try:
+                body = todo.get_nowait()
+            except queue.Empty:
+                return time.thread_time_ns() - started
+            service.searcher.search(SearchRequest.model_validate(body), ANONYMOUS, cache=False)
 
-    threads = [threading.Thread(target=client, name=f"client-{i}") for i in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return sum(spent)
+    with ThreadPoolExecutor(clients, thread_name_prefix="client") as pool:  # each thread one client to the end
+        return sum(f.result() for f in [pool.submit(client) for _ in range(clients)])
 
 
 def planning_ms(url: str, captured: list[tuple[str, str, Any]]) -> dict[str, list[float]]:
@@ -258,21 +245,17 @@ def report(args: argparse.Namespace) -> None:
     meter = Meter(shares=args.shares or args.planning)
     instrument(meter, service)
     try:
-        measured_pass(service, bodies, args.clients, meter)  # warm-up: models, caches of the catalog, plans
+        measured_pass(service, bodies, args.clients)  # warm-up: models, caches of the catalog, plans
         meter.clear()
         searches = len(bodies) * args.rounds
         before = {pid: backend_ns(pid) for pid in meter.pids}
         process0, wall0 = time.process_time_ns(), time.perf_counter()
-        request_ns = 0
-        kept: list[tuple[str, str, Any]] = []
-        for n in range(args.rounds):
-            meter.captured = [] if args.planning and n == 0 else None
-            captured = meter.captured
-            request_ns += measured_pass(service, bodies, args.clients, meter)
-            if captured is not None:
-                kept = captured
+        request_ns, kept = 0, [] if args.planning else None
+        meter.captured = kept  # the first measured pass's statements
+        for _ in range(args.rounds):
+            request_ns += measured_pass(service, bodies, args.clients)
+            meter.captured = None
         process_ns, wall = time.process_time_ns() - process0, time.perf_counter() - wall0
-        meter.captured = None
         after = {pid: backend_ns(pid) for pid in meter.pids}
         gone = [pid for pid in before if after.get(pid, 0) == 0]
         postgres_ns = sum(after[pid] - before.get(pid, 0) for pid in after if after[pid])
@@ -305,7 +288,7 @@ def report(args: argparse.Namespace) -> None:
     for name, ns in sorted(meter.server.items(), key=lambda kv: -kv[1]):
         print(f"{ns * ms:>14.2f}    {name} (client {meter.client[name] * ms:.2f})")
     if args.planning:
-        planned = planning_ms(args.database_url, kept)
+        planned = planning_ms(args.database_url, kept or [])
         print(f"\n{'planning ms/search':>18}  statement (EXPLAIN SUMMARY, one pass, custom plans)")
         for name, values in sorted(planned.items(), key=lambda kv: -sum(kv[1])):
             print(f"{sum(values) / len(bodies):>18.2f}  {name} (median {statistics.median(values):.3f} a run)")
