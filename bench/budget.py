@@ -28,12 +28,7 @@ def main() -> None:
     ap.add_argument("--database-url", required=True)
     ap.add_argument("--no-filters", action="store_true")
     ap.add_argument("--statements", action="store_true", help="Also each statement's mean time per search.")
-    ap.add_argument(
-        "--clients",
-        type=int,
-        default=0,
-        help="CPU per search at this many concurrent clients instead (lib/cpu.py: process and PostgreSQL).",
-    )
+    ap.add_argument("--clients", type=int, default=0, help="CPU per search at this many clients at once instead.")
     ap.add_argument("--rounds", type=int, default=2, help="With --clients: measured passes after one warm-up.")
     ap.add_argument("--shares", action="store_true", help="With --clients: where the CPU goes.")
     ap.add_argument("--planning", action="store_true", help="With --clients: each statement's planning time too.")

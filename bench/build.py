@@ -129,7 +129,6 @@ def main() -> int:
     ap.add_argument("--upstream", type=Path, required=True, help="snapshot folder, one sub-folder per source")
     ap.add_argument("--data-dir", type=Path, default=Path(".secrag/bench"), help="mirrors, work folders, database")
     ap.add_argument("--only", default="", help="comma-separated source names (default: all)")
-    ap.add_argument("--standalone-sample", type=int, default=3000, help="chunks embedded outside the pipeline")
     ap.add_argument("--parse-only", action="store_true", help="only parse each source's snapshot folder")
     args = ap.parse_args()
     settings = Settings(data_dir=args.data_dir)
@@ -155,7 +154,7 @@ def main() -> int:
         instance=dg.DagsterInstance.ephemeral(), raise_on_error=False, run_config=quiet
     )
     seconds = time.monotonic() - started
-    report = figures(result, url, seconds, standalone_embedding(url, embedder, args.standalone_sample))
+    report = figures(result, url, seconds, standalone_embedding(url, embedder, 3000))
     per_source = report.pop("per_source")
     for key, value in report.items():
         print(f"{key}: {value}")

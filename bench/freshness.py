@@ -55,7 +55,8 @@ def materialized(top: Topology, key: list[str]) -> dict[str, Any]:
     return {e["label"]: e.get("timestamp", e.get("text")) for e in events[0]["metadataEntries"]} if events else {}
 
 
-def changes_latency(api: str, rounds: int) -> None:
+def changes(api: str, url: str) -> None:
+    """(b) and (c): the feed's latency and the bytes of its history."""
     print("\n(b) GET /v1/changes latency (ms), on the first build's history")
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400))
     cases = {"newest 100": {"limit": 100}, "newest 1000": {"limit": 1000},
@@ -63,15 +64,12 @@ def changes_latency(api: str, rounds: int) -> None:
     rows: list[list[object]] = []
     for name, params in cases.items():
         timings, answered = [], 0
-        for _ in range(rounds):
+        for _ in range(ROUNDS):
             started = time.perf_counter()
             answered += request(f"{api}/v1/changes?{urllib.parse.urlencode(params)}")[0] == 200
             timings.append((time.perf_counter() - started) * 1000)
         rows.append([name, percentile(timings, 50), percentile(timings, 95), answered])
     print_table(["request", "p50", "p95", "answered 200"], rows)
-
-
-def changes_storage(url: str) -> None:
     with database.connect(url) as conn:
         size, n = conn.execute(
             "SELECT pg_total_relation_size('document_changes'), count(*) FROM document_changes"
@@ -79,15 +77,14 @@ def changes_storage(url: str) -> None:
     print(f"\n(c) change history: {n} entries, {size / 1e6:.1f} MB with indexes, {size / max(n, 1):.0f} B an entry")
 
 
-def feed_figures(data_dir: Path, rounds: int) -> None:
+def feed_figures(data_dir: Path) -> None:
     """(b) and (c) on the store a run of this bench left, served by `secrag serve` alone."""
     settings = Settings(_env_file=None, data_dir=data_dir / "data")
     url = database.database_url(settings)
     env = {**run_env(data_dir, data_dir / "snapshot", None), "SECRAG_DATABASE_URL": url}
     try:
         with serving(env, log=data_dir / "serve.log") as (api, _):
-            changes_latency(api, rounds)
-            changes_storage(url)
+            changes(api, url)
     finally:
         embedded.stop(settings.pgdata)
 
@@ -162,7 +159,7 @@ def main() -> int:
     args.data_dir = Path(".secrag/bench-push" if args.push else ".secrag/bench-fresh").resolve()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     if args.feed_only:
-        feed_figures(args.data_dir, ROUNDS)
+        feed_figures(args.data_dir)
         return 0
     kinds = [] if args.push else [k for k in args.kinds.split(",") if k]
     measured = sorted({"mitre_attack", *(["sigma"] if args.push else [KINDS[k] for k in kinds])})  # with the lookup's
@@ -193,8 +190,7 @@ def main() -> int:
             rows.append([kind, KINDS[kind], intervals[KINDS[kind]], *(at.get(s) for s in STAGES), after_probe])
         print("\n(a) time from the upstream commit to each stage, seconds")
         print_table(["kind", "source", "interval", *STAGES, "after probe"], rows)
-        changes_latency(top.api, ROUNDS)
-        changes_storage(url)
+        changes(top.api, url)
     finally:
         stop_group(top.proc, grace=60)
         embedded.stop(settings.pgdata)

@@ -2,15 +2,13 @@
 
 The API runs in process on the store (caches off). --without-own-documents measures the text tasks
 (queries whose `origin` is a document of the store) on a copy without those documents (`<db>_without_own`,
-made again each run). Each run is saved (--save) and its nDCG@10 compared with the last (or --baseline).
---vector-thresholds prints search.yaml's `vector_thresholds` per model and query shape: the 1st percentile of
-each relevant document's best chunk cosine to its query, rounded down to 0.01.
+made again each run). --vector-thresholds prints search.yaml's `vector_thresholds` per model and query shape:
+the 1st percentile of each relevant document's best chunk cosine to its query, rounded down to 0.01.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -96,8 +94,6 @@ def main() -> None:
     ap.add_argument("--search-config", type=Path, default=None, help="This search.yaml, not the shipped one.")
     ap.add_argument("--without-own-documents", action="store_true", help="The text tasks, without their own.")
     ap.add_argument("--group-by", choices=["task", "shape"], default="task", help="The table's rows.")
-    ap.add_argument("--save", type=Path, default=Path(".secrag/quality/last.json"), help="This run's table.")
-    ap.add_argument("--baseline", type=Path, default=None, help="The run to compare with (default: --save's).")
     ap.add_argument("--vector-thresholds", nargs="+", metavar="MODEL", help="Measure these models' thresholds.")
     args = ap.parse_args()
     items = load_items(args.queries)
@@ -110,22 +106,13 @@ def main() -> None:
     dropped: dict[str, int] = {}
     with in_process(args.database_url, args.search_config) as api:
         scores, failures = evaluate(api, items, args.modes.split(","), {}, dropped, args.group_by)
-    baseline_path = args.baseline or args.save
-    baseline = json.loads(baseline_path.read_text()) if baseline_path.is_file() else {}
-    rows = []
-    for (task, mode), values in sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
-        m, before = [round(v, 3) for v in means(values)], baseline.get(f"{task}|{mode}")
-        rows.append([task, mode, len(values), *m, round(m[0] - before[0], 3) if before else None])
-    print_table(["task", "mode", "n", "nDCG@10", "MRR@10", "R@10", "P@1", "delta"], rows)
-    if baseline:
-        print(f"delta: nDCG@10 against {baseline_path}")
+    ordered = sorted(scores.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0]))  # ALL last
+    rows = [[task, mode, len(values), *(round(v, 3) for v in means(values))] for (task, mode), values in ordered]
+    print_table(["task", "mode", "n", "nDCG@10", "MRR@10", "R@10", "P@1"], rows)
     if failures:
         print(f"{failures} requests failed (counted as empty rankings)")
     for mode, count in sorted(dropped.items()):
         print(f"{mode}: {count / len(items):.2f} vector candidates per query under the model's threshold")
-    args.save.parent.mkdir(parents=True, exist_ok=True)
-    table = {f"{task}|{mode}": means(values) + [len(values)] for (task, mode), values in scores.items()}
-    args.save.write_text(json.dumps(table, indent=1, sort_keys=True))
 
 
 if __name__ == "__main__":

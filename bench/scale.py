@@ -189,7 +189,7 @@ def measure(server_url: str, target: int, args: argparse.Namespace, texts: list[
             "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND (indexname IN"
             " ('chunks_tsv_idx', 'chunks_first_title_trgm_idx') OR (indexdef LIKE '%%USING hnsw%%'"
             " AND indexdef LIKE '%%' || %s || '''%%'))", [model]).fetchall())  # fmt: skip
-        conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(args.maintenance_work_mem)))
+        conn.execute("SET maintenance_work_mem = '4GB'")  # the index builds in memory up to 1M chunks
         conn.execute("DELETE FROM chunk_vectors WHERE model_id <> %s", [model])
         conn.execute("DELETE FROM embeddings WHERE model_id <> %s", [model])
         for index in definitions:
@@ -242,7 +242,6 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, nargs="+", default=[0, 200_000, 1_000_000], help="0: the store as it is")
     ap.add_argument("--texts", choices=["copies", "mixed"], default="copies", help="near-duplicates or mixed notes")
     ap.add_argument("--queries", type=int, default=100, help="dev queries searched")
-    ap.add_argument("--maintenance-work-mem", default="4GB", help="for the index builds")
     ap.add_argument("--keep", action="store_true", help="keep the grown databases")
     ap.add_argument("--recall-ef", type=int, nargs="+", help="only the HNSW walk's recall@60 per ef_search")
     ap.add_argument("--api-memory", type=int, metavar="WORKERS", help="only the memory of each API worker")

@@ -92,9 +92,8 @@ class Meter:
 
     def clear(self) -> None:
         with self.lock:
-            self.cpu.clear()
-            self.server.clear()
-            self.client.clear()
+            for table in (self.cpu, self.server, self.client):
+                table.clear()
 
 
 def instrument(meter: Meter, service: Service) -> None:
