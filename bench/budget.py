@@ -13,7 +13,11 @@ Service the app builds, caches off), one request at a time, and times:
 
 HTTP (uvicorn, routing, validation, JSON) is what bench/peer_compare.py's latency adds on top. `--statements`
 adds each statement's mean time per search, by name (sql/queries/serving.sql) or by the legs it runs.
-`--clients N` measures CPU per search at N concurrent clients instead (both in bench/lib/cpu.py).
+`--clients N` measures CPU per search at N concurrent clients instead (bench/lib/cpu.py holds both): this
+process's (every thread) and its PostgreSQL backends' (/proc/<pid>/schedstat: the server runs on this machine,
+readable by this user), one warm-up pass then `--rounds` measured ones; `--shares` splits it by statement, server
+and client, pool, encoder and Python (two /proc reads per statement, counted in `process`); `--planning` adds each
+statement's planning time (EXPLAIN (SUMMARY)).
 """
 
 from __future__ import annotations

@@ -43,40 +43,33 @@ def evidence(searcher: Any, sentences: list[Sentence], voters: int, top: int) ->
     raise SystemExit("no sentence model serves, or its vectors were not held within 5 minutes")
 
 
-def train_encoder(url: str, steps: int, out: Path) -> None:
+def train(url: str, steps: int) -> None:
+    """Train the promoted sentence model's verifier or, given `steps`, fine-tune the sentence model's encoder from its
+    base for that many steps: the time it took and the peak memory."""
     from pipeline.training.examples import read_labelled
     from pipeline.training.fine_tune import Recipe, fine_tune
+    from pipeline.training.verifier import train_promoted_verifier
     from secrag.db import database
+    from secrag.models.encoders import document_encoder
     from secrag.models.registry import model_info
     from secrag.models.weights import weights_dir
     from secrag.settings import get_settings
 
-    settings = get_settings()
-    with database.connect(url, autocommit=True) as conn:
-        data = read_labelled(conn, settings.sql_dir)
-    base = weights_dir(model_info("all-MiniLM-L6-v2"), settings.models_dir)
-    started = time.monotonic()
-    progress = lambda s, n, loss: print(f"step {s}/{n} loss {loss:.3f}", flush=True)  # noqa: E731, T201
-    fine_tune(base, data.pairs(), Recipe(steps=steps), out, progress=progress)
-    seconds, peak = time.monotonic() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"training: {seconds / steps:.2f} s a step, peak RSS {peak:.0f} MiB")  # noqa: T201
-
-
-def train(url: str) -> None:
-    """Train the verifier of the promoted sentence model."""
-    from pipeline.training.verifier import train_promoted_verifier
-    from secrag.db import database
-    from secrag.models.encoders import document_encoder
-    from secrag.settings import get_settings
-
-    settings = get_settings()
+    settings, started, outcome = get_settings(), time.monotonic(), None
     encoders = lambda m: document_encoder(m, batch_size=64, threads=2, cache_dir=settings.models_dir)  # noqa: E731
-    progress = lambda line: print(f"  {line}", flush=True)  # noqa: E731, T201
-    started = time.monotonic()
     with database.connect(url, autocommit=True) as conn:
-        outcome = train_promoted_verifier(conn, settings.sql_dir, settings.models_dir, encoders, progress=progress)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"training: {time.monotonic() - started:.1f} s, peak RSS {peak:.0f} MiB")  # noqa: T201
+        if steps:
+            pairs = read_labelled(conn, settings.sql_dir).pairs()
+        else:
+            progress = lambda line: print(f"  {line}", flush=True)  # noqa: E731, T201
+            outcome = train_promoted_verifier(conn, settings.sql_dir, settings.models_dir, encoders, progress=progress)
+    if steps:
+        base, started = weights_dir(model_info("all-MiniLM-L6-v2"), settings.models_dir), time.monotonic()
+        step_progress = lambda s, n, loss: print(f"step {s}/{n} loss {loss:.3f}", flush=True)  # noqa: E731, T201
+        fine_tune(base, pairs, Recipe(steps=steps), Path(".secrag/bench/trained"), progress=step_progress)
+    seconds, peak = time.monotonic() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    a_step = f", {seconds / steps:.2f} s a step" if steps else ""
+    print(f"training: {seconds:.1f} s{a_step}, peak RSS {peak:.0f} MiB")  # noqa: T201
     if outcome is not None:
         print(f"  kept: {outcome.passed} -> {outcome.written}\n  figures: {outcome.figures}")  # noqa: T201
 
@@ -218,11 +211,10 @@ def main() -> int:
     ap.add_argument("--selector", action="store_true", help="fit the selector (search.yaml map.selector) instead")
     ap.add_argument("--train-encoder", type=int, metavar="STEPS", help="only fine-tune the encoder for STEPS steps")
     args = ap.parse_args()
+    if args.train_encoder or args.train:
+        train(args.database_url, args.train_encoder or 0)
     if args.train_encoder:
-        train_encoder(args.database_url, args.train_encoder, Path(".secrag/bench/trained"))
         return 0
-    if args.train:
-        train(args.database_url)
     with in_process(args.database_url) as api:
         return measure(api.app.state.service.model.current(), args)
 

@@ -1,9 +1,4 @@
-"""Where a search's time goes, measured in process (budget.py). One client: each request's wall time by share
-(encoder, PostgreSQL, what it waited for, Python). `--clients N`: CPU per search at N concurrent clients, this
-process's (every thread) and its PostgreSQL backends' (/proc/<pid>/schedstat: the server runs on this machine,
-readable by this user), one warm-up pass then `--rounds` measured ones; `--shares` splits it by statement, server
-and client, pool, encoder and Python (two /proc reads per statement, counted in `process`); `--planning` adds each
-statement's planning time (EXPLAIN (SUMMARY))."""
+"""budget.py's measures, in process: one client's wall time by share, and CPU per search at N clients."""
 
 from __future__ import annotations
 
@@ -20,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psycopg
+from pgvector.psycopg import register_vector
 
 from serving.access.keys import ANONYMOUS
 from serving.api.app import start_service, stop_service
@@ -222,8 +218,6 @@ def planning_ms(url: str, captured: list[tuple[str, str, Any]]) -> dict[str, lis
     """Each captured statement planned again (EXPLAIN SUMMARY, the reader's session settings): ms by name."""
     by_name: dict[str, list[float]] = defaultdict(list)
     with psycopg.connect(url, autocommit=True) as conn:
-        from pgvector.psycopg import register_vector
-
         register_vector(conn)
         conn.execute(
             "SELECT set_config('plan_cache_mode', 'force_custom_plan', false), set_config('jit', 'off', false),"
