@@ -152,10 +152,7 @@ def figures(
                 "default": threshold == default,
                 "micro": {"precision": micro_p, "recall": micro_r, "f1": micro_f},
                 "macro": {"precision": macro_p, "recall": macro_r, "f1": macro_f},
-                "techniques": sum(tp + fp for tp, fp, _ in per_report),
                 "sentence_precision": right / pairs if pairs else 0.0,
-                "pairs": pairs,
-                "pairs_right": right,
             }
         )
     return sweep
