@@ -32,7 +32,9 @@ from lib.timing import percentile
 SERVERS = ("secrag", "peer")
 
 
-def one_pass(url: str, queries: list[dict[str, Any]], clients: int, k: int) -> tuple[list[float], int, float]:
+def one_pass(
+    url: str, queries: list[dict[str, Any]], clients: int, k: int, mode: str = "hybrid"
+) -> tuple[list[float], int, float]:
     """Every query once over `clients` keep-alive connections: latencies (ms), errors, wall seconds."""
     latencies: list[float] = []
     errors = 0
@@ -48,7 +50,7 @@ def one_pass(url: str, queries: list[dict[str, Any]], clients: int, k: int) -> t
                     item = next(order, None)
                 if item is None:
                     return
-                body = {"query": item["query"], "mode": "hybrid", "k": k, "filters": item["filters"]}
+                body = {"query": item["query"], "mode": mode, "k": k, "filters": item["filters"]}
                 started = time.perf_counter()
                 status = poster.post("/v1/search", body)
                 elapsed = (time.perf_counter() - started) * 1000
@@ -67,12 +69,12 @@ def one_pass(url: str, queries: list[dict[str, Any]], clients: int, k: int) -> t
     return latencies, errors, time.perf_counter() - started
 
 
-def setting(urls: dict[str, str], queries: list[dict[str, Any]], clients: int, passes: int, k: int) -> dict:
+def setting(urls: dict[str, str], queries: list[dict[str, Any]], clients: int, passes: int, k: int, mode: str) -> dict:
     """Both servers over `passes` passes of the queries, ABBA-interleaved; figures per server."""
     runs: dict[str, dict[str, Any]] = {name: {"latencies": [], "errors": 0, "wall": 0.0} for name in SERVERS}
     for n in range(passes):
         for name in SERVERS if n % 2 == 0 else tuple(reversed(SERVERS)):
-            latencies, errors, wall = one_pass(urls[name], queries, clients, k)
+            latencies, errors, wall = one_pass(urls[name], queries, clients, k, mode)
             runs[name]["latencies"] += latencies
             runs[name]["errors"] += errors
             runs[name]["wall"] += wall
@@ -89,16 +91,16 @@ def setting(urls: dict[str, str], queries: list[dict[str, Any]], clients: int, p
     return out
 
 
-def quality(urls: dict[str, str], items: list[dict[str, Any]]) -> dict[str, Any]:
+def quality(urls: dict[str, str], items: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     """nDCG@10 and MRR@10 of each server over the labelled queries (their filters), and per task."""
     out: dict[str, Any] = {}
     for name in SERVERS:
         with httpx.Client(base_url=urls[name], timeout=60) as http:
-            scores, failures = evaluate(http, items, ["hybrid"], {})
+            scores, failures = evaluate(http, items, [mode], {})
         out[name] = {
             "failures": failures,
             **{task: round(means(values)[0], 4) for (task, _), values in sorted(scores.items())},
-            "mrr@10": round(means(scores[("ALL", "hybrid")])[1], 4),
+            "mrr@10": round(means(scores[("ALL", mode)])[1], 4),
         }
     return out
 
@@ -137,6 +139,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2, help="Passes of the query set per server and setting.")
     parser.add_argument("--limit", type=int, default=0, help="Only the first N queries (0 = all; for a quick check).")
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--mode", default="hybrid", help="secrag's search mode (hybrid, vector); the peer has one.")
     parser.add_argument("--no-quality", action="store_true", help="Skip the nDCG@10 of both.")
     parser.add_argument("--json", action="store_true", help="Print the figures as JSON, not a table.")
     args = parser.parse_args()
@@ -145,12 +148,12 @@ def main() -> None:
     report: dict[str, Any] = {"urls": urls, "settings": []}
     if not args.no_quality:
         items = load_items(args.queries, args.limit)
-        report["quality"] = {"queries": len(items), **quality(urls, items)}
+        report["quality"] = {"queries": len(items), **quality(urls, items, args.mode)}
     for filters in args.filters.split(","):
         queries = load_queries(args.queries, filters == "on")
         queries = queries[: args.limit] if args.limit else queries
         for clients in (int(c) for c in args.clients.split(",")):
-            result = setting(urls, queries, clients, args.passes, args.k)
+            result = setting(urls, queries, clients, args.passes, args.k, args.mode)
             report["settings"].append({"filters": filters, **result})
             if not args.json:
                 print(f"filters {filters}, {clients} clients: done", flush=True)
@@ -158,7 +161,7 @@ def main() -> None:
         print(json.dumps(report, indent=2))
         return
     queries_used = report["settings"][0]["queries"] if report["settings"] else 0
-    print(f"\n{queries_used} distinct queries, {args.passes} passes per server and setting, hybrid, k={args.k}\n")
+    print(f"\n{queries_used} distinct queries, {args.passes} passes per server and setting, {args.mode}, k={args.k}\n")
     print(table(report["settings"]))
     if "quality" in report:
         q = report["quality"]
