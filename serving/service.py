@@ -28,6 +28,7 @@ from serving.reads.changes import ChangeFeed
 from serving.reads.documents import Reads
 from serving.reads.sources import SourceReads
 from serving.reads.upstream import Refetcher
+from serving.search.ann_index import AnnIndex
 from serving.search.catalog import Catalog
 from serving.search.encoder import QueryEncoder
 from serving.search.result_cache import ResultCache
@@ -60,6 +61,7 @@ class Service:
     results: ResultCache = field(init=False)
     side_legs: SideLegs = field(init=False)
     source_vectors: SourceVectors = field(init=False)
+    ann_index: AnnIndex = field(init=False)
     limits: RequestLimits = field(init=False)
     map_capacity: MapCapacity = field(init=False)
     model: ServingModel = field(init=False)
@@ -82,6 +84,10 @@ class Service:
         self.source_vectors = SourceVectors(
             reader(self.pool, self.queries.source_vectors, settings.reader_aggregate_timeout_ms),
             max_bytes=settings.search_source_vectors_mb * 2**20,
+        )
+        self.ann_index = AnnIndex(
+            reader(self.pool, self.queries.source_vectors, settings.reader_aggregate_timeout_ms),
+            max_bytes=settings.search_ann_index_mb * 2**20,
         )
         self.limits = RequestLimits.from_settings(settings)
         self.map_capacity = MapCapacity.from_settings(settings, busy=self.metrics.in_flight)
@@ -133,6 +139,7 @@ class Service:
             results=self.results,
             side=self.side_legs,
             vectors=self.source_vectors,
+            ann=self.ann_index,
             sentence=self.sentence,
             check=SentenceCheck(self.source_vectors, self.catalog, self.search_config) if self.sentence else None,
         )

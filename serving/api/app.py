@@ -153,6 +153,7 @@ def stop_service(service: Service) -> None:
     if service.sentence is not None:
         service.sentence.close()
     service.source_vectors.close()
+    service.ann_index.close()
     service.pool.close()
     if service.query_log is not None:
         service.query_log.close()

@@ -42,6 +42,7 @@ def warm_up(searcher: Searcher) -> float:
     """Run the warm-up searches (their results go nowhere); the milliseconds they took."""
     started = time.perf_counter()
     _sentence_path(searcher)
+    _vector_index(searcher)
     done = 0
     for body in REQUESTS:
         try:
@@ -69,3 +70,16 @@ def _sentence_path(searcher: Searcher) -> None:
             searcher.vectors.load(encoder.model_id, source, encoder.dimensions)
     except Exception as exc:  # noqa: BLE001 - warming up is best effort; the start goes on
         log.warning("warm-up of the sentence path failed: %s", type(exc).__name__, exc_info=True)
+
+
+def _vector_index(searcher: Searcher) -> None:
+    """The in-process vector index at the sources' current versions (serving/search/ann_index.py), so that the
+    first unfiltered searches after a start walk it (else PostgreSQL walks them until the background build ends)."""
+    if searcher.ann is None or not searcher.ann.enabled:
+        return
+    try:
+        with searcher.pool.connection() as conn:
+            versions = searcher.catalog.source_versions(conn, fresh=True)
+        searcher.ann.build(searcher.encoder.model_id, versions, searcher.encoder.dimensions)
+    except Exception as exc:  # noqa: BLE001 - warming up is best effort; the start goes on
+        log.warning("warm-up of the vector index failed: %s", type(exc).__name__, exc_info=True)

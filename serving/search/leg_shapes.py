@@ -13,6 +13,7 @@ import psycopg
 from serving.contract.query_classes import PROSE_SHAPES
 from serving.contract.requests import SearchFilters, SearchRequest
 from serving.search import analysis as logic
+from serving.search.ann_index import AnnIndex
 from serving.search.catalog import Catalog
 from serving.search.sentence_model import SENTENCE_SOURCES
 from serving.search.source_vectors import Nearest, SourceVectors
@@ -50,6 +51,7 @@ class LegShaper:
 
     catalog: Catalog
     vectors: SourceVectors | None = None  # online sources' vectors held in the API's memory
+    ann: AnnIndex | None = None  # an HNSW index of every online source's vectors in the API's memory
 
     def shape_full_text(
         self,
@@ -129,6 +131,7 @@ class LegShaper:
         *,
         fresh: bool = False,
         sentence: tuple[str, np.ndarray] | None = None,
+        ef: int = 0,
     ) -> tuple[dict[str, bool], str | None]:
         """The nearest chunks taken in the API's memory (serving/search/source_vectors.py) wherever a leg reads
         only named online sources of at most HELD_MAX_CHUNKS, held at their current version: the vector leg
@@ -140,7 +143,9 @@ class LegShaper:
 
         `sentence` is the sentence model's (id, query vector) (serving/search/sentence_model.py): a leg whose
         sources it embeds takes its nearest from that model's held vectors instead. Returns the walk and the
-        model whose vectors the vector leg read when it is not the general one (its floor is that model's)."""
+        model whose vectors the vector leg read when it is not the general one (its floor is that model's). `ef`:
+        the store's hnsw.ef_search, which the in-process walk keeps too (walk_in_memory)."""
+        walk = self.walk_in_memory(conn, params, walk, model_id, voters, fresh=fresh, ef=ef)
         if self.vectors is None or not self.vectors.enabled or params["qvec"] is None:
             return walk, None
         public = self.catalog.public_sources(conn)
@@ -172,6 +177,46 @@ class LegShaper:
                 params[f"{prefix}_own"] = True
                 params[f"{prefix}_near_docs"], params[f"{prefix}_near_sims"] = found.doc_ids, found.sims
         return walk, vec_model
+
+    def walk_in_memory(
+        self,
+        conn: psycopg.Connection,
+        params: dict[str, Any],
+        walk: dict[str, bool],
+        model_id: str,
+        voters: list[str],
+        *,
+        fresh: bool = False,
+        ef: int = 0,
+    ) -> dict[str, bool]:
+        """The walk that nothing narrows (no filter, a caller without a tenant) taken in the API's index
+        (serving/search/ann_index.py) instead of PostgreSQL's HNSW index: the vector leg's nearest (`vec_ids`,
+        `vec_sims`; the returned walk reads them) and, when every source votes, the neighbours leg's from the
+        same walk, as the pooled statement shares it (`nb_near_docs`, `nb_near_sims`, the sources that never
+        vote left out)."""
+        qvec = params["qvec"]
+        if self.ann is None or not self.ann.enabled or qvec is None or any(walk.values()):
+            return walk
+        if params["sources"] is not None or params["doc_ids"] is not None or params["doc_filters"]:
+            return walk
+        if params["tenant"] is not None:  # a tenant's rows are walked in PostgreSQL
+            return walk
+        voting = "neighbours" in voters and params["nb_sources"] is None
+        k = max(params["vec_k"], params["nb_chunks"] if voting else 0)
+        versions = self.catalog.source_versions(conn, fresh=fresh)
+        found = self.ann.nearest(model_id, versions, qvec, k, len(qvec), ef=ef)
+        if found is None:
+            return walk
+        params["vec_ids"], params["vec_sims"] = found.chunk_ids[: params["vec_k"]], found.sims[: params["vec_k"]]
+        if voting:
+            exclude = set(params["nb_exclude"])
+            kept = [
+                (d, s) for d, s, src in zip(found.doc_ids, found.sims, found.sources, strict=True) if src not in exclude
+            ]
+            kept = kept[: params["nb_chunks"]]
+            params["nb_own"] = True
+            params["nb_near_docs"], params["nb_near_sims"] = [d for d, _ in kept], [s for _, s in kept]
+        return {"exact_vectors": False, "source_index": False, "given_vectors": True}
 
     def exact_vectors(self, conn: psycopg.Connection, filters: SearchFilters) -> bool:
         """Whether the filters keep so few chunks that exact distances beat an (iterative) HNSW scan."""

@@ -23,6 +23,7 @@ from serving.contract.requests import SearchFilters, SearchRequest
 from serving.contract.responses import SearchResponse
 from serving.search import analysis as logic
 from serving.search import fused_legs, leg_weights, spelling, verified_ranking
+from serving.search.ann_index import AnnIndex
 from serving.search.artefacts import in_holder_order, pinned_holders
 from serving.search.catalog import Catalog
 from serving.search.connections import Connections
@@ -54,6 +55,7 @@ class Searcher:
     results: ResultCache = field(default_factory=lambda: ResultCache(0))
     side: SideLegs | None = None  # runs the voter legs on a second connection while a core is idle
     vectors: SourceVectors | None = None  # online sources' vectors held in memory (exact nearest in the API)
+    ann: AnnIndex | None = None  # the unfiltered walk in the API's memory (serving/search/ann_index.py)
     sentence: SentenceModel | None = None  # the trained model of the sentence path (serving/search/sentence_model.py)
     check: SentenceCheck | None = None  # verifies a report sentence's techniques (serving/search/verified_ranking.py)
 
@@ -63,7 +65,7 @@ class Searcher:
 
     @property
     def shaper(self) -> LegShaper:
-        return LegShaper(self.catalog, self.vectors)
+        return LegShaper(self.catalog, self.vectors, self.ann)
 
     def query_vectors(self, queries: Sequence[str]) -> list[np.ndarray]:
         """The vectors search() embeds for these queries (each enriched as it is there), in one model run:
@@ -170,7 +172,7 @@ class Searcher:
                 self.shaper.voter_walks(conn, params, self.encoder.model_id)
                 voters = [leg for leg, w in (("neighbours", plan.w_neighbours), ("procedures", plan.w_procedures)) if w]
                 walk, sentence_model = self.shaper.held_nearest(
-                    conn, params, walk, self.encoder.model_id, voters, fresh=versioned, sentence=sentence
+                    conn, params, walk, self.encoder.model_id, voters, fresh=versioned, sentence=sentence, ef=store_ef
                 )
                 vec_model = sentence_model or vec_model
             ef_search = max(store_ef, plan.vec_k)

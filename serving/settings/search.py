@@ -98,6 +98,14 @@ class SearchSettings(BaseSettings):
         "instead of in PostgreSQL; loaded in the background, used only at the source's current data version. "
         "0 = off. The `secrag_source_vectors` metric shows what is held.",
     )
+    search_ann_index_mb: int = Field(
+        default=0,
+        ge=0,
+        description="Memory per API process for an HNSW index of the public vectors (MB): a search that no filter "
+        "narrows, from a caller without a tenant, walks it instead of PostgreSQL's HNSW index; built at start-up and "
+        "in the background, used only at the sources' current data versions; a store whose index would not fit "
+        "walks in PostgreSQL (memory per million chunks: docs/scaling.md). 0 = off.",
+    )
     hnsw_max_scan_tuples: int = Field(
         default=50000, ge=1000, description="pgvector's hnsw.max_scan_tuples for filtered vector scans."
     )

@@ -16,6 +16,7 @@ from serving.contract.requests import SearchRequest
 class Searcher:
     sentence = None  # no sentence model: nothing of the sentence path to load
     vectors = None
+    ann = None  # no in-process index to build
 
     def __init__(self, fail: dict[str, BaseException]) -> None:
         self.fail = fail
