@@ -300,8 +300,9 @@ WHERE model_id = %(model)s
 
 -- name: analyze_embedded
 -- Planner statistics after an embedding pass that wrote vectors (chunk_vectors takes them through its trigger):
--- without them a new model's searches sort every exact distance until autovacuum's ANALYZE, then walk the HNSW
--- index: the same search would be answered two ways depending on when it comes.
+-- without them the planner guesses the tables' sizes from their pages (a thousand small vectors as a dozen rows),
+-- sorts exact distances where it would walk the HNSW index, and changes its plan once autovacuum's ANALYZE
+-- runs: the same search would be answered two ways depending on its timing.
 ANALYZE embeddings, chunk_vectors
 
 -- name: analyze_published
