@@ -1,7 +1,6 @@
-"""The behaviour gate's fit (secrag/mapping/behaviour.py): procedure examples as positives against the store's
+"""The behaviour gate's fit (secrag/mapping/behaviour.py): the training examples as positives against the store's
 sentences about no procedure, a logistic regression over [vector, surface]; its threshold lets `keep` of the
-examples it was not fitted on through (the held-back actors', or each fold of the positives scored by the gate
-fitted on the others), and its figures say how many held-out negatives it sets aside."""
+held-back actors' examples through, and its figures say how many held-out negatives it sets aside."""
 
 from __future__ import annotations
 
@@ -33,7 +32,7 @@ def unit(rows: Any) -> np.ndarray:  # noqa: ANN401 - an encoder's rows
 
 def fit_gate(
     positives: Texts,
-    unseen: Texts | Sequence[int],
+    held_positives: Texts,
     negatives: Sequence[str],
     encoder: TextModel,
     *,
@@ -41,8 +40,7 @@ def fit_gate(
     keep: float,
     c: float,
 ) -> tuple[BehaviourGate, dict[str, float]]:
-    """The gate, and its figures on the examples it was not fitted on and the held-out negatives. `unseen`: other
-    examples, or each positive's fold (its threshold then from every fold scored by the gate fitted on the rest)."""
+    """The gate, and its figures on the held-back examples and the held-out negatives."""
     from sklearn.linear_model import LogisticRegression
 
     if not negatives:
@@ -50,22 +48,11 @@ def fit_gate(
     train_neg = [t for t in negatives if not held_out(t, holdout)]
     test_neg = [t for t in negatives if held_out(t, holdout)]
     neg = Texts([*train_neg, *test_neg], unit(encoder.encode_queries([*train_neg, *test_neg])))
-    x_pos, x_neg = _x(positives), _x(neg)[: len(train_neg)]
-
-    def fit(rows: np.ndarray) -> BehaviourGate:
-        y = np.concatenate([np.ones(len(rows)), np.zeros(len(x_neg))])
-        model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit(np.vstack([rows, x_neg]), y)
-        return BehaviourGate(model.coef_[0].astype(np.float64), float(model.intercept_[0]), 0.0)
-
-    gate = fit(x_pos)
-    if isinstance(unseen, Texts):
-        kept = gate.scores(unseen.vectors, unseen.texts)
-    else:
-        folds = np.asarray(unseen)
-        kept = np.zeros(len(folds))
-        for k in np.unique(folds):
-            rows = np.flatnonzero(folds == k)
-            kept[rows] = fit(x_pos[folds != k]).scores(positives.vectors[rows], [positives.texts[i] for i in rows])
+    x = np.vstack([_x(positives), _x(neg)[: len(train_neg)]])
+    y = np.concatenate([np.ones(len(positives.texts)), np.zeros(len(train_neg))])
+    model = LogisticRegression(C=c, max_iter=2000, class_weight="balanced").fit(x, y)
+    gate = BehaviourGate(model.coef_[0].astype(np.float64), float(model.intercept_[0]), 0.0)
+    kept = gate.scores(held_positives.vectors, held_positives.texts)
     threshold = float(np.quantile(kept, 1.0 - keep)) if len(kept) else 0.5
     gate = BehaviourGate(gate.coef, gate.intercept, round(threshold, 6))
     tested = gate.scores(neg.vectors[len(train_neg) :], test_neg)

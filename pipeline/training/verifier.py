@@ -1,22 +1,19 @@
-"""One training of the map's verifier and behaviour gate for the promoted sentence model: each procedure example's
+"""One training of the map's verifier and behaviour gate for the promoted sentence model: each training example's
 candidates from that model's vectors (its own actor's examples left out), labelled by its technique, fitted by a
 logistic regression over their evidence (secrag/mapping/verifier.py); the gate fitted on the examples against the
-store's text about no procedure. Either is fitted on the training examples (validated on the held-back actors'
-examples, as the sentence model is) or on the held-back actors' examples, which the sentence model never saw
-(cross-fitted by actor: each fold of actors scored by the model fitted on the others; the one kept fitted on all).
-The verifier is kept beside the model (verifier.json) only when its first candidate is right more often than the
+store's text about no procedure. Validated on the held-back actors' examples as the sentence model is: the
+verifier is kept beside the model (verifier.json) only when its first candidate is right more often than the
 vote's (the order of the candidates without it) by MIN_GAIN; its figures are in the file."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -42,15 +39,12 @@ class VerifierConfig:
 
     voters: int = 20  # as search.yaml's map.selector
     top: int = 5
-    max_examples: int = 8000  # training examples the gate (or the verifier fitted on them) reads (a hash picks them)
+    max_examples: int = 8000  # training examples whose candidates are fitted (a hash picks them)
     negatives: int = 8000  # sentences about no procedure for the behaviour gate
     per_source: int = 2000  # documents read per source for them
     holdout: int = 8
     keep: float = 0.95  # the share of held-back actors' examples the behaviour gate lets through
     c: float = 1.0  # the logistic regressions' inverse regularisation
-    fit_on: Literal["held_back", "training"] = "training"  # whose examples' candidates the verifier is fitted on
-    gate_fit_on: Literal["held_back", "training"] = "training"  # whose examples are the behaviour gate's positives
-    folds: int = 5  # held_back: folds of actors, each scored by the model fitted on the others
 
 
 @dataclass(frozen=True)
@@ -81,33 +75,25 @@ def train_verifier(
     if not len(procedures.chunk_ids) or not len(attack.chunk_ids):
         raise ValueError(f"{served_model} has no vectors of ATT&CK's techniques and procedure examples")
     held = HeldAttack.of([procedures], [attack])
-    uses_training = "training" in (config.fit_on, config.gate_fit_on)
-    train = _sample(data.train, config.max_examples) if uses_training else []
+    train = _sample(data.train, config.max_examples)
     validation = list(data.validation)
     progress(f"encoding {len(train) + len(validation)} examples with {served_model}")
     vectors = unit(encoder.encode_queries([e.text for e in [*train, *validation]]))
     train_vectors, validation_vectors = vectors[: len(train)], vectors[len(train) :]
+    found = example_candidates(train_vectors, train, procedures, held, voters=config.voters, top=config.top)
     checked = example_candidates(validation_vectors, validation, procedures, held, voters=config.voters, top=config.top)
-    if config.fit_on == "training":
-        found = example_candidates(train_vectors, train, procedures, held, voters=config.voters, top=config.top)
-        verifier = _fit(served_model, *_rows(found, train), config.c)
-        scored = [verifier.scores(cands) for cands in checked]
-    else:
-        verifier, scored = cross_fit(served_model, checked, validation, config.folds, config.c)
-    progress(f"fitted the verifier on the candidates of the {config.fit_on} examples")
-    figures = ranking_figures(scored, checked, validation)
-    figures["folds"] = float(config.folds) if config.fit_on == "held_back" else 0.0  # 0: fitted on the training split
+    x, y = _rows(found, train)
+    progress(f"fitting the verifier on {len(y)} candidates of {len(train)} examples ({int(y.sum())} right)")
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    model = _fit((x - mean) / scale, y, config.c)
+    verifier = Verifier(served_model, FEATURES, mean, scale, model.coef_[0], float(model.intercept_[0]))
+    figures = _figures(verifier, checked, validation)
     negatives = narrative_sentences(conn, sql_dir, per_source=config.per_source, limit=config.negatives)
-    held_back = Texts([e.text for e in validation], validation_vectors)
-    positives, unseen = (
-        (held_back, actor_folds(validation, config.folds))
-        if config.gate_fit_on == "held_back"
-        else (Texts([e.text for e in train], train_vectors), held_back)
-    )
-    progress(f"fitting the behaviour gate on {len(positives.texts)} examples against {len(negatives)} other sentences")
+    progress(f"fitting the behaviour gate on {len(train)} examples against {len(negatives)} other sentences")
     gate, gate_figures = fit_gate(
-        positives,
-        unseen,
+        Texts([e.text for e in train], train_vectors),
+        Texts([e.text for e in validation], validation_vectors),
         negatives,
         encoder,
         holdout=config.holdout,
@@ -117,7 +103,9 @@ def train_verifier(
     figures.update(gate_figures)
     passed = figures[GATE_FIGURE] >= figures["vote_p1"] + MIN_GAIN
     figures["seconds"] = round(time.monotonic() - started, 1)
-    verifier = dataclasses.replace(verifier, gate=gate, figures=figures)
+    verifier = Verifier(
+        served_model, FEATURES, mean, scale, verifier.coef, verifier.intercept, gate=gate, figures=figures
+    )
     written = write_verifier(folder, verifier) if passed else None
     progress(
         f"verifier of {served_model}: P@1 {figures[GATE_FIGURE]} against the vote's {figures['vote_p1']}; "
@@ -138,53 +126,21 @@ def _rows(found: Sequence[Sequence[Candidate]], examples: Sequence[Example]) -> 
     return feature_matrix(flat), np.asarray(labels, dtype=int)
 
 
-def _fit(model: str, x: np.ndarray, y: np.ndarray, c: float) -> Verifier:
-    """A logistic regression over the standardised features `x` of candidates labelled `y` (1: right)."""
+def _fit(x: np.ndarray, y: np.ndarray, c: float) -> Any:  # noqa: ANN401 - a fitted LogisticRegression
     from sklearn.linear_model import LogisticRegression
 
-    if len(set(y.tolist())) < 2:
-        raise ValueError("the verifier needs right and wrong candidates to fit on")
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    fitted = LogisticRegression(C=c, max_iter=2000).fit((x - mean) / scale, y)
-    return Verifier(model, FEATURES, mean, scale, fitted.coef_[0], float(fitted.intercept_[0]))
+    return LogisticRegression(C=c, max_iter=2000).fit(x, y)
 
 
-def actor_folds(examples: Sequence[Example], folds: int) -> list[int]:
-    """Each example's fold: its actor's place among the actors ordered by a hash of their id, modulo `folds`."""
-    actors = sorted({e.actor for e in examples}, key=lambda a: hashlib.sha256(f"fold:{a}".encode()).hexdigest())
-    if len(actors) < 2 or folds < 2:
-        raise ValueError(f"cross-fitting by actor needs two folds and two actors ({len(actors)} held back)")
-    fold = {a: i % folds for i, a in enumerate(actors)}
-    return [fold[e.actor] for e in examples]
-
-
-def cross_fit(
-    model: str, found: Sequence[Sequence[Candidate]], examples: Sequence[Example], folds: int, c: float
-) -> tuple[Verifier, list[np.ndarray]]:
-    """The verifier fitted on every example's candidates, and each example's scores by the verifier fitted on the
-    other folds' actors."""
-    fold = actor_folds(examples, folds)
-    scored: list[np.ndarray] = [np.zeros(len(cands)) for cands in found]
-    for k in sorted(set(fold)):
-        rest = [i for i, f in enumerate(fold) if f != k]
-        verifier = _fit(model, *_rows([found[i] for i in rest], [examples[i] for i in rest]), c)
-        for i in (i for i, f in enumerate(fold) if f == k):
-            scored[i] = verifier.scores(found[i])
-    return _fit(model, *_rows(found, examples), c), scored
-
-
-def ranking_figures(
-    scored: Sequence[np.ndarray], found: Sequence[Sequence[Candidate]], examples: Sequence[Example]
-) -> dict[str, float]:
-    """P@1 of the verifier's order (`scored`, one score per candidate) and of the vote's (the candidates' own
-    order), the share of examples whose technique is among the candidates, and the verifier's log loss, on the
-    held-back actors' examples."""
+def _figures(verifier: Verifier, found: Sequence[Sequence[Candidate]], examples: Sequence[Example]) -> dict[str, float]:
+    """P@1 of the verifier's order and of the vote's (the candidates' own order), the share of examples whose
+    technique is among the candidates, and the verifier's log loss, on the held-back actors' examples."""
     right = vote = reachable = 0
     losses: list[float] = []
-    for p, cands, example in zip(scored, found, examples, strict=True):
+    for cands, example in zip(found, examples, strict=True):
         if not cands:
             continue
+        p = verifier.scores(cands)
         right += cands[int(np.argmax(p))].technique == example.technique
         vote += cands[0].technique == example.technique
         reachable += any(c.technique == example.technique for c in cands)
