@@ -102,6 +102,16 @@ class OnnxEncoder(RegisteredModel):
             self.load()
         return self._encode(texts)
 
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of queries, one row per text, each text run alone: an int8 model quantises a run's activations
+        with one scale for the whole batch, so a query's vector would depend on the texts beside it (cosine 0.993
+        to itself alone), and a search on the concurrent searches batched with it. Short texts cost less alone
+        (no padding to the longest)."""
+        queries = self.info.queries(list(texts))
+        if not queries:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.vstack([self.encode([query]) for query in queries])
+
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         encodings = [self._tokenizer.encode(str(t)) for t in texts]
         out = np.empty((len(encodings), self.dimensions), dtype=np.float32)

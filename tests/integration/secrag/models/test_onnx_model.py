@@ -97,3 +97,16 @@ def test_torch_cannot_run_the_int8_model() -> None:
 def test_documents_are_encoded_with_onnx(tmp_path: Path) -> None:
     assert isinstance(document_encoder(INT8, batch_size=64, threads=1, cache_dir=tmp_path), OnnxEncoder)
     assert isinstance(document_encoder(MODEL, batch_size=64, threads=1, cache_dir=tmp_path), OnnxEncoder)
+
+
+def test_an_int8_query_vector_does_not_depend_on_the_queries_beside_it(exported: Path, onnx_dir: Path) -> None:
+    """An int8 model quantises a run's activations with one scale for the batch: documents (batched) move with
+    their batch-mates, queries are encoded alone, so a search's vector never depends on concurrent searches."""
+    int8 = OnnxEncoder(INT8, onnx_dir)
+    alone = int8.encode_queries(["lsass memory dump"])[0]
+    beside = int8.encode_queries(["lsass memory dump", LONG, "mimikatz"])
+    assert beside[0].tobytes() == alone.tobytes()
+    assert beside[1].tobytes() == int8.encode_queries([LONG])[0].tobytes()
+    batched = int8.encode(["lsass memory dump", "mimikatz"])[0]  # of similar lengths: one run
+    assert not np.array_equal(batched, alone)  # what a batch of documents does to the same text
+    assert int8.encode_queries([]).shape == (0, 384)
