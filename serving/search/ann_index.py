@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 # The graph's links per node and the candidates a build keeps, as pgvector's defaults (m 16, ef_construction
 # 64) would be too few for float16 rows. A walk keeps the candidates PostgreSQL's walk would (hnsw.ef_search,
-# search.yaml's ef_search; k when more): its recall is in docs/figures.md (bench/budget.py --ann-recall).
+# search.yaml's ef_search; k when more): the answers it gives are in docs/figures.md (bench/quality.py with it on).
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 # Vectors are held as float16 (two bytes a dimension); the graph's links take about this much more per chunk
