@@ -11,8 +11,11 @@ from __future__ import annotations
 import io
 import shutil
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -49,22 +52,29 @@ QUERIES = [f"The actor {phrases[0]}" for _, _, _, _, phrases in TECHNIQUES[:4]] 
 MAP_TEXT = "\n".join(q.rstrip(".") + "." for q in QUERIES) + f"\n{HASHES}\n"  # the verifier's gate sets aside HASHES
 
 
-def _answers(url: str, models: Path, served: str, config: Path) -> list[list[tuple[str, str, float]]]:
-    """The API's answers to QUERIES, its sentence model loaded and both models' ATT&CK vectors held first (as its
-    warm-up does), checked: `served`. Held first, every search takes the same path on both stores; a background
-    load finishing between two searches would move some of them from PostgreSQL's distances to the held ones.
-    `config` names the neighbours leg's voting sources (every source of this store), so that leg reads the held
-    vectors too: left to PostgreSQL it walks each store's own HNSW graph, whose levels are drawn at random."""
+@contextmanager
+def _serving(url: str, models: Path, served: str, config: Path, held: tuple[str, ...]) -> Iterator[Any]:
+    """A client of the API on `url`, its sentence model loaded (checked: `served`) and the ATT&CK vectors of the
+    models `held` in memory first, as its warm-up does: held first, every request takes the same path on both
+    stores (a background load finishing between two would move some from PostgreSQL's distances to the held ones)."""
     with api(
         url, embedding_model=TINY_INT8, model_cache_dir=models, search_config=config, search_source_vectors_mb=64
     ) as client:
         service = client.app.state.service  # type: ignore[attr-defined]
         encoder = service.sentence.load_now()
         assert encoder is not None and encoder.model_id == served
-        for model in (served, TINY_INT8):
+        for model in held:
             for source in ATTACK["sources"]:
                 assert service.source_vectors.load(model, source, encoder.dimensions), (model, source)
-        out = []
+        yield client
+
+
+def _answers(url: str, models: Path, served: str, config: Path) -> list[list[tuple[str, str, float]]]:
+    """The API's answers to QUERIES with both models' ATT&CK vectors held. `config` names the neighbours leg's
+    voting sources (every source of this store), so that leg reads the held vectors too: left to PostgreSQL it
+    walks each store's own HNSW graph, whose levels are drawn at random."""
+    out = []
+    with _serving(url, models, served, config, (served, TINY_INT8)) as client:
         for query in QUERIES:
             response = client.post("/v1/search", json={"query": query, "k": 10, "filters": ATTACK})
             assert response.status_code == 200, response.text
@@ -73,16 +83,9 @@ def _answers(url: str, models: Path, served: str, config: Path) -> list[list[tup
 
 
 def _mapped(url: str, models: Path, served: str, config: Path) -> dict[str, object]:
-    """The API's map of MAP_TEXT on the held path (`config` turns the verifier on), its sentence model loaded and
-    its ATT&CK vectors held first, as its warm-up does."""
-    with api(
-        url, embedding_model=TINY_INT8, model_cache_dir=models, search_config=config, search_source_vectors_mb=64
-    ) as client:
-        service = client.app.state.service  # type: ignore[attr-defined]
-        encoder = service.sentence.load_now()
-        assert encoder is not None and encoder.model_id == served
-        for source in ATTACK["sources"]:
-            assert service.source_vectors.load(served, source, encoder.dimensions), source
+    """The API's map of MAP_TEXT on the held path (`config` turns the verifier on), the sentence model's ATT&CK
+    vectors held."""
+    with _serving(url, models, served, config, (served,)) as client:
         response = client.post("/v1/map", json={"text": MAP_TEXT, "min_score": 0})
         assert response.status_code == 200, response.text
         answer: dict[str, object] = response.json()
