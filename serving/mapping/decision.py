@@ -11,6 +11,7 @@ decides."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from serving.mapping.evidence import Evidence
@@ -24,9 +25,9 @@ def features(
     """Each technique's evidence across the text as numbers, from its sentences' verified probabilities (one per
     sentence that supports it), and its prior from `examples` (technique -> its procedure examples in the store)."""
     examples = examples or {}
-    families: dict[str, int] = {}
+    families: Counter[str] = Counter()
     for t, n in examples.items():
-        families[t.split(".", 1)[0]] = families.get(t.split(".", 1)[0], 0) + n
+        families[t.split(".", 1)[0]] += n
     best = {t: max(probs) for t, probs in found.items() if probs}
     out: dict[str, dict[str, float]] = {}
     for technique in best:
