@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from fastapi import Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
@@ -19,3 +20,9 @@ def query_model(model: type[M], **values: Any) -> M:  # noqa: ANN401 - the query
         return model(**values)
     except ValidationError as exc:
         raise RequestValidationError([{**e, "loc": ("query", *e["loc"])} for e in exc.errors()]) from exc
+
+
+def serialised(answer: BaseModel) -> Response:
+    """An answer as the JSON FastAPI would send for its response model, serialised once, in the route's thread:
+    a returned model is validated again in another hop to the thread pool and serialised on the event loop."""
+    return Response(answer.model_dump_json(by_alias=True), media_type="application/json")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, BackgroundTasks
+from fastapi import APIRouter, BackgroundTasks, Response
 
 from serving.api.deps import LimitsDep, MetricsDep, PrincipalDep, RequestLogDep, SearcherDep
-from serving.api.routes import API_PREFIX
+from serving.api.routes import API_PREFIX, serialised
 from serving.contract.requests import SCORE_SCALES, SearchRequest
 from serving.contract.responses import SearchResponse
 
@@ -30,10 +30,10 @@ def search(
     metrics: MetricsDep,
     principal: PrincipalDep,
     background: BackgroundTasks,
-) -> SearchResponse:
+) -> Response:
     limits.check_search(body)
     response = searcher.search(body, principal)
     metrics.search(body.mode, response.query_type, response.took_ms)
     if log.enabled:
         background.add_task(log.search, body, response)
-    return response
+    return serialised(response)
