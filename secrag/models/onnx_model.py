@@ -28,10 +28,6 @@ MAX_BATCH = 32
 class OnnxEncoder(RegisteredModel):
     """Encodes texts with the ONNX export on onnxruntime, pooled as the registry says."""
 
-    # encode_queries runs each query alone, and a session takes concurrent runs: the API's callers need not
-    # queue for a shared run (serving/search/encoder.py)
-    encodes_queries_alone = True
-
     def __init__(self, model_id: str, cache_dir: Path, threads: int = 1, *, max_batch: int = MAX_BATCH) -> None:
         self.info = model_info(model_id)
         self.cache_dir = Path(cache_dir)

@@ -39,8 +39,6 @@ class QueryEncoder:
     A caller that finds the model idle runs it at once on everything queued (up to `max_batch` texts, or
     all of its own when it brought more: `encode_many`);
     callers arriving meanwhile queue up and wait for the next run, which one of them leads. No extra threads.
-    A model that runs each query alone (`encodes_queries_alone`: an ONNX model) shares nothing: each caller
-    runs it on its own queries in its own thread, beside the others' runs, with no wait and no hand-over.
     """
 
     def __init__(
@@ -57,7 +55,6 @@ class QueryEncoder:
         self._running = False
         self._hits = self._misses = self._runs = self._encoded = 0
         self._encode_ms = 0.0
-        self._alone = bool(getattr(model, "encodes_queries_alone", False))
 
     @property
     def model_id(self) -> str:
@@ -124,12 +121,9 @@ class QueryEncoder:
                 self._misses += 1
                 item = _Pending(text)
                 pending.append(item)
-                if not self._alone:
-                    self._queue.append(item)
-        if self._alone and pending:
-            self._run(pending, lead=False)
+                self._queue.append(item)
         run_size = max(self.max_batch, len(pending))
-        while pending and not self._alone:
+        while pending:
             with self._cond:
                 while self._running and not all(p.done for p in pending):
                     self._cond.wait()
@@ -146,9 +140,7 @@ class QueryEncoder:
             found[item.text] = item.vector
         return [found[text] for text in texts]
 
-    def _run(self, batch: list[_Pending], *, lead: bool = True) -> None:
-        """Encode the batch and hand each caller its vector; `lead`: as the queue's leader, whose run ends
-        the wait of the queued callers."""
+    def _run(self, batch: list[_Pending]) -> None:
         texts = list(dict.fromkeys(p.text for p in batch))
         vectors: np.ndarray | None = None
         error: BaseException | None = None
@@ -180,9 +172,8 @@ class QueryEncoder:
                     pending.vector = by_text.get(pending.text) if error is None else None
                     pending.error = error
                     pending.done = True
-                if lead:
-                    self._running = False
-                    self._cond.notify_all()
+                self._running = False
+                self._cond.notify_all()
 
 
 def make_model(

@@ -207,44 +207,6 @@ def test_a_failing_run_reaches_every_waiting_caller_and_is_not_cached() -> None:
     assert encoder.cache_info()["size"] == 1
 
 
-class AloneStandIn(StandIn):
-    """A stand-in that runs each query alone, as the ONNX encoder does: its callers share no run."""
-
-    encodes_queries_alone = True
-
-
-def test_callers_of_a_model_that_runs_queries_alone_run_it_at_once_in_their_own_threads() -> None:
-    model = AloneStandIn()
-    model.gate = threading.Event()
-    encoder = QueryEncoder(model, cache_size=0)
-    results: dict[str, np.ndarray] = {}
-    callers = [threading.Thread(target=lambda t=t: results.update({t: encoder.encode(t)})) for t in ("a", "b", "c")]
-    for t in callers:
-        t.start()
-    wait_for(lambda: len(model.batches) == 3)  # all three inside the model at once: none waits for another
-    model.gate.set()
-    for t in callers:
-        t.join(10)
-    assert sorted(map(tuple, model.batches)) == [("a",), ("b",), ("c",)]
-    assert set(model.threads) == {t.ident for t in callers}
-    assert {t: v.tolist() for t, v in results.items()} == {t: vector_of(t).tolist() for t in "abc"}
-    info = encoder.cache_info()
-    assert (info["misses"], info["runs"], info["encoded"]) == (3, 3, 3)
-
-
-def test_a_failing_run_of_a_model_that_runs_queries_alone_reaches_its_caller_only() -> None:
-    model = AloneStandIn()
-    encoder = QueryEncoder(model)
-    model.fail = RuntimeError("model broke")
-    with pytest.raises(RuntimeError, match="model broke"):
-        encoder.encode_many(["q1", "q2", "q1"])
-    model.fail = None
-    assert [v.tolist() for v in encoder.encode_many(["q1", "q2", "q1"])] == [
-        vector_of(t).tolist() for t in ("q1", "q2", "q1")
-    ]
-    assert model.batches[-1] == ["q1", "q2"] and encoder.cache_info()["size"] == 2
-
-
 def test_a_wrong_shape_from_the_model_is_an_error() -> None:
     model = StandIn()
     encoder = QueryEncoder(model)

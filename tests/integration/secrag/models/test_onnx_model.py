@@ -60,7 +60,7 @@ def test_long_texts_are_truncated_to_the_models_max_length(onnx_encoder: OnnxEnc
     assert onnx_encoder.encode([]).shape == (0, 384)
 
 
-def test_concurrent_queries_each_run_alone_at_once_and_get_their_own_vectors(onnx_encoder: OnnxEncoder) -> None:
+def test_concurrent_queries_are_batched_and_get_their_own_vectors(onnx_encoder: OnnxEncoder) -> None:
     encoder = QueryEncoder(onnx_encoder, cache_size=0)
     texts = [f"{q} #{i}" for i in range(4) for q in QUERIES]
     expected = {t: onnx_encoder.encode([t])[0] for t in texts}
@@ -76,9 +76,9 @@ def test_concurrent_queries_each_run_alone_at_once_and_get_their_own_vectors(onn
         t.start()
     for t in threads:
         t.join(60)
-    assert all(np.array_equal(got[t], expected[t]) for t in texts)  # the bytes of each query alone
+    assert max(float(np.abs(got[t] - expected[t]).max()) for t in texts) < 1e-5
     info = encoder.cache_info()
-    assert info["encoded"] == info["runs"] == len(texts)  # no shared runs: each caller ran its own
+    assert info["encoded"] == len(texts) and info["runs"] < len(texts)
 
 
 def test_the_shared_serving_encoder_uses_onnx(exported: Path, onnx_dir: Path, reference: Embedder) -> None:
