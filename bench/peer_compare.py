@@ -108,10 +108,11 @@ def table(results: list[dict[str, Any]]) -> str:
     ]
     for r in results:
         s, p = r["secrag"], r["peer"]
+        cpu = f"{s['cpu_ms']:.2f} / {p['cpu_ms']:.2f} ms" if s["cpu_ms"] or p["cpu_ms"] else "(--cpu)"
         lines.append(
             f"| {r['filters']} | {r['clients']} | {s['p50_ms']:.1f} / {s['p99_ms']:.1f} ms "
             f"| {p['p50_ms']:.1f} / {p['p99_ms']:.1f} ms | {s['rps']:.1f} | {p['rps']:.1f} | {r['ratio']:.2f} "
-            f"| {s['errors']} / {p['errors']} | {s['cpu_ms']:.2f} / {p['cpu_ms']:.2f} ms |"
+            f"| {s['errors']} / {p['errors']} | {cpu} |"
         )
     return "\n".join(lines)
 
