@@ -120,6 +120,11 @@ class ReaderSessions:
             conn.execute(self._queries.search_ef, {"ef_search": value})
             self._ef_by_conn[conn] = value
 
+    @property
+    def generic_plan(self) -> str:
+        """The statement that has the next one of its round trip planned once for any values (leg_runs.fetch_all)."""
+        return self._queries.generic_plan
+
     def check_login(self, url: str, timeout: int) -> None:
         """At start-up: refuse a privileged login at once; an unreachable server only warns (503s follow)."""
         try:

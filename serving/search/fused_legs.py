@@ -11,7 +11,7 @@ from serving.access.sessions import DEFAULT_EF_SEARCH
 from serving.contract.requests import SearchRequest
 from serving.search import analysis as logic
 from serving.search import fusion
-from serving.search.leg_runs import LegRuns, fetch
+from serving.search.leg_runs import LegRuns, Sent, fetch_all
 from serving.search.search_file import SearchConfig
 from serving.search.statements import Statements
 
@@ -79,6 +79,7 @@ def fused_window(
 def page_rows(
     conn: psycopg.Connection,
     statements: Statements,
+    generic_plan: str,  # ReaderSessions.generic_plan
     req: SearchRequest,
     params: dict[str, Any],
     page: list[dict[str, Any]],
@@ -94,7 +95,9 @@ def page_rows(
         "max_text_chars": req.return_.max_text_chars,
         "with_snippets": req.return_.snippets,
     }
-    display = {r["chunk_id"]: r for r in fetch(conn, statements.result_rows, display_params, "search:result_rows")}
+    # planned once per connection: the plan of the page's ids does not depend on which they are
+    shown = Sent(statements.result_rows, display_params, "search:result_rows", generic=True)
+    display = {r["chunk_id"]: r for r in fetch_all(conn, generic_plan, [shown])[0]}
     return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
 
 

@@ -1,6 +1,6 @@
-"""How a search's legs run against the store: one statement, the vector and neighbours legs sharing one
-walk of the HNSW index when nothing narrows them, and the voter legs on a second connection while a core
-is idle (serving/search/side_legs.py)."""
+"""How a search's legs run against the store: the vector and neighbours legs sharing one walk of the HNSW
+index when nothing narrows them, else the voter legs in a statement of their own with a generic plan, on a
+second connection while a core is idle (serving/search/side_legs.py), in the same round trip otherwise."""
 
 from __future__ import annotations
 
@@ -40,20 +40,28 @@ class LegRuns:
         # a pooled neighbours leg reads the vector leg's walk, so it stays in the vector leg's statement
         aside = [leg for leg in legs if leg in VOTER_LEGS and not (pooled and leg == "neighbours")]
         kept = [leg for leg in legs if leg not in aside]
-        if aside and kept and self.side is not None:
+        voters = Sent(self.statements.search(aside), params, _name(aside), generic=True) if aside else None
+        if not kept and voters is not None:
+            return fetch_all(conn, self.sessions.generic_plan, [voters])[0]
+        own = Sent(self.statements.search(kept, **walk, pooled=pooled), params, _name(kept))
+        if voters is None:
+            return fetch(conn, own.statement, params, own.name)
+        if self.side is not None:
 
-            def voters(spare: psycopg.Connection) -> list[dict[str, Any]]:
+            def on_spare(spare: psycopg.Connection) -> list[dict[str, Any]]:
                 self.sessions.ef_search(spare, ef_search)
-                return fetch(spare, self.statements.search(aside), params, _name(aside))
+                return fetch_all(spare, self.sessions.generic_plan, [voters])[0]
 
-            pending = self.side.start(voters)
+            pending = self.side.start(on_spare)
             if pending is not None:
-                own = fetch(conn, self.statements.search(kept, **walk, pooled=pooled), params, _name(kept))
+                mine = fetch(conn, own.statement, params, own.name)
                 theirs = pending.result()
                 if theirs is None:  # no spare connection came: run them here
-                    theirs = fetch(conn, self.statements.search(aside), params, _name(aside))
-                return own + theirs
-        return fetch(conn, self.statements.search(legs, **walk, pooled=pooled), params, _name(legs))
+                    theirs = fetch_all(conn, self.sessions.generic_plan, [voters])[0]
+                return mine + theirs
+        # both statements in one round trip: the voter legs apart from the vector leg plan once (generic_plan)
+        mine, theirs = fetch_all(conn, self.sessions.generic_plan, [own, voters])
+        return mine + theirs
 
 
 def _name(legs: list[str]) -> str:
@@ -71,19 +79,62 @@ def unnarrowed(params: dict[str, Any]) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Sent:
+    """One statement to send: its text with `%(name)s` placeholders, its values, its name for the error log,
+    and whether it is planned once for any values (the `generic_plan` block before it)."""
+
+    statement: str
+    params: dict[str, Any]
+    name: str
+    generic: bool = False
+
+
 def fetch(conn: psycopg.Connection, statement: str, params: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    """The statement's rows as dicts. It is sent with PostgreSQL's own placeholders, converted once per
-    statement (`native`): psycopg parses a query's placeholders on every execution once it is longer than
-    4,096 bytes, and a search's statement is 2 to 33 KB (0.22 ms of Python a run of a 19 KB one). A failure
-    carries the statement's `name` for the error log (serving.contract.errors.statement_of)."""
-    text, names = native(statement)
-    with psycopg.RawCursor(conn, row_factory=dict_row) as cur:
-        try:
-            cur.execute(text, [params[name] for name in names])
-        except psycopg.Error as exc:
-            name_statement(exc, name)
-            raise
-        return cur.fetchall()
+    """The statement's rows as dicts, planned for its values (fetch_all)."""
+    return fetch_all(conn, "", [Sent(statement, params, name)])[0]
+
+
+def fetch_all(conn: psycopg.Connection, generic_plan: str, sent: list[Sent]) -> list[list[dict[str, Any]]]:
+    """Each statement's rows as dicts, all sent in one round trip. A statement is sent with PostgreSQL's own
+    placeholders, converted once per statement (`native`): psycopg parses a query's placeholders on every
+    execution once it is longer than 4,096 bytes, and a search's statement is 2 to 33 KB (0.22 ms of Python a
+    run of a 19 KB one). A `generic` one follows `generic_plan` (plan_cache_mode for the rest of the round
+    trip's transaction, never the session's) and is prepared at once, so its plan is made once per connection;
+    the others before it keep the session's custom plans. A failure carries the statement's `name` for the
+    error log (serving.contract.errors.statement_of)."""
+    if len(sent) == 1 and not sent[0].generic:
+        return [_rows(conn, sent[0], prepare=None)]
+    try:
+        with conn.pipeline():
+            cursors: list[psycopg.RawCursor[dict[str, Any]]] = []
+            planned_once = False
+            for one in sent:
+                if one.generic and not planned_once:
+                    conn.execute(generic_plan)
+                    planned_once = True
+                elif not one.generic and planned_once:
+                    raise ValueError("a statement after a generic one would be planned generic too")
+                cursors.append(_send(conn, one, prepare=True if one.generic else None))
+            return [cur.fetchall() for cur in cursors]
+    except psycopg.Error as exc:
+        name_statement(exc, "+".join(one.name for one in sent))
+        raise
+
+
+def _send(conn: psycopg.Connection, one: Sent, *, prepare: bool | None) -> psycopg.RawCursor[dict[str, Any]]:
+    text, names = native(one.statement)
+    cur = psycopg.RawCursor(conn, row_factory=dict_row)
+    return cur.execute(text, [one.params[name] for name in names], prepare=prepare)
+
+
+def _rows(conn: psycopg.Connection, one: Sent, *, prepare: bool | None) -> list[dict[str, Any]]:
+    try:
+        with _send(conn, one, prepare=prepare) as cur:
+            return cur.fetchall()
+    except psycopg.Error as exc:
+        name_statement(exc, one.name)
+        raise
 
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")

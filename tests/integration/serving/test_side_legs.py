@@ -57,6 +57,20 @@ def test_the_voter_legs_aside_give_the_same_answer(apps: dict[str, TestClient], 
         ], name
 
 
+def test_the_voter_legs_planned_once_give_the_same_answer(apps: dict[str, TestClient]) -> None:
+    """Their generic plan (generic_plan in sql/queries/serving.sql) against plans made for each search's values."""
+    client = apps["together"]
+    queries = client.app.state.service.sessions._queries  # type: ignore[attr-defined]
+    shipped = queries.generic_plan
+    answers = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for name, plan in (("generic", shipped), ("custom", shipped.replace("generic_plan", "custom_plan"))):
+            mp.setattr(queries, "generic_plan", plan)
+            answers[name] = [[(r["chunk_id"], r["score"]) for r in search(client, **b)["results"]] for b in BODIES]
+    assert answers["generic"] == answers["custom"]
+    assert all(answers["generic"])
+
+
 def test_a_prose_search_takes_a_second_connection_while_a_core_is_idle(apps: dict[str, TestClient]) -> None:
     aside, together = apps["aside"], apps["together"]
     body = BODIES[0]
