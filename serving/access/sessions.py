@@ -7,15 +7,17 @@ secrag_reader, an owner of anything, a login that may write or create in any sch
 start-up and on every new connection unless `allow_privileged_reader` says otherwise. A request changes one
 session setting, hnsw.ef_search, and only through `ReaderSessions.ef_search`; any other setting a request makes
 is its transaction's (set_config(..., true); tests/unit/serving/test_session_settings.py keeps it so). Still,
-every setting goes back to the session's when a connection returns to the pool (`reset`, one round trip), so
-a limit (statement_timeout, read-only transactions) that a request changed by mistake never outlives it.
+every setting goes back to the session's when a connection returns to the pool (`reset`: one round trip of its
+own, or a search's last one: `reset_after`), so a limit (statement_timeout, read-only transactions) that a
+request changed by mistake never outlives it.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -25,6 +27,7 @@ from secrag.errors import ConfigError, DatabaseError
 from serving.settings import ServingSettings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 READER_ROLE = "secrag_reader"
 QUERYLOG_ROLE = "secrag_querylog"
@@ -78,7 +81,9 @@ class ReaderSessions:
             "ef_search": str(DEFAULT_EF_SEARCH),
             "trgm_threshold": str(TRGM_THRESHOLD),
         }
-        self._reset: str | None = None  # RESET ALL and the session settings in one text (reset() renders it)
+        self._rendered: str | None = None  # the session settings with their values (psycopg quotes them)
+        # connections whose request's last round trip carried the reset (reset_after): the pool's is skipped
+        self._reset_by_request: weakref.WeakKeyDictionary[psycopg.Connection[Any], bool] = weakref.WeakKeyDictionary()
         # hnsw.ef_search per pooled connection when not the session default (entries go with their connection)
         self._ef_by_conn: weakref.WeakKeyDictionary[psycopg.Connection[Any], str] = weakref.WeakKeyDictionary()
 
@@ -104,14 +109,26 @@ class ReaderSessions:
         conn.execute(self._queries.session_settings, self._settings)
 
     def reset(self, conn: psycopg.Connection[Any]) -> None:
-        """A connection back from a request: every setting it changed goes back to the session's (one round trip)."""
-        if self._reset is None:
-            # The settings rendered with their values (psycopg quotes them) after RESET ALL in one text: a query
-            # without parameters may hold two statements.
-            rendered = psycopg.ClientCursor(conn).mogrify(self._queries.session_settings, self._settings)
-            self._reset = f"RESET ALL;\n{rendered}"
-        conn.execute(self._reset)
+        """A connection back from a request: every setting it changed goes back to the session's (one round trip),
+        unless the request's last round trip carried the reset already (reset_after)."""
+        if self._reset_by_request.pop(conn, False):
+            return
+        reset_all, settings = self._reset_statements(conn)
+        conn.execute(f"{reset_all}\n{settings}")  # one text: a query without parameters may hold two statements
         self._ef_by_conn.pop(conn, None)
+
+    def reset_after(self, conn: psycopg.Connection[Any], last: Callable[[tuple[str, str]], T]) -> T:
+        """`last(statements)` sends a request's last round trip with the reset's statements after its own, so the
+        pool's reset needs no round trip of its own; a request must send nothing on `conn` after it."""
+        result = last(self._reset_statements(conn))
+        self._ef_by_conn.pop(conn, None)
+        self._reset_by_request[conn] = True
+        return result
+
+    def _reset_statements(self, conn: psycopg.Connection[Any]) -> tuple[str, str]:
+        if self._rendered is None:
+            self._rendered = psycopg.ClientCursor(conn).mogrify(self._queries.session_settings, self._settings)
+        return "RESET ALL;", self._rendered
 
     def ef_search(self, conn: psycopg.Connection[Any], wanted: int) -> None:
         """Set hnsw.ef_search on the connection when it differs from what the session already has."""

@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from serving.access.sessions import DEFAULT_EF_SEARCH
+from serving.access.sessions import DEFAULT_EF_SEARCH, ReaderSessions
 from serving.contract.requests import SearchRequest
 from serving.search import analysis as logic
 from serving.search import fusion
@@ -79,12 +79,13 @@ def fused_window(
 def page_rows(
     conn: psycopg.Connection,
     statements: Statements,
-    generic_plan: str,  # ReaderSessions.generic_plan
+    sessions: ReaderSessions,
     req: SearchRequest,
     params: dict[str, Any],
     page: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """The page's rows with their display fields (snippets are costly, so only for the page)."""
+    """The page's rows with their display fields (snippets are costly, so only for the page), in the search's
+    last round trip, which also resets the connection (ReaderSessions.reset_after)."""
     if not page:
         return page
     display_params = {
@@ -97,7 +98,8 @@ def page_rows(
     }
     # planned once per connection: the plan of the page's ids does not depend on which they are
     shown = Sent(statements.result_rows, display_params, "search:result_rows", generic=True)
-    display = {r["chunk_id"]: r for r in fetch_all(conn, generic_plan, [shown])[0]}
+    rows = sessions.reset_after(conn, lambda reset: fetch_all(conn, sessions.generic_plan, [shown], then=reset)[0])
+    display = {r["chunk_id"]: r for r in rows}
     return [{**r, **display[r["chunk_id"]]} for r in page if r["chunk_id"] in display]
 
 

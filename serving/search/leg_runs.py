@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,15 +96,18 @@ def fetch(conn: psycopg.Connection, statement: str, params: dict[str, Any], name
     return fetch_all(conn, "", [Sent(statement, params, name)])[0]
 
 
-def fetch_all(conn: psycopg.Connection, generic_plan: str, sent: list[Sent]) -> list[list[dict[str, Any]]]:
+def fetch_all(
+    conn: psycopg.Connection, generic_plan: str, sent: list[Sent], *, then: Sequence[str] = ()
+) -> list[list[dict[str, Any]]]:
     """Each statement's rows as dicts, all sent in one round trip. A statement is sent with PostgreSQL's own
     placeholders, converted once per statement (`native`): psycopg parses a query's placeholders on every
     execution once it is longer than 4,096 bytes, and a search's statement is 2 to 33 KB (0.22 ms of Python a
     run of a 19 KB one). A `generic` one follows `generic_plan` (plan_cache_mode for the rest of the round
     trip's transaction, never the session's) and is prepared at once, so its plan is made once per connection;
-    the others before it keep the session's custom plans. A failure carries the statement's `name` for the
-    error log (serving.contract.errors.statement_of)."""
-    if len(sent) == 1 and not sent[0].generic:
+    the others before it keep the session's custom plans. `then`: statements without parameters sent after them
+    (ReaderSessions.reset_after). A failure carries the statement's `name` for the error log
+    (serving.contract.errors.statement_of)."""
+    if len(sent) == 1 and not sent[0].generic and not then:
         return [_rows(conn, sent[0], prepare=None)]
     try:
         with conn.pipeline():
@@ -116,7 +120,10 @@ def fetch_all(conn: psycopg.Connection, generic_plan: str, sent: list[Sent]) -> 
                 elif not one.generic and planned_once:
                     raise ValueError("a statement after a generic one would be planned generic too")
                 cursors.append(_send(conn, one, prepare=True if one.generic else None))
-            return [cur.fetchall() for cur in cursors]
+            for text in then:
+                conn.execute(text, prepare=False)
+        # read once the pipeline's sync brought every result: fetching inside it is a round trip of its own
+        return [cur.fetchall() for cur in cursors]
     except psycopg.Error as exc:
         name_statement(exc, "+".join(one.name for one in sent))
         raise

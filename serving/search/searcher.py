@@ -196,7 +196,7 @@ class Searcher:
             if holders:
                 ranked = in_holder_order(ranked, holders)
             page = fused_legs.page_rows(
-                conn, self.statements, self.sessions.generic_plan, req, params, ranked[req.offset : req.offset + req.k]
+                conn, self.statements, self.sessions, req, params, ranked[req.offset : req.offset + req.k]
             )
         results, truncated = cap([search_result(r) for r in page], self.max_response_bytes)
         response = SearchResponse(

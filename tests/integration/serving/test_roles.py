@@ -14,6 +14,7 @@ from psycopg import sql
 from secrag.db import database
 from secrag.errors import ConfigError
 from serving.api.app import create_app
+from serving.search.leg_runs import Sent, fetch_all
 from serving.settings import ServingSettings
 
 
@@ -88,6 +89,36 @@ def test_a_changed_limit_does_not_survive_into_the_next_request(api: TestClient)
         assert conn.execute("SHOW statement_timeout").fetchone()[0] == "2s"
         assert conn.execute("SHOW default_transaction_read_only").fetchone()[0] == "on"
     assert api.post("/v1/search", json={"query": "lsass", "mode": "fts"}).status_code == 200
+
+
+SESSION = ("statement_timeout", "default_transaction_read_only", "hnsw.ef_search", "plan_cache_mode")
+
+
+def _session(conn: psycopg.Connection) -> tuple[str, ...]:
+    return tuple(conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(*n.split(".")))).fetchone()[0] for n in SESSION)
+
+
+def test_a_search_carries_the_reset_in_its_last_round_trip(api: TestClient) -> None:
+    """ReaderSessions.reset_after: the page's round trip resets the connection, so the pool's reset is skipped
+    once; a connection back without it still gets the pool's own."""
+    service = api.app.state.service  # type: ignore[attr-defined]
+    pool, sessions = service.pool, service.sessions
+    with pool.connection() as conn:
+        fresh = _session(conn)
+        probe = Sent("SELECT current_setting('statement_timeout') AS timeout", {}, "search:probe", generic=True)
+        conn.execute("SET statement_timeout = 0")
+        sessions.ef_search(conn, 500)
+        rows = sessions.reset_after(conn, lambda reset: fetch_all(conn, sessions.generic_plan, [probe], then=reset)[0])
+        assert rows == [{"timeout": "0"}]  # the request's own statement ran before the reset
+    assert fresh == ("2s", "on", "60", "force_custom_plan")
+    with pool.connection() as conn:
+        assert _session(conn) == fresh
+        conn.execute("SET statement_timeout = 0")
+    with pool.connection() as conn:
+        assert _session(conn) == fresh
+    assert api.post("/v1/search", json={"query": "dump lsass memory", "vec_k": 500}).json()["results"]
+    with pool.connection() as conn:
+        assert _session(conn) == fresh
 
 
 def test_a_privileged_login_is_refused_at_start_up(
