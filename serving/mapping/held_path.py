@@ -135,14 +135,15 @@ def held_evidence(
             rows.extend(model.encode_many(texts[start : start + model.max_batch]))
     names = searcher.catalog.technique_names()
     vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
-    found = candidates(
-        vectors,
-        held_attack(model.model_id, procedures, attack),
-        voters=voters,
-        top=top,
-        named=[named_techniques(s.text) for s in sentences],
-        names_found=[frozenset(names.find(s.text)) for s in sentences],
-    )
+    with searcher.vectors.one_blas_thread():  # as a search's products: more threads only contend for the cores
+        found = candidates(
+            vectors,
+            held_attack(model.model_id, procedures, attack),
+            voters=voters,
+            top=top,
+            named=[named_techniques(s.text) for s in sentences],
+            names_found=[frozenset(names.find(s.text)) for s in sentences],
+        )
     return HeldEvidence(model.model_id, found, vectors)
 
 

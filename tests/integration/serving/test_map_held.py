@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from threadpoolctl import threadpool_info
 
 from pipeline.chunking import ChunkConfig
 from pipeline.embedding import embed_pending
@@ -30,7 +31,9 @@ from pipeline.sources.registry import default_registry
 from pipeline.store import SourceRow, Store
 from secrag.db import database
 from secrag.files.package_data import sql_dir
+from secrag.mapping.candidates import candidates
 from serving.api.app import create_app
+from serving.mapping import held_path
 from serving.mapping.held_path import held_evidence
 from serving.mapping.sentences import split
 from serving.search.encoder import QueryEncoder, shared_encoder
@@ -248,6 +251,22 @@ def test_the_votes_are_the_held_candidates(attack_apps: dict[str, TestClient]) -
     answer = _mapped(attack_apps["held"], min_score=0)
     voted = {(s["text"], t["technique_id"]) for t in answer["techniques"] for s in t["sentences"]}
     assert voted and voted <= candidates
+
+
+def test_the_held_candidates_use_one_blas_thread(
+    attack_apps: dict[str, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A map's products over the held vectors run on one BLAS thread, as a search's do: more threads only contend
+    with the other requests for the cores."""
+    seen: list[int] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401 - candidates' own signature
+        seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        return candidates(*args, **kwargs)
+
+    monkeypatch.setattr(held_path, "candidates", counting)
+    assert held_evidence(_service(attack_apps["held"]).searcher, split(REPORT), voters=10, top=3) is not None
+    assert seen and set(seen) == {1}
 
 
 def test_without_a_sentence_model_the_map_searches_each_sentence(attack_apps: dict[str, TestClient]) -> None:
