@@ -12,7 +12,7 @@ import psycopg
 from secrag.mapping.candidates import candidates
 from serving.mapping.evidence import named_techniques
 from serving.mapping.held_path import ATTACK, PROCEDURES, held_attack
-from serving.mapping.verifier_file import verifier_of
+from serving.mapping.verifier_file import verifier_of, verifier_stamp
 from serving.search.catalog import Catalog
 from serving.search.search_file import SearchConfig
 from serving.search.source_vectors import SourceVectors
@@ -30,6 +30,11 @@ class SentenceCheck:
     @property
     def source(self) -> str:
         return ATTACK
+
+    def version(self, model_id: str) -> str:
+        """The verifier file's change time, "" without one: a verifier written beside a model already serving
+        changes the answers."""
+        return verifier_stamp(model_id)
 
     def __call__(self, conn: psycopg.Connection, model_id: str, vector: np.ndarray, text: str) -> dict[str, float]:
         """Technique doc_id -> probability; empty while the model has no verifier or its vectors are not held."""

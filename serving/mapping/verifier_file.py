@@ -29,6 +29,14 @@ def folder_of(model_id: str, models_dir: Path | None = None) -> Path:
     return trained_folder(models_dir or get_settings().models_dir, trained)
 
 
+def verifier_stamp(model_id: str, models_dir: Path | None = None) -> str:
+    """The served sentence model's verifier file's change time, "" when it has none."""
+    try:
+        return str((folder_of(model_id, models_dir) / VERIFIER_FILE).stat().st_mtime_ns)
+    except OSError:
+        return ""
+
+
 def verifier_of(model_id: str, models_dir: Path | None = None) -> Verifier | None:
     """The served sentence model's verifier, or None."""
     path = folder_of(model_id, models_dir) / VERIFIER_FILE

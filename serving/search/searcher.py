@@ -114,9 +114,12 @@ class Searcher:
 
     def _models(self) -> str:
         """The models a response depends on, for the result cache's key: the serving model, and the sentence
-        model while one serves."""
+        model while one serves with its verifier's version."""
         encoder = self.sentence.encoder() if self.sentence is not None else None
-        return self.encoder.model_id if encoder is None else f"{self.encoder.model_id}+{encoder.model_id}"
+        if encoder is None:
+            return self.encoder.model_id
+        checked = f"@{self.check.version(encoder.model_id)}" if self.check is not None else ""
+        return f"{self.encoder.model_id}+{encoder.model_id}{checked}"
 
     def _search(
         self,

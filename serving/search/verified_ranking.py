@@ -23,6 +23,10 @@ class SentenceCheck(Protocol):
     @property
     def source(self) -> str: ...
 
+    def version(self, model_id: str) -> str:
+        """What the check's answers for `model_id` depend on besides the model (for the result cache's key)."""
+        ...
+
     def __call__(
         self, conn: psycopg.Connection, model_id: str, vector: np.ndarray, text: str
     ) -> Mapping[str, float]: ...

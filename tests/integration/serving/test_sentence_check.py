@@ -62,3 +62,21 @@ def test_a_report_sentences_techniques_rise_by_their_verified_probability(
             verified = 1 - (1 - score) * (1 - weight * expected.get(doc_id, 0.0))
             assert checked[doc_id] == pytest.approx(verified, abs=1e-5)
     assert list(checked) == sorted(checked, key=lambda d: -checked[d]) and max(checked.values()) <= 1.0
+
+
+def test_the_result_caches_key_names_the_verifier(
+    verified_app: tuple[TestClient, Verifier, Path],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """A verifier written beside a sentence model already serving changes a sentence's answer, so the result
+    cache's key changes with it (its file's change time)."""
+    client, _, models = verified_app
+    searcher = _service(client).searcher
+    assert searcher.check is not None
+    _models(monkeypatch, tmp_path)  # no verifier file
+    assert searcher.check.version(SENTENCE_MODEL) == ""
+    without = searcher._models()
+    _models(monkeypatch, models)
+    assert searcher.check.version(SENTENCE_MODEL)
+    assert searcher._models() != without and searcher._models().startswith(without)
