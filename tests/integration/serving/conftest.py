@@ -17,6 +17,7 @@ from secrag.db import database
 from secrag.files.package_data import sql_dir
 from serving.api.app import create_app
 from serving.search.encoder import shared_encoder
+from serving.search.leg_runs import LegRuns
 from serving.settings import ServingSettings
 from tests.plugins.database import migrated_copy
 from tests.plugins.loopback_server import served
@@ -111,3 +112,23 @@ def live_server(url: str, settings_for: Callable[..., ServingSettings], **overri
 
     with served(app_for, lifespan="on") as base:
         yield base
+
+
+@pytest.fixture
+def legs(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
+    """Each search's legs' rows, in the order the searches ran."""
+    runs: list[list[dict[str, Any]]] = []
+    rows = LegRuns.rows
+
+    def recorded(self: LegRuns, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:  # noqa: ANN401
+        out = rows(self, *args, **kwargs)
+        runs.append(out)
+        return out
+
+    monkeypatch.setattr(LegRuns, "rows", recorded)
+    return runs
+
+
+def by_leg(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """A search's legs' rows as (leg, chunk id) -> score."""
+    return {(r["leg"], r["chunk_id"]): r["score"] for r in rows}

@@ -13,10 +13,9 @@ from fastapi.testclient import TestClient
 
 from secrag.db import database
 from serving.search.ann_index import AnnIndex, Walked
-from serving.search.leg_runs import LegRuns
 from serving.settings import ServingSettings
 
-from .conftest import search
+from .conftest import by_leg, search
 
 BODIES: list[dict[str, Any]] = [
     {"query": "credential dumping from lsass memory", "k": 10},
@@ -74,25 +73,6 @@ def spy(apps: dict[str, TestClient]) -> Iterator[Spy]:
     del index.nearest
 
 
-@pytest.fixture
-def legs(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
-    """Each search's legs' rows, in the order the searches ran."""
-    runs: list[list[dict[str, Any]]] = []
-    rows = LegRuns.rows
-
-    def recorded(self: LegRuns, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:  # noqa: ANN401
-        out = rows(self, *args, **kwargs)
-        runs.append(out)
-        return out
-
-    monkeypatch.setattr(LegRuns, "rows", recorded)
-    return runs
-
-
-def _by_leg(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
-    return {(r["leg"], r["chunk_id"]): r["score"] for r in rows}
-
-
 def _ranked(payload: dict[str, Any]) -> list[str]:
     return [r["chunk_id"] for r in payload["results"]]
 
@@ -104,7 +84,7 @@ def test_an_unfiltered_search_answers_as_postgres_walks(
     """The legs' candidates with the same scores (the index holds float16 vectors) and the same answer. Both walks
     are approximate, each keeping the store's ef_search candidates, so one may find a chunk the other missed."""
     index, off = search(apps["index"], **body), search(apps["off"], **body)
-    through_index, through_postgres = (_by_leg(run) for run in legs)
+    through_index, through_postgres = (by_leg(run) for run in legs)
     assert spy.calls == [True]
     shared = through_index.keys() & through_postgres.keys()
     assert through_postgres and len(shared) >= 0.97 * len(through_postgres)

@@ -15,11 +15,10 @@ from fastapi.testclient import TestClient
 
 from secrag.db import database
 from serving.api.app import create_app
-from serving.search.leg_runs import LegRuns
 from serving.search.source_vectors import Nearest, SourceVectors, reader
 from serving.settings import ServingSettings
 
-from .conftest import search
+from .conftest import by_leg, search
 
 BODIES: list[dict[str, Any]] = [
     {"query": "a scheduled task created for persistence", "k": 10, "filters": {"sources": ["sigma"]}},
@@ -83,25 +82,6 @@ def _ranked(payload: dict[str, Any]) -> list[str]:
     return [r["chunk_id"] for r in payload["results"]]
 
 
-@pytest.fixture
-def legs(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
-    """Each search's legs' rows, in the order the searches ran."""
-    runs: list[list[dict[str, Any]]] = []
-    rows = LegRuns.rows
-
-    def recorded(self: LegRuns, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:  # noqa: ANN401
-        out = rows(self, *args, **kwargs)
-        runs.append(out)
-        return out
-
-    monkeypatch.setattr(LegRuns, "rows", recorded)
-    return runs
-
-
-def _by_leg(rows: list[dict[str, Any]]) -> dict[tuple[str, str], float]:
-    return {(r["leg"], r["chunk_id"]): r["score"] for r in rows}
-
-
 @pytest.mark.parametrize("body", BODIES, ids=lambda b: b["query"][:24])
 def test_held_vectors_give_the_legs_postgres_gives(
     apps: dict[str, TestClient], spy: Spy, legs: list[list[dict[str, Any]]], body: dict[str, Any]
@@ -111,7 +91,7 @@ def test_held_vectors_give_the_legs_postgres_gives(
     them; the held vectors' equal votes tie and go by chunk id)."""
     search(apps["held"], **body)
     search(apps["off"], **body)
-    held, off = (_by_leg(run) for run in legs)
+    held, off = (by_leg(run) for run in legs)
     assert off and held.keys() == off.keys()
     assert [held[key] for key in off] == pytest.approx(list(off.values()), abs=1e-6)
     assert spy.calls and all(used for _, used in spy.calls), spy.calls
