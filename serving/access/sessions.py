@@ -81,9 +81,10 @@ class ReaderSessions:
             "ef_search": str(DEFAULT_EF_SEARCH),
             "trgm_threshold": str(TRGM_THRESHOLD),
         }
-        self._rendered: str | None = None  # the session settings with their values (psycopg quotes them)
+        # RESET ALL and the session settings with their values (psycopg quotes them), rendered once
+        self._reset: tuple[str, str] | None = None
         # connections whose request's last round trip carried the reset (reset_after): the pool's is skipped
-        self._reset_by_request: weakref.WeakKeyDictionary[psycopg.Connection[Any], bool] = weakref.WeakKeyDictionary()
+        self._reset_by_request: weakref.WeakSet[psycopg.Connection[Any]] = weakref.WeakSet()
         # hnsw.ef_search per pooled connection when not the session default (entries go with their connection)
         self._ef_by_conn: weakref.WeakKeyDictionary[psycopg.Connection[Any], str] = weakref.WeakKeyDictionary()
 
@@ -111,10 +112,10 @@ class ReaderSessions:
     def reset(self, conn: psycopg.Connection[Any]) -> None:
         """A connection back from a request: every setting it changed goes back to the session's (one round trip),
         unless the request's last round trip carried the reset already (reset_after)."""
-        if self._reset_by_request.pop(conn, False):
+        if conn in self._reset_by_request:
+            self._reset_by_request.discard(conn)
             return
-        reset_all, settings = self._reset_statements(conn)
-        conn.execute(f"{reset_all}\n{settings}")  # one text: a query without parameters may hold two statements
+        conn.execute("\n".join(self._reset_statements(conn)))  # a query without parameters may hold two
         self._ef_by_conn.pop(conn, None)
 
     def reset_after(self, conn: psycopg.Connection[Any], last: Callable[[tuple[str, str]], T]) -> T:
@@ -122,13 +123,14 @@ class ReaderSessions:
         pool's reset needs no round trip of its own; a request must send nothing on `conn` after it."""
         result = last(self._reset_statements(conn))
         self._ef_by_conn.pop(conn, None)
-        self._reset_by_request[conn] = True
+        self._reset_by_request.add(conn)
         return result
 
     def _reset_statements(self, conn: psycopg.Connection[Any]) -> tuple[str, str]:
-        if self._rendered is None:
-            self._rendered = psycopg.ClientCursor(conn).mogrify(self._queries.session_settings, self._settings)
-        return "RESET ALL;", self._rendered
+        if self._reset is None:
+            rendered = psycopg.ClientCursor(conn).mogrify(self._queries.session_settings, self._settings)
+            self._reset = ("RESET ALL;", rendered)
+        return self._reset
 
     def ef_search(self, conn: psycopg.Connection[Any], wanted: int) -> None:
         """Set hnsw.ef_search on the connection when it differs from what the session already has."""
